@@ -1,0 +1,278 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// APIError is a refusal by a controller: a 4xx answer, or a 5xx that
+// retrying did not cure.
+type APIError struct {
+	Status  int
+	Message string
+	Field   string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Client talks to a controller cluster. Any member will do: reads are served
+// locally, writes are forwarded to the leader by the member. Calls are retried
+// on other members while the cluster elects a leader, for up to RetryFor.
+type Client struct {
+	addrs    []string
+	http     *http.Client
+	next     atomic.Uint32
+	RetryFor time.Duration
+}
+
+// NewClient returns a client for the comma-separated controller URLs in addrs
+// (CORRAL_ADDR's format). A bare host:port gets http:// prepended.
+func NewClient(addrs string) (*Client, error) {
+	var list []string
+	for _, a := range strings.Split(addrs, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		if _, err := url.Parse(a); err != nil {
+			return nil, fmt.Errorf("controller address %q: %w", a, err)
+		}
+		list = append(list, strings.TrimRight(a, "/"))
+	}
+	if len(list) == 0 {
+		return nil, errors.New("no controller address: set CORRAL_ADDR to the controllers' URLs, e.g. http://127.0.0.1:7001")
+	}
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{addrs: list, http: &http.Client{Transport: tr}, RetryFor: 15 * time.Second}, nil
+}
+
+// Addrs returns the controller URLs the client knows.
+func (c *Client) Addrs() []string { return append([]string(nil), c.addrs...) }
+
+// retryable reports whether another member (or a later try) may succeed.
+func retryable(status int) bool {
+	return status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout
+}
+
+// do sends one request, rotating through members on connection errors and
+// 5xx answers that mean "no leader yet". out may be nil.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(c.RetryFor)
+	backoff := 20 * time.Millisecond
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		i := int(c.next.Load()) % len(c.addrs)
+		addr := c.addrs[i]
+		status, err := c.once(ctx, method, addr+path, body, out)
+		if err == nil {
+			return nil
+		}
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && !retryable(status) {
+			return err
+		}
+		lastErr = err
+		c.next.CompareAndSwap(uint32(i), uint32(i+1))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no controller answered within %s (tried %s): %w", c.RetryFor, strings.Join(c.addrs, ", "), lastErr)
+		}
+		// Cycle through all members quickly, then back off.
+		if (attempt+1)%len(c.addrs) == 0 {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if backoff < 500*time.Millisecond {
+				backoff *= 2
+			}
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, method, u string, body []byte, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 300 {
+		var e Error
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = fmt.Sprintf("%s %s: %s: %s", method, u, resp.Status, strings.TrimSpace(string(data)))
+		}
+		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decoding answer of %s %s: %w", method, u, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Submit submits a batch of jobs; each should carry a RequestID so that the
+// client's own retries never create a job twice.
+func (c *Client) Submit(ctx context.Context, jobs []JobSpec) ([]SubmitResult, error) {
+	var resp SubmitResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", SubmitRequest{Jobs: jobs}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Results, nil
+}
+
+// Jobs lists jobs matching f. consistent forces a read on the leader.
+func (c *Client) Jobs(ctx context.Context, f JobFilter, consistent bool) ([]Job, error) {
+	q := url.Values{}
+	for _, id := range f.IDs {
+		q.Add("id", strconv.FormatUint(id, 10))
+	}
+	for _, u := range f.Users {
+		q.Add("user", u)
+	}
+	for _, n := range f.Names {
+		q.Add("name", n)
+	}
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	for _, p := range f.Partitions {
+		q.Add("partition", p)
+	}
+	for _, a := range f.Accounts {
+		q.Add("account", a)
+	}
+	if consistent {
+		q.Set("consistent", "1")
+	}
+	var jobs []Job
+	path := "/v1/jobs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return jobs, c.do(ctx, http.MethodGet, path, nil, &jobs)
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id uint64, consistent bool) (*Job, error) {
+	var j Job
+	path := "/v1/jobs/" + strconv.FormatUint(id, 10)
+	if consistent {
+		path += "?consistent=1"
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Cancel cancels the jobs matching the request's filter.
+func (c *Client) Cancel(ctx context.Context, req CancelRequest) (*CancelResponse, error) {
+	var resp CancelResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/cancel", req, &resp)
+}
+
+// Hold holds or releases pending jobs.
+func (c *Client) Hold(ctx context.Context, req HoldRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/hold", req, &resp)
+}
+
+// Nodes lists every node.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var nodes []Node
+	return nodes, c.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes)
+}
+
+// Node returns one node.
+func (c *Client) Node(ctx context.Context, name string) (*Node, error) {
+	var n Node
+	if err := c.do(ctx, http.MethodGet, "/v1/nodes/"+url.PathEscape(name), nil, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// Drain drains or resumes a node.
+func (c *Client) Drain(ctx context.Context, req DrainRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/drain", req, nil)
+}
+
+// Status returns the cluster's status as seen by the member that answers.
+func (c *Client) Status(ctx context.Context) (*ClusterStatus, error) {
+	var s ClusterStatus
+	if err := c.do(ctx, http.MethodGet, "/v1/status", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Register records a node daemon with the cluster.
+func (c *Client) Register(ctx context.Context, info NodeInfo) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/register", info, nil)
+}
+
+// Heartbeat tells the cluster the node daemon is alive. A 404 answer means
+// the cluster does not know the node and it must register again.
+func (c *Client) Heartbeat(ctx context.Context, name, bootID string) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/heartbeat", NodeStatus{Name: name, BootID: bootID}, nil)
+}
+
+// Report sends job reports from a node.
+func (c *Client) Report(ctx context.Context, st NodeStatus) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/status", st, nil)
+}
+
+// Desired returns the node's desired state once its index passes index, or
+// after wait with the current state.
+func (c *Client) Desired(ctx context.Context, node string, index uint64, wait time.Duration) (*Desired, error) {
+	var d Desired
+	path := fmt.Sprintf("/v1/nodes/%s/desired?index=%d&wait=%s", url.PathEscape(node), index, wait)
+	if err := c.do(ctx, http.MethodGet, path, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}

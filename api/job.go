@@ -1,0 +1,297 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobState is a job's lifecycle state. The names are Slurm's, so scripts and
+// people that read squeue output keep working.
+type JobState string
+
+// Job states. Append only: these strings are stored in Raft logs.
+const (
+	StatePending     JobState = "PENDING"
+	StateRunning     JobState = "RUNNING"
+	StateSuspended   JobState = "SUSPENDED"
+	StateCompleting  JobState = "COMPLETING"
+	StateCompleted   JobState = "COMPLETED"
+	StateFailed      JobState = "FAILED"
+	StateCancelled   JobState = "CANCELLED"
+	StateTimeout     JobState = "TIMEOUT"
+	StatePreempted   JobState = "PREEMPTED"
+	StateNodeFail    JobState = "NODE_FAIL"
+	StateOutOfMemory JobState = "OUT_OF_MEMORY"
+	StateRequeued    JobState = "REQUEUED"
+	StateMigrating   JobState = "MIGRATING"
+)
+
+// AllJobStates lists every state in display order.
+var AllJobStates = []JobState{
+	StatePending, StateRunning, StateSuspended, StateCompleting, StateCompleted,
+	StateFailed, StateCancelled, StateTimeout, StatePreempted, StateNodeFail,
+	StateOutOfMemory, StateRequeued, StateMigrating,
+}
+
+var shortStates = map[JobState]string{
+	StatePending: "PD", StateRunning: "R", StateSuspended: "S", StateCompleting: "CG",
+	StateCompleted: "CD", StateFailed: "F", StateCancelled: "CA", StateTimeout: "TO",
+	StatePreempted: "PR", StateNodeFail: "NF", StateOutOfMemory: "OOM", StateRequeued: "RQ",
+	StateMigrating: "MG",
+}
+
+// Short returns squeue's compact state code (%t), e.g. "PD" or "R".
+func (s JobState) Short() string {
+	if c, ok := shortStates[s]; ok {
+		return c
+	}
+	return string(s)
+}
+
+// Terminal reports whether a job in state s will never run again.
+func (s JobState) Terminal() bool {
+	switch s {
+	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StatePreempted,
+		StateNodeFail, StateOutOfMemory:
+		return true
+	}
+	return false
+}
+
+// Active reports whether a job in state s holds resources on a node.
+func (s JobState) Active() bool {
+	switch s {
+	case StateRunning, StateSuspended, StateCompleting, StateMigrating:
+		return true
+	}
+	return false
+}
+
+// ParseJobState accepts a full state name or its squeue short code, in any
+// case, as squeue's --states does.
+func ParseJobState(s string) (JobState, error) {
+	for _, st := range AllJobStates {
+		if equalFold(s, string(st)) || equalFold(s, st.Short()) {
+			return st, nil
+		}
+	}
+	if equalFold(s, "CANCELED") {
+		return StateCancelled, nil
+	}
+	return "", fmt.Errorf("unknown job state %q (use one of PENDING, RUNNING, SUSPENDED, COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY or their short codes PD, R, S, CD, CA, F, TO, NF, PR, OOM)", s)
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// Reason explains why a job is pending (squeue's REASON column). The names
+// are Slurm's.
+type Reason string
+
+// Pending reasons. Append only.
+const (
+	ReasonNone                     Reason = "None"
+	ReasonPriority                 Reason = "Priority"
+	ReasonResources                Reason = "Resources"
+	ReasonDependency               Reason = "Dependency"
+	ReasonDependencyNeverSatisfied Reason = "DependencyNeverSatisfied"
+	ReasonBeginTime                Reason = "BeginTime"
+	ReasonJobHeldUser              Reason = "JobHeldUser"
+	ReasonJobHeldAdmin             Reason = "JobHeldAdmin"
+	ReasonPartitionTimeLimit       Reason = "PartitionTimeLimit"
+	ReasonPartitionDown            Reason = "PartitionDown"
+	ReasonPartitionNodeLimit       Reason = "PartitionNodeLimit"
+	ReasonNodeDown                 Reason = "NodeDown"
+	ReasonBadConstraints           Reason = "BadConstraints"
+	ReasonQOSLimit                 Reason = "QOSLimit"
+	ReasonNodeFail                 Reason = "NodeFail"
+)
+
+// Dependency is a parsed --dependency expression. Clauses are joined by
+// "all of" (",") unless Any is set ("?" in Slurm's syntax).
+type Dependency struct {
+	Any     bool        `json:"any,omitempty"`
+	Clauses []DepClause `json:"clauses"`
+	Raw     string      `json:"raw"`
+}
+
+// DepClause is one dependency type with its job ids, e.g. afterok:12:13.
+type DepClause struct {
+	// Type is after, afterany, afterok, afternotok, aftercorr, aftersingleton
+	// is spelled "singleton" and has no job ids.
+	Type string `json:"type"`
+	// JobIDs names the jobs; an element of an array is "12_3".
+	JobIDs []string `json:"job_ids,omitempty"`
+	// Minutes is the optional +time of after:<id>+<minutes>.
+	Minutes int `json:"minutes,omitempty"`
+}
+
+// ArraySpec is a parsed --array expression such as 0-15:4%2.
+type ArraySpec struct {
+	Raw      string       `json:"raw"`
+	Ranges   []ArrayRange `json:"ranges"`
+	Throttle int          `json:"throttle,omitempty"`
+}
+
+// ArrayRange is First..Last (inclusive) in steps of Step.
+type ArrayRange struct {
+	First int `json:"first"`
+	Last  int `json:"last"`
+	Step  int `json:"step"`
+}
+
+// Count returns how many indices the spec expands to (duplicates counted).
+func (a *ArraySpec) Count() int {
+	n := 0
+	for _, r := range a.Ranges {
+		if r.Step > 0 && r.Last >= r.First {
+			n += (r.Last-r.First)/r.Step + 1
+		}
+	}
+	return n
+}
+
+// Gres is one generic-resource request, e.g. gpu:a100:2.
+type Gres struct {
+	Name  string `json:"name"`
+	Type  string `json:"type,omitempty"`
+	Count int    `json:"count"`
+}
+
+// JobSpec is what a user submits: the script and every request that came with
+// it, after #SBATCH directives and command-line options were merged and
+// validated (package submit).
+type JobSpec struct {
+	// RequestID is the client's idempotency key: a retried submission with
+	// the same key returns the original job instead of creating another.
+	RequestID string `json:"request_id,omitempty"`
+
+	Name      string   `json:"name"`
+	User      string   `json:"user"`
+	Account   string   `json:"account,omitempty"`
+	Partition string   `json:"partition,omitempty"`
+	QOS       string   `json:"qos,omitempty"`
+	Script    string   `json:"script"`
+	Args      []string `json:"args,omitempty"`
+	// SubmitDir is where the user ran submit; WorkDir is -D (defaults to it).
+	SubmitDir string `json:"submit_dir"`
+	WorkDir   string `json:"work_dir"`
+	// Env holds the exported environment as KEY=VALUE lines, sorted.
+	Env []string `json:"env,omitempty"`
+
+	NTasks      int   `json:"ntasks"`
+	CPUsPerTask int   `json:"cpus_per_task"`
+	Nodes       int   `json:"nodes,omitempty"`
+	MemPerNode  int64 `json:"mem_per_node_mb,omitempty"` // MiB; 0 means unset
+	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`  // MiB; 0 means unset
+	// TimeLimit is in seconds; 0 means the partition's limit.
+	TimeLimit int64 `json:"time_limit_s,omitempty"`
+
+	Output  string `json:"output,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Requeue bool   `json:"requeue,omitempty"`
+	Hold    bool   `json:"hold,omitempty"`
+	// Begin is the earliest start time; zero means now.
+	Begin   time.Time `json:"begin,omitempty"`
+	Comment string    `json:"comment,omitempty"`
+	Nice    int       `json:"nice,omitempty"`
+
+	Gres       []Gres      `json:"gres,omitempty"`
+	Dependency *Dependency `json:"dependency,omitempty"`
+	Array      *ArraySpec  `json:"array,omitempty"`
+	// Image names the guest image for the vm runner; empty is the default.
+	Image string `json:"image,omitempty"`
+}
+
+// CPUs returns the number of CPUs the job asks for on its node.
+func (s *JobSpec) CPUs() int {
+	t, c := s.NTasks, s.CPUsPerTask
+	if t < 1 {
+		t = 1
+	}
+	if c < 1 {
+		c = 1
+	}
+	return t * c
+}
+
+// MemMB returns the memory the job asks for on its node in MiB, or 0 when it
+// asked for none (the node's default applies).
+func (s *JobSpec) MemMB() int64 {
+	if s.MemPerNode > 0 {
+		return s.MemPerNode
+	}
+	if s.MemPerCPU > 0 {
+		return s.MemPerCPU * int64(s.CPUs())
+	}
+	return 0
+}
+
+// Job is a submitted job as the controllers hold it.
+type Job struct {
+	ID   uint64  `json:"id"`
+	Spec JobSpec `json:"spec"`
+
+	State  JobState `json:"state"`
+	Reason Reason   `json:"reason,omitempty"`
+	// FinalState is the state a COMPLETING job takes once its node confirms
+	// the job's processes are gone.
+	FinalState JobState `json:"final_state,omitempty"`
+
+	SubmitTime time.Time `json:"submit_time"`
+	StartTime  time.Time `json:"start_time,omitempty"`
+	EndTime    time.Time `json:"end_time,omitempty"`
+	// SuspendedFor accumulates time spent SUSPENDED, so elapsed time stops
+	// counting while a job is paused.
+	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
+	SuspendTime  time.Time     `json:"suspend_time,omitempty"`
+
+	Node  string `json:"node,omitempty"`
+	CPUs  int    `json:"cpus"`
+	MemMB int64  `json:"mem_mb"`
+
+	ExitCode int `json:"exit_code"`
+	Signal   int `json:"signal,omitempty"`
+	// Message carries the node's explanation of an abnormal end.
+	Message  string `json:"message,omitempty"`
+	Priority int64  `json:"priority"`
+	Restarts int    `json:"restarts,omitempty"`
+	// StartIndex is the Raft index of the plan that started the job; the
+	// node daemon uses it to tell a new run of a requeued job from an old one.
+	StartIndex uint64 `json:"start_index,omitempty"`
+}
+
+// Elapsed returns how long the job has run at now (squeue's TIME, %M).
+func (j *Job) Elapsed(now time.Time) time.Duration {
+	if j.StartTime.IsZero() {
+		return 0
+	}
+	end := now
+	if !j.EndTime.IsZero() {
+		end = j.EndTime
+	}
+	d := end.Sub(j.StartTime) - j.SuspendedFor
+	if j.State == StateSuspended && !j.SuspendTime.IsZero() {
+		d -= end.Sub(j.SuspendTime)
+	}
+	if d < 0 {
+		d = 0
+	}
+	return d
+}

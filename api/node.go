@@ -1,0 +1,113 @@
+package api
+
+import "time"
+
+// NodeState is a node's state as sinfo shows it.
+type NodeState string
+
+// Node states. Append only.
+const (
+	NodeIdle      NodeState = "IDLE"
+	NodeMixed     NodeState = "MIXED"
+	NodeAllocated NodeState = "ALLOCATED"
+	NodeDown      NodeState = "DOWN"
+	NodeDrained   NodeState = "DRAINED"
+	NodeDraining  NodeState = "DRAINING"
+	NodeUnknown   NodeState = "UNKNOWN"
+)
+
+// NodeInfo is what a node daemon reports about itself when it registers.
+type NodeInfo struct {
+	Name       string   `json:"name"`
+	CPUs       int      `json:"cpus"`
+	MemMB      int64    `json:"mem_mb"`
+	Partitions []string `json:"partitions,omitempty"`
+	Runner     string   `json:"runner"`
+	// BootID changes every time the daemon starts; the controller uses it to
+	// tell a restart from a heartbeat.
+	BootID  string `json:"boot_id"`
+	Version string `json:"version,omitempty"`
+	// Running lists the jobs the daemon found still running on start.
+	Running []uint64 `json:"running,omitempty"`
+	// Images and Accel describe what the vm runner offers (empty for the
+	// process runner).
+	Images []string `json:"images,omitempty"`
+	Accel  string   `json:"accel,omitempty"`
+}
+
+// Node is a node as the controllers hold it.
+type Node struct {
+	NodeInfo
+	// Down is set by liveness when heartbeats stop; Drain by an operator.
+	Down       bool      `json:"down,omitempty"`
+	Drain      bool      `json:"drain,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Registered time.Time `json:"registered"`
+	LastSeen   time.Time `json:"last_seen"`
+	// AllocCPUs and AllocMemMB sum the active jobs placed on the node.
+	AllocCPUs  int   `json:"alloc_cpus"`
+	AllocMemMB int64 `json:"alloc_mem_mb"`
+	// AllocIndex is the Raft index at which the node's allocation list
+	// last changed; node daemons wait on it.
+	AllocIndex uint64   `json:"alloc_index"`
+	Jobs       []uint64 `json:"jobs,omitempty"`
+}
+
+// State derives the sinfo state from the node's flags and load.
+func (n *Node) State() NodeState {
+	switch {
+	case n.Down:
+		return NodeDown
+	case n.Drain && n.AllocCPUs > 0:
+		return NodeDraining
+	case n.Drain:
+		return NodeDrained
+	case n.AllocCPUs == 0:
+		return NodeIdle
+	case n.AllocCPUs >= n.CPUs:
+		return NodeAllocated
+	default:
+		return NodeMixed
+	}
+}
+
+// FreeCPUs returns the CPUs not held by active jobs.
+func (n *Node) FreeCPUs() int { return n.CPUs - n.AllocCPUs }
+
+// FreeMemMB returns the memory not held by active jobs.
+func (n *Node) FreeMemMB() int64 { return n.MemMB - n.AllocMemMB }
+
+// Allocation is one job a node should be running: its part of the node's
+// desired state.
+type Allocation struct {
+	Job Job `json:"job"`
+}
+
+// Desired is a node's desired state at a Raft index.
+type Desired struct {
+	Node        string       `json:"node"`
+	Index       uint64       `json:"index"`
+	Allocations []Allocation `json:"allocations"`
+	// Known is false when the controllers have no record of the node; the
+	// daemon must register again.
+	Known bool `json:"known"`
+}
+
+// JobReport is what a node says about one of its jobs.
+type JobReport struct {
+	JobID uint64 `json:"job_id"`
+	// StartIndex identifies the run (see Job.StartIndex).
+	StartIndex uint64   `json:"start_index"`
+	State      JobState `json:"state"`
+	ExitCode   int      `json:"exit_code"`
+	Signal     int      `json:"signal,omitempty"`
+	Message    string   `json:"message,omitempty"`
+}
+
+// NodeStatus is a node daemon's report: its identity and what happened to
+// its jobs since the last report.
+type NodeStatus struct {
+	Name    string      `json:"name"`
+	BootID  string      `json:"boot_id"`
+	Reports []JobReport `json:"reports,omitempty"`
+}

@@ -1,0 +1,94 @@
+package api
+
+// SubmitRequest carries a batch of jobs; the batch is accepted or refused
+// whole.
+type SubmitRequest struct {
+	Jobs []JobSpec `json:"jobs"`
+}
+
+// SubmitResult is the outcome for one job of a batch.
+type SubmitResult struct {
+	JobID uint64 `json:"job_id"`
+	// Duplicate is set when the request id had been seen before and JobID is
+	// the job created then.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// SubmitResponse answers a SubmitRequest, one result per job in order.
+type SubmitResponse struct {
+	Results []SubmitResult `json:"results"`
+}
+
+// JobFilter selects jobs for listing and cancelling, like squeue/scancel
+// options. Empty fields match everything.
+type JobFilter struct {
+	IDs        []uint64   `json:"ids,omitempty"`
+	Users      []string   `json:"users,omitempty"`
+	Names      []string   `json:"names,omitempty"`
+	States     []JobState `json:"states,omitempty"`
+	Partitions []string   `json:"partitions,omitempty"`
+	Accounts   []string   `json:"accounts,omitempty"`
+}
+
+// CancelRequest cancels the jobs matching Filter that are not finished yet.
+// Filter.User restricts by owner; an empty filter is refused.
+type CancelRequest struct {
+	Filter JobFilter `json:"filter"`
+	// By is the identity asking; recorded in the job's message.
+	By string `json:"by,omitempty"`
+}
+
+// CancelResponse lists what was cancelled and what could not be.
+type CancelResponse struct {
+	Cancelled []uint64          `json:"cancelled"`
+	Errors    map[uint64]string `json:"errors,omitempty"`
+}
+
+// HoldRequest holds (Hold=true) or releases pending jobs.
+type HoldRequest struct {
+	IDs  []uint64 `json:"ids"`
+	Hold bool     `json:"hold"`
+}
+
+// HoldResponse lists the jobs changed and the ones refused.
+type HoldResponse struct {
+	Changed []uint64          `json:"changed"`
+	Errors  map[uint64]string `json:"errors,omitempty"`
+}
+
+// DrainRequest drains (Drain=true) or resumes a node.
+type DrainRequest struct {
+	Node   string `json:"node"`
+	Drain  bool   `json:"drain"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Member is one controller of the Raft cluster.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+}
+
+// ClusterStatus is what `corral status` shows.
+type ClusterStatus struct {
+	Self         string         `json:"self"`
+	Leader       string         `json:"leader"`
+	State        string         `json:"state"`
+	Term         uint64         `json:"term"`
+	CommitIndex  uint64         `json:"commit_index"`
+	AppliedIndex uint64         `json:"applied_index"`
+	LastIndex    uint64         `json:"last_index"`
+	Members      []Member       `json:"members"`
+	Nodes        map[string]int `json:"nodes"`
+	Jobs         map[string]int `json:"jobs"`
+}
+
+// Error is the body of every failed API call.
+type Error struct {
+	Error string `json:"error"`
+	// Field names the offending field or option when there is one.
+	Field string `json:"field,omitempty"`
+}
