@@ -276,3 +276,9 @@ func (c *Client) Desired(ctx context.Context, node string, index uint64, wait ti
 	}
 	return &d, nil
 }
+
+// Partitions lists the partitions.
+func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
+	var parts []Partition
+	return parts, c.do(ctx, http.MethodGet, "/v1/partitions", nil, &parts)
+}
