@@ -1,0 +1,331 @@
+package ctld
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"corral/api"
+)
+
+// Business outcomes of applying a command. They are returned to the
+// proposer as the apply result; they never stop the FSM.
+
+// SubmitResult answers SubmitJobs, one entry per job.
+type SubmitResult struct {
+	Results []api.SubmitResult
+}
+
+// IDsResult lists the jobs a command changed and why others were skipped.
+type IDsResult struct {
+	Changed []uint64
+	Errors  map[uint64]string
+}
+
+// PlanResult counts what a plan did.
+type PlanResult struct {
+	Started  []uint64
+	Rejected []uint64
+}
+
+func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
+	res := &SubmitResult{Results: make([]api.SubmitResult, len(c.Jobs))}
+	for i := range c.Jobs {
+		spec := c.Jobs[i]
+		id := c.FirstID + uint64(i)
+		if spec.RequestID != "" {
+			if prev, ok := s.Requests[spec.RequestID]; ok {
+				res.Results[i] = api.SubmitResult{JobID: prev, Duplicate: true}
+				continue
+			}
+		}
+		if _, taken := s.Jobs[id]; taken || id == 0 {
+			// A leader that reserved ids it should not have: skip rather
+			// than overwrite, and make the mistake visible.
+			res.Results[i] = api.SubmitResult{}
+			continue
+		}
+		s.internSpec(&spec)
+		j := &api.Job{
+			ID:         id,
+			Spec:       spec,
+			State:      api.StatePending,
+			Reason:     api.ReasonNone,
+			SubmitTime: c.Now,
+			CPUs:       spec.CPUs(),
+		}
+		if spec.Hold {
+			j.Reason = api.ReasonJobHeldUser
+		}
+		s.putJob(j)
+		if spec.RequestID != "" {
+			s.Requests[spec.RequestID] = id
+		}
+		res.Results[i] = api.SubmitResult{JobID: id}
+	}
+	if end := c.FirstID + uint64(len(c.Jobs)); end > s.NextJobID {
+		s.NextJobID = end
+	}
+	return res
+}
+
+func (s *State) applyCancel(c *CancelJobs, index uint64) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, id := range c.IDs {
+		j := s.editJob(id)
+		switch {
+		case j == nil:
+			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			continue
+		case j.State.Terminal():
+			res.Errors[id] = fmt.Sprintf("job %d: already finished (%s)", id, j.State)
+			continue
+		case j.State == api.StateCompleting:
+			res.Errors[id] = fmt.Sprintf("job %d: already completing", id)
+			continue
+		}
+		if c.By != "" {
+			j.Message = "cancelled by " + c.By
+		}
+		if j.State.Active() {
+			j.FinalState = api.StateCancelled
+			j.State = api.StateCompleting
+			j.EndTime = c.Now
+			n := s.editNode(j.Node)
+			if n != nil {
+				n.AllocIndex = index
+				s.Nodes[n.Name] = n
+			}
+		} else {
+			j.State = api.StateCancelled
+			j.Reason = api.ReasonNone
+			j.EndTime = c.Now
+		}
+		s.putJob(j)
+		res.Changed = append(res.Changed, id)
+	}
+	return res
+}
+
+func (s *State) applyHold(c *HoldRelease) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, id := range c.IDs {
+		j := s.editJob(id)
+		if j == nil {
+			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			continue
+		}
+		if j.State != api.StatePending {
+			res.Errors[id] = fmt.Sprintf("job %d: is %s; only pending jobs can be held or released", id, j.State)
+			continue
+		}
+		j.Spec.Hold = c.Hold
+		if c.Hold {
+			j.Reason = api.ReasonJobHeldUser
+		} else if j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin {
+			j.Reason = api.ReasonNone
+		}
+		s.putJob(j)
+		res.Changed = append(res.Changed, id)
+	}
+	return res
+}
+
+// checkStart says why a start cannot be applied to the current state, or ""
+// when it can. free tracks CPUs and memory already taken by earlier starts
+// of the same plan.
+func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
+	j, ok := s.Jobs[st.JobID]
+	if !ok {
+		return "no such job"
+	}
+	if j.State != api.StatePending || j.Spec.Hold {
+		return fmt.Sprintf("job is %s", j.State)
+	}
+	n, ok := s.Nodes[st.Node]
+	if !ok {
+		return "no such node"
+	}
+	if n.Down || n.Drain {
+		return fmt.Sprintf("node %s is %s", n.Name, n.State())
+	}
+	u := used[st.Node]
+	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB {
+		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if st.CPUs < j.CPUs {
+		return "fewer CPUs than the job asked for"
+	}
+	return ""
+}
+
+func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
+	res := &PlanResult{}
+	for _, st := range c.Starts {
+		// State is updated start by start, so each check sees the
+		// earlier starts of this plan.
+		if why := s.checkStart(st, nil); why != "" {
+			res.Rejected = append(res.Rejected, st.JobID)
+			continue
+		}
+		j := s.editJob(st.JobID)
+		j.State = api.StateRunning
+		j.Reason = api.ReasonNone
+		j.Node = s.intern(st.Node)
+		j.CPUs = st.CPUs
+		j.MemMB = st.MemMB
+		j.StartTime = c.Now
+		j.EndTime = time.Time{}
+		j.StartIndex = index
+		j.ExitCode, j.Signal, j.Message = 0, 0, ""
+		s.putJob(j)
+		n := s.editNode(st.Node)
+		n.Jobs = append(n.Jobs, j.ID)
+		n.AllocCPUs += st.CPUs
+		n.AllocMemMB += st.MemMB
+		n.AllocIndex = index
+		s.Nodes[n.Name] = n
+		res.Started = append(res.Started, j.ID)
+	}
+	for _, r := range c.Reasons {
+		j := s.editJob(r.JobID)
+		if j == nil || j.State != api.StatePending || j.Reason == r.Reason {
+			continue
+		}
+		j.Reason = r.Reason
+		s.putJob(j)
+	}
+	return res
+}
+
+func (s *State) applyRegister(c *RegisterNode, index uint64) {
+	info := c.Info
+	old := s.Nodes[info.Name]
+	n := &api.Node{NodeInfo: info, Registered: c.Now, LastSeen: c.Now, AllocIndex: index}
+	n.Name = s.intern(n.Name)
+	if old == nil {
+		s.Nodes[n.Name] = n
+		return
+	}
+	// Keep operator state and the jobs the daemon still runs; anything it
+	// no longer knows about was lost with its previous incarnation.
+	n.Drain, n.Reason = old.Drain, old.Reason
+	if old.Down && !old.Drain {
+		n.Reason = ""
+	}
+	s.Nodes[n.Name] = n
+	for _, id := range old.Jobs {
+		j := s.Jobs[id]
+		if j == nil {
+			continue
+		}
+		if old.BootID == info.BootID || slices.Contains(info.Running, id) {
+			n.Jobs = append(n.Jobs, id)
+			n.AllocCPUs += j.CPUs
+			n.AllocMemMB += j.MemMB
+			continue
+		}
+		s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)
+	}
+}
+
+// failJob ends an active job whose node lost it: requeued when it asked for
+// it, NODE_FAIL otherwise. A COMPLETING job takes its final state.
+func (s *State) failJob(old *api.Job, now time.Time, msg string, index uint64) {
+	j := *old
+	switch {
+	case j.State == api.StateCompleting:
+		j.State = j.FinalState
+		j.FinalState = ""
+	case j.Spec.Requeue:
+		j.State = api.StatePending
+		j.Reason = api.ReasonNone
+		j.Restarts++
+		j.Node = ""
+		j.StartTime = time.Time{}
+		j.StartIndex = 0
+	default:
+		j.State = api.StateNodeFail
+	}
+	if j.State != api.StatePending {
+		j.EndTime = now
+	}
+	j.Message = msg
+	s.putJob(&j)
+}
+
+func (s *State) applyHeartbeats(c *NodeHeartbeats) {
+	for name, t := range c.Seen {
+		if n := s.editNode(name); n != nil && t.After(n.LastSeen) {
+			n.LastSeen = t
+			s.Nodes[name] = n
+		}
+	}
+}
+
+func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, r := range c.Reports {
+		old := s.Jobs[r.JobID]
+		if old == nil || old.Node != c.Node || old.StartIndex != r.StartIndex || !old.State.Active() {
+			// A stale or duplicate report: the daemon may forget it.
+			res.Errors[r.JobID] = "stale report"
+			continue
+		}
+		j := *old
+		if j.State == api.StateCompleting && j.FinalState != "" {
+			j.State = j.FinalState
+		} else {
+			j.State = r.State
+		}
+		j.FinalState = ""
+		if j.State == api.StateSuspended && !j.SuspendTime.IsZero() {
+			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
+			j.SuspendTime = time.Time{}
+		}
+		j.ExitCode, j.Signal = r.ExitCode, r.Signal
+		if r.Message != "" {
+			j.Message = r.Message
+		}
+		j.EndTime = c.Now
+		s.putJob(&j)
+		s.releaseJob(&j, index)
+		res.Changed = append(res.Changed, j.ID)
+	}
+	return res
+}
+
+func (s *State) applyNodeDown(c *NodeDown, index uint64) {
+	for _, name := range c.Nodes {
+		n := s.editNode(name)
+		if n == nil || n.Down {
+			continue
+		}
+		n.Down = true
+		n.Reason = c.Reason
+		jobs := n.Jobs
+		n.Jobs = nil
+		n.AllocCPUs, n.AllocMemMB = 0, 0
+		n.AllocIndex = index
+		s.Nodes[name] = n
+		for _, id := range jobs {
+			if j := s.Jobs[id]; j != nil && j.State.Active() {
+				s.failJob(j, c.Now, "node "+name+" stopped responding", index)
+			}
+		}
+	}
+}
+
+func (s *State) applyDrain(c *NodeDrain) error {
+	n := s.editNode(c.Node)
+	if n == nil {
+		return fmt.Errorf("node %s: no such node", c.Node)
+	}
+	n.Drain = c.Drain
+	n.Reason = c.Reason
+	if !c.Drain {
+		n.Reason = ""
+	}
+	s.Nodes[c.Node] = n
+	return nil
+}

@@ -1,0 +1,191 @@
+package ctld
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"corral/api"
+)
+
+// CommandType tags a Raft log entry. The values are stored in logs forever:
+// never renumber, never reuse; a retired type keeps its decoder.
+type CommandType uint8
+
+// Command types.
+const (
+	CmdSubmitJobs     CommandType = 1
+	CmdCancelJobs     CommandType = 2
+	CmdHoldRelease    CommandType = 3
+	CmdApplyPlan      CommandType = 4
+	CmdRegisterNode   CommandType = 5
+	CmdNodeHeartbeats CommandType = 6
+	CmdJobReports     CommandType = 7
+	CmdNodeDown       CommandType = 8
+	CmdNodeDrain      CommandType = 9
+	CmdSetMember      CommandType = 10
+)
+
+func (t CommandType) String() string {
+	switch t {
+	case CmdSubmitJobs:
+		return "SubmitJobs"
+	case CmdCancelJobs:
+		return "CancelJobs"
+	case CmdHoldRelease:
+		return "HoldRelease"
+	case CmdApplyPlan:
+		return "ApplyPlan"
+	case CmdRegisterNode:
+		return "RegisterNode"
+	case CmdNodeHeartbeats:
+		return "NodeHeartbeats"
+	case CmdJobReports:
+		return "JobReports"
+	case CmdNodeDown:
+		return "NodeDown"
+	case CmdNodeDrain:
+		return "NodeDrain"
+	case CmdSetMember:
+		return "SetMember"
+	}
+	return fmt.Sprintf("CommandType(%d)", uint8(t))
+}
+
+// SubmitJobs creates jobs. The leader assigns consecutive ids starting at
+// FirstID; a job whose request id was seen before is not created again and
+// its reserved id stays unused.
+type SubmitJobs struct {
+	Now     time.Time     `json:"now"`
+	FirstID uint64        `json:"first_id"`
+	Jobs    []api.JobSpec `json:"jobs"`
+}
+
+// CancelJobs cancels jobs by id; pending ones end at once, running ones go
+// COMPLETING until their node confirms.
+type CancelJobs struct {
+	Now time.Time `json:"now"`
+	IDs []uint64  `json:"ids"`
+	By  string    `json:"by,omitempty"`
+}
+
+// HoldRelease holds or releases pending jobs.
+type HoldRelease struct {
+	Now  time.Time `json:"now"`
+	IDs  []uint64  `json:"ids"`
+	Hold bool      `json:"hold"`
+}
+
+// PlanStart starts one job on one node with the given resources.
+type PlanStart struct {
+	JobID uint64 `json:"job_id"`
+	Node  string `json:"node"`
+	CPUs  int    `json:"cpus"`
+	MemMB int64  `json:"mem_mb"`
+}
+
+// PlanReason sets the pending reason of a job the pass left pending.
+type PlanReason struct {
+	JobID  uint64     `json:"job_id"`
+	Reason api.Reason `json:"reason"`
+}
+
+// ApplyPlan commits a scheduling pass: jobs to start and pending reasons that
+// changed. Apply re-checks every start against the state at its index and
+// skips those that no longer fit.
+type ApplyPlan struct {
+	Now     time.Time    `json:"now"`
+	Starts  []PlanStart  `json:"starts,omitempty"`
+	Reasons []PlanReason `json:"reasons,omitempty"`
+}
+
+// RegisterNode adds a node or records its daemon's restart.
+type RegisterNode struct {
+	Now  time.Time    `json:"now"`
+	Info api.NodeInfo `json:"info"`
+}
+
+// NodeHeartbeats records when the leader last heard from nodes; the leader
+// coalesces many heartbeats into one entry.
+type NodeHeartbeats struct {
+	Seen map[string]time.Time `json:"seen"`
+}
+
+// JobReports records what node daemons said about their jobs.
+type JobReports struct {
+	Now     time.Time `json:"now"`
+	Node    string    `json:"node"`
+	BootID  string    `json:"boot_id"`
+	Reports []api.JobReport
+}
+
+// NodeDown marks nodes that stopped answering as DOWN.
+type NodeDown struct {
+	Now    time.Time `json:"now"`
+	Nodes  []string  `json:"nodes"`
+	Reason string    `json:"reason"`
+}
+
+// NodeDrain drains or resumes a node.
+type NodeDrain struct {
+	Now    time.Time `json:"now"`
+	Node   string    `json:"node"`
+	Drain  bool      `json:"drain"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// SetMember records a controller's HTTP address so followers can forward
+// writes to whichever member leads.
+type SetMember struct {
+	ID       string `json:"id"`
+	HTTPAddr string `json:"http_addr"`
+}
+
+// encodeCommand frames a command as one type byte followed by its JSON.
+func encodeCommand(t CommandType, payload any) ([]byte, error) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", t, err)
+	}
+	out := make([]byte, 0, len(data)+1)
+	out = append(out, byte(t))
+	return append(out, data...), nil
+}
+
+// decodeCommand returns the typed payload of a framed command. An unknown
+// type is an error the FSM treats as fatal.
+func decodeCommand(b []byte) (CommandType, any, error) {
+	if len(b) == 0 {
+		return 0, nil, fmt.Errorf("empty command")
+	}
+	t := CommandType(b[0])
+	var v any
+	switch t {
+	case CmdSubmitJobs:
+		v = &SubmitJobs{}
+	case CmdCancelJobs:
+		v = &CancelJobs{}
+	case CmdHoldRelease:
+		v = &HoldRelease{}
+	case CmdApplyPlan:
+		v = &ApplyPlan{}
+	case CmdRegisterNode:
+		v = &RegisterNode{}
+	case CmdNodeHeartbeats:
+		v = &NodeHeartbeats{}
+	case CmdJobReports:
+		v = &JobReports{}
+	case CmdNodeDown:
+		v = &NodeDown{}
+	case CmdNodeDrain:
+		v = &NodeDrain{}
+	case CmdSetMember:
+		v = &SetMember{}
+	default:
+		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
+	}
+	if err := json.Unmarshal(b[1:], v); err != nil {
+		return t, nil, fmt.Errorf("decoding %s: %w", t, err)
+	}
+	return t, v, nil
+}

@@ -1,0 +1,194 @@
+package ctld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"corral/api"
+)
+
+// Config describes one controller member.
+type Config struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	DataDir  string
+	// Peers lists every voter, this member included; an empty list makes a
+	// single-voter cluster.
+	Peers []Peer
+	// Partitions are the configured partitions; the first is the default
+	// when none is marked. Empty means one partition, "batch".
+	Partitions []api.Partition
+	// NodeTimeout is how long a node may miss heartbeats before it is DOWN.
+	NodeTimeout time.Duration
+	// DefMemPerCPU is the memory (MiB) per CPU for jobs that ask for none.
+	DefMemPerCPU int64
+	Raft         RaftTuning
+	Logger       *slog.Logger
+	// HTTPListener, when set, is used instead of listening on HTTPAddr.
+	HTTPListener net.Listener
+}
+
+// Controller is one running ctld member.
+type Controller struct {
+	cfg   Config
+	log   *slog.Logger
+	fsm   *FSM
+	node  *raftNode
+	http  *http.Server
+	ln    net.Listener
+	proxy *forwarder
+
+	mu        sync.Mutex
+	leading   bool
+	nextJobID uint64
+	submits   chan *submitCall
+	seen      map[string]time.Time
+	seenDirty bool
+}
+
+// New starts Raft and the HTTP listener; Run serves until its context ends.
+func New(cfg Config) (*Controller, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("--id is required: a name for this controller member, e.g. c1")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeTimeout <= 0 {
+		cfg.NodeTimeout = 10 * time.Second
+	}
+	if cfg.DefMemPerCPU <= 0 {
+		cfg.DefMemPerCPU = 512
+	}
+	if len(cfg.Partitions) == 0 {
+		cfg.Partitions = []api.Partition{{Name: api.DefaultPartition, Default: true}}
+	}
+	markDefault(cfg.Partitions)
+	log := cfg.Logger.With("ctld", cfg.ID)
+	c := &Controller{cfg: cfg, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	ln := cfg.HTTPListener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("--http %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	c.ln = ln
+	c.cfg.HTTPAddr = ln.Addr().String()
+	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, log)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	c.node = node
+	c.proxy = newForwarder(c)
+	c.http = &http.Server{Handler: c.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return c, nil
+}
+
+func markDefault(parts []api.Partition) {
+	for _, p := range parts {
+		if p.Default {
+			return
+		}
+	}
+	parts[0].Default = true
+}
+
+// HTTPAddr returns the address the API listens on.
+func (c *Controller) HTTPAddr() string { return c.cfg.HTTPAddr }
+
+// FSM exposes the state machine (read-only use: tests and the dev mode).
+func (c *Controller) FSM() *FSM { return c.fsm }
+
+// Raft exposes the Raft instance (tests and status).
+func (c *Controller) Raft() *raft.Raft { return c.node.raft }
+
+// Run serves the API and follows leadership until ctx ends, then shuts down.
+func (c *Controller) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() {
+		if err := c.http.Serve(c.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	c.log.Info("controller started", "raft", c.cfg.RaftAddr, "http", c.cfg.HTTPAddr, "data", c.cfg.DataDir, "peers", len(c.cfg.Peers))
+	go c.followLeadership(ctx)
+	go c.announceSelf(ctx)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = c.http.Shutdown(sctx)
+	if serr := c.node.shutdown(); err == nil && serr != nil {
+		err = serr
+	}
+	c.log.Info("controller stopped")
+	return err
+}
+
+// propose applies one command through Raft and returns the FSM's result.
+func (c *Controller) propose(t CommandType, payload any) (any, error) {
+	data, err := encodeCommand(t, payload)
+	if err != nil {
+		return nil, err
+	}
+	f := c.node.raft.Apply(data, 10*time.Second)
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("committing %s: %w", t, err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, err
+	}
+	return f.Response(), nil
+}
+
+// leaderHTTP returns the leader's HTTP address, whether this member leads,
+// and false when no leader is known.
+func (c *Controller) leaderHTTP() (addr string, self bool, ok bool) {
+	_, id := c.node.raft.LeaderWithID()
+	if id == "" {
+		return "", false, false
+	}
+	if string(id) == c.cfg.ID {
+		return c.cfg.HTTPAddr, true, true
+	}
+	c.fsm.Read(func(s *State) { addr = s.Members[string(id)] })
+	return addr, false, addr != ""
+}
+
+// announceSelf makes sure the leader has recorded this member's HTTP
+// address, so that other members can forward writes here when it leads.
+func (c *Controller) announceSelf(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var known string
+		c.fsm.Read(func(s *State) { known = s.Members[c.cfg.ID] })
+		if known == c.cfg.HTTPAddr {
+			continue
+		}
+		if c.node.raft.State() == raft.Leader {
+			_, _ = c.propose(CmdSetMember, &SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+			continue
+		}
+		c.proxy.announce(ctx, SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+	}
+}

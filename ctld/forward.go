@@ -1,0 +1,72 @@
+package ctld
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// forwarder sends writes that reach a follower on to the leader, so clients
+// may talk to any member.
+type forwarder struct {
+	c      *Controller
+	client *http.Client
+	proxy  *httputil.ReverseProxy
+}
+
+func newForwarder(c *Controller) *forwarder {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 60 * time.Second}
+	f := &forwarder{c: c, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
+	f.proxy = &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			addr, _ := r.In.Context().Value(leaderKey{}).(string)
+			r.SetURL(&url.URL{Scheme: "http", Host: addr})
+			r.Out.Header.Set("X-Corral-Forwarded", c.cfg.ID)
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusServiceUnavailable, "", "the leader could not be reached ("+err.Error()+"); retry")
+		},
+	}
+	return f
+}
+
+type leaderKey struct{}
+
+// forward proxies r to the leader, answering 503 when none is known.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Corral-Forwarded") != "" {
+		// Never bounce a request between members during an election.
+		writeError(w, http.StatusServiceUnavailable, "", "controller "+f.c.cfg.ID+" is not the leader either; the cluster is electing one, retry")
+		return
+	}
+	addr, self, ok := f.c.leaderHTTP()
+	if !ok || self {
+		writeError(w, http.StatusServiceUnavailable, "", "no leader is elected yet; retry in a moment")
+		return
+	}
+	ctx := context.WithValue(r.Context(), leaderKey{}, addr)
+	f.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// announce asks the leader to record this member's HTTP address.
+func (f *forwarder) announce(ctx context.Context, m SetMember) {
+	addr, self, ok := f.c.leaderHTTP()
+	if !ok || self {
+		return
+	}
+	body, _ := json.Marshal(m)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/internal/members", bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+}

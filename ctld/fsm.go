@@ -1,0 +1,275 @@
+package ctld
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"corral/api"
+)
+
+// FSM applies committed Raft entries to the cluster State. It is the only
+// writer of state. Besides state it keeps watch channels that wake blocked
+// desired-state queries and the leader's scheduler; these are notifications
+// only and never influence what Apply computes.
+type FSM struct {
+	mu    sync.RWMutex
+	state *State
+	log   *slog.Logger
+
+	watchMu  sync.Mutex
+	watches  map[string]chan struct{}
+	anyWatch chan struct{}
+	// Changed receives a value (non-blocking) after any entry that may let
+	// a pending job start; the leader's scheduler loop listens to it.
+	Changed chan struct{}
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// NewFSM returns an FSM over an empty state.
+func NewFSM(log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &FSM{
+		state:    NewState(),
+		log:      log,
+		watches:  make(map[string]chan struct{}),
+		anyWatch: make(chan struct{}),
+		Changed:  make(chan struct{}, 1),
+	}
+}
+
+// Apply decodes and applies one entry. A decode failure or unknown command
+// type panics: a replica that cannot apply the log must stop rather than
+// diverge.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	t, cmd, err := decodeCommand(l.Data)
+	if err != nil {
+		f.log.Error("cannot apply raft entry; stopping", "index", l.Index, "err", err)
+		panic(fmt.Sprintf("ctld: raft entry %d: %v", l.Index, err))
+	}
+	f.mu.Lock()
+	before := f.nodeIndexes(t, cmd)
+	res := f.applyLocked(cmd, l.Index)
+	f.state.Index = l.Index
+	changed := f.changedNodes(before)
+	f.mu.Unlock()
+	f.notify(t, changed, res)
+	return res
+}
+
+func (f *FSM) applyLocked(cmd any, index uint64) any {
+	s := f.state
+	switch c := cmd.(type) {
+	case *SubmitJobs:
+		return s.applySubmit(c, index)
+	case *CancelJobs:
+		return s.applyCancel(c, index)
+	case *HoldRelease:
+		return s.applyHold(c)
+	case *ApplyPlan:
+		return s.applyPlan(c, index)
+	case *RegisterNode:
+		s.applyRegister(c, index)
+	case *NodeHeartbeats:
+		s.applyHeartbeats(c)
+	case *JobReports:
+		return s.applyReports(c, index)
+	case *NodeDown:
+		s.applyNodeDown(c, index)
+	case *NodeDrain:
+		if err := s.applyDrain(c); err != nil {
+			return err
+		}
+	case *SetMember:
+		s.Members[c.ID] = c.HTTPAddr
+	}
+	return nil
+}
+
+// nodeIndexes records allocation indexes before an apply so that only the
+// nodes whose desired state changed are woken.
+func (f *FSM) nodeIndexes(t CommandType, cmd any) map[string]uint64 {
+	if t == CmdNodeHeartbeats || t == CmdSetMember || t == CmdSubmitJobs || t == CmdHoldRelease {
+		return nil
+	}
+	m := make(map[string]uint64, len(f.state.Nodes))
+	for name, n := range f.state.Nodes {
+		m[name] = n.AllocIndex
+	}
+	return m
+}
+
+func (f *FSM) changedNodes(before map[string]uint64) []string {
+	if before == nil {
+		return nil
+	}
+	var out []string
+	for name, n := range f.state.Nodes {
+		if old, ok := before[name]; !ok || old != n.AllocIndex {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (f *FSM) notify(t CommandType, nodes []string, res any) {
+	f.watchMu.Lock()
+	for _, name := range nodes {
+		if ch, ok := f.watches[name]; ok {
+			close(ch)
+			delete(f.watches, name)
+		}
+	}
+	close(f.anyWatch)
+	f.anyWatch = make(chan struct{})
+	f.watchMu.Unlock()
+
+	wake := true
+	switch t {
+	case CmdNodeHeartbeats, CmdSetMember:
+		wake = false
+	case CmdApplyPlan:
+		// A plan frees nothing; only a partly rejected plan needs a rerun.
+		pr, _ := res.(*PlanResult)
+		wake = pr != nil && len(pr.Rejected) > 0
+	}
+	if wake {
+		select {
+		case f.Changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WatchNode returns a channel closed when node name's desired state changes.
+func (f *FSM) WatchNode(name string) <-chan struct{} {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	ch, ok := f.watches[name]
+	if !ok {
+		ch = make(chan struct{})
+		f.watches[name] = ch
+	}
+	return ch
+}
+
+// WatchAny returns a channel closed after the next applied entry.
+func (f *FSM) WatchAny() <-chan struct{} {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	return f.anyWatch
+}
+
+// Read runs fn with the state under the read lock. fn must not keep maps,
+// but may keep job and node pointers (they are never mutated).
+func (f *FSM) Read(fn func(s *State)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.state)
+}
+
+// Hash returns a digest of the replicated state; replicas that applied the
+// same log must agree on it.
+func (f *FSM) Hash() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	s := f.state
+	_ = enc.Encode(s.NextJobID)
+	for _, id := range sortedJobIDs(s.Jobs) {
+		_ = enc.Encode(s.Jobs[id])
+	}
+	for _, name := range sortedKeys(s.Nodes) {
+		_ = enc.Encode(s.Nodes[name])
+	}
+	for _, k := range sortedKeys(s.Requests) {
+		_ = enc.Encode([2]any{k, s.Requests[k]})
+	}
+	for _, k := range sortedKeys(s.Members) {
+		_ = enc.Encode([2]string{k, s.Members[k]})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedJobIDs(m map[uint64]*api.Job) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	return ids
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Snapshot captures the current state. Copying the maps of pointers is
+// enough: the values are never mutated.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s := f.state
+	snap := &fsmSnapshot{
+		header: snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID},
+		jobs:   make([]*api.Job, 0, len(s.Jobs)),
+		nodes:  make([]*api.Node, 0, len(s.Nodes)),
+	}
+	for _, id := range sortedJobIDs(s.Jobs) {
+		snap.jobs = append(snap.jobs, s.Jobs[id])
+	}
+	for _, name := range sortedKeys(s.Nodes) {
+		snap.nodes = append(snap.nodes, s.Nodes[name])
+	}
+	snap.requests = make(map[string]uint64, len(s.Requests))
+	for k, v := range s.Requests {
+		snap.requests[k] = v
+	}
+	snap.members = make(map[string]string, len(s.Members))
+	for k, v := range s.Members {
+		snap.members[k] = v
+	}
+	return snap, nil
+}
+
+// Restore replaces the state with a persisted snapshot.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	s, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.state = s
+	f.mu.Unlock()
+	f.watchMu.Lock()
+	for name, ch := range f.watches {
+		close(ch)
+		delete(f.watches, name)
+	}
+	f.watchMu.Unlock()
+	select {
+	case f.Changed <- struct{}{}:
+	default:
+	}
+	return nil
+}

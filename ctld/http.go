@@ -1,0 +1,528 @@
+package ctld
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"corral/api"
+)
+
+// maxBodyBytes bounds a request body: a batch of scripts at most.
+const maxBodyBytes = 64 << 20
+
+func (c *Controller) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", c.write(c.handleSubmit))
+	mux.HandleFunc("GET /v1/jobs", c.read(c.handleListJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}", c.read(c.handleGetJob))
+	mux.HandleFunc("POST /v1/jobs/cancel", c.write(c.handleCancel))
+	mux.HandleFunc("POST /v1/jobs/hold", c.write(c.handleHold))
+	mux.HandleFunc("GET /v1/nodes", c.read(c.handleListNodes))
+	mux.HandleFunc("GET /v1/nodes/{name}", c.read(c.handleGetNode))
+	mux.HandleFunc("GET /v1/nodes/{name}/desired", c.handleDesired)
+	mux.HandleFunc("POST /v1/nodes/register", c.write(c.handleRegister))
+	mux.HandleFunc("POST /v1/nodes/heartbeat", c.write(c.handleHeartbeat))
+	mux.HandleFunc("POST /v1/nodes/status", c.write(c.handleNodeStatus))
+	mux.HandleFunc("POST /v1/nodes/drain", c.write(c.handleDrain))
+	mux.HandleFunc("GET /v1/partitions", c.read(c.handlePartitions))
+	mux.HandleFunc("GET /v1/status", c.handleStatus)
+	mux.HandleFunc("POST /v1/internal/members", c.write(c.handleSetMember))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// write runs h on the leader and forwards the request there from followers.
+func (c *Controller) write(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !c.isLeading() {
+			c.proxy.forward(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		if err := h(w, r); err != nil {
+			c.writeErr(w, r, err)
+		}
+	}
+}
+
+// read serves from local state; ?consistent sends the read to the leader,
+// which confirms its leadership first.
+func (c *Controller) read(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.URL.Query()["consistent"]; ok {
+			if !c.isLeading() {
+				c.proxy.forward(w, r)
+				return
+			}
+			if err := c.node.raft.VerifyLeader().Error(); err != nil {
+				writeError(w, http.StatusServiceUnavailable, "", "leadership could not be confirmed; retry")
+				return
+			}
+		}
+		if err := h(w, r); err != nil {
+			c.writeErr(w, r, err)
+		}
+	}
+}
+
+func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *fieldError
+	var he *httpError
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fe.Field, fe.Msg)
+	case errors.As(err, &he):
+		writeError(w, he.status, "", he.msg)
+	case errors.Is(err, errNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		writeError(w, http.StatusServiceUnavailable, "", "leadership changed while handling the request; retry (it is safe: submissions carry request ids)")
+	default:
+		c.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "", err.Error())
+	}
+}
+
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	writeJSON(w, status, api.Error{Error: msg, Field: field})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// refused so that a typo never silently drops a request field.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes; submit fewer jobs per request", mbe.Limit)}
+		}
+		return badRequest("malformed JSON request body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("malformed JSON request body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error {
+	var req api.SubmitRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.Jobs) == 0 {
+		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
+	}
+	var verr error
+	c.fsm.Read(func(s *State) {
+		parts := s.Partitions(c.cfg.Partitions)
+		for i := range req.Jobs {
+			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
+				return
+			}
+		}
+	})
+	if verr != nil {
+		return verr
+	}
+	results, err := c.submit(r.Context(), req.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
+	return nil
+}
+
+// filterFromQuery reads squeue-style filters from the URL.
+func filterFromQuery(r *http.Request) (api.JobFilter, error) {
+	q := r.URL.Query()
+	var f api.JobFilter
+	for _, s := range q["id"] {
+		id, ok := parseJobRef(s)
+		if !ok {
+			return f, badRequest("id=%q is not a job id", s)
+		}
+		f.IDs = append(f.IDs, id)
+	}
+	for _, s := range q["state"] {
+		st, err := api.ParseJobState(s)
+		if err != nil {
+			return f, badRequest("state: %v", err)
+		}
+		f.States = append(f.States, st)
+	}
+	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
+	return f, nil
+}
+
+func matches(j *api.Job, f *api.JobFilter) bool {
+	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID)) &&
+		(len(f.Users) == 0 || slices.Contains(f.Users, j.Spec.User)) &&
+		(len(f.Names) == 0 || slices.Contains(f.Names, j.Spec.Name)) &&
+		(len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
+		(len(f.Partitions) == 0 || slices.Contains(f.Partitions, j.Spec.Partition)) &&
+		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account))
+}
+
+// selectJobs returns the jobs matching f, ordered by id.
+func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
+	var out []*api.Job
+	c.fsm.Read(func(s *State) {
+		if len(f.IDs) > 0 {
+			for _, id := range f.IDs {
+				if j := s.Jobs[id]; j != nil && matches(j, f) {
+					out = append(out, j)
+				}
+			}
+			return
+		}
+		out = make([]*api.Job, 0, len(s.Jobs))
+		for _, j := range s.Jobs {
+			if matches(j, f) {
+				out = append(out, j)
+			}
+		}
+	})
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) error {
+	f, err := filterFromQuery(r)
+	if err != nil {
+		return err
+	}
+	jobs := c.selectJobs(&f)
+	w.Header().Set("Content-Type", "application/json")
+	return writeJobList(w, jobs)
+}
+
+func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
+	id, ok := parseJobRef(r.PathValue("id"))
+	if !ok {
+		return badRequest("%q is not a job id", r.PathValue("id"))
+	}
+	var j *api.Job
+	c.fsm.Read(func(s *State) { j = s.Jobs[id] })
+	if j == nil {
+		return notFound("job %d: no such job", id)
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error {
+	var req api.CancelRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	f := req.Filter
+	if len(f.IDs) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
+		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
+	}
+	resp := api.CancelResponse{Errors: map[uint64]string{}}
+	var ids []uint64
+	c.fsm.Read(func(s *State) {
+		for _, id := range f.IDs {
+			if s.Jobs[id] == nil {
+				resp.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			}
+		}
+	})
+	for _, j := range c.selectJobs(&f) {
+		if j.State.Terminal() || j.State == api.StateCompleting {
+			if len(f.IDs) > 0 {
+				resp.Errors[j.ID] = fmt.Sprintf("job %d: already finished (%s)", j.ID, j.State)
+			}
+			continue
+		}
+		ids = append(ids, j.ID)
+	}
+	if len(ids) > 0 {
+		res, err := c.propose(CmdCancelJobs, &CancelJobs{Now: time.Now().UTC(), IDs: ids, By: req.By})
+		if err != nil {
+			return err
+		}
+		ir := res.(*IDsResult)
+		resp.Cancelled = ir.Changed
+		for id, e := range ir.Errors {
+			resp.Errors[id] = e
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
+	var req api.HoldRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.IDs) == 0 {
+		return badRequest("no job ids given")
+	}
+	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
+	if err != nil {
+		return err
+	}
+	ir := res.(*IDsResult)
+	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
+	return nil
+}
+
+func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {
+	var nodes []api.Node
+	c.fsm.Read(func(s *State) {
+		for _, name := range sortedKeys(s.Nodes) {
+			nodes = append(nodes, *s.Nodes[name])
+		}
+	})
+	if nodes == nil {
+		nodes = []api.Node{}
+	}
+	writeJSON(w, http.StatusOK, nodes)
+	return nil
+}
+
+func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var n *api.Node
+	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	if n == nil {
+		return notFound("node %s: no such node", name)
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) error {
+	var parts []api.Partition
+	c.fsm.Read(func(s *State) { parts = s.Partitions(c.cfg.Partitions) })
+	writeJSON(w, http.StatusOK, parts)
+	return nil
+}
+
+// handleDesired answers a node's blocking query: it returns as soon as the
+// node's allocation index passes ?index, or after ?wait with the current
+// state.
+func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	q := r.URL.Query()
+	index, _ := strconv.ParseUint(q.Get("index"), 10, 64)
+	wait, err := time.ParseDuration(q.Get("wait"))
+	if q.Get("wait") == "" {
+		wait, err = 0, nil
+	}
+	if err != nil || wait < 0 || wait > 5*time.Minute {
+		writeError(w, http.StatusBadRequest, "wait", "wait must be a duration up to 5m, e.g. 30s")
+		return
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		ch := c.fsm.WatchNode(name)
+		var d api.Desired
+		c.fsm.Read(func(s *State) { d = s.Desired(name) })
+		if !d.Known || d.Index > index || wait == 0 {
+			writeJSON(w, http.StatusOK, d)
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			writeJSON(w, http.StatusOK, d)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) error {
+	var info api.NodeInfo
+	if err := decode(r, &info); err != nil {
+		return err
+	}
+	switch {
+	case info.Name == "":
+		return &fieldError{Field: "name", Msg: "node registration without a name: give --name"}
+	case info.CPUs < 1:
+		return &fieldError{Field: "cpus", Msg: fmt.Sprintf("node %s: cpus must be at least 1", info.Name)}
+	case info.MemMB < 1:
+		return &fieldError{Field: "mem", Msg: fmt.Sprintf("node %s: memory must be at least 1 MiB", info.Name)}
+	}
+	if len(info.Partitions) == 0 {
+		info.Partitions = []string{c.cfg.Partitions[0].Name}
+		for _, p := range c.cfg.Partitions {
+			if p.Default {
+				info.Partitions = []string{p.Name}
+			}
+		}
+	}
+	now := time.Now().UTC()
+	if _, err := c.propose(CmdRegisterNode, &RegisterNode{Now: now, Info: info}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.seen[info.Name] = now
+	c.seenDirty = true
+	c.mu.Unlock()
+	c.log.Info("node registered", "node", info.Name, "cpus", info.CPUs, "mem_mb", info.MemMB, "runner", info.Runner, "running", len(info.Running))
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// knownNode checks that a reporting daemon is the node's current
+// incarnation; a 404 tells it to register again.
+func (c *Controller) knownNode(name, bootID string) error {
+	var n *api.Node
+	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	switch {
+	case n == nil:
+		return notFound("node %s is not registered; register first", name)
+	case n.Down:
+		return notFound("node %s is DOWN; register again", name)
+	case bootID != "" && n.BootID != bootID:
+		return notFound("node %s registered with another boot id; register again", name)
+	}
+	return nil
+}
+
+func (c *Controller) handleHeartbeat(w http.ResponseWriter, r *http.Request) error {
+	var st api.NodeStatus
+	if err := decode(r, &st); err != nil {
+		return err
+	}
+	if err := c.knownNode(st.Name, st.BootID); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.seen[st.Name] = time.Now()
+	c.seenDirty = true
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) error {
+	var st api.NodeStatus
+	if err := decode(r, &st); err != nil {
+		return err
+	}
+	if err := c.knownNode(st.Name, st.BootID); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.seen[st.Name] = time.Now()
+	c.mu.Unlock()
+	if len(st.Reports) > 0 {
+		cmd := &JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
+		if _, err := c.propose(CmdJobReports, cmd); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
+	var req api.DrainRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Drain && strings.TrimSpace(req.Reason) == "" {
+		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
+	}
+	if _, err := c.propose(CmdNodeDrain, &NodeDrain{Now: time.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
+		if strings.Contains(err.Error(), "no such node") {
+			return notFound("%v", err)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) error {
+	var m SetMember
+	if err := decode(r, &m); err != nil {
+		return err
+	}
+	if m.ID == "" || m.HTTPAddr == "" {
+		return badRequest("member id and http_addr are required")
+	}
+	if _, err := c.propose(CmdSetMember, &m); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleStatus(w http.ResponseWriter, r *http.Request) {
+	rf := c.node.raft
+	stats := rf.Stats()
+	_, leaderID := rf.LeaderWithID()
+	st := api.ClusterStatus{
+		Self: c.cfg.ID, Leader: string(leaderID), State: rf.State().String(),
+		Nodes: map[string]int{}, Jobs: map[string]int{},
+	}
+	st.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
+	st.CommitIndex = rf.CommitIndex()
+	st.AppliedIndex = rf.AppliedIndex()
+	st.LastIndex = rf.LastIndex()
+	var members map[string]string
+	c.fsm.Read(func(s *State) {
+		members = make(map[string]string, len(s.Members))
+		for k, v := range s.Members {
+			members[k] = v
+		}
+		for _, n := range s.Nodes {
+			st.Nodes[string(n.State())]++
+		}
+		for _, j := range s.Jobs {
+			st.Jobs[string(j.State)]++
+		}
+	})
+	if f := rf.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			m := api.Member{ID: string(srv.ID), RaftAddr: string(srv.Address), HTTPAddr: members[string(srv.ID)],
+				Voter: srv.Suffrage == raft.Voter, Leader: srv.ID == leaderID}
+			if m.ID == c.cfg.ID {
+				m.HTTPAddr = c.cfg.HTTPAddr
+			}
+			st.Members = append(st.Members, m)
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}

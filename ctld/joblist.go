@@ -1,0 +1,36 @@
+package ctld
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+
+	"corral/api"
+)
+
+// writeJobList streams a job list as a JSON array without the scripts and
+// environments, which listings never show and which dominate their size.
+func writeJobList(w io.Writer, jobs []*api.Job) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	enc := json.NewEncoder(bw)
+	if _, err := bw.WriteString("["); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		if i > 0 {
+			if err := bw.WriteByte(','); err != nil {
+				return err
+			}
+		}
+		slim := *j
+		slim.Spec.Script = ""
+		slim.Spec.Env = nil
+		if err := enc.Encode(&slim); err != nil {
+			return err
+		}
+	}
+	if _, err := bw.WriteString("]\n"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,250 @@
+package ctld
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"corral/api"
+	"corral/ctld/sched"
+)
+
+// followLeadership starts the leader-only loops when this member wins an
+// election and stops them when it loses leadership.
+func (c *Controller) followLeadership(ctx context.Context) {
+	obs := make(chan raft.Observation, 16)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	c.node.raft.RegisterObserver(observer)
+	defer c.node.raft.DeregisterObserver(observer)
+
+	var stop context.CancelFunc
+	var wg sync.WaitGroup
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	for {
+		isLeader := c.node.raft.State() == raft.Leader
+		switch {
+		case isLeader && stop == nil:
+			lctx, cancel := context.WithCancel(ctx)
+			stop = cancel
+			wg.Add(1)
+			go func() { defer wg.Done(); c.lead(lctx) }()
+		case !isLeader && stop != nil:
+			stop()
+			wg.Wait()
+			stop = nil
+		}
+		select {
+		case <-ctx.Done():
+			if stop != nil {
+				stop()
+				wg.Wait()
+			}
+			return
+		case <-obs:
+		case <-check.C:
+		}
+	}
+}
+
+// lead runs the leader's duties until lctx ends.
+func (c *Controller) lead(ctx context.Context) {
+	if err := c.node.raft.Barrier(10 * time.Second).Error(); err != nil {
+		c.log.Warn("leader barrier failed; stepping back", "err", err)
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	c.leading = true
+	c.fsm.Read(func(s *State) {
+		c.nextJobID = s.NextJobID
+		// Every node gets a full timeout from the moment this member
+		// took over: heartbeats sent to the old leader are not known here.
+		c.seen = make(map[string]time.Time, len(s.Nodes))
+		for name := range s.Nodes {
+			c.seen[name] = now
+		}
+	})
+	c.mu.Unlock()
+	c.log.Info("leading the cluster", "next_job_id", c.nextJobID)
+	defer func() {
+		c.mu.Lock()
+		c.leading = false
+		c.mu.Unlock()
+		c.log.Info("no longer leading")
+	}()
+
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop} {
+		wg.Add(1)
+		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(loop)
+	}
+	wg.Wait()
+}
+
+// isLeading reports whether the leader loops run here.
+func (c *Controller) isLeading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// scheduleLoop runs a pass whenever the FSM signals a change that may let
+// a job start, and when a begin time arrives. Changes that arrive during a
+// pass are coalesced into the next one; there is no periodic tick.
+func (c *Controller) scheduleLoop(ctx context.Context) {
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	c.schedulePass(wake) // the previous leader may have left work
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.fsm.Changed:
+		case <-wake.C:
+		}
+		c.schedulePass(wake)
+	}
+}
+
+func (c *Controller) schedulePass(wake *time.Timer) {
+	now := time.Now().UTC()
+	snap := c.snapshotForSched(now)
+	plan := sched.Schedule(snap)
+	if !plan.NextWake.IsZero() {
+		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
+	}
+	cmd := c.planCommand(now, snap, plan)
+	if len(cmd.Starts) == 0 && len(cmd.Reasons) == 0 {
+		return
+	}
+	res, err := c.propose(CmdApplyPlan, cmd)
+	if err != nil {
+		c.log.Warn("committing plan failed", "err", err)
+		return
+	}
+	if pr, ok := res.(*PlanResult); ok && len(pr.Rejected) > 0 {
+		c.log.Debug("plan applier skipped stale starts", "jobs", pr.Rejected)
+	}
+}
+
+// snapshotForSched copies what one pass needs under the FSM's read lock.
+func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
+	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU}
+	deps := map[uint64]*api.Job{}
+	c.fsm.Read(func(s *State) {
+		snap.Pending = make([]*api.Job, 0, len(s.Pending))
+		for id := range s.Pending {
+			j := s.Jobs[id]
+			snap.Pending = append(snap.Pending, j)
+			if j.Spec.Dependency != nil {
+				collectDeps(j.Spec.Dependency, s, deps)
+			}
+		}
+		snap.Nodes = make([]*api.Node, 0, len(s.Nodes))
+		for _, n := range s.Nodes {
+			snap.Nodes = append(snap.Nodes, n)
+		}
+		snap.Partitions = s.Partitions(c.cfg.Partitions)
+	})
+	snap.Lookup = func(id uint64) *api.Job { return deps[id] }
+	return snap
+}
+
+func collectDeps(d *api.Dependency, s *State, into map[uint64]*api.Job) {
+	for _, cl := range d.Clauses {
+		for _, raw := range cl.JobIDs {
+			if id, ok := parseJobRef(raw); ok {
+				if j := s.Jobs[id]; j != nil {
+					into[id] = j
+				}
+			}
+		}
+	}
+}
+
+// planCommand turns a plan into an ApplyPlan, re-checking each start against
+// the current state and keeping only reasons that changed.
+func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *ApplyPlan {
+	cmd := &ApplyPlan{Now: now}
+	c.fsm.Read(func(s *State) {
+		used := map[string][2]int64{}
+		for _, st := range plan.Starts {
+			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB}
+			if s.checkStart(ps, used) != "" {
+				continue
+			}
+			u := used[st.Node]
+			used[st.Node] = [2]int64{u[0] + int64(st.CPUs), u[1] + st.MemMB}
+			cmd.Starts = append(cmd.Starts, ps)
+		}
+		for _, j := range snap.Pending {
+			r, ok := plan.Reasons[j.ID]
+			if !ok {
+				continue
+			}
+			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && cur.Reason != r {
+				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r})
+			}
+		}
+	})
+	return cmd
+}
+
+// livenessLoop marks nodes DOWN when they miss heartbeats and flushes the
+// heartbeat times into Raft, coalesced, for display.
+func (c *Controller) livenessLoop(ctx context.Context) {
+	period := c.cfg.NodeTimeout / 4
+	if period > time.Second {
+		period = time.Second
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	lastFlush := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now().UTC()
+		var down []string
+		var seen map[string]time.Time
+		c.mu.Lock()
+		c.fsm.Read(func(s *State) {
+			for name, n := range s.Nodes {
+				last, ok := c.seen[name]
+				if !ok {
+					c.seen[name] = now
+					continue
+				}
+				if !n.Down && now.Sub(last) > c.cfg.NodeTimeout {
+					down = append(down, name)
+				}
+			}
+		})
+		if c.seenDirty && now.Sub(lastFlush) >= 2*time.Second {
+			seen = make(map[string]time.Time, len(c.seen))
+			for k, v := range c.seen {
+				seen[k] = v.UTC()
+			}
+			c.seenDirty = false
+			lastFlush = now
+		}
+		c.mu.Unlock()
+		if len(down) > 0 {
+			c.log.Warn("nodes stopped responding; marking them DOWN", "nodes", down, "timeout", c.cfg.NodeTimeout)
+			if _, err := c.propose(CmdNodeDown, &NodeDown{Now: now, Nodes: sortedStrings(down), Reason: "Not responding"}); err != nil {
+				c.log.Warn("marking nodes down failed", "err", err)
+			}
+		}
+		if seen != nil {
+			_, _ = c.propose(CmdNodeHeartbeats, &NodeHeartbeats{Seen: seen})
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package sched
+
+import (
+	"slices"
+
+	"corral/api"
+)
+
+// capacity tracks free CPUs and memory per node during one pass.
+type capacity struct {
+	nodes []nodeFree
+}
+
+type nodeFree struct {
+	name       string
+	partitions []string
+	cpus       int
+	mem        int64
+	totalCPUs  int
+	totalMem   int64
+	usable     bool
+}
+
+func newCapacity(nodes []*api.Node) *capacity {
+	c := &capacity{nodes: make([]nodeFree, 0, len(nodes))}
+	for _, n := range nodes {
+		parts := n.Partitions
+		if len(parts) == 0 {
+			parts = []string{api.DefaultPartition}
+		}
+		c.nodes = append(c.nodes, nodeFree{
+			name: n.Name, partitions: parts,
+			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
+			totalCPUs: n.CPUs, totalMem: n.MemMB,
+			usable: !n.Down && !n.Drain,
+		})
+	}
+	slices.SortFunc(c.nodes, func(a, b nodeFree) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	return c
+}
+
+// anyCouldFit reports whether some node of the partition could ever hold
+// the request, were it empty.
+func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= mem {
+			return true
+		}
+	}
+	return false
+}
+
+// firstFit returns the first usable node of the partition with room now.
+func (c *capacity) firstFit(part string, cpus int, mem int64) string {
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		if n.usable && n.cpus >= cpus && n.mem >= mem && slices.Contains(n.partitions, part) {
+			return n.name
+		}
+	}
+	return ""
+}
+
+func (c *capacity) take(name string, cpus int, mem int64) {
+	for i := range c.nodes {
+		if c.nodes[i].name == name {
+			c.nodes[i].cpus -= cpus
+			c.nodes[i].mem -= mem
+			return
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package ctld
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"corral/api"
+)
+
+// snapshotFormat is the version written in every snapshot header. Bump it
+// when the record layout changes and keep a reader for the old one.
+const snapshotFormat = 1
+
+type snapshotHeader struct {
+	Format    int    `json:"format"`
+	Index     uint64 `json:"index"`
+	NextJobID uint64 `json:"next_job_id"`
+}
+
+// snapshotRecord is one line of a snapshot after the header; exactly one
+// field is set.
+type snapshotRecord struct {
+	Job     *api.Job  `json:"job,omitempty"`
+	Node    *api.Node `json:"node,omitempty"`
+	Request *struct {
+		Key string `json:"key"`
+		Job uint64 `json:"job"`
+	} `json:"request,omitempty"`
+	Member *api.Member `json:"member,omitempty"`
+}
+
+type fsmSnapshot struct {
+	header   snapshotHeader
+	jobs     []*api.Job
+	nodes    []*api.Node
+	requests map[string]uint64
+	members  map[string]string
+}
+
+// Persist streams the header and one JSON record per line.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) write(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(s.header); err != nil {
+		return err
+	}
+	for _, j := range s.jobs {
+		if err := enc.Encode(snapshotRecord{Job: j}); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.nodes {
+		if err := enc.Encode(snapshotRecord{Node: n}); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(s.requests) {
+		r := snapshotRecord{Request: &struct {
+			Key string `json:"key"`
+			Job uint64 `json:"job"`
+		}{k, s.requests[k]}}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	for _, id := range sortedKeys(s.members) {
+		if err := enc.Encode(snapshotRecord{Member: &api.Member{ID: id, HTTPAddr: s.members[id]}}); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// Release is a no-op: the snapshot holds only immutable pointers.
+func (s *fsmSnapshot) Release() {}
+
+func readSnapshot(r io.Reader) (*State, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	var h snapshotHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("reading snapshot header: %w", err)
+	}
+	if h.Format != snapshotFormat {
+		return nil, fmt.Errorf("snapshot format %d is not supported (this build reads format %d)", h.Format, snapshotFormat)
+	}
+	s := NewState()
+	s.Index, s.NextJobID = h.Index, h.NextJobID
+	for {
+		var rec snapshotRecord
+		err := dec.Decode(&rec)
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading snapshot record: %w", err)
+		}
+		switch {
+		case rec.Job != nil:
+			s.internSpec(&rec.Job.Spec)
+			s.putJob(rec.Job)
+		case rec.Node != nil:
+			s.Nodes[rec.Node.Name] = rec.Node
+		case rec.Request != nil:
+			s.Requests[rec.Request.Key] = rec.Request.Job
+		case rec.Member != nil:
+			s.Members[rec.Member.ID] = rec.Member.HTTPAddr
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package ctld
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"corral/api"
+)
+
+// State is the replicated cluster state. Only the FSM's apply methods change
+// it, always under the FSM's write lock. Jobs and nodes are copy-on-write:
+// a change stores a new pointer, so a pointer read under the lock stays a
+// consistent value forever.
+type State struct {
+	Jobs      map[uint64]*api.Job
+	Nodes     map[string]*api.Node
+	NextJobID uint64
+	// Requests maps client request ids to the job they created.
+	Requests map[string]uint64
+	// Members maps controller ids to their HTTP addresses.
+	Members map[string]string
+	// Pending indexes the jobs in state PENDING.
+	Pending map[uint64]struct{}
+	// Index is the Raft index of the last applied entry.
+	Index uint64
+
+	interned map[string]string
+	envs     map[string][]string
+}
+
+// NewState returns an empty state whose first job id is 1.
+func NewState() *State {
+	return &State{
+		Jobs:      make(map[uint64]*api.Job),
+		Nodes:     make(map[string]*api.Node),
+		NextJobID: 1,
+		Requests:  make(map[string]uint64),
+		Members:   make(map[string]string),
+		Pending:   make(map[uint64]struct{}),
+		interned:  make(map[string]string),
+		envs:      make(map[string][]string),
+	}
+}
+
+// intern returns one shared copy of s. Thousands of jobs from one user share
+// their user, directories and often their script; interning keeps a pending
+// job's footprint small.
+func (s *State) intern(v string) string {
+	if v == "" {
+		return ""
+	}
+	if c, ok := s.interned[v]; ok {
+		return c
+	}
+	s.interned[v] = v
+	return v
+}
+
+// internEnv shares identical exported environments between jobs.
+func (s *State) internEnv(env []string) []string {
+	if len(env) == 0 {
+		return nil
+	}
+	key := strings.Join(env, "\x00")
+	if c, ok := s.envs[key]; ok {
+		return c
+	}
+	c := slices.Clip(slices.Clone(env))
+	s.envs[key] = c
+	return c
+}
+
+func (s *State) internSpec(sp *api.JobSpec) {
+	sp.User = s.intern(sp.User)
+	sp.Account = s.intern(sp.Account)
+	sp.Partition = s.intern(sp.Partition)
+	sp.QOS = s.intern(sp.QOS)
+	sp.Script = s.intern(sp.Script)
+	sp.SubmitDir = s.intern(sp.SubmitDir)
+	sp.WorkDir = s.intern(sp.WorkDir)
+	sp.Output = s.intern(sp.Output)
+	sp.Error = s.intern(sp.Error)
+	sp.Name = s.intern(sp.Name)
+	sp.Env = s.internEnv(sp.Env)
+}
+
+// putJob stores a new version of a job and keeps the pending index right.
+func (s *State) putJob(j *api.Job) {
+	s.Jobs[j.ID] = j
+	if j.State == api.StatePending {
+		s.Pending[j.ID] = struct{}{}
+	} else {
+		delete(s.Pending, j.ID)
+	}
+}
+
+// editJob returns a private copy of job id for modification, or nil.
+func (s *State) editJob(id uint64) *api.Job {
+	j, ok := s.Jobs[id]
+	if !ok {
+		return nil
+	}
+	c := *j
+	return &c
+}
+
+// editNode returns a private copy of node name for modification, or nil.
+func (s *State) editNode(name string) *api.Node {
+	n, ok := s.Nodes[name]
+	if !ok {
+		return nil
+	}
+	c := *n
+	c.Jobs = slices.Clone(n.Jobs)
+	return &c
+}
+
+// releaseJob returns a job's resources to its node and bumps the node's
+// allocation index so its daemon sees the change.
+func (s *State) releaseJob(j *api.Job, index uint64) {
+	n := s.editNode(j.Node)
+	if n == nil {
+		return
+	}
+	if i := slices.Index(n.Jobs, j.ID); i >= 0 {
+		n.Jobs = slices.Delete(n.Jobs, i, i+1)
+		n.AllocCPUs -= j.CPUs
+		n.AllocMemMB -= j.MemMB
+	}
+	n.AllocIndex = index
+	s.Nodes[n.Name] = n
+}
+
+// Desired returns the jobs node name should be running.
+func (s *State) Desired(name string) api.Desired {
+	n, ok := s.Nodes[name]
+	if !ok {
+		return api.Desired{Node: name, Index: s.Index}
+	}
+	d := api.Desired{Node: name, Index: n.AllocIndex, Known: true, Allocations: []api.Allocation{}}
+	for _, id := range n.Jobs {
+		j := s.Jobs[id]
+		if j != nil && (j.State == api.StateRunning || j.State == api.StateSuspended) {
+			d.Allocations = append(d.Allocations, api.Allocation{Job: *j})
+		}
+	}
+	return d
+}
+
+// Partitions derives the partition list: the configured ones plus any a
+// node serves.
+func (s *State) Partitions(cfg []api.Partition) []api.Partition {
+	byName := make(map[string]*api.Partition)
+	var out []api.Partition
+	for _, p := range cfg {
+		p.Nodes = nil
+		out = append(out, p)
+	}
+	for i := range out {
+		byName[out[i].Name] = &out[i]
+	}
+	names := make([]string, 0, len(s.Nodes))
+	for name := range s.Nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, pn := range s.Nodes[name].Partitions {
+			p, ok := byName[pn]
+			if !ok {
+				out = append(out, api.Partition{Name: pn})
+				// Re-point the map: append may have moved the slice.
+				for i := range out {
+					byName[out[i].Name] = &out[i]
+				}
+				p = byName[pn]
+			}
+			p.Nodes = append(p.Nodes, name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package ctld
+
+import (
+	"fmt"
+	"strings"
+
+	"corral/api"
+)
+
+// MaxScriptBytes is the largest job script accepted (Slurm's default
+// max_script_size is 4 MiB).
+const MaxScriptBytes = 4 << 20
+
+// fieldError is a refusal that names the offending field.
+type fieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *fieldError) Error() string { return e.Msg }
+
+func refuse(i int, field, format string, args ...any) error {
+	return &fieldError{Field: field, Msg: fmt.Sprintf("job %d of the batch: ", i+1) + fmt.Sprintf(format, args...)}
+}
+
+// validateSpec checks what the API must never accept, whoever the client
+// is; the CLI's own checks (package submit) come first and say more.
+func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.Partition) error {
+	switch {
+	case sp.Script == "":
+		return refuse(i, "script", "the script is empty; give a script file or --wrap")
+	case len(sp.Script) > MaxScriptBytes:
+		return refuse(i, "script", "the script is %d bytes; the limit is %d (4 MiB): stage large data in files instead", len(sp.Script), MaxScriptBytes)
+	case !strings.HasPrefix(sp.Script, "#!"):
+		return refuse(i, "script", "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter, e.g. #!/bin/sh")
+	case sp.User == "":
+		return refuse(i, "user", "no user: set the user field")
+	case sp.NTasks < 0 || sp.CPUsPerTask < 0:
+		return refuse(i, "ntasks", "--ntasks and --cpus-per-task must be positive")
+	case sp.MemPerNode < 0 || sp.MemPerCPU < 0:
+		return refuse(i, "mem", "--mem must be positive")
+	case sp.TimeLimit < 0:
+		return refuse(i, "time", "--time must be positive")
+	case sp.Nodes > 1:
+		return refuse(i, "nodes", "--nodes=%d: jobs span one node for now; ask for --nodes=1", sp.Nodes)
+	}
+	if sp.Partition != "" {
+		found := false
+		var names []string
+		for _, p := range parts {
+			names = append(names, p.Name)
+			if p.Name == sp.Partition {
+				found = true
+				if p.MaxTime > 0 && sp.TimeLimit > p.MaxTime {
+					return refuse(i, "time", "--time=%ds exceeds partition %s's limit of %ds", sp.TimeLimit, p.Name, p.MaxTime)
+				}
+			}
+		}
+		if !found {
+			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
+		}
+	}
+	if sp.Dependency != nil {
+		for _, cl := range sp.Dependency.Clauses {
+			for _, ref := range cl.JobIDs {
+				id, ok := parseJobRef(ref)
+				if !ok {
+					return refuse(i, "dependency", "--dependency=%s: %q is not a job id", sp.Dependency.Raw, ref)
+				}
+				if _, exists := s.Jobs[id]; !exists {
+					return refuse(i, "dependency", "--dependency=%s: job %d does not exist", sp.Dependency.Raw, id)
+				}
+			}
+		}
+	}
+	return nil
+}
