@@ -243,8 +243,17 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) error {
 
 // Status returns the cluster's status as seen by the member that answers.
 func (c *Client) Status(ctx context.Context) (*ClusterStatus, error) {
+	return c.status(ctx, "/v1/status")
+}
+
+// StatusWithHash is Status plus a digest of the member's replicated state.
+func (c *Client) StatusWithHash(ctx context.Context) (*ClusterStatus, error) {
+	return c.status(ctx, "/v1/status?hash=1")
+}
+
+func (c *Client) status(ctx context.Context, path string) (*ClusterStatus, error) {
 	var s ClusterStatus
-	if err := c.do(ctx, http.MethodGet, "/v1/status", nil, &s); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, nil, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

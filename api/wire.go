@@ -84,6 +84,9 @@ type ClusterStatus struct {
 	Members      []Member       `json:"members"`
 	Nodes        map[string]int `json:"nodes"`
 	Jobs         map[string]int `json:"jobs"`
+	// StateHash digests the replicated state at AppliedIndex (only when
+	// asked for: it costs a pass over every job).
+	StateHash string `json:"state_hash,omitempty"`
 }
 
 // Error is the body of every failed API call.

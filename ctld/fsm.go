@@ -184,6 +184,12 @@ func (f *FSM) Read(fn func(s *State)) {
 // Hash returns a digest of the replicated state; replicas that applied the
 // same log must agree on it.
 func (f *FSM) Hash() string {
+	h, _ := f.HashAt()
+	return h
+}
+
+// HashAt returns the state digest and the index it was taken at.
+func (f *FSM) HashAt() (string, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	h := sha256.New()
@@ -202,7 +208,7 @@ func (f *FSM) Hash() string {
 	for _, k := range sortedKeys(s.Members) {
 		_ = enc.Encode([2]string{k, s.Members[k]})
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), s.Index
 }
 
 func sortedJobIDs(m map[uint64]*api.Job) []uint64 {

@@ -501,6 +501,9 @@ func (c *Controller) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st.CommitIndex = rf.CommitIndex()
 	st.AppliedIndex = rf.AppliedIndex()
 	st.LastIndex = rf.LastIndex()
+	if r.URL.Query().Get("hash") != "" {
+		st.StateHash, st.AppliedIndex = c.fsm.HashAt()
+	}
 	var members map[string]string
 	c.fsm.Read(func(s *State) {
 		members = make(map[string]string, len(s.Members))

@@ -1,0 +1,32 @@
+# corral — see README.md. Every target works on a fresh Debian machine with Go.
+GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+BIN     := bin/corral
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+export PATH := $(dir $(GO)):$(PATH)
+
+# Packages with goroutines and locks run under the race detector.
+RACE_PKGS := ./api/... ./ctld/... ./noded/...
+
+.PHONY: all build demo test test-race vet bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/corral
+
+demo: build
+	scripts/demo.sh
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: vet
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+
+clean:
+	rm -rf bin

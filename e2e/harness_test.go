@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+var corralBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "corral-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	corralBin = filepath.Join(dir, "corral")
+	build := exec.Command("go", "build", "-o", corralBin, "corral/cmd/corral")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building corral:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePorts returns n distinct 127.0.0.1 addresses nobody listens on now.
+func freePorts(t testing.TB, n int) []string {
+	t.Helper()
+	var ls []net.Listener
+	var out []string
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// proc is a daemon process started by a test.
+type proc struct {
+	name string
+	args []string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startProc(t testing.TB, dir, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, args: args, log: filepath.Join(dir, name+".log")}
+	p.start(t)
+	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
+	return p
+}
+
+func (p *proc) start(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(corralBin, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan error, 1)
+	go func() { p.done <- p.cmd.Wait(); f.Close() }()
+}
+
+// kill signals the process (only the one this test started) and waits.
+func (p *proc) kill(sig syscall.Signal) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) tail() string {
+	data, _ := os.ReadFile(p.log)
+	if len(data) > 3000 {
+		data = data[len(data)-3000:]
+	}
+	return string(data)
+}
+
+// cli runs the corral CLI with CORRAL_ADDR set and returns stdout.
+func cli(t testing.TB, addr, dir string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, corralBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CORRAL_ADDR="+addr, "USER=tester")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("corral %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// cluster is a set of controller and node daemon processes.
+type cluster struct {
+	dir    string
+	ctlds  []*proc
+	nodeds []*proc
+	http   []string
+	addr   string
+}
+
+// startControllers starts n ctld processes that form one Raft cluster.
+func startControllers(t testing.TB, n int, extra ...string) *cluster {
+	t.Helper()
+	c := &cluster{dir: t.TempDir()}
+	ports := freePorts(t, 2*n)
+	var peers []string
+	for i := 0; i < n; i++ {
+		peers = append(peers, fmt.Sprintf("c%d=%s", i+1, ports[i]))
+		c.http = append(c.http, "http://"+ports[n+i])
+	}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("c%d", i+1)
+		args := append([]string{"ctld", "--id", id, "--data", filepath.Join(c.dir, id),
+			"--raft", ports[i], "--http", ports[n+i], "--peers", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
+		c.ctlds = append(c.ctlds, startProc(t, c.dir, id, args...))
+	}
+	c.addr = strings.Join(c.http, ",")
+	return c
+}
+
+func (c *cluster) startNode(t testing.TB, name string, extra ...string) *proc {
+	args := append([]string{"noded", "--name", name, "--ctld", c.addr, "--data", filepath.Join(c.dir, name), "--log-level", "warn"}, extra...)
+	p := startProc(t, c.dir, name, args...)
+	c.nodeds = append(c.nodeds, p)
+	return p
+}
+
+func (c *cluster) client(t testing.TB, addrs ...string) *api.Client {
+	if len(addrs) == 0 {
+		addrs = c.http
+	}
+	cl, err := api.NewClient(strings.Join(addrs, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// leader returns the index of the member that leads, waiting up to d.
+func (c *cluster) leader(t testing.TB, d time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for i, h := range c.http {
+			cl := c.client(t, h)
+			cl.RetryFor = 200 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			st, err := cl.Status(ctx)
+			cancel()
+			if err == nil && st.State == "Leader" {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range c.ctlds {
+		t.Logf("%s log:\n%s", p.name, p.tail())
+	}
+	t.Fatalf("no leader within %s", d)
+	return -1
+}
+
+// waitNodes waits until n nodes are registered and up.
+func (c *cluster) waitNodes(t testing.TB, n int) {
+	t.Helper()
+	cl := c.client(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		nodes, err := cl.Nodes(context.Background())
+		up := 0
+		for _, nd := range nodes {
+			if nd.State() != api.NodeDown {
+				up++
+			}
+		}
+		if err == nil && up >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range c.nodeds {
+		t.Logf("%s log:\n%s", p.name, p.tail())
+	}
+	t.Fatalf("fewer than %d nodes up after 20s", n)
+}
+
+func allJobs(t testing.TB, cl *api.Client) map[uint64]api.Job {
+	t.Helper()
+	jobs, err := cl.Jobs(context.Background(), api.JobFilter{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[uint64]api.Job, len(jobs))
+	for _, j := range jobs {
+		m[j.ID] = j
+	}
+	return m
+}
+
+func decodeJSON(t testing.TB, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decoding %q: %v", s, err)
+	}
+}

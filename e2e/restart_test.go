@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+func TestRestartAllControllersKeepsState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and restarts 3 controller processes")
+	}
+	c := startControllers(t, 3, "--node-timeout", "60s")
+	c.leader(t, 15*time.Second)
+	work := t.TempDir()
+	script := work + "/q.sh"
+	writeFile(t, script, "#!/bin/sh\necho queued-ran \"$SLURM_JOB_ID\"\n")
+
+	// No node yet: the jobs stay queued across the restart.
+	var ids []uint64
+	for i := 0; i < 5; i++ {
+		out, err := cli(t, c.addr, work, "submit", "--parsable", "-o", work+"/q-%j.out", script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		ids = append(ids, id)
+	}
+	if _, err := cli(t, c.addr, work, "hold", strconv.FormatUint(ids[4], 10)); err != nil {
+		t.Fatal(err)
+	}
+	before := stateHashes(t, c)
+	for _, p := range c.ctlds {
+		p.kill(syscall.SIGTERM)
+	}
+	for _, p := range c.ctlds {
+		p.start(t)
+	}
+	c.leader(t, 15*time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	var after map[string]uint64
+	for {
+		after = stateHashes(t, c)
+		if len(after) == 1 && equalKeys(before, after) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state after restart %v differs from before %v", after, before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// The queued jobs still run once a node joins; the held one waits.
+	c.startNode(t, "n1", "--cpus", "2", "--mem", "1G")
+	cl := c.client(t)
+	for _, id := range ids[:4] {
+		waitJob(t, cl, id, api.StateCompleted, 30*time.Second)
+		if got := readFile(t, work+"/q-"+strconv.FormatUint(id, 10)+".out"); got != "queued-ran "+strconv.FormatUint(id, 10)+"\n" {
+			t.Errorf("job %d output %q", id, got)
+		}
+	}
+	j, err := cl.Job(context.Background(), ids[4], false)
+	if err != nil || j.State != api.StatePending || j.Reason != api.ReasonJobHeldUser {
+		t.Fatalf("held job: %+v %v, want PENDING (JobHeldUser)", j, err)
+	}
+}
+
+// stateHashes returns each member's state hash with its applied index.
+func stateHashes(t *testing.T, c *cluster) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, h := range c.http {
+		st, err := c.client(t, h).StatusWithHash(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[st.StateHash] = st.AppliedIndex
+	}
+	return out
+}
+
+func equalKeys(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func waitJob(t *testing.T, cl *api.Client, id uint64, want api.JobState, limit time.Duration) *api.Job {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		j, err := cl.Job(context.Background(), id, false)
+		if err == nil && j.State == want {
+			return j
+		}
+		if err == nil && j.State.Terminal() {
+			t.Fatalf("job %d ended %s (%s), want %s", id, j.State, j.Message, want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: %+v after %s, want %s (err %v)", id, j, limit, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

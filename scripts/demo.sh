@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The demo behind `make demo`: starts the embedded cluster (one controller,
+# two node daemons), submits sample jobs, shows them, waits for them, prints
+# their outputs and stops the cluster.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+corral="$root/bin/corral"
+work=$(mktemp -d /tmp/corral-demo.XXXXXX)
+http=${CORRAL_DEMO_HTTP:-127.0.0.1:6817}
+raft=${CORRAL_DEMO_RAFT:-127.0.0.1:6820}
+export CORRAL_ADDR="http://$http"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "starting the embedded cluster (corral dev) — log in $work/dev.log"
+"$corral" dev --data "$work/state" --http "$http" --raft "$raft" --cpus 2 --mem 2G >"$work/dev.log" 2>&1 &
+dev=$!
+stop() {
+  if kill -0 "$dev" 2>/dev/null; then
+    kill -INT "$dev"; wait "$dev" || true
+  fi
+}
+trap stop EXIT
+for _ in $(seq 100); do
+  "$corral" status >/dev/null 2>&1 && break
+  kill -0 "$dev" 2>/dev/null || { cat "$work/dev.log"; exit 1; }
+  sleep 0.1
+done
+"$corral" status
+
+mkdir -p "$work/jobs" && cd "$work/jobs"
+cat > hello.sh <<'JOB'
+#!/bin/sh
+#SBATCH --job-name=hello
+#SBATCH --time=1:00
+#SBATCH --cpus-per-task=2
+#SBATCH --output=hello-%j.out
+echo "hello from job $SLURM_JOB_ID ($SLURM_JOB_NAME) on $SLURMD_NODENAME with $SLURM_CPUS_ON_NODE CPUs"
+sleep 1
+echo "submitted from $SLURM_SUBMIT_DIR"
+JOB
+cat > fails.sh <<'JOB'
+#!/bin/sh
+#SBATCH -J fails -o fails-%j.out
+echo "about to fail"
+exit 3
+JOB
+
+say "submitting: a script with #SBATCH lines, a --wrap, and a job that fails"
+"$corral" submit hello.sh
+"$corral" submit -J wrapped -o wrapped-%j.out --wrap 'echo "wrapped command ran as job $CORRAL_JOB_ID"; sleep 1'
+"$corral" submit fails.sh
+
+say "corral queue"
+"$corral" queue
+say "corral nodes"
+"$corral" nodes
+
+say "waiting for the jobs"
+for _ in $(seq 300); do
+  [ -z "$("$corral" queue -h)" ] && break
+  sleep 0.1
+done
+"$corral" queue -t all -o "%.6i %.10j %.10T %.8M %N"
+say "exit codes (corral show job)"
+for id in $("$corral" queue -t all -h -o "%i"); do
+  "$corral" show job "$id" | grep -E "JobId=|ExitCode=" | tr -s ' \n' ' '; echo
+done
+
+say "job outputs"
+for f in *.out; do echo "--- $f"; cat "$f"; done
+
+say "stopping the cluster"
+stop
+trap - EXIT
+cat "$work/dev.log" | tail -3
+rm -rf "$work"
