@@ -146,6 +146,10 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		}
 		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
 	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return resp.StatusCode, nil
+	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
 			return resp.StatusCode, fmt.Errorf("decoding answer of %s %s: %w", method, u, err)
@@ -166,6 +170,45 @@ func (c *Client) Submit(ctx context.Context, jobs []JobSpec) ([]SubmitResult, er
 
 // Jobs lists jobs matching f. consistent forces a read on the leader.
 func (c *Client) Jobs(ctx context.Context, f JobFilter, consistent bool) ([]Job, error) {
+	q := filterQuery(f)
+	if consistent {
+		q.Set("consistent", "1")
+	}
+	var jobs []Job
+	path := "/v1/jobs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return jobs, c.do(ctx, http.MethodGet, path, nil, &jobs)
+}
+
+// QueueQuery asks a controller to render a job listing as squeue would.
+type QueueQuery struct {
+	Filter   JobFilter
+	Format   string
+	NoHeader bool
+	Long     bool
+	Start    bool
+}
+
+// QueueText returns the listing rendered by the controller. Rendering where
+// the jobs live keeps `corral queue` fast with 100,000 jobs: nothing but the
+// text crosses the wire.
+func (c *Client) QueueText(ctx context.Context, q QueueQuery) ([]byte, error) {
+	v := filterQuery(q.Filter)
+	if q.Format != "" {
+		v.Set("format", q.Format)
+	}
+	for name, on := range map[string]bool{"noheader": q.NoHeader, "long": q.Long, "start": q.Start} {
+		if on {
+			v.Set(name, "1")
+		}
+	}
+	var out []byte
+	return out, c.do(ctx, http.MethodGet, "/v1/queue?"+v.Encode(), nil, &out)
+}
+
+func filterQuery(f JobFilter) url.Values {
 	q := url.Values{}
 	for _, id := range f.IDs {
 		q.Add("id", strconv.FormatUint(id, 10))
@@ -185,15 +228,7 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter, consistent bool) ([]Job,
 	for _, a := range f.Accounts {
 		q.Add("account", a)
 	}
-	if consistent {
-		q.Set("consistent", "1")
-	}
-	var jobs []Job
-	path := "/v1/jobs"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return jobs, c.do(ctx, http.MethodGet, path, nil, &jobs)
+	return q
 }
 
 // Job returns one job.

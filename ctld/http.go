@@ -24,6 +24,7 @@ func (c *Controller) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", c.write(c.handleSubmit))
 	mux.HandleFunc("GET /v1/jobs", c.read(c.handleListJobs))
+	mux.HandleFunc("GET /v1/queue", c.read(c.handleQueue))
 	mux.HandleFunc("GET /v1/jobs/{id}", c.read(c.handleGetJob))
 	mux.HandleFunc("POST /v1/jobs/cancel", c.write(c.handleCancel))
 	mux.HandleFunc("POST /v1/jobs/hold", c.write(c.handleHold))

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"corral/internal/getopt"
+)
+
+func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "install-aliases", getopt.Permute, args, flag('f', "force", "replace existing files"))
+	if err != nil {
+		return err
+	}
+	if len(o.args) != 1 {
+		return fmt.Errorf("install-aliases: give one directory, e.g. corral install-aliases /usr/local/bin")
+	}
+	dir := o.args[0]
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("install-aliases: cannot find this binary: %w", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(slurmAliases))
+	for n := range slurmAliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); err == nil {
+			if !o.has("force") {
+				return fmt.Errorf("install-aliases: %s exists; remove it or use --force", link)
+			}
+			if err := os.Remove(link); err != nil {
+				return err
+			}
+		}
+		if err := os.Symlink(self, link); err != nil {
+			return fmt.Errorf("install-aliases: %w", err)
+		}
+		fmt.Fprintf(env.stdout, "%s -> %s\n", link, self)
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"corral/api"
+	"corral/ctld"
+	"corral/internal/getopt"
+	"corral/noded"
+	"corral/submit"
+)
+
+// defaultDevAddr is where `corral dev` serves and where the CLI looks when
+// CORRAL_ADDR is unset (6817 is slurmctld's port).
+const defaultDevAddr = "http://127.0.0.1:6817"
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func parseDuration(name, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--%s=%s: not a duration (examples: 10s, 1m)", name, v)
+	}
+	return d, nil
+}
+
+// parsePartitions reads "batch*,debug:1:00:00": names, the default marked
+// with *, an optional maximum time limit after a colon.
+func parsePartitions(s string) ([]api.Partition, error) {
+	var parts []api.Partition
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, limit, hasLimit := strings.Cut(item, ":")
+		p := api.Partition{Name: strings.TrimSuffix(name, "*"), Default: strings.HasSuffix(name, "*")}
+		if hasLimit {
+			secs, err := submit.ParseTimeLimit(limit)
+			if err != nil {
+				return nil, fmt.Errorf("--partitions: %s: %w", p.Name, err)
+			}
+			p.MaxTime = secs
+		}
+		if p.Name == "" {
+			return nil, fmt.Errorf("--partitions: empty partition name in %q", s)
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+func runCtld(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "ctld", getopt.Permute, args,
+		valued(0, "id", "ID", "this member's id, e.g. c1"),
+		valued(0, "data", "DIR", "directory for the Raft log, stable store and snapshots"),
+		valued(0, "raft", "HOST:PORT", "Raft listen address"),
+		valued(0, "http", "HOST:PORT", "API listen address"),
+		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
+		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
+		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
+		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
+		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
+	)
+	if err != nil {
+		return err
+	}
+	for _, req := range []string{"id", "data", "raft", "http"} {
+		if o.get(req) == "" {
+			return fmt.Errorf("ctld: --%s is required (see corral ctld --help)", req)
+		}
+	}
+	cfg, err := ctldConfig(o)
+	if err != nil {
+		return err
+	}
+	c, err := ctld.New(cfg)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+func ctldConfig(o *optSet) (ctld.Config, error) {
+	log, err := newLogger(os.Stderr, orString(o.get("log-level"), "info"))
+	if err != nil {
+		return ctld.Config{}, err
+	}
+	peers, err := ctld.ParsePeers(o.get("peers"))
+	if err != nil {
+		return ctld.Config{}, err
+	}
+	parts, err := parsePartitions(orString(o.get("partitions"), "batch*"))
+	if err != nil {
+		return ctld.Config{}, err
+	}
+	timeout, err := parseDuration("node-timeout", o.get("node-timeout"), 10*time.Second)
+	if err != nil {
+		return ctld.Config{}, err
+	}
+	var defMem int64
+	if v := o.get("def-mem-per-cpu"); v != "" {
+		if defMem, err = submit.ParseMemory(v); err != nil {
+			return ctld.Config{}, fmt.Errorf("--def-mem-per-cpu: %w", err)
+		}
+	}
+	return ctld.Config{
+		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
+		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Logger: log,
+	}, nil
+}
+
+func orString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func runNoded(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "noded", getopt.Permute, args,
+		valued(0, "name", "NAME", "node name (default: the host name)"),
+		valued(0, "ctld", "URLS", "controller URLs, comma-separated (default $CORRAL_ADDR)"),
+		valued(0, "data", "DIR", "directory for per-job state"),
+		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
+		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
+		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
+		valued(0, "runner", "NAME", "how jobs run: process"),
+		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
+	)
+	if err != nil {
+		return err
+	}
+	if o.get("data") == "" {
+		return fmt.Errorf("noded: --data is required: a directory for per-job state")
+	}
+	addrs := orString(o.get("ctld"), env.getenv("CORRAL_ADDR"))
+	if addrs == "" {
+		return fmt.Errorf("noded: --ctld is required: the controllers' URLs, e.g. http://127.0.0.1:7001")
+	}
+	cl, err := api.NewClient(addrs)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(os.Stderr, orString(o.get("log-level"), "info"))
+	if err != nil {
+		return err
+	}
+	cfg, err := nodedConfig(o, cl, log)
+	if err != nil {
+		return err
+	}
+	d, err := noded.New(cfg)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
+func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, error) {
+	name := o.get("name")
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return noded.Config{}, fmt.Errorf("noded: --name is required (host name unknown: %w)", err)
+		}
+		name = h
+	}
+	cpus := noded.HostCPUs()
+	if v := o.get("cpus"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return noded.Config{}, fmt.Errorf("noded %s: --cpus=%s: give a positive number", name, v)
+		}
+		cpus = n
+	}
+	mem := noded.HostMemMB()
+	if v := o.get("mem"); v != "" {
+		m, err := submit.ParseMemory(v)
+		if err != nil {
+			return noded.Config{}, fmt.Errorf("noded %s: --mem: %w", name, err)
+		}
+		mem = m
+	}
+	if r := o.get("runner"); r != "" && r != "process" {
+		return noded.Config{}, fmt.Errorf("noded %s: --runner=%s: unknown runner (available: process)", name, r)
+	}
+	return noded.Config{
+		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"),
+		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
+	}, nil
+}
+
+func runDev(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "dev", getopt.Permute, args,
+		valued(0, "data", "DIR", "state directory (default: corral/dev under your cache dir)"),
+		valued(0, "http", "HOST:PORT", "API address (default 127.0.0.1:6817)"),
+		valued(0, "raft", "HOST:PORT", "Raft address (default 127.0.0.1:6820)"),
+		valued(0, "nodes", "N", "node daemons to run (default 2)"),
+		valued(0, "cpus", "N", "CPUs per node (default: the host's)"),
+		valued(0, "mem", "SIZE", "memory per node (default: the host's divided among the nodes)"),
+		flag(0, "fresh", "delete the state directory first"),
+		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
+	)
+	if err != nil {
+		return err
+	}
+	dir := o.get("data")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("dev: no cache dir (%v): give --data DIR", err)
+		}
+		dir = filepath.Join(cache, "corral", "dev")
+	}
+	if o.has("fresh") {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("dev: removing %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	return runDevCluster(ctx, env, o, dir)
+}
+
+func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) error {
+	log, err := newLogger(env.stderr, orString(o.get("log-level"), "info"))
+	if err != nil {
+		return err
+	}
+	httpAddr := orString(o.get("http"), strings.TrimPrefix(defaultDevAddr, "http://"))
+	raftAddr := orString(o.get("raft"), "127.0.0.1:6820")
+	c, err := ctld.New(ctld.Config{
+		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
+		Peers: []ctld.Peer{{ID: "dev", Addr: raftAddr}}, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(orString(o.get("nodes"), "2"))
+	if err != nil || n < 1 {
+		return fmt.Errorf("dev: --nodes=%s: give a positive number", o.get("nodes"))
+	}
+	cl, err := api.NewClient("http://" + c.HTTPAddr())
+	if err != nil {
+		return err
+	}
+	var daemons []*noded.Daemon
+	for i := 1; i <= n; i++ {
+		sub := &optSet{last: map[string]string{"name": fmt.Sprintf("n%d", i), "data": filepath.Join(dir, fmt.Sprintf("n%d", i))}, all: map[string][]string{}}
+		if v := o.get("cpus"); v != "" {
+			sub.last["cpus"] = v
+		}
+		sub.last["mem"] = orString(o.get("mem"), fmt.Sprintf("%dM", noded.HostMemMB()/int64(n)))
+		cfg, err := nodedConfig(sub, cl, log)
+		if err != nil {
+			return err
+		}
+		d, err := noded.New(cfg)
+		if err != nil {
+			return err
+		}
+		daemons = append(daemons, d)
+	}
+	fmt.Fprintf(env.stdout, "corral dev: controller at http://%s with %d nodes; state in %s\n", c.HTTPAddr(), n, dir)
+	fmt.Fprintf(env.stdout, "corral dev: export CORRAL_ADDR=http://%s\n", c.HTTPAddr())
+
+	dctx, stopDaemons := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, d := range daemons {
+		wg.Add(1)
+		go func(d *noded.Daemon) { defer wg.Done(); _ = d.Run(dctx) }(d)
+	}
+	cctx, stopCtld := context.WithCancel(context.Background())
+	cdone := make(chan error, 1)
+	go func() { cdone <- c.Run(cctx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-cdone:
+	}
+	// A clean stop: jobs first, then the daemons, then the controller.
+	for _, d := range daemons {
+		d.KillAll()
+	}
+	stopDaemons()
+	wg.Wait()
+	stopCtld()
+	if runErr == nil {
+		runErr = <-cdone
+	}
+	fmt.Fprintln(env.stdout, "corral dev: stopped")
+	return runErr
+}

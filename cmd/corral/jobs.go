@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"corral/api"
+	"corral/internal/getopt"
+	"corral/submit"
+)
+
+// newRequestID returns a random idempotency key for one submission.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
+	user, err := callerIdentity(env)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("cannot read the current directory: %w", err)
+	}
+	req, err := submit.Parse(args, submit.Context{
+		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), ReadFile: os.ReadFile,
+	})
+	if err != nil {
+		if errors.Is(err, submit.ErrHelp) {
+			fmt.Fprint(env.stdout, submit.Usage())
+			return errHelp
+		}
+		return err
+	}
+	req.Spec.RequestID = newRequestID()
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	res, err := cl.Submit(ctx, []api.JobSpec{req.Spec})
+	if err != nil {
+		return fmt.Errorf("submitting %s: %w", req.Spec.Name, err)
+	}
+	id := res[0].JobID
+	if req.Parsable {
+		fmt.Fprintf(env.stdout, "%d\n", id)
+	} else {
+		fmt.Fprintf(env.stdout, "Submitted batch job %d\n", id)
+	}
+	if !req.Wait {
+		return nil
+	}
+	j, err := waitJob(ctx, cl, id)
+	if err != nil {
+		return err
+	}
+	if j.State != api.StateCompleted {
+		if j.ExitCode != 0 {
+			return exitStatus(j.ExitCode)
+		}
+		return exitStatus(1)
+	}
+	return nil
+}
+
+// waitJob polls a job until it ends, as sbatch --wait does.
+func waitJob(ctx context.Context, cl *api.Client, id uint64) (*api.Job, error) {
+	delay := 20 * time.Millisecond
+	for {
+		j, err := cl.Job(ctx, id, false)
+		if err != nil {
+			return nil, fmt.Errorf("waiting for job %d: %w", id, err)
+		}
+		if j.State.Terminal() {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay < time.Second {
+			delay = delay * 3 / 2
+		}
+	}
+}
+
+func runCancel(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "cancel", getopt.Permute, args,
+		valued('u', "user", "USER", "cancel the jobs of USER"),
+		valued('n', "name", "NAME", "cancel the jobs named NAME"),
+		valued('t', "state", "STATE", "cancel only jobs in STATE (PENDING, RUNNING, SUSPENDED)"),
+		valued('p', "partition", "PART", "cancel only jobs in partition PART"),
+		valued('A', "account", "ACCOUNT", "cancel only jobs of ACCOUNT"),
+		flag('v', "verbose", "print each cancelled job"),
+	)
+	if err != nil {
+		return err
+	}
+	ids, err := parseJobIDs(o.args)
+	if err != nil {
+		return err
+	}
+	states, err := parseStates(o.list("state"))
+	if err != nil {
+		return err
+	}
+	f := api.JobFilter{IDs: ids, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"), Accounts: o.list("account")}
+	if len(ids) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
+		return fmt.Errorf("no job specified: give job ids or a filter such as -u USER")
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	user, _ := callerIdentity(env)
+	resp, err := cl.Cancel(ctx, api.CancelRequest{Filter: f, By: user})
+	if err != nil {
+		return err
+	}
+	if o.has("verbose") {
+		for _, id := range resp.Cancelled {
+			fmt.Fprintf(env.stdout, "scancel: Terminating job %d\n", id)
+		}
+	}
+	failed := false
+	for _, id := range ids {
+		if msg, ok := resp.Errors[id]; ok {
+			fmt.Fprintf(env.stderr, "%s: error: Kill job error on job id %d: %s\n", env.prog, id, msg)
+			failed = true
+		}
+	}
+	if failed {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+func runHold(ctx context.Context, env *cliEnv, args []string) error {
+	return holdRelease(ctx, env, "hold", args, true)
+}
+
+func runRelease(ctx context.Context, env *cliEnv, args []string) error {
+	return holdRelease(ctx, env, "release", args, false)
+}
+
+func holdRelease(ctx context.Context, env *cliEnv, cmd string, args []string, hold bool) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args)
+	if err != nil {
+		return err
+	}
+	ids, err := parseJobIDs(o.args)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("%s: give the job ids to %s", cmd, cmd)
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Hold(ctx, api.HoldRequest{IDs: ids, Hold: hold})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if msg, ok := resp.Errors[id]; ok {
+			fmt.Fprintf(env.stderr, "%s: error: %s\n", env.prog, msg)
+		}
+	}
+	if len(resp.Errors) > 0 {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"))
+	if err != nil {
+		return err
+	}
+	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume") {
+		return fmt.Errorf("usage: corral node drain NAME --reason TEXT | corral node resume NAME")
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason")})
+}

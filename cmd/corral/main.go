@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"corral/api"
+	"corral/internal/getopt"
+)
+
+// command is one subcommand of the corral binary.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"submit":          {"submit a batch script (sbatch)", runSubmit},
+		"queue":           {"list jobs (squeue)", runQueue},
+		"nodes":           {"list nodes and partitions (sinfo)", runNodes},
+		"status":          {"show the controllers, the leader and Raft indexes", runStatus},
+		"cancel":          {"cancel jobs (scancel)", runCancel},
+		"show":            {"show a job or a node in detail (scontrol show)", runShow},
+		"hold":            {"hold pending jobs (scontrol hold)", runHold},
+		"release":         {"release held jobs (scontrol release)", runRelease},
+		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
+		"ctld":            {"run a controller member", runCtld},
+		"noded":           {"run a node daemon", runNoded},
+		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel and scontrol symlinks in DIR", runInstallAliases},
+		"version":         {"print the version", runVersion},
+	}
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// cliEnv is what every command may use of its surroundings.
+type cliEnv struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+	prog           string
+}
+
+func (e *cliEnv) client() (*api.Client, error) {
+	addr := e.getenv("CORRAL_ADDR")
+	if addr == "" {
+		addr = defaultDevAddr
+	}
+	return api.NewClient(addr)
+}
+
+// slurmAliases maps a Slurm command name to a corral subcommand.
+var slurmAliases = map[string]string{
+	"sbatch": "submit", "squeue": "queue", "sinfo": "nodes", "scancel": "cancel", "scontrol": "scontrol",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}
+	os.Exit(dispatch(ctx, env, os.Args))
+}
+
+// dispatch runs argv and returns the process exit code.
+func dispatch(ctx context.Context, env *cliEnv, argv []string) int {
+	prog := filepath.Base(argv[0])
+	args := argv[1:]
+	name, isAlias := slurmAliases[prog]
+	if !isAlias {
+		prog = "corral"
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			usage(env.stdout)
+			return 0
+		}
+		name, args = args[0], args[1:]
+	}
+	env.prog = prog
+	if name == "scontrol" {
+		return runScontrol(ctx, env, args)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(env.stderr, "corral: unknown command %q (run 'corral help' for the list)\n", name)
+		return 2
+	}
+	return exitCode(env, cmd.run(ctx, env, args))
+}
+
+// exitStatus lets a command choose its exit code (submit --wait exits with
+// the job's).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func exitCode(env *cliEnv, err error) int {
+	var st exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &st):
+		return int(st)
+	case errors.Is(err, errHelp):
+		return 0
+	}
+	fmt.Fprintf(env.stderr, "%s: error: %v\n", env.prog, err)
+	var ge *getopt.Error
+	if errors.As(err, &ge) {
+		return 2
+	}
+	return 1
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "corral — a batch scheduler with Slurm's job model")
+	fmt.Fprintln(w, "\nusage: corral COMMAND [options]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nThe CLI finds the cluster through CORRAL_ADDR (comma-separated controller URLs);")
+	fmt.Fprintf(w, "unset, it uses the embedded cluster's %s.\n", defaultDevAddr)
+	fmt.Fprintln(w, "Run 'corral COMMAND --help' for a command's options.")
+}
+
+// runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
+// the matching subcommands.
+func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, "scontrol: give a command: show job|node [ID], hold ID, release ID")
+		return 2
+	}
+	sub := strings.ToLower(args[0])
+	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"]}[sub]
+	if !ok {
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release)\n", args[0])
+		return 2
+	}
+	return exitCode(env, cmd.run(ctx, env, args[1:]))
+}
+
+func runVersion(_ context.Context, env *cliEnv, _ []string) error {
+	fmt.Fprintf(env.stdout, "corral %s\n", version)
+	return nil
+}

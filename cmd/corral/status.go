@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"corral/api"
+	"corral/display"
+	"corral/internal/getopt"
+)
+
+// activeStates are the states squeue lists when -t is not given.
+var activeStates = []api.JobState{api.StatePending, api.StateRunning, api.StateSuspended, api.StateCompleting, api.StateRequeued, api.StateMigrating}
+
+func runQueue(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "queue", getopt.Permute, args,
+		valued('u', "user", "USER", "only jobs of USER (comma-separated list)"),
+		valued('t', "states", "STATES", "only jobs in STATES, e.g. PD,R or all"),
+		valued('j', "jobs", "IDS", "only the jobs with these ids"),
+		valued('p', "partition", "PART", "only jobs in these partitions"),
+		valued('n', "name", "NAME", "only jobs with these names"),
+		valued('A', "account", "ACCOUNT", "only jobs of these accounts"),
+		valued('o', "format", "FORMAT", "output format with squeue's % field codes, e.g. \"%.18i %.9P %j\""),
+		flag('h', "noheader", "do not print the header line"),
+		flag('l', "long", "long format"),
+		flag(0, "start", "show pending jobs' expected start times"),
+		flag(0, "json", "print the jobs as JSON"),
+		flag('a', "all", "accepted for compatibility; every partition is shown"),
+	)
+	if err != nil {
+		return err
+	}
+	ids, err := parseJobIDs(append(o.list("jobs"), o.args...))
+	if err != nil {
+		return err
+	}
+	states, err := parseStates(o.list("states"))
+	if err != nil {
+		return err
+	}
+	if len(states) == 0 && len(ids) == 0 {
+		states = activeStates
+	}
+	f := api.JobFilter{IDs: ids, Users: o.list("user"), States: states, Partitions: o.list("partition"), Names: o.list("name"), Accounts: o.list("account")}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	if o.has("json") {
+		jobs, err := cl.Jobs(ctx, f, false)
+		if err != nil {
+			return err
+		}
+		display.SortJobs(jobs)
+		return display.QueueJSON(env.stdout, jobs)
+	}
+	q := api.QueueQuery{Filter: f, Format: o.get("format"), NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start")}
+	if q.Format != "" {
+		if _, err := display.ParseQueueFormat(q.Format); err != nil {
+			return fmt.Errorf("--format: %w", err)
+		}
+	}
+	text, err := cl.QueueText(ctx, q)
+	if err != nil {
+		return err
+	}
+	_, err = env.stdout.Write(text)
+	return err
+}
+
+func runNodes(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "nodes", getopt.Permute, args,
+		flag('N', "Node", "one line per node"),
+		flag('l', "long", "long format"),
+		flag('h', "noheader", "do not print the header line"),
+		valued('p', "partition", "PART", "only these partitions"),
+		flag(0, "json", "print the nodes as JSON"),
+	)
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	parts, err := cl.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	if want := o.list("partition"); len(want) > 0 {
+		parts = filterPartitions(parts, want)
+	}
+	if o.has("json") {
+		return writeJSON(env, map[string]any{"nodes": nodes, "partitions": parts})
+	}
+	return display.Nodes(env.stdout, nodes, parts, display.NodesOptions{
+		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
+	})
+}
+
+func filterPartitions(parts []api.Partition, want []string) []api.Partition {
+	var out []api.Partition
+	for _, p := range parts {
+		for _, w := range want {
+			if p.Name == w {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func writeJSON(env *cliEnv, v any) error {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runStatus(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "status", getopt.Permute, args, flag(0, "json", "print the status as JSON"))
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if o.has("json") {
+		return writeJSON(env, st)
+	}
+	display.Status(env.stdout, st)
+	return nil
+}
+
+func runShow(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "show", getopt.Permute, args, flag(0, "json", "print as JSON"))
+	if err != nil {
+		return err
+	}
+	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME]")
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if o.args[0] == "node" {
+		return showNodes(ctx, env, cl, o, now)
+	}
+	var jobs []api.Job
+	if len(o.args) > 1 {
+		ids, err := parseJobIDs(o.args[1:])
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			j, err := cl.Job(ctx, id, false)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, *j)
+		}
+	} else if jobs, err = cl.Jobs(ctx, api.JobFilter{}, false); err != nil {
+		return err
+	}
+	if o.has("json") {
+		return writeJSON(env, map[string]any{"jobs": jobs})
+	}
+	for i := range jobs {
+		display.ShowJob(env.stdout, &jobs[i], now)
+		fmt.Fprintln(env.stdout)
+	}
+	return nil
+}
+
+func showNodes(ctx context.Context, env *cliEnv, cl *api.Client, o *optSet, now time.Time) error {
+	var nodes []api.Node
+	if len(o.args) > 1 {
+		for _, name := range o.args[1:] {
+			n, err := cl.Node(ctx, name)
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, *n)
+		}
+	} else {
+		var err error
+		if nodes, err = cl.Nodes(ctx); err != nil {
+			return err
+		}
+	}
+	if o.has("json") {
+		return writeJSON(env, map[string]any{"nodes": nodes})
+	}
+	for i := range nodes {
+		display.ShowNode(env.stdout, &nodes[i], now)
+		fmt.Fprintln(env.stdout)
+	}
+	return nil
+}

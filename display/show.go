@@ -1,0 +1,313 @@
+package display
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"corral/api"
+)
+
+// kvWriter builds scontrol's layout: a first line, then lines indented by
+// three spaces, each of space-separated Key=Value pairs.
+type kvWriter struct {
+	buf  []byte
+	loc  *time.Location
+	line int // pairs on the current line
+}
+
+func (k *kvWriter) newLine() {
+	if k.buf != nil {
+		k.buf = append(k.buf, "\n   "...)
+	} else {
+		k.buf = []byte{}
+	}
+	k.line = 0
+}
+
+func (k *kvWriter) key(name string) {
+	if k.line > 0 {
+		k.buf = append(k.buf, ' ')
+	}
+	k.line++
+	k.buf = append(k.buf, name...)
+	k.buf = append(k.buf, '=')
+}
+
+func (k *kvWriter) str(name, v string) {
+	k.key(name)
+	k.buf = append(k.buf, v...)
+}
+
+func (k *kvWriter) int(name string, v int64) {
+	k.key(name)
+	k.buf = strconv.AppendInt(k.buf, v, 10)
+}
+
+// time writes a time stamp, or none (scontrol's "Unknown" or "None") for the
+// zero time.
+func (k *kvWriter) time(name string, t time.Time, none string) {
+	k.key(name)
+	k.buf = appendTime(k.buf, t, k.loc, none)
+}
+
+func (k *kvWriter) done(w io.Writer) {
+	k.buf = append(k.buf, "\n\n"...)
+	// The signature the CLI uses returns nothing; a failed write to a
+	// terminal or pipe has nobody to report to here.
+	_, _ = w.Write(k.buf)
+}
+
+// ShowJob renders one job like `scontrol show job`. now is the time RunTime
+// is measured to; times are shown in now's location. Unset strings print as
+// (null), unknown times as Unknown. StdOut and StdErr show the path as
+// submitted: patterns such as %j are not expanded here.
+func ShowJob(w io.Writer, j *api.Job, now time.Time) {
+	k := &kvWriter{loc: now.Location()}
+	k.newLine()
+	k.str("JobId", strconv.FormatUint(j.ID, 10))
+	k.str("JobName", j.Spec.Name)
+	k.newLine()
+	k.str("UserId", j.Spec.User)
+	k.str("Account", orNull(j.Spec.Account))
+	k.str("QOS", orNull(j.Spec.QOS))
+	k.newLine()
+	k.int("Priority", j.Priority)
+	k.int("Nice", int64(j.Spec.Nice))
+	k.newLine()
+	k.str("JobState", string(j.State))
+	k.str("Reason", reasonOf(j))
+	k.str("Dependency", orNull(dependencyOf(j)))
+	k.newLine()
+	k.int("Requeue", boolInt(j.Spec.Requeue))
+	k.int("Restarts", int64(j.Restarts))
+	k.str("BatchFlag", "1")
+	k.str("ExitCode", strconv.Itoa(j.ExitCode)+":"+strconv.Itoa(j.Signal))
+	k.newLine()
+	k.key("RunTime")
+	k.buf = appendLongSecs(k.buf, elapsedSecs(j, now))
+	k.key("TimeLimit")
+	if j.Spec.TimeLimit > 0 {
+		k.buf = appendLongSecs(k.buf, j.Spec.TimeLimit)
+	} else {
+		k.buf = append(k.buf, "UNLIMITED"...)
+	}
+	showJobTimes(k, j)
+	showJobResources(k, j)
+	showJobFiles(k, j)
+	k.done(w)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// showJobTimes writes the submit, eligible, start and end times.
+func showJobTimes(k *kvWriter, j *api.Job) {
+	k.newLine()
+	k.time("SubmitTime", j.SubmitTime, "Unknown")
+	k.time("EligibleTime", eligibleTime(j), "Unknown")
+	k.newLine()
+	start := j.StartTime
+	if pendingLike(j.State) {
+		start = time.Time{}
+	}
+	k.time("StartTime", start, "Unknown")
+	end, _ := expectedEnd(j)
+	k.time("EndTime", end, "Unknown")
+	k.newLine()
+	suspended := time.Time{}
+	if j.State == api.StateSuspended {
+		suspended = j.SuspendTime
+	}
+	k.time("SuspendTime", suspended, "None")
+	k.int("SecsSuspended", int64(j.SuspendedFor/time.Second))
+}
+
+// eligibleTime is when the job could first start: unknown while it is held
+// or waits on dependencies, else its --begin time or its submission.
+func eligibleTime(j *api.Job) time.Time {
+	switch j.Reason {
+	case api.ReasonJobHeldUser, api.ReasonJobHeldAdmin, api.ReasonDependency,
+		api.ReasonDependencyNeverSatisfied:
+		if pendingLike(j.State) {
+			return time.Time{}
+		}
+	}
+	if j.Spec.Begin.After(j.SubmitTime) {
+		return j.Spec.Begin
+	}
+	return j.SubmitTime
+}
+
+// showJobResources writes where the job runs and what it holds.
+func showJobResources(k *kvWriter, j *api.Job) {
+	nodes := j.Node
+	if pendingLike(j.State) {
+		nodes = ""
+	}
+	k.newLine()
+	k.str("Partition", partitionOf(j))
+	k.str("NodeList", orNull(nodes))
+	if nodes != "" {
+		k.newLine()
+		k.str("BatchHost", nodes)
+	}
+	k.newLine()
+	k.str("NumNodes", "1")
+	k.int("NumCPUs", int64(cpusOf(j)))
+	k.int("NumTasks", int64(max(j.Spec.NTasks, 1)))
+	k.int("CPUs/Task", int64(max(j.Spec.CPUsPerTask, 1)))
+	tres := jobTRES(j)
+	k.newLine()
+	k.str("ReqTRES", tres)
+	k.newLine()
+	if nodes == "" {
+		tres = ""
+	}
+	k.str("AllocTRES", orNull(tres))
+	k.newLine()
+	if j.Spec.MemPerNode == 0 && j.Spec.MemPerCPU > 0 {
+		k.key("MinMemoryCPU")
+		k.buf = appendMemMB(k.buf, j.Spec.MemPerCPU)
+	} else {
+		k.key("MinMemoryNode")
+		k.buf = appendMemMB(k.buf, memOf(j))
+	}
+	k.str("MinTmpDiskNode", "0")
+	k.newLine()
+	k.str("Gres", orNull(string(appendGres(nil, j.Spec.Gres))))
+	k.str("Array", orNull(arrayOf(j)))
+	if j.Spec.Image != "" {
+		k.str("Image", j.Spec.Image)
+	}
+}
+
+// jobTRES is scontrol's TRES string: cpu=4,mem=1G,node=1[,gres/gpu=2].
+func jobTRES(j *api.Job) string {
+	b := []byte("cpu=")
+	b = strconv.AppendInt(b, int64(cpusOf(j)), 10)
+	if mem := memOf(j); mem > 0 {
+		b = append(b, ",mem="...)
+		b = appendMemMB(b, mem)
+	}
+	b = append(b, ",node=1"...)
+	for _, g := range j.Spec.Gres {
+		b = append(b, ",gres/"...)
+		b = append(b, g.Name...)
+		if g.Type != "" {
+			b = append(b, ':')
+			b = append(b, g.Type...)
+		}
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(g.Count), 10)
+	}
+	return string(b)
+}
+
+// showJobFiles writes the command, directories and standard streams, then
+// the comment and corral's explanation of an abnormal end.
+func showJobFiles(k *kvWriter, j *api.Job) {
+	k.newLine()
+	k.str("Command", commandOf(j))
+	k.newLine()
+	k.str("WorkDir", orNull(j.Spec.WorkDir))
+	k.newLine()
+	k.str("StdErr", stderrOf(j))
+	k.newLine()
+	k.str("StdIn", "/dev/null")
+	k.newLine()
+	k.str("StdOut", stdoutOf(j))
+	k.newLine()
+	k.str("Comment", orNull(j.Spec.Comment))
+	if j.Message != "" {
+		k.newLine()
+		k.str("Message", j.Message)
+	}
+}
+
+// nodeStateFull is scontrol's node State: the base state, with +DRAIN when
+// an operator drained the node (IDLE+DRAIN is sinfo's drained,
+// MIXED+DRAIN and ALLOCATED+DRAIN its draining).
+func nodeStateFull(n *api.Node) string {
+	var base string
+	switch {
+	case n.Down:
+		base = string(api.NodeDown)
+	case n.AllocCPUs == 0:
+		base = string(api.NodeIdle)
+	case n.AllocCPUs >= n.CPUs:
+		base = string(api.NodeAllocated)
+	default:
+		base = string(api.NodeMixed)
+	}
+	if n.Drain {
+		base += "+DRAIN"
+	}
+	return base
+}
+
+// ShowNode renders one node like `scontrol show node`, with corral's runner,
+// images and accelerator. now measures how long ago the node was last heard
+// from (HeartbeatAge); times are shown in now's location.
+func ShowNode(w io.Writer, n *api.Node, now time.Time) {
+	k := &kvWriter{loc: now.Location()}
+	k.newLine()
+	k.str("NodeName", n.Name)
+	if n.Version != "" {
+		k.str("Version", n.Version)
+	}
+	k.newLine()
+	k.int("CPUAlloc", int64(n.AllocCPUs))
+	k.int("CPUTot", int64(n.CPUs))
+	k.newLine()
+	k.int("RealMemory", n.MemMB)
+	k.int("AllocMem", n.AllocMemMB)
+	k.int("FreeMem", n.FreeMemMB())
+	k.newLine()
+	k.str("State", nodeStateFull(n))
+	k.str("ThreadsPerCore", "1")
+	k.str("TmpDisk", "0")
+	k.str("Weight", "1")
+	k.newLine()
+	k.str("Partitions", orNull(strings.Join(n.Partitions, ",")))
+	k.newLine()
+	k.str("Runner", orNull(n.Runner))
+	if len(n.Images) > 0 {
+		k.str("Images", strings.Join(n.Images, ","))
+	}
+	if n.Accel != "" {
+		k.str("Accel", n.Accel)
+	}
+	k.newLine()
+	k.time("SlurmdStartTime", n.Registered, "None")
+	k.time("LastSeen", n.LastSeen, "None")
+	k.key("HeartbeatAge")
+	if n.LastSeen.IsZero() {
+		k.buf = append(k.buf, "N/A"...)
+	} else {
+		k.buf = appendLongSecs(k.buf, max(int64(now.Sub(n.LastSeen)/time.Second), 0))
+	}
+	k.newLine()
+	k.str("Jobs", orNull(jobList(n.Jobs)))
+	if n.Reason != "" {
+		k.newLine()
+		k.str("Reason", n.Reason)
+	}
+	k.done(w)
+}
+
+func jobList(ids []uint64) string {
+	var b []byte
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, id, 10)
+	}
+	return string(b)
+}

@@ -1,0 +1,304 @@
+package submit
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+
+	"corral/internal/getopt"
+)
+
+// badSubmission is a submission Parse must refuse and the error it must give.
+type badSubmission struct {
+	args  []string
+	files map[string]string // job.sh defaults to good
+	stdin *string
+	want  string
+	exact bool
+	is    error  // errors.Is target, if any
+	field string // *Error.Field, if checked
+	line  int    // *Error.Line, if checked
+}
+
+// badSubmissions is the catalog of refused submissions, by kind of mistake.
+var badSubmissions = map[string]badSubmission{
+	// Command-line grammar.
+	"unknown option": {args: []string{"--foo", "job.sh"},
+		want: `unknown option "--foo" (valid options: --job-name, --partition`, is: getopt.ErrUnknownOption},
+	"unknown option with a close match": {args: []string{"--partiton=debug", "job.sh"},
+		want: `unknown option "--partiton" (did you mean --partition?)`, exact: true, is: getopt.ErrUnknownOption, field: "--partiton"},
+	"unknown short option": {args: []string{"-Z", "job.sh"},
+		want: `unknown option "-Z"`, is: getopt.ErrUnknownOption, field: "-Z"},
+	"ambiguous prefix": {args: []string{"--mem-per=1G", "job.sh"},
+		want: `"--mem-per" is ambiguous (it could be --mem-per-cpu, --mem-per-gpu`, is: getopt.ErrAmbiguousOption},
+	"missing value": {args: []string{"-t"},
+		want: `option "-t" requires a value (e.g. --time=TIME)`, is: getopt.ErrMissingValue},
+	"flag with a value": {args: []string{"--hold=yes", "job.sh"},
+		want: "--hold takes no value", is: getopt.ErrUnexpectedValue},
+
+	// Malformed values.
+	"--mem unit": {args: []string{"--mem=4X", "job.sh"},
+		want: `--mem=4X: unknown unit "X" (use K, M, G or T)`, exact: true, field: "--mem"},
+	"--mem-per-cpu unit": {args: []string{"--mem-per-cpu=4X", "job.sh"},
+		want: `--mem-per-cpu=4X: unknown unit "X" (use K, M, G or T)`, exact: true, field: "--mem-per-cpu"},
+	"--mem zero": {args: []string{"--mem=0", "job.sh"},
+		want: "--mem=0: 0 (all of a node's memory) is not supported yet", is: ErrUnsupported},
+	"--mem negative": {args: []string{"--mem", "-5", "job.sh"},
+		want: `--mem=-5: "-5" is not a whole number`},
+	"--time letters": {args: []string{"--time=abc", "job.sh"},
+		want: `--time=abc: "abc" is not a whole number (use minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED`, field: "--time"},
+	"-c negative": {args: []string{"-c", "-1", "job.sh"},
+		want: "--cpus-per-task=-1: must be a whole number between 1 and 1000000 (e.g. -c 4)", exact: true, field: "--cpus-per-task"},
+	"-c letters": {args: []string{"-cx", "job.sh"},
+		want: "--cpus-per-task=x: must be a whole number"},
+	"-n zero": {args: []string{"-n", "0", "job.sh"},
+		want: "--ntasks=0: must be a whole number between 1 and 1000000 (e.g. -n 4)", exact: true, field: "--ntasks"},
+	"-n too many": {args: []string{"-n", "2000000", "job.sh"},
+		want: "--ntasks=2000000: must be a whole number between 1 and 1000000"},
+	"-N 2": {args: []string{"-N", "2", "job.sh"},
+		want: "--nodes=2: corral runs each job on a single node; drop -N or use -N 1", is: ErrUnsupported},
+	"-N range": {args: []string{"--nodes=1-4", "job.sh"},
+		want: "single node", is: ErrUnsupported},
+	"-N 0": {args: []string{"-N", "0", "job.sh"},
+		want: "--nodes=0: must be a whole number of at least 1"},
+	"-N backwards": {args: []string{"-N", "2-1", "job.sh"},
+		want: "--nodes=2-1: must be a whole number of at least 1"},
+	"--mem and --mem-per-cpu": {args: []string{"--mem=1G", "--mem-per-cpu=1G", "job.sh"},
+		want: "--mem and --mem-per-cpu are mutually exclusive; give only one of them"},
+	"--mem-per-cpu and --mem": {args: []string{"--mem-per-cpu=1G", "--mem=1G", "job.sh"},
+		want: "--mem and --mem-per-cpu are mutually exclusive"},
+	"--nice letters": {args: []string{"--nice=abc", "job.sh"},
+		want: "--nice=abc: must be a whole number between -2147483645 and 2147483645"},
+	"--nice too big": {args: []string{"--nice=9999999999", "job.sh"},
+		want: "--nice=9999999999: must be a whole number"},
+	"-J empty": {args: []string{"-J", "", "job.sh"},
+		want: "--job-name: empty value (give a name, e.g. --job-name=NAME)", exact: true},
+	"-J newline": {args: []string{"-J", "a\nb", "job.sh"},
+		want: "must be a single line"},
+	"-p with spaces": {args: []string{"-p", "a b", "job.sh"},
+		want: "--partition=a b: must not contain spaces"},
+	"-A empty": {args: []string{"--account=", "job.sh"},
+		want: "--account: empty value"},
+	"-q empty": {args: []string{"-q", " ", "job.sh"},
+		want: "--qos= : empty value"},
+	"--image empty": {args: []string{"--image=", "job.sh"},
+		want: "--image: empty value"},
+	"-o empty": {args: []string{"-o", "", "job.sh"},
+		want: "--output: empty path (give one, e.g. --output=job-%j.out)", exact: true},
+	"-e empty": {args: []string{"--error=", "job.sh"},
+		want: "--error: empty path"},
+	"-D empty": {args: []string{"-D", "", "job.sh"},
+		want: "--chdir: empty path (give one, e.g. --chdir=/scratch/run1)"},
+	"-o with NUL": {args: []string{"-o", "a\x00b", "job.sh"},
+		want: "--output=a\x00b: a path must be a single line"},
+	"--export ALL and NONE": {args: []string{"--export=ALL,NONE", "job.sh"},
+		want: "--export=ALL,NONE: ALL and NONE cannot both be given"},
+	"--export bad name": {args: []string{"--export=1X", "job.sh"},
+		want: `"1X" is not a variable name`},
+	"--begin": {args: []string{"--begin=soon", "job.sh"},
+		want: `--begin=soon: "soon" is not a time`},
+	"--gres": {args: []string{"--gres=gpu:0", "job.sh"},
+		want: `--gres=gpu:0: count "0" in "gpu:0" must be between 1 and 1000000`},
+	"--dependency": {args: []string{"-d", "afterok:x", "job.sh"},
+		want: `--dependency=afterok:x: "x" in "afterok:x" is not a job id`},
+	"--dependency mixed": {args: []string{"-d", "afterok:1,afterok:2?afterok:3", "job.sh"},
+		want: "cannot be mixed"},
+	"--array": {args: []string{"-a", "5-1", "job.sh"},
+		want: `--array=5-1: "5-1": last index 1 is below first index 5`},
+	"--array too large": {args: []string{"--array=0-2000000", "job.sh"},
+		want: "above the largest allowed, 1000000"},
+
+	// Unsupported Slurm options.
+	"--exclusive": {args: []string{"--exclusive", "job.sh"},
+		want: "--exclusive: not supported by corral yet; ask for the CPUs and memory the job needs", is: ErrUnsupported, field: "--exclusive"},
+	"-w by its short name": {args: []string{"-w", "node1", "job.sh"},
+		want: "--nodelist=node1: not supported by corral yet; choose where the job runs with -p PARTITION", exact: true, is: ErrUnsupported},
+	"--gpus": {args: []string{"--gpus=2", "job.sh"},
+		want: "--gpus=2: not supported by corral yet; ask for GPUs with --gres=gpu:N", is: ErrUnsupported},
+	"--mail-type": {args: []string{"--mail-type=END", "job.sh"},
+		want: "corral does not send mail", is: ErrUnsupported},
+	"-v": {args: []string{"-v", "job.sh"},
+		want: "--verbose: not supported by corral yet; remove it from the command line or the script", exact: true, is: ErrUnsupported},
+
+	// The script.
+	"no script at all": {args: []string{"-p", "x"},
+		want: "no batch script: give a script path, use --wrap=COMMAND, or pipe the script on standard input", is: ErrNoScript},
+	"missing file": {args: []string{"nope.sh"},
+		want:  `script "nope.sh": cannot read the batch script: open /home/alice/proj/nope.sh: file does not exist (no such file; check the path, which is relative to /home/alice/proj)`,
+		exact: true, is: fs.ErrNotExist, field: "script"},
+	"empty file": {args: []string{"job.sh"}, files: map[string]string{"job.sh": ""},
+		want: `script "job.sh": the batch script is empty`, is: ErrEmptyScript},
+	"white space only": {args: []string{"job.sh"}, files: map[string]string{"job.sh": " \n\t\n"},
+		want: "is empty or only white space", is: ErrEmptyScript},
+	"empty stdin": {stdin: ptr(""),
+		want: "script: the batch script read from standard input is empty", is: ErrEmptyScript},
+	"no shebang": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "echo hi\n"},
+		want: `script "job.sh": This does not look like a batch script. The first line must start with #! followed by the path to an interpreter`,
+		is:   ErrNotBatchScript},
+	"shebang not on the first line": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "\n#!/bin/sh\necho\n"},
+		want: "This does not look like a batch script", is: ErrNotBatchScript},
+	"stdin without shebang": {stdin: ptr("ls\n"),
+		want: "This does not look like a batch script", is: ErrNotBatchScript},
+	"DOS line breaks": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\r\necho\r\n"},
+		want: `DOS line breaks (\r\n) instead of UNIX ones (\n); convert it, e.g. with dos2unix`},
+	"NUL byte": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\necho \x00\n"},
+		want: "contains a NUL byte"},
+	"too large": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\n" + strings.Repeat("#", MaxScriptBytes)},
+		want: "the batch script is larger than 4194304 bytes (4 MiB)", is: ErrScriptTooLarge},
+	"too large on stdin": {stdin: ptr("#!/bin/sh\n" + strings.Repeat("#", MaxScriptBytes)),
+		want: "read from standard input is larger than", is: ErrScriptTooLarge},
+	"wrap and a script": {args: []string{"--wrap=ls", "job.sh"},
+		want: `--wrap=ls: cannot be combined with a script file or script arguments (got ["job.sh"])`},
+	"wrap empty": {args: []string{"--wrap="},
+		want: "--wrap: empty command (give the command to run, e.g. --wrap='hostname')", exact: true},
+
+	// Directives, with their line numbers.
+	"directive bad memory": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -J ok\n#SBATCH --mem=4X\necho\n"},
+		want:  `job.sh:3: #SBATCH --mem=4X: unknown unit "X" (use K, M, G or T)`, exact: true, field: "--mem", line: 3},
+	"directive lines count blanks": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n\n# note\n\n#SBATCH -t abc\n"},
+		want:  `job.sh:5: #SBATCH -t abc: "abc" is not a whole number`, line: 5},
+	"directive in a subdirectory script": {args: []string{"sub/job.sh"},
+		files: map[string]string{"sub/job.sh": "#!/bin/bash\n#SBATCH -n 0\n"},
+		want:  "sub/job.sh:2: #SBATCH -n 0: must be a whole number between 1 and 1000000", line: 2},
+	"directive on stdin": {stdin: ptr("#!/bin/sh\n#SBATCH -c -1\n"),
+		want: "stdin:2: #SBATCH -c -1: must be a whole number", line: 2},
+	"directive unknown option": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --foo\n"},
+		want:  `job.sh:2: #SBATCH --foo: unknown option "--foo" (valid options:`, is: getopt.ErrUnknownOption, line: 2},
+	"directive typo": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --partiton=x\n"},
+		want:  `job.sh:2: #SBATCH --partiton=x: unknown option "--partiton" (did you mean --partition?)`, exact: true, field: "--partiton", line: 2},
+	"directive missing value": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -p\n"},
+		want:  `job.sh:2: #SBATCH -p: option "-p" requires a value`},
+	"directive stray word": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -J my job\n"},
+		want:  `job.sh:2: #SBATCH -J my job: unexpected argument "job": a directive line holds only options (quote values that contain spaces)`, exact: true},
+	"directive wrap": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --wrap=ls\n"},
+		want:  "job.sh:2: #SBATCH --wrap=ls: --wrap is only valid on the command line (a script already holds its commands); remove it from the script", exact: true},
+	"directive help": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -h\n"},
+		want:  "job.sh:2: #SBATCH -h: --help is only valid on the command line"},
+	"directive unterminated quote": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -J \"oops\n"},
+		want:  `job.sh:2: #SBATCH -J "oops: unterminated " quote; close it on the same line`, exact: true},
+	"directive -N 2": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -N 2\n"},
+		want:  "job.sh:2: #SBATCH -N 2: corral runs each job on a single node", is: ErrUnsupported},
+	"directive unsupported": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --exclusive\n"},
+		want:  "job.sh:2: #SBATCH --exclusive: not supported by corral yet", is: ErrUnsupported, line: 2},
+	"directive both memory options": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --mem=1G\n#SBATCH --mem-per-cpu=1G\n"},
+		want:  "job.sh:3: #SBATCH --mem-per-cpu=1G: --mem and --mem-per-cpu are mutually exclusive", line: 3},
+	"bad directive even when overridden": {args: []string{"--mem=1G", "job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH --mem=4X\n"},
+		want:  `job.sh:2: #SBATCH --mem=4X: unknown unit "X"`},
+	"CORRAL directive": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#CORRAL --image=\n"},
+		want:  "job.sh:2: #CORRAL --image=: empty value", line: 2},
+	"directive trailing spaces trimmed": {args: []string{"job.sh"},
+		files: map[string]string{"job.sh": "#!/bin/bash\n#SBATCH -t x   \n"},
+		want:  `job.sh:2: #SBATCH -t x: "x" is not a whole number`},
+
+	// Ordering: command-line mistakes come before the script is read.
+	"command line checked first": {args: []string{"--mem=4X", "missing.sh"},
+		want: `--mem=4X: unknown unit "X"`},
+}
+
+// TestBadSubmissions is the catalog of submissions Parse must refuse, with
+// the message the user sees. want is a substring unless exact is set.
+func TestBadSubmissions(t *testing.T) {
+	const good = "#!/bin/bash\necho hi\n"
+	tests := badSubmissions
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			files := tc.files
+			if files == nil {
+				files = map[string]string{"job.sh": good}
+			}
+			c := testContext(files)
+			if tc.stdin != nil {
+				c.Stdin = strings.NewReader(*tc.stdin)
+			}
+			req, err := Parse(tc.args, c)
+			if err == nil {
+				t.Fatalf("Parse(%q) = %+v, want an error", tc.args, req)
+			}
+			msg := err.Error()
+			if tc.exact && msg != tc.want {
+				t.Errorf("error\n got %q\nwant %q", msg, tc.want)
+			}
+			if !tc.exact && !strings.Contains(msg, tc.want) {
+				t.Errorf("error\n got %q\nwant it to contain %q", msg, tc.want)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("errors.Is(%q, %v) is false", msg, tc.is)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %T is not a *submit.Error", err)
+			}
+			if tc.field != "" && e.Field != tc.field {
+				t.Errorf("Field = %q, want %q", e.Field, tc.field)
+			}
+			if tc.line != 0 && e.Line != tc.line {
+				t.Errorf("Line = %d, want %d", e.Line, tc.line)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestParseNeedsAnAbsoluteCwd(t *testing.T) {
+	c := testContext(map[string]string{"job.sh": basicScript})
+	c.Cwd = "relative"
+	_, err := Parse([]string{"job.sh"}, c)
+	if err == nil || !strings.Contains(err.Error(), `Context.Cwd "relative": the submit directory must be an absolute path`) {
+		t.Errorf("Parse with a relative Cwd = %v", err)
+	}
+}
+
+func TestParseReportsReadErrors(t *testing.T) {
+	c := testContext(nil)
+	c.ReadFile = func(string) ([]byte, error) { return nil, fs.ErrPermission }
+	_, err := Parse([]string{"job.sh"}, c)
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "cannot read the batch script: permission denied (check the path)") {
+		t.Errorf("Parse = %v, want a permission error", err)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestParseReportsStdinErrors(t *testing.T) {
+	c := testContext(nil)
+	c.Stdin = failingReader{}
+	_, err := Parse(nil, c)
+	if err == nil || !strings.Contains(err.Error(), "cannot read the batch script from standard input: broken pipe") {
+		t.Errorf("Parse = %v", err)
+	}
+}
+
+// TestParseDefaultsNowAndReadFile checks the fallbacks of an empty Context:
+// the wall clock for --begin and os.ReadFile for the script.
+func TestParseDefaultsNowAndReadFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/real.sh", []byte(basicScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req, err := Parse([]string{"--begin=now", "real.sh"}, Context{Cwd: dir, User: "bob"})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if req.Spec.Script != basicScript || req.Spec.Begin.IsZero() || req.Spec.Name != "real.sh" {
+		t.Errorf("Parse = %+v", req.Spec)
+	}
+}

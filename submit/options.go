@@ -1,0 +1,222 @@
+package submit
+
+import (
+	"strconv"
+	"strings"
+
+	"corral/internal/getopt"
+)
+
+// optionDef is one sbatch option: its grammar and how it changes a request.
+type optionDef struct {
+	getopt.Option
+	// apply checks the value and records it in b. has is false only for an
+	// OptionalArgument option given without a value.
+	apply func(b *builder, value string, has bool) error
+	// cliOnly, when set, says why the option is refused on a #SBATCH line.
+	cliOnly string
+}
+
+const (
+	req  = getopt.RequiredArgument
+	none = getopt.NoArgument
+	opt  = getopt.OptionalArgument
+)
+
+// supportedOptions lists the options corral implements, in help order.
+var supportedOptions = []optionDef{
+	{Option: getopt.Option{Short: 'J', Long: "job-name", Arg: req, ArgName: "NAME", Help: "name of the job (default: the script's file name)"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Name, "--job-name", v, true) }},
+	{Option: getopt.Option{Short: 'p', Long: "partition", Arg: req, ArgName: "PARTITION", Help: "partition to run in (default: the cluster's default)"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Partition, "--partition", v, false) }},
+	{Option: getopt.Option{Short: 't', Long: "time", Arg: req, ArgName: "TIME", Help: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED"},
+		apply: applyTime},
+	{Option: getopt.Option{Short: 'n', Long: "ntasks", Arg: req, ArgName: "N", Help: "number of tasks (default 1)"},
+		apply: func(b *builder, v string, _ bool) error { return setCount(&b.spec.NTasks, "--ntasks", "-n 4", v) }},
+	{Option: getopt.Option{Short: 'c', Long: "cpus-per-task", Arg: req, ArgName: "N", Help: "CPUs per task (default 1)"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.CPUsPerTask, "--cpus-per-task", "-c 4", v)
+		}},
+	{Option: getopt.Option{Short: 'N', Long: "nodes", Arg: req, ArgName: "N", Help: "number of nodes; only 1 is supported"},
+		apply: applyNodes},
+	{Option: getopt.Option{Long: "mem", Arg: req, ArgName: "SIZE", Help: "memory for the job, e.g. 4G (units K, M, G, T; default M)"},
+		apply: func(b *builder, v string, _ bool) error { return b.setMemory("--mem", v) }},
+	{Option: getopt.Option{Long: "mem-per-cpu", Arg: req, ArgName: "SIZE", Help: "memory per CPU, e.g. 2G; excludes --mem"},
+		apply: func(b *builder, v string, _ bool) error { return b.setMemory("--mem-per-cpu", v) }},
+	{Option: getopt.Option{Short: 'o', Long: "output", Arg: req, ArgName: "PATTERN", Help: "standard output file (default slurm-%j.out); %j %x %u %N %A %a expand"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.spec.Output, "--output=job-%j.out", v) }},
+	{Option: getopt.Option{Short: 'e', Long: "error", Arg: req, ArgName: "PATTERN", Help: "standard error file (default: the output file)"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.spec.Error, "--error=job-%j.err", v) }},
+	{Option: getopt.Option{Short: 'D', Long: "chdir", Arg: req, ArgName: "DIR", Help: "directory the job runs in (relative to the current one)"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.chdir, "--chdir=/scratch/run1", v) }},
+	{Option: getopt.Option{Long: "export", Arg: req, ArgName: "LIST", Help: "environment to pass: ALL (default), NONE, or [ALL,]VAR[=value],..."},
+		apply: applyExport},
+	{Option: getopt.Option{Long: "wrap", Arg: req, ArgName: "COMMAND", Help: `run COMMAND in a generated "#!/bin/sh" script instead of a script file`},
+		apply: applyWrap, cliOnly: "a script already holds its commands"},
+	{Option: getopt.Option{Short: 'A', Long: "account", Arg: req, ArgName: "ACCOUNT", Help: "account to charge"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Account, "--account", v, false) }},
+	{Option: getopt.Option{Short: 'q', Long: "qos", Arg: req, ArgName: "QOS", Help: "quality of service"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.QOS, "--qos", v, false) }},
+	{Option: getopt.Option{Long: "requeue", Help: "requeue the job if its node fails or it is preempted"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.Requeue = true; return nil }},
+	{Option: getopt.Option{Long: "no-requeue", Help: "never requeue the job"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.Requeue = false; return nil }},
+	{Option: getopt.Option{Short: 'H', Long: "hold", Help: "submit the job held; release it to let it run"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.Hold = true; return nil }},
+	{Option: getopt.Option{Short: 'b', Long: "begin", Arg: req, ArgName: "TIME", Help: "start no earlier than TIME, e.g. 16:00, 2024-05-01T08:00, now+1hour, tomorrow"},
+		apply: applyBegin},
+	{Option: getopt.Option{Long: "comment", Arg: req, ArgName: "TEXT", Help: "free text stored with the job"},
+		apply: func(b *builder, v string, _ bool) error { b.spec.Comment = v; return nil }},
+	{Option: getopt.Option{Long: "nice", Arg: opt, ArgName: "N", Help: "lower the job's priority by N (default 100)"},
+		apply: applyNice},
+	{Option: getopt.Option{Long: "gres", Arg: req, ArgName: "LIST", Help: "generic resources, e.g. gpu:2 or gpu:a100:1"},
+		apply: applyGres},
+	{Option: getopt.Option{Short: 'd', Long: "dependency", Arg: req, ArgName: "LIST", Help: "wait for other jobs, e.g. afterok:12:13 or after:12+5?afterany:14"},
+		apply: applyDependency},
+	{Option: getopt.Option{Short: 'a', Long: "array", Arg: req, ArgName: "INDEXES", Help: "submit a job array, e.g. 0-99, 1,3,5-7 or 0-15:4%2"},
+		apply: applyArray},
+	{Option: getopt.Option{Long: "parsable", Help: "print only the job id"},
+		apply: func(b *builder, _ string, _ bool) error { b.parsable = true; return nil }},
+	{Option: getopt.Option{Short: 'W', Long: "wait", Help: "wait for the job to end and exit with its exit code"},
+		apply: func(b *builder, _ string, _ bool) error { b.wait = true; return nil }},
+	{Option: getopt.Option{Long: "image", Arg: req, ArgName: "NAME", Help: "guest image for jobs run in a VM"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
+	{Option: getopt.Option{Short: 'h', Long: "help", Help: "show this help"},
+		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
+}
+
+func applyTime(b *builder, v string, _ bool) error {
+	secs, err := ParseTimeLimit(v)
+	if err != nil {
+		return err
+	}
+	b.spec.TimeLimit = secs
+	return nil
+}
+
+// applyNodes accepts -N 1 (or the range 1-1); corral places every job on
+// one node, so more is refused rather than silently ignored.
+func applyNodes(b *builder, v string, _ bool) error {
+	lo, hi, isRange := strings.Cut(v, "-")
+	n, err := strconv.Atoi(lo)
+	m := n
+	if isRange && err == nil {
+		m, err = strconv.Atoi(hi)
+	}
+	if err != nil || n < 1 || m < n {
+		return optionError("--nodes", v, err, "must be a whole number of at least 1 (e.g. -N 1)")
+	}
+	if m > 1 {
+		return optionError("--nodes", v, ErrUnsupported,
+			"corral runs each job on a single node; drop -N or use -N 1, and ask for CPUs with -n and -c")
+	}
+	b.spec.Nodes = 1
+	return nil
+}
+
+func applyExport(b *builder, v string, _ bool) error {
+	if _, err := ExportEnv(v, nil); err != nil {
+		return err
+	}
+	b.export, b.exportSet = v, true
+	return nil
+}
+
+func applyWrap(b *builder, v string, _ bool) error {
+	if strings.TrimSpace(v) == "" {
+		return optionError("--wrap", v, nil, "empty command (give the command to run, e.g. --wrap='hostname')")
+	}
+	b.wrap, b.wrapSet = v, true
+	return nil
+}
+
+func applyBegin(b *builder, v string, _ bool) error {
+	t, err := ParseBegin(v, b.now)
+	if err != nil {
+		return err
+	}
+	b.spec.Begin = t
+	return nil
+}
+
+// maxNice is Slurm's bound on a nice value (NICE_OFFSET - 3).
+const maxNice = 2147483645
+
+func applyNice(b *builder, v string, has bool) error {
+	if !has {
+		b.spec.Nice = 100
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < -maxNice || n > maxNice {
+		return optionError("--nice", v, err, "must be a whole number between -%d and %d (e.g. --nice=50)", maxNice, maxNice)
+	}
+	b.spec.Nice = n
+	return nil
+}
+
+func applyGres(b *builder, v string, _ bool) error {
+	g, err := ParseGres(v)
+	if err != nil {
+		return err
+	}
+	b.spec.Gres = g
+	return nil
+}
+
+func applyDependency(b *builder, v string, _ bool) error {
+	d, err := ParseDependency(v)
+	if err != nil {
+		return err
+	}
+	b.spec.Dependency = d
+	return nil
+}
+
+func applyArray(b *builder, v string, _ bool) error {
+	a, err := ParseArray(v)
+	if err != nil {
+		return err
+	}
+	b.spec.Array = a
+	return nil
+}
+
+// setWord stores a name-like value: not empty and without white space (a
+// job name may contain spaces).
+func setWord(dst *string, field, v string, spacesOK bool) error {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return optionError(field, v, nil, "empty value (give a name, e.g. %s=NAME)", field)
+	case !spacesOK && strings.ContainsAny(v, " \t\n"):
+		return optionError(field, v, nil, "must not contain spaces")
+	case strings.ContainsAny(v, "\x00\n"):
+		return optionError(field, v, nil, "must be a single line of text")
+	}
+	*dst = v
+	return nil
+}
+
+// setPath stores a file or directory path, which must not be empty;
+// example is the option with a good value, e.g. "--chdir=/scratch/run1".
+func setPath(dst *string, example, v string) error {
+	field, _, _ := strings.Cut(example, "=")
+	if v == "" {
+		return optionError(field, v, nil, "empty path (give one, e.g. %s)", example)
+	}
+	if strings.ContainsAny(v, "\x00\n") {
+		return optionError(field, v, nil, "a path must be a single line without NUL bytes")
+	}
+	*dst = v
+	return nil
+}
+
+// setCount stores a positive task or CPU count.
+func setCount(dst *int, field, example, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1_000_000 {
+		return optionError(field, v, err, "must be a whole number between 1 and 1000000 (e.g. %s)", example)
+	}
+	*dst = n
+	return nil
+}

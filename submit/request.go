@@ -1,0 +1,286 @@
+package submit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"corral/api"
+	"corral/internal/getopt"
+)
+
+// MaxScriptBytes is the largest batch script Parse accepts (4 MiB, the
+// default of Slurm's max_script_size).
+const MaxScriptBytes = 4 << 20
+
+// Context is everything Parse may know about the submitting environment;
+// the CLI fills it from the process (os.Environ(), os.Getwd(), $USER,
+// os.Stdin, time.Now()).
+type Context struct {
+	// Env is the submitting environment as KEY=VALUE entries.
+	Env []string
+	// Cwd is the absolute directory the user submitted from.
+	Cwd string
+	// User is the submitting user's name.
+	User string
+	// Stdin supplies the script when neither a script path nor --wrap is
+	// given; nil means there is none.
+	Stdin io.Reader
+	// Now anchors --begin; the zero time means time.Now().
+	Now time.Time
+	// ReadFile reads the script file; nil means os.ReadFile. Relative
+	// script paths are joined to Cwd before it is called.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// Request is a parsed submission.
+type Request struct {
+	// Spec is the validated job request, ready to send to the controller.
+	Spec api.JobSpec
+	// Parsable asks the CLI to print only the job id (--parsable).
+	Parsable bool
+	// Wait asks the CLI to wait for the job to end (-W/--wait).
+	Wait bool
+	// ScriptPath is the script path as the user gave it; empty for --wrap
+	// and for a script read from standard input.
+	ScriptPath string
+}
+
+// layer says where an option came from; a higher layer overrides a lower.
+type layer int
+
+const (
+	layerNone layer = iota
+	layerScript
+	layerCLI
+)
+
+// builder accumulates options into a JobSpec.
+type builder struct {
+	spec  api.JobSpec
+	layer layer
+	now   time.Time
+
+	// memLayer and memPerCPULayer record where --mem and --mem-per-cpu
+	// were set, to apply sbatch's rule between them (see setMemory).
+	memLayer, memPerCPULayer layer
+
+	export    string
+	exportSet bool
+	wrap      string
+	wrapSet   bool
+	chdir     string
+	parsable  bool
+	wait      bool
+}
+
+// setMemory applies --mem or --mem-per-cpu. As in sbatch, giving both at
+// the same level (both on the command line, or both in the script) is an
+// error, while one on the command line replaces the other from the script.
+func (b *builder) setMemory(field, v string) error {
+	mib, err := ParseMemory(v)
+	if err != nil {
+		return wrapValueError(field, v, err)
+	}
+	if mib == 0 {
+		return optionError(field, v, ErrUnsupported,
+			"0 (all of a node's memory) is not supported yet; give an amount, e.g. %s=4G", field)
+	}
+	if field == "--mem" {
+		if b.memPerCPULayer == b.layer {
+			return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
+		}
+		b.spec.MemPerNode, b.memLayer = mib, b.layer
+		return nil
+	}
+	if b.memLayer == b.layer {
+		return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
+	}
+	b.spec.MemPerCPU, b.memPerCPULayer = mib, b.layer
+	return nil
+}
+
+// resolveMemory keeps only the memory option from the higher layer.
+func (b *builder) resolveMemory() {
+	switch {
+	case b.memLayer == layerNone || b.memPerCPULayer == layerNone:
+	case b.memLayer > b.memPerCPULayer:
+		b.spec.MemPerCPU = 0
+	default:
+		b.spec.MemPerNode = 0
+	}
+}
+
+// applyAll applies parsed options in order at layer l.
+func (b *builder) applyAll(l layer, opts []getopt.Parsed) error {
+	b.layer = l
+	for _, p := range opts {
+		def := optionsByLong[p.Option.Long]
+		if err := def.apply(b, p.Value, p.HasValue); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parse parses an sbatch command line (without the program name) and the
+// script it names, merging the script's #SBATCH and #CORRAL directives with
+// the command line as sbatch does: directives first, in order, then the
+// command line, so the command line wins. -h/--help returns ErrHelp. Every
+// other failure is an *Error that says what to change.
+func Parse(args []string, c Context) (*Request, error) {
+	if c.Now.IsZero() {
+		c.Now = time.Now()
+	}
+	cli, err := cliParser.Parse(args)
+	if err != nil {
+		return nil, grammarError(err)
+	}
+	// Check the command line on its own first, so its mistakes are reported
+	// before the script is even read (sbatch's first pass does the same).
+	first := &builder{now: c.Now}
+	if err := first.applyAll(layerCLI, cli.Options); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(c.Cwd) {
+		return nil, &Error{Field: "Context.Cwd", Value: c.Cwd,
+			Message: "the submit directory must be an absolute path (the CLI sets it from os.Getwd)"}
+	}
+	src, err := loadScript(cli.Args, first, c)
+	if err != nil {
+		return nil, err
+	}
+	var directives []directive
+	if !first.wrapSet {
+		if directives, err = scanDirectives(src.text, src.file); err != nil {
+			return nil, err
+		}
+	}
+	b := &builder{now: c.Now}
+	b.spec = api.JobSpec{
+		Name: src.name, User: c.User, Script: src.text, Args: src.args,
+		SubmitDir: c.Cwd, NTasks: 1, CPUsPerTask: 1,
+	}
+	for _, d := range directives {
+		if err := b.applyAll(layerScript, d.options); err != nil {
+			return nil, d.locate(err)
+		}
+	}
+	if err := b.applyAll(layerCLI, cli.Options); err != nil {
+		return nil, err
+	}
+	return b.finish(c, src.path)
+}
+
+// finish settles what depends on every option: memory precedence, the work
+// directory and the exported environment.
+func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
+	b.resolveMemory()
+	b.spec.WorkDir = c.Cwd
+	if b.chdir != "" {
+		b.spec.WorkDir = b.chdir
+		if !filepath.IsAbs(b.chdir) {
+			b.spec.WorkDir = filepath.Join(c.Cwd, b.chdir)
+		}
+	}
+	env, err := ExportEnv(b.export, c.Env)
+	if err != nil {
+		return nil, err
+	}
+	b.spec.Env = env
+	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, ScriptPath: scriptPath}, nil
+}
+
+// script is the batch script and where it came from.
+type script struct {
+	text string
+	args []string
+	path string // as given on the command line; empty otherwise
+	file string // names the script in error messages
+	name string // the default job name
+}
+
+// loadScript finds the script: --wrap, a path on the command line, or
+// standard input, in that order, as sbatch does.
+func loadScript(positional []string, b *builder, c Context) (script, error) {
+	if b.wrapSet {
+		if len(positional) > 0 {
+			return script{}, &Error{Field: "--wrap", Value: b.wrap,
+				Message: fmt.Sprintf("cannot be combined with a script file or script arguments (got %q); put the whole command in --wrap, or drop --wrap and submit the script", positional)}
+		}
+		return script{text: "#!/bin/sh\n" + b.wrap + "\n", file: "--wrap", name: "wrap"}, nil
+	}
+	if len(positional) > 0 {
+		path := positional[0]
+		data, err := readScriptFile(path, c)
+		if err != nil {
+			return script{}, err
+		}
+		s := script{text: string(data), path: path, file: path, name: filepath.Base(path)}
+		if len(positional) > 1 {
+			s.args = append([]string(nil), positional[1:]...)
+		}
+		return s, checkScript(s.text, path)
+	}
+	if c.Stdin == nil {
+		return script{}, &Error{Field: "script", Err: ErrNoScript,
+			Message: "no batch script: give a script path, use --wrap=COMMAND, or pipe the script on standard input"}
+	}
+	data, err := io.ReadAll(io.LimitReader(c.Stdin, MaxScriptBytes+1))
+	if err != nil {
+		return script{}, &Error{Field: "script", Err: err,
+			Message: fmt.Sprintf("cannot read the batch script from standard input: %v", err)}
+	}
+	s := script{text: string(data), file: "stdin", name: "sbatch"}
+	return s, checkScript(s.text, "")
+}
+
+func readScriptFile(path string, c Context) ([]byte, error) {
+	read := c.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	full := path
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(c.Cwd, full)
+	}
+	data, err := read(full)
+	if err != nil {
+		why := "check the path"
+		if errors.Is(err, os.ErrNotExist) {
+			why = "no such file; check the path, which is relative to " + c.Cwd
+		}
+		return nil, &Error{Field: "script", Value: path, Err: err,
+			Message: fmt.Sprintf("cannot read the batch script: %v (%s)", err, why)}
+	}
+	return data, nil
+}
+
+// checkScript applies sbatch's checks on a script's text; path is the
+// script's path as given, or empty for standard input.
+func checkScript(text, path string) error {
+	what := "the batch script"
+	if path == "" {
+		what = "the batch script read from standard input"
+	}
+	fail := func(cause error, format string, args ...any) error {
+		return &Error{Field: "script", Value: path, Message: fmt.Sprintf(format, args...), Err: cause}
+	}
+	switch {
+	case len(text) > MaxScriptBytes:
+		return fail(ErrScriptTooLarge, "%s is larger than %d bytes (4 MiB); keep data in files the script reads", what, MaxScriptBytes)
+	case strings.TrimSpace(text) == "":
+		return fail(ErrEmptyScript, "%s is empty or only white space; give a script that starts with #!/bin/sh or similar", what)
+	case strings.Contains(text, "\r\n"):
+		return fail(nil, "%s has DOS line breaks (\\r\\n) instead of UNIX ones (\\n); convert it, e.g. with dos2unix", what)
+	case strings.IndexByte(text, 0) >= 0:
+		return fail(nil, "%s contains a NUL byte; a batch script must be text", what)
+	case !strings.HasPrefix(text, "#!"):
+		return fail(ErrNotBatchScript, "This does not look like a batch script. The first line must start with #! followed by the path to an interpreter, e.g. #!/bin/bash")
+	}
+	return nil
+}

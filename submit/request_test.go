@@ -1,0 +1,290 @@
+package submit
+
+import (
+	"errors"
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+var testNow = time.Date(2024, 3, 13, 10, 0, 0, 0, time.UTC)
+
+const basicScript = "#!/bin/bash\necho hello\n"
+
+var testEnv = []string{"PATH=/usr/bin", "HOME=/home/alice", "USER=alice"}
+
+// sortedTestEnv is testEnv as Parse stores it by default (--export=ALL).
+var sortedTestEnv = []string{"HOME=/home/alice", "PATH=/usr/bin", "USER=alice"}
+
+// testContext is a submission from /home/alice/proj whose file system holds
+// files (paths relative to the submit directory or absolute).
+func testContext(files map[string]string) Context {
+	return Context{
+		Env:  testEnv,
+		Cwd:  "/home/alice/proj",
+		User: "alice",
+		Now:  testNow,
+		ReadFile: func(p string) ([]byte, error) {
+			for name, text := range files {
+				if p == name || p == "/home/alice/proj/"+name {
+					return []byte(text), nil
+				}
+			}
+			return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+		},
+	}
+}
+
+// baseSpec is what Parse makes of job.sh holding basicScript and no options.
+func baseSpec() api.JobSpec {
+	return api.JobSpec{
+		Name: "job.sh", User: "alice", Script: basicScript,
+		SubmitDir: "/home/alice/proj", WorkDir: "/home/alice/proj",
+		Env: sortedTestEnv, NTasks: 1, CPUsPerTask: 1,
+	}
+}
+
+// optionCase is a command line (job.sh is appended) and how it changes the
+// request from baseSpec.
+type optionCase struct {
+	args []string // job.sh is appended
+	spec func(s *api.JobSpec)
+	req  func(r *Request)
+}
+
+var optionCases = map[string]optionCase{
+	"defaults":               {},
+	"-J":                     {args: []string{"-J", "train"}, spec: func(s *api.JobSpec) { s.Name = "train" }},
+	"--job-name with spaces": {args: []string{"--job-name=my job"}, spec: func(s *api.JobSpec) { s.Name = "my job" }},
+	"-p":                     {args: []string{"-p", "debug"}, spec: func(s *api.JobSpec) { s.Partition = "debug" }},
+	"--partition":            {args: []string{"--partition=gpu"}, spec: func(s *api.JobSpec) { s.Partition = "gpu" }},
+	"--part prefix":          {args: []string{"--part", "gpu"}, spec: func(s *api.JobSpec) { s.Partition = "gpu" }},
+	"-t":                     {args: []string{"-t", "1:00:00"}, spec: func(s *api.JobSpec) { s.TimeLimit = 3600 }},
+	"--time days":            {args: []string{"--time=2-00:00:00"}, spec: func(s *api.JobSpec) { s.TimeLimit = 2 * 86400 }},
+	"--time unlimited":       {args: []string{"-t", "UNLIMITED"}, spec: func(s *api.JobSpec) { s.TimeLimit = 0 }},
+	"-n":                     {args: []string{"-n", "4"}, spec: func(s *api.JobSpec) { s.NTasks = 4 }},
+	"--ntasks attached":      {args: []string{"-n8"}, spec: func(s *api.JobSpec) { s.NTasks = 8 }},
+	"-c":                     {args: []string{"-c", "2"}, spec: func(s *api.JobSpec) { s.CPUsPerTask = 2 }},
+	"--cpus-per-task":        {args: []string{"--cpus-per-task=16"}, spec: func(s *api.JobSpec) { s.CPUsPerTask = 16 }},
+	"-N 1":                   {args: []string{"-N", "1"}, spec: func(s *api.JobSpec) { s.Nodes = 1 }},
+	"--nodes=1-1":            {args: []string{"--nodes=1-1"}, spec: func(s *api.JobSpec) { s.Nodes = 1 }},
+	"--mem":                  {args: []string{"--mem=4G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 4096 }},
+	"--mem default unit":     {args: []string{"--mem", "500"}, spec: func(s *api.JobSpec) { s.MemPerNode = 500 }},
+	"--mem-per-cpu":          {args: []string{"--mem-per-cpu=512K"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 1 }},
+	"-o":                     {args: []string{"-o", "out-%j.txt"}, spec: func(s *api.JobSpec) { s.Output = "out-%j.txt" }},
+	"-e":                     {args: []string{"--error=/tmp/%x.err"}, spec: func(s *api.JobSpec) { s.Error = "/tmp/%x.err" }},
+	"-D relative":            {args: []string{"-D", "runs/1"}, spec: func(s *api.JobSpec) { s.WorkDir = "/home/alice/proj/runs/1" }},
+	"-D parent":              {args: []string{"--chdir=../other"}, spec: func(s *api.JobSpec) { s.WorkDir = "/home/alice/other" }},
+	"-D absolute":            {args: []string{"-D", "/scratch/x"}, spec: func(s *api.JobSpec) { s.WorkDir = "/scratch/x" }},
+	"--export=NONE":          {args: []string{"--export=NONE"}, spec: func(s *api.JobSpec) { s.Env = nil }},
+	"--export=ALL,VAR": {args: []string{"--export=ALL,OMP_NUM_THREADS=4"}, spec: func(s *api.JobSpec) {
+		s.Env = []string{"HOME=/home/alice", "OMP_NUM_THREADS=4", "PATH=/usr/bin", "USER=alice"}
+	}},
+	"--export=names": {args: []string{"--export", "PATH,X=1"}, spec: func(s *api.JobSpec) {
+		s.Env = []string{"PATH=/usr/bin", "X=1"}
+	}},
+	"-A":                     {args: []string{"-A", "physics"}, spec: func(s *api.JobSpec) { s.Account = "physics" }},
+	"--account":              {args: []string{"--account=chem"}, spec: func(s *api.JobSpec) { s.Account = "chem" }},
+	"-q":                     {args: []string{"-q", "high"}, spec: func(s *api.JobSpec) { s.QOS = "high" }},
+	"--qos":                  {args: []string{"--qos=low"}, spec: func(s *api.JobSpec) { s.QOS = "low" }},
+	"--requeue":              {args: []string{"--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
+	"--no-requeue wins":      {args: []string{"--requeue", "--no-requeue"}},
+	"--requeue wins":         {args: []string{"--no-requeue", "--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
+	"-H":                     {args: []string{"-H"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"--hold":                 {args: []string{"--hold"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"--begin":                {args: []string{"--begin=now+1hour"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(time.Hour) }},
+	"-b":                     {args: []string{"-b", "16:30"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(6*time.Hour + 30*time.Minute) }},
+	"--comment":              {args: []string{"--comment", "hello world"}, spec: func(s *api.JobSpec) { s.Comment = "hello world" }},
+	"--comment empty":        {args: []string{"--comment="}},
+	"--nice bare":            {args: []string{"--nice"}, spec: func(s *api.JobSpec) { s.Nice = 100 }},
+	"--nice=N":               {args: []string{"--nice=5"}, spec: func(s *api.JobSpec) { s.Nice = 5 }},
+	"--nice negative":        {args: []string{"--nice=-5"}, spec: func(s *api.JobSpec) { s.Nice = -5 }},
+	"--nice=0":               {args: []string{"--nice=10", "--nice=0"}},
+	"--gres":                 {args: []string{"--gres=gpu:a100:2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "a100", Count: 2}} }},
+	"--gres=none clears":     {args: []string{"--gres=gpu:1", "--gres=none"}},
+	"-d":                     {args: []string{"-d", "afterok:12"}, spec: depSpec("afterok:12", "afterok", "12")},
+	"--dependency":           {args: []string{"--dependency=afterany:3_1"}, spec: depSpec("afterany:3_1", "afterany", "3_1")},
+	"-a":                     {args: []string{"-a", "0-3"}, spec: arraySpec("0-3", 0, 3, 1, 0)},
+	"--array with limit":     {args: []string{"--array=0-9:3%2"}, spec: arraySpec("0-9:3%2", 0, 9, 3, 2)},
+	"--parsable":             {args: []string{"--parsable"}, req: func(r *Request) { r.Parsable = true }},
+	"-W":                     {args: []string{"-W"}, req: func(r *Request) { r.Wait = true }},
+	"--wait":                 {args: []string{"--wait"}, req: func(r *Request) { r.Wait = true }},
+	"--image":                {args: []string{"--image=ubuntu-24.04"}, spec: func(s *api.JobSpec) { s.Image = "ubuntu-24.04" }},
+	"combined short":         {args: []string{"-HW"}, spec: func(s *api.JobSpec) { s.Hold = true }, req: func(r *Request) { r.Wait = true }},
+	"later option wins":      {args: []string{"-p", "a", "--partition=b"}, spec: func(s *api.JobSpec) { s.Partition = "b" }},
+	"double dash":            {args: []string{"-H", "--"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"repeated --mem-per-cpu": {args: []string{"--mem-per-cpu=1G", "--mem-per-cpu=2G"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 2048 }},
+}
+
+func TestParseOptions(t *testing.T) {
+	tests := optionCases
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := append(append([]string(nil), tc.args...), "job.sh")
+			got, err := Parse(args, testContext(map[string]string{"job.sh": basicScript}))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", args, err)
+			}
+			want := &Request{Spec: baseSpec(), ScriptPath: "job.sh"}
+			if tc.spec != nil {
+				tc.spec(&want.Spec)
+			}
+			if tc.req != nil {
+				tc.req(want)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", args, got, want)
+			}
+		})
+	}
+}
+
+func depSpec(raw, typ, id string) func(s *api.JobSpec) {
+	return func(s *api.JobSpec) {
+		s.Dependency = &api.Dependency{Raw: raw, Clauses: []api.DepClause{{Type: typ, JobIDs: []string{id}}}}
+	}
+}
+
+func arraySpec(raw string, first, last, step, throttle int) func(s *api.JobSpec) {
+	return func(s *api.JobSpec) {
+		s.Array = &api.ArraySpec{Raw: raw, Throttle: throttle, Ranges: []api.ArrayRange{{First: first, Last: last, Step: step}}}
+	}
+}
+
+func TestParseScriptSources(t *testing.T) {
+	tests := map[string]struct {
+		args  []string
+		stdin string
+		want  func(r *Request)
+	}{
+		"script arguments": {
+			args: []string{"-p", "x", "job.sh", "a", "-p", "--hold"},
+			want: func(r *Request) {
+				r.Spec.Partition = "x"
+				r.Spec.Args = []string{"a", "-p", "--hold"}
+			},
+		},
+		"script in a subdirectory": {
+			args: []string{"sub/run.sh"},
+			want: func(r *Request) { r.Spec.Name = "run.sh"; r.ScriptPath = "sub/run.sh" },
+		},
+		"absolute script path": {
+			args: []string{"/opt/jobs/abs.sh"},
+			want: func(r *Request) { r.Spec.Name = "abs.sh"; r.ScriptPath = "/opt/jobs/abs.sh" },
+		},
+		"wrap": {
+			args: []string{"--wrap", "hostname -f"},
+			want: func(r *Request) {
+				r.Spec.Name, r.Spec.Script, r.ScriptPath = "wrap", "#!/bin/sh\nhostname -f\n", ""
+			},
+		},
+		"wrap with -J": {
+			args: []string{"--wrap=true", "-J", "w"},
+			want: func(r *Request) {
+				r.Spec.Name, r.Spec.Script, r.ScriptPath = "w", "#!/bin/sh\ntrue\n", ""
+			},
+		},
+		"wrap ignores directive-looking text": {
+			args: []string{"--wrap=#SBATCH -p x"},
+			want: func(r *Request) {
+				r.Spec.Name, r.Spec.Script, r.ScriptPath = "wrap", "#!/bin/sh\n#SBATCH -p x\n", ""
+			},
+		},
+		"stdin": {
+			stdin: "#!/bin/sh\n#SBATCH -p fromstdin\nls\n",
+			want: func(r *Request) {
+				r.Spec.Name, r.Spec.Script, r.ScriptPath = "sbatch", "#!/bin/sh\n#SBATCH -p fromstdin\nls\n", ""
+				r.Spec.Partition = "fromstdin"
+			},
+		},
+		"stdin with options": {
+			args:  []string{"-J", "piped"},
+			stdin: basicScript,
+			want: func(r *Request) {
+				r.Spec.Name, r.ScriptPath = "piped", ""
+			},
+		},
+	}
+	files := map[string]string{"job.sh": basicScript, "sub/run.sh": basicScript, "/opt/jobs/abs.sh": basicScript}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := testContext(files)
+			if tc.stdin != "" {
+				c.Stdin = strings.NewReader(tc.stdin)
+			}
+			got, err := Parse(tc.args, c)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tc.args, err)
+			}
+			want := &Request{Spec: baseSpec(), ScriptPath: "job.sh"}
+			tc.want(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tc.args, got, want)
+			}
+		})
+	}
+}
+
+func TestParseHelp(t *testing.T) {
+	tests := map[string][]string{
+		"-h":                {"-h"},
+		"--help":            {"--help"},
+		"help after others": {"-p", "x", "--help", "job.sh"},
+		"help in a cluster": {"-Hh"},
+		"help prefix":       {"--he"},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(args, testContext(nil))
+			if !errors.Is(err, ErrHelp) {
+				t.Errorf("Parse(%q) = %v, want ErrHelp", args, err)
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	u := Usage()
+	for _, want := range []string{
+		"Usage: corral submit", "-J, --job-name=NAME", "--mem=SIZE", "--nice[=N]",
+		"-W, --wait", "--image=NAME", "--wrap=COMMAND", "#SBATCH", "-h, --help",
+	} {
+		if !strings.Contains(u, want) {
+			t.Errorf("Usage() lacks %q", want)
+		}
+	}
+	for _, hidden := range []string{"--exclusive", "--gpus", "--nodelist"} {
+		if strings.Contains(u, hidden) {
+			t.Errorf("Usage() shows unsupported option %s", hidden)
+		}
+	}
+}
+
+// TestOptionTable checks that every option has help and a handler, and that
+// every unsupported option is refused by name.
+func TestOptionTable(t *testing.T) {
+	for _, d := range supportedOptions {
+		if d.Help == "" || d.apply == nil || d.Long == "" {
+			t.Errorf("option %s lacks help, a handler or a long name", d.Name())
+		}
+	}
+	for _, u := range unsupported {
+		t.Run(u.long, func(t *testing.T) {
+			args := []string{"--" + u.long}
+			if u.arg == req {
+				args = []string{"--" + u.long + "=1"}
+			}
+			_, err := Parse(append(args, "job.sh"), testContext(map[string]string{"job.sh": basicScript}))
+			if !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("Parse(%q) = %v, want ErrUnsupported", args, err)
+			}
+			if !strings.Contains(err.Error(), "--"+u.long) || !strings.Contains(err.Error(), "not supported by corral yet") {
+				t.Errorf("error %q does not name --%s", err, u.long)
+			}
+		})
+	}
+}
