@@ -149,6 +149,9 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	c.fsm.Read(func(s *State) {
 		parts := s.Partitions(c.cfg.Partitions)
 		for i := range req.Jobs {
+			if req.Jobs[i].Partition == "" {
+				req.Jobs[i].Partition = defaultPartitionName(parts)
+			}
 			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
 				return
 			}
@@ -163,6 +166,15 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
 	return nil
+}
+
+func defaultPartitionName(parts []api.Partition) string {
+	for _, p := range parts {
+		if p.Default {
+			return p.Name
+		}
+	}
+	return api.DefaultPartition
 }
 
 // filterFromQuery reads squeue-style filters from the URL.

@@ -34,7 +34,7 @@ func TestRestartAllControllersKeepsState(t *testing.T) {
 	if _, err := cli(t, c.addr, work, "hold", strconv.FormatUint(ids[4], 10)); err != nil {
 		t.Fatal(err)
 	}
-	before := stateHashes(t, c)
+	before := waitConverged(t, c)
 	for _, p := range c.ctlds {
 		p.kill(syscall.SIGTERM)
 	}
@@ -50,6 +50,9 @@ func TestRestartAllControllersKeepsState(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			for _, p := range c.ctlds {
+				t.Logf("%s:\n%s", p.name, p.tail())
+			}
 			t.Fatalf("state after restart %v differs from before %v", after, before)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -68,6 +71,26 @@ func TestRestartAllControllersKeepsState(t *testing.T) {
 	if err != nil || j.State != api.StatePending || j.Reason != api.ReasonJobHeldUser {
 		t.Fatalf("held job: %+v %v, want PENDING (JobHeldUser)", j, err)
 	}
+}
+
+// waitConverged waits until every member holds the same state and it has
+// not changed for a second (members announce their addresses after start).
+func waitConverged(t *testing.T, c *cluster) map[string]uint64 {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last map[string]uint64
+	stableSince := time.Now()
+	for time.Now().Before(deadline) {
+		cur := stateHashes(t, c)
+		if len(cur) != 1 || !equalKeys(cur, last) {
+			last, stableSince = cur, time.Now()
+		} else if time.Since(stableSince) > time.Second {
+			return cur
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("members did not converge: %v", last)
+	return nil
 }
 
 // stateHashes returns each member's state hash with its applied index.

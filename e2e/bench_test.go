@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/ctld"
+	"corral/noded"
+)
+
+// inProcess is a cluster of in-process controllers and node daemons: the
+// same code as the daemons, real TCP and fsync'd bbolt files, without
+// process start-up in the measurement.
+type inProcess struct {
+	cl     *api.Client
+	cancel context.CancelFunc
+	done   []chan error
+}
+
+func startInProcess(b *testing.B, voters, nodes, cpus int) *inProcess {
+	b.Helper()
+	dir := b.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ports := freePorts(b, voters)
+	var peers []ctld.Peer
+	for i := 0; i < voters; i++ {
+		peers = append(peers, ctld.Peer{ID: fmt.Sprintf("c%d", i+1), Addr: ports[i]})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ip := &inProcess{cancel: cancel}
+	var addrs []string
+	for _, p := range peers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := ctld.New(ctld.Config{ID: p.ID, RaftAddr: p.Addr, DataDir: filepath.Join(dir, p.ID), Peers: peers, Logger: log, HTTPListener: ln})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		ip.done = append(ip.done, done)
+		addrs = append(addrs, "http://"+c.HTTPAddr())
+	}
+	cl, err := api.NewClient(strings.Join(addrs, ","))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ip.cl = cl
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(dir, name), Client: cl, Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		ip.done = append(ip.done, done)
+	}
+	b.Cleanup(ip.stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ns, err := cl.Nodes(context.Background())
+		if err == nil && len(ns) == nodes {
+			return ip
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d nodes registered", len(ns), nodes)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (ip *inProcess) stop() {
+	ip.cancel()
+	for _, d := range ip.done {
+		<-d
+	}
+}
+
+func trivialJob(dir string, n int) api.JobSpec {
+	return api.JobSpec{Name: "trivial", User: "bench", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+		MemPerNode: 64, WorkDir: dir, SubmitDir: dir, Output: "/dev/null", RequestID: fmt.Sprintf("%s-%d", dir, n)}
+}
+
+// BenchmarkTrivialJobsCompleted measures trivial jobs completed per second
+// with 3 voters and 16 job slots (8 node daemons of 2 CPUs, process runner).
+func BenchmarkTrivialJobsCompleted(b *testing.B) {
+	ip := startInProcess(b, 3, 8, 2)
+	const total = 2000
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		st, err := ip.cl.Status(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := st.Jobs[string(api.StateCompleted)]
+		start := time.Now()
+		for k := 0; k < total; k += 100 {
+			batch := make([]api.JobSpec, 100)
+			for m := range batch {
+				batch[m] = trivialJob(dir, k+m)
+			}
+			if _, err := ip.cl.Submit(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for {
+			st, err := ip.cl.Status(context.Background())
+			if err == nil && st.Jobs[string(api.StateCompleted)]-base >= total {
+				break
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("only %d of %d jobs completed", st.Jobs[string(api.StateCompleted)]-base, total)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.ReportMetric(total/time.Since(start).Seconds(), "jobs/s")
+	}
+}
+
+// BenchmarkSubmitToCompleted measures one trivial job from submit to
+// COMPLETED on an idle cluster (3 voters, 8 nodes); it reports the median
+// and the 95th percentile over 50 jobs.
+func BenchmarkSubmitToCompleted(b *testing.B) {
+	ip := startInProcess(b, 3, 8, 2)
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		var lat []time.Duration
+		for k := 0; k < 50; k++ {
+			start := time.Now()
+			res, err := ip.cl.Submit(context.Background(), []api.JobSpec{trivialJob(dir, i*1000+k)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				j, err := ip.cl.Job(context.Background(), res[0].JobID, false)
+				if err == nil && j.State == api.StateCompleted {
+					break
+				}
+				if err == nil && j.State.Terminal() {
+					b.Fatalf("job ended %s: %s", j.State, j.Message)
+				}
+				time.Sleep(500 * time.Microsecond)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		sort.Slice(lat, func(a, c int) bool { return lat[a] < lat[c] })
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+	}
+}

@@ -1,0 +1,293 @@
+package noded
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"corral/api"
+)
+
+// Config configures a node daemon. Zero fields take the defaults noted.
+type Config struct {
+	// Name is the node's name; default the host name.
+	Name string
+	// CPUs and MemMB are what the node offers; default HostCPUs() and
+	// HostMemMB().
+	CPUs  int
+	MemMB int64
+	// Partitions the node serves; empty leaves the choice to the
+	// controllers (their default partition).
+	Partitions []string
+	// DataDir holds the daemon's state: jobs/<jobid>-<startindex>/ per
+	// allocation. Required.
+	DataDir string
+	// Client talks to the controllers. Required.
+	Client *api.Client
+	// Runner runs the jobs; default NewProcessRunner().
+	Runner Runner
+	// HeartbeatInterval is the time between heartbeats; default 1s.
+	HeartbeatInterval time.Duration
+	// WaitTimeout is how long one blocking desired-state query may wait;
+	// default 30s.
+	WaitTimeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL when a job is
+	// cancelled or runs out of time; default 5s (Slurm's KillWait is 30s).
+	KillGrace time.Duration
+	// Logger receives the daemon's log; default slog.Default(). The daemon
+	// does not add the node's name: a process that runs several daemons
+	// passes each a logger With("node", name).
+	Logger *slog.Logger
+}
+
+// Daemon is a node daemon. Create it with New and run it with Run.
+type Daemon struct {
+	cfg    Config
+	log    *slog.Logger
+	runner Runner
+	bootID string
+	root   string // DataDir/jobs
+
+	reg *registration
+	rep *reporter
+
+	// Events into the loop goroutine, which alone owns the job table.
+	desiredCh chan *api.Desired
+	startedCh chan startedEvent
+	exitedCh  chan exitedEvent
+	timeoutCh chan jobKey
+	ackCh     chan []jobKey
+	killAllCh chan chan struct{}
+	// loopDone is closed when Run has returned; events sent after that
+	// are dropped.
+	loopDone chan struct{}
+
+	// running holds the ids of the jobs with live processes, for
+	// registration.
+	running atomic.Pointer[[]uint64]
+
+	mu         sync.Mutex
+	runCalled  bool
+	killOnExit bool
+
+	// The job table. The loop goroutine owns it while Run runs; after
+	// Run returned, KillAll does, under killMu.
+	jobs        map[jobKey]*localJob
+	done        map[jobKey]time.Time // tombstones of reported runs
+	starting    int
+	stopping    bool
+	deferred    bool
+	lastDesired *api.Desired
+	killWaiters []chan struct{}
+	killMu      sync.Mutex
+}
+
+// New checks cfg, fills in its defaults and returns a daemon.
+func New(cfg Config) (*Daemon, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("noded: Config.Client is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("noded: Config.DataDir is required (the daemon keeps its jobs' state there)")
+	}
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return nil, errors.New("noded: no node name given and the host name is unknown")
+		}
+		cfg.Name = h
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = HostCPUs()
+	}
+	if cfg.MemMB <= 0 {
+		cfg.MemMB = HostMemMB()
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = NewProcessRunner()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 30 * time.Second
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	d := &Daemon{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		runner:    cfg.Runner,
+		bootID:    hex.EncodeToString(b[:]),
+		root:      filepath.Join(cfg.DataDir, "jobs"),
+		desiredCh: make(chan *api.Desired),
+		startedCh: make(chan startedEvent),
+		exitedCh:  make(chan exitedEvent),
+		timeoutCh: make(chan jobKey),
+		ackCh:     make(chan []jobKey, 16),
+		killAllCh: make(chan chan struct{}),
+		loopDone:  make(chan struct{}),
+		jobs:      make(map[jobKey]*localJob),
+		done:      make(map[jobKey]time.Time),
+	}
+	d.reg = newRegistration()
+	d.rep = newReporter(d)
+	d.running.Store(&[]uint64{})
+	return d, nil
+}
+
+// BootID returns the random id this daemon registers with; it changes with
+// every daemon start.
+func (d *Daemon) BootID() string { return d.bootID }
+
+// Run re-adopts the jobs an earlier daemon left in DataDir, registers,
+// heartbeats, watches the desired state and reconciles until ctx ends. It
+// leaves jobs running when ctx ends, like slurmd, so that a restarted daemon
+// re-adopts them, unless Shutdown(true) was called. It returns nil after a
+// clean stop. Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.runCalled {
+		d.mu.Unlock()
+		return errors.New("noded: Run called twice")
+	}
+	d.runCalled = true
+	d.mu.Unlock()
+	defer close(d.loopDone)
+
+	if err := d.recoverJobs(); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.maintain(runCtx) })
+	wg.Go(func() { d.watch(runCtx) })
+	wg.Go(func() { d.rep.run(runCtx) })
+	d.loop(runCtx)
+	cancel()
+	wg.Wait()
+
+	d.drainStarts()
+	d.mu.Lock()
+	kill := d.killOnExit
+	d.mu.Unlock()
+	if kill {
+		d.stopAll("the node daemon was shut down")
+	} else {
+		// Reports that ended just now (KillAll's, say) get one more try.
+		d.flushReports()
+	}
+	d.log.Info("node daemon stopped", "jobs_left_running", d.liveCount())
+	return nil
+}
+
+// flushReports tries once, briefly, to send the reports still pending.
+func (d *Daemon) flushReports() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	d.rep.flush(ctx)
+}
+
+// Shutdown sets what Run does with running jobs when its context ends:
+// killJobs true kills them (and waits for them, and tries once more to
+// report them), false leaves them running for the next daemon to re-adopt,
+// which is the default.
+func (d *Daemon) Shutdown(killJobs bool) {
+	d.mu.Lock()
+	d.killOnExit = killJobs
+	d.mu.Unlock()
+}
+
+// KillAll kills every job of this daemon and waits for them to end. Their
+// reports are sent as usual while Run runs; after Run returned they get one
+// brief try and otherwise stay on disk for the next start. `corral dev`
+// calls it on a clean stop. The daemon starts no job afterwards.
+func (d *Daemon) KillAll() {
+	d.mu.Lock()
+	running := d.runCalled
+	d.mu.Unlock()
+	if running {
+		reply := make(chan struct{})
+		select {
+		case d.killAllCh <- reply:
+			<-reply
+			return
+		case <-d.loopDone:
+		}
+	}
+	d.killMu.Lock()
+	defer d.killMu.Unlock()
+	if running {
+		d.stopAll("the node daemon was shut down")
+	}
+}
+
+// loop is the one goroutine that owns the job table: every reconcile and
+// every job event runs here, one at a time.
+func (d *Daemon) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case des := <-d.desiredCh:
+			d.reconcile(des)
+		case ev := <-d.startedCh:
+			d.onStarted(ev)
+		case ev := <-d.exitedCh:
+			d.onExited(ev)
+		case k := <-d.timeoutCh:
+			d.onTimeout(k)
+		case keys := <-d.ackCh:
+			d.onAcked(keys)
+		case reply := <-d.killAllCh:
+			d.stopping = true
+			d.killWaiters = append(d.killWaiters, reply)
+			for _, lj := range d.sortedJobs() {
+				if lj.alive() {
+					d.kill(lj, api.StateCancelled, "the node daemon was shut down")
+				}
+			}
+			d.checkKillWaiters()
+		}
+	}
+}
+
+// drainStarts collects the launches still in flight when the loop ended, so
+// that their jobs are in the table (and KillAll can find them).
+func (d *Daemon) drainStarts() {
+	for d.starting > 0 {
+		d.onStarted(<-d.startedCh)
+	}
+}
+
+// stopAll kills every live job, waits for all of them and tries once to
+// report them. It runs after the loop ended, in its stead.
+func (d *Daemon) stopAll(msg string) {
+	d.stopping = true
+	for _, lj := range d.sortedJobs() {
+		if lj.alive() {
+			d.kill(lj, api.StateCancelled, msg)
+		}
+	}
+	// Wait on the handles directly: after Run returned nobody reads the
+	// waiters' events.
+	for _, lj := range d.sortedJobs() {
+		if h := lj.handle; h != nil {
+			d.onExited(exitedEvent{key: lj.key, handle: h, res: h.Wait()})
+		}
+	}
+	d.flushReports()
+}

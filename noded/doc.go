@@ -1,0 +1,67 @@
+// Package noded is the node daemon: it registers a node with the
+// controllers, heartbeats, watches the node's desired state (the versioned
+// list of allocations the controllers planned for it) and converges on it:
+// it starts the runs it should be running, kills the ones it should not,
+// enforces time limits, and reports how every run ended.
+//
+// It owns everything that happens on one node: the job table, each run's
+// state directory (DataDir/jobs/<jobid>-<startindex>/), the runners that
+// execute jobs (the process runner here; the vm runner implements the same
+// Runner interface) and the reports. It never decides placement or a job's
+// fate beyond what it observes: it reports what is, not what it was told.
+//
+// The entry points are New and Daemon.Run; Runner, NewProcessRunner and
+// JobEnv are usable on their own.
+//
+//	register ─► heartbeat every HeartbeatInterval (404 ⇒ register again)
+//	watch: Desired(index, WaitTimeout) ─► loop ─► reconcile ─► Runner.Start / Handle.Kill
+//	Handle.Wait ─► loop ─► report.json ─► reporter ─► Report ─► ack ─► remove dir
+//
+// One goroutine (the loop) owns the job table; reconciles, job ends, time
+// limits and acknowledgements are events it handles one at a time, so two
+// reconciles never overlap. Everything else (registration and heartbeats,
+// the watch, the reporter, one waiter per job) talks to it over channels.
+//
+// Decisions worth knowing:
+//
+//   - A run is identified by (job id, StartIndex), so a requeued job's new
+//     run is never confused with its old one; the new run starts once the
+//     old one is gone.
+//   - Time limits count from the local start of the run, not from the
+//     controller's StartTime: clocks of different hosts disagree, and a run
+//     whose launch was delayed still gets its whole limit. A limit of 0
+//     means none (the controllers resolve partition defaults). A limit the
+//     controllers change while the run is going is followed.
+//   - A run is killed when it leaves the desired list (reported CANCELLED)
+//     or when its allocation says COMPLETING or terminal (reported with
+//     its FinalState when that is terminal). Kill is SIGTERM, then SIGKILL
+//     after KillGrace.
+//   - The daemon writes job.json (the job and, once decided, why it is being
+//     killed) before the runner starts anything, and report.json when the
+//     run ended. A report is sent at once, batched with whatever
+//     accumulated while the previous send was in flight, and retried until
+//     acknowledged; then the directory is renamed to a dot-name (the
+//     durable "reported" mark) and removed. A restarted daemon re-sends
+//     reports that were not acknowledged, and never one that was.
+//   - On start, Run re-adopts every run it finds still running (reported in
+//     NodeInfo.Running) and reports those that ended while no daemon
+//     watched, with their true exit status; a run that left nothing behind
+//     (the node rebooted) is reported NODE_FAIL. When Run's context ends,
+//     jobs keep running unless Shutdown(true) was called; KillAll kills them
+//     and waits.
+//   - Reported runs are remembered (tombstones, at least five minutes and
+//     until the desired state drops them) so that a desired state read
+//     before the controllers applied the report cannot start the run again.
+//     Tombstones live in memory only.
+//
+// The process runner runs a job as a session of its own under a small
+// /bin/sh shim that records the script's exit status in the run's
+// directory; see shimScript for why it works the way it does. Its limits:
+// jobs run as the daemon's user; a process that calls setsid escapes Kill
+// (there is no cgroup); a script's own `exit 129`..`exit 192` cannot be told
+// from death by signal 1..64 and is reported as the signal; OOM is not
+// detected (an OOM kill shows as signal 9); suspend is not implemented, so a
+// SUSPENDED job that runs here keeps running (one that does not is not
+// started until it is resumed). The package needs Linux (/proc, pidfd with a
+// /proc fallback).
+package noded

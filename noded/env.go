@@ -1,0 +1,92 @@
+package noded
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"corral/api"
+)
+
+// defaultPath is the PATH a job gets when its submitter exported none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+// JobEnv returns the environment a job runs with on node: the environment
+// exported at submit (job.Spec.Env), overlaid with the job's own variables
+// under both the CORRAL_ and the Slurm names, so Slurm scripts work
+// unchanged. A variable whose value is empty (no account, say) is removed
+// rather than left with a stale value exported from a submitting job. PATH
+// gets a default when none was exported. The result is sorted by name.
+func JobEnv(job *api.Job, node string) []string {
+	env := make(map[string]string, len(job.Spec.Env)+40)
+	for _, kv := range job.Spec.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		env[k] = v
+	}
+	if env["PATH"] == "" {
+		env["PATH"] = defaultPath
+	}
+	for _, v := range jobVars(job, node) {
+		for _, name := range v.names {
+			if v.value == "" {
+				delete(env, name)
+			} else {
+				env[name] = v.value
+			}
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type jobVar struct {
+	names []string
+	value string
+}
+
+// jobVars lists the variables the daemon sets, each under every name it is
+// known by.
+func jobVars(job *api.Job, node string) []jobVar {
+	s := &job.Spec
+	cpus := job.CPUs
+	if cpus <= 0 {
+		cpus = s.CPUs()
+	}
+	mem := job.MemMB
+	if mem <= 0 {
+		mem = s.MemMB()
+	}
+	nodes := max(s.Nodes, 1)
+	ntasks := max(s.NTasks, 1)
+	cpt := max(s.CPUsPerTask, 1)
+	itoa := strconv.Itoa
+	memStr := ""
+	if mem > 0 {
+		memStr = strconv.FormatInt(mem, 10)
+	}
+	id := strconv.FormatUint(job.ID, 10)
+	return []jobVar{
+		{[]string{"CORRAL_JOB_ID", "SLURM_JOB_ID", "SLURM_JOBID"}, id},
+		{[]string{"CORRAL_JOB_NAME", "SLURM_JOB_NAME"}, s.Name},
+		{[]string{"CORRAL_SUBMIT_DIR", "SLURM_SUBMIT_DIR"}, s.SubmitDir},
+		{[]string{"CORRAL_CPUS_ON_NODE", "SLURM_CPUS_ON_NODE"}, itoa(cpus)},
+		{[]string{"CORRAL_JOB_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, node},
+		{[]string{"CORRAL_NODENAME", "SLURMD_NODENAME"}, node},
+		{[]string{"CORRAL_JOB_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_NNODES"}, itoa(nodes)},
+		{[]string{"CORRAL_NTASKS", "SLURM_NTASKS", "SLURM_NPROCS"}, itoa(ntasks)},
+		{[]string{"CORRAL_CPUS_PER_TASK", "SLURM_CPUS_PER_TASK"}, itoa(cpt)},
+		{[]string{"CORRAL_MEM_PER_NODE", "SLURM_MEM_PER_NODE"}, memStr},
+		{[]string{"CORRAL_JOB_PARTITION", "SLURM_JOB_PARTITION"}, s.Partition},
+		{[]string{"CORRAL_JOB_ACCOUNT", "SLURM_JOB_ACCOUNT"}, s.Account},
+		{[]string{"CORRAL_JOB_USER", "SLURM_JOB_USER"}, s.User},
+		{[]string{"CORRAL_JOB_QOS", "SLURM_JOB_QOS"}, s.QOS},
+		{[]string{"CORRAL_RESTART_COUNT", "SLURM_RESTART_COUNT"}, itoa(job.Restarts)},
+	}
+}

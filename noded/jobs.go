@@ -1,0 +1,445 @@
+package noded
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"corral/api"
+	"corral/submit"
+)
+
+// tombstoneTTL is the least time a reported run is remembered, so that a
+// desired state read before the controller applied the report cannot start
+// the run again.
+const tombstoneTTL = 5 * time.Minute
+
+// jobKey names one run of a job on this node: a requeued job comes back with
+// a new StartIndex.
+type jobKey struct{ ID, StartIndex uint64 }
+
+func (k jobKey) String() string {
+	return strconv.FormatUint(k.ID, 10) + "-" + strconv.FormatUint(k.StartIndex, 10)
+}
+
+func (k jobKey) compare(o jobKey) int {
+	if k.ID != o.ID {
+		return cmpU64(k.ID, o.ID)
+	}
+	return cmpU64(k.StartIndex, o.StartIndex)
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// parseJobKey parses a state directory's name, "<jobid>-<startindex>".
+func parseJobKey(name string) (jobKey, bool) {
+	a, b, ok := strings.Cut(name, "-")
+	if !ok {
+		return jobKey{}, false
+	}
+	id, err1 := strconv.ParseUint(a, 10, 64)
+	si, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return jobKey{}, false
+	}
+	return jobKey{id, si}, true
+}
+
+// jobRecord is the daemon's own record of a run (job.json in its state
+// directory): enough to report it after a restart.
+type jobRecord struct {
+	Job api.Job `json:"job"`
+	// Started is when this node launched the run; its time limit counts
+	// from here (see doc.go).
+	Started time.Time `json:"started"`
+	// Kill is set once the daemon decided to kill the run, and says what
+	// to report when it is gone.
+	Kill *killRecord `json:"kill,omitempty"`
+}
+
+type killRecord struct {
+	State   api.JobState `json:"state"`
+	Message string       `json:"message,omitempty"`
+}
+
+// localJob is one run in the job table.
+type localJob struct {
+	key      jobKey
+	dir      string
+	rec      jobRecord
+	starting bool   // the runner's Start is in flight
+	handle   Handle // set while the job runs
+	timer    *time.Timer
+	deadline time.Time
+	// report is set once the run ended; the entry stays until the report
+	// is acknowledged.
+	report *api.JobReport
+}
+
+func (lj *localJob) alive() bool { return lj.starting || lj.handle != nil }
+
+type startedEvent struct {
+	key    jobKey
+	handle Handle
+	err    error
+}
+
+type exitedEvent struct {
+	key    jobKey
+	handle Handle
+	res    Result
+}
+
+// reconcile converges the node on des: runs that are no longer wanted are
+// killed, wanted runs that are neither running nor finished here are
+// started. It is idempotent.
+func (d *Daemon) reconcile(des *api.Desired) {
+	d.lastDesired = des
+	d.deferred = false
+	want := make(map[jobKey]*api.Job, len(des.Allocations))
+	ending := make(map[jobKey]*api.Job)
+	for i := range des.Allocations {
+		j := &des.Allocations[i].Job
+		k := jobKey{j.ID, j.StartIndex}
+		if j.State == api.StateCompleting || j.State.Terminal() {
+			ending[k] = j
+		} else {
+			want[k] = j
+		}
+	}
+	for _, lj := range d.sortedJobs() {
+		if !lj.alive() || lj.rec.Kill != nil {
+			continue
+		}
+		if j, ok := want[lj.key]; ok {
+			d.updateTimeLimit(lj, j)
+			continue
+		}
+		state, msg := api.StateCancelled, ""
+		if j, ok := ending[lj.key]; ok && j.FinalState.Terminal() {
+			state = j.FinalState
+		}
+		d.kill(lj, state, msg)
+	}
+	now := time.Now()
+	for k, t := range d.done {
+		if _, ok := want[k]; !ok && now.Sub(t) > tombstoneTTL {
+			delete(d.done, k)
+		}
+	}
+	if !d.stopping {
+		d.launchWanted(want)
+	}
+	d.publishRunning()
+}
+
+func (d *Daemon) launchWanted(want map[jobKey]*api.Job) {
+	keys := make([]jobKey, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, jobKey.compare)
+	for _, k := range keys {
+		if _, ok := d.jobs[k]; ok {
+			continue
+		}
+		if _, ok := d.done[k]; ok {
+			continue
+		}
+		if want[k].State == api.StateSuspended {
+			// Not running here and meant to be paused: it starts when
+			// it is resumed.
+			continue
+		}
+		if d.otherRunAlive(k) {
+			// A requeued job's new run waits for its old one to be gone.
+			d.deferred = true
+			continue
+		}
+		d.launch(k, want[k])
+	}
+}
+
+func (d *Daemon) otherRunAlive(k jobKey) bool {
+	for _, lj := range d.jobs {
+		if lj.key.ID == k.ID && lj.key != k && lj.alive() {
+			return true
+		}
+	}
+	return false
+}
+
+// launch creates the run's state directory and starts it in the background;
+// onStarted takes the outcome.
+func (d *Daemon) launch(k jobKey, j *api.Job) {
+	lj := &localJob{key: k, dir: filepath.Join(d.root, k.String()), rec: jobRecord{Job: *j, Started: time.Now()}}
+	d.jobs[k] = lj
+	spec, err := d.prepare(lj)
+	if err != nil {
+		d.log.Error("cannot launch job", "job", k.ID, "start_index", k.StartIndex, "err", err)
+		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: err.Error()}))
+		return
+	}
+	lj.starting = true
+	d.starting++
+	d.armTimer(lj)
+	// Start gets a context of its own: a launch under way when the daemon
+	// stops completes, and the next daemon re-adopts the job.
+	go func() {
+		h, err := d.runner.Start(context.Background(), spec)
+		d.startedCh <- startedEvent{key: k, handle: h, err: err}
+	}()
+}
+
+// prepare writes the run's record and builds its launch spec.
+func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
+	j := &lj.rec.Job
+	if err := makeJobDir(lj.dir); err != nil {
+		return LaunchSpec{}, err
+	}
+	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
+		return LaunchSpec{}, fmt.Errorf("writing the job's record: %w", err)
+	}
+	workDir := j.Spec.WorkDir
+	if workDir == "" {
+		workDir = j.Spec.SubmitDir
+	}
+	if workDir == "" {
+		workDir = "/tmp"
+	}
+	out, errPath := submit.OutputPaths(j, d.cfg.Name)
+	if out != "" && !filepath.IsAbs(out) {
+		out = filepath.Join(workDir, out)
+	}
+	if errPath != "" && !filepath.IsAbs(errPath) {
+		errPath = filepath.Join(workDir, errPath)
+	}
+	return LaunchSpec{
+		Job:     j,
+		Dir:     lj.dir,
+		Env:     JobEnv(j, d.cfg.Name),
+		Stdout:  out,
+		Stderr:  errPath,
+		Script:  j.Spec.Script,
+		Args:    j.Spec.Args,
+		WorkDir: workDir,
+	}, nil
+}
+
+func (d *Daemon) onStarted(ev startedEvent) {
+	d.starting--
+	lj := d.jobs[ev.key]
+	lj.starting = false
+	if ev.err != nil {
+		d.log.Warn("job failed to start", "job", ev.key.ID, "start_index", ev.key.StartIndex, "err", ev.err)
+		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: ev.err.Error()}))
+		d.relaunchDeferred()
+		return
+	}
+	lj.handle = ev.handle
+	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
+	go d.waitJob(ev.key, ev.handle)
+	if lj.rec.Kill != nil {
+		ev.handle.Kill(d.cfg.KillGrace)
+	}
+}
+
+// waitJob hands a job's end to the loop.
+func (d *Daemon) waitJob(k jobKey, h Handle) {
+	res := h.Wait()
+	select {
+	case d.exitedCh <- exitedEvent{key: k, handle: h, res: res}:
+	case <-d.loopDone:
+	}
+}
+
+func (d *Daemon) onExited(ev exitedEvent) {
+	lj := d.jobs[ev.key]
+	if lj == nil || lj.handle == nil || lj.handle != ev.handle {
+		return
+	}
+	lj.handle = nil
+	d.finish(lj, reportFor(lj, ev.res))
+	d.relaunchDeferred()
+}
+
+// relaunchDeferred re-runs the last reconcile when a run waited for an old
+// run of the same job to end.
+func (d *Daemon) relaunchDeferred() {
+	if d.deferred && d.lastDesired != nil && !d.stopping {
+		d.reconcile(d.lastDesired)
+	}
+}
+
+func (d *Daemon) onTimeout(k jobKey) {
+	lj := d.jobs[k]
+	if lj == nil || !lj.alive() || lj.rec.Kill != nil || lj.deadline.IsZero() || time.Now().Before(lj.deadline) {
+		return // ended, already being killed, or a stale timer
+	}
+	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
+	d.kill(lj, api.StateTimeout, fmt.Sprintf("cancelled at its time limit of %s", limit))
+}
+
+// armTimer (re)arms the run's time limit, counted from its local start.
+func (d *Daemon) armTimer(lj *localJob) {
+	if lj.timer != nil {
+		lj.timer.Stop()
+		lj.timer = nil
+	}
+	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
+	if limit <= 0 {
+		lj.deadline = time.Time{}
+		return
+	}
+	lj.deadline = lj.rec.Started.Add(limit)
+	k := lj.key
+	lj.timer = time.AfterFunc(time.Until(lj.deadline), func() {
+		select {
+		case d.timeoutCh <- k:
+		case <-d.loopDone:
+		}
+	})
+}
+
+// updateTimeLimit follows a time limit changed on the controller.
+func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
+	if j.Spec.TimeLimit == lj.rec.Job.Spec.TimeLimit {
+		return
+	}
+	lj.rec.Job.Spec.TimeLimit = j.Spec.TimeLimit
+	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
+		d.log.Warn("cannot record a job's new time limit", "job", lj.key.ID, "err", err)
+	}
+	d.armTimer(lj)
+}
+
+// kill stops a run and records what its report will say. The record is
+// written first, so a daemon restarted while the job dies still reports it
+// as killed.
+func (d *Daemon) kill(lj *localJob, state api.JobState, msg string) {
+	if lj.rec.Kill != nil {
+		return
+	}
+	lj.rec.Kill = &killRecord{State: state, Message: msg}
+	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
+		d.log.Warn("cannot record a job's kill", "job", lj.key.ID, "err", err)
+	}
+	d.log.Info("killing job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "state", state)
+	if lj.handle != nil {
+		lj.handle.Kill(d.cfg.KillGrace)
+	}
+}
+
+// reportFor turns how a run ended into its report.
+func reportFor(lj *localJob, res Result) api.JobReport {
+	r := api.JobReport{
+		JobID:      lj.key.ID,
+		StartIndex: lj.key.StartIndex,
+		ExitCode:   res.ExitCode,
+		Signal:     res.Signal,
+		Message:    res.Message,
+	}
+	switch {
+	case lj.rec.Kill != nil:
+		r.State = lj.rec.Kill.State
+		r.Message = joinMessages(lj.rec.Kill.Message, res.Message)
+	case res.OOM:
+		r.State = api.StateOutOfMemory
+	case res.ExitCode == 0 && res.Signal == 0 && res.Message == "":
+		r.State = api.StateCompleted
+	default:
+		r.State = api.StateFailed
+	}
+	return r
+}
+
+func joinMessages(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// finish records a run's report on disk and queues it for sending.
+func (d *Daemon) finish(lj *localJob, rep api.JobReport) {
+	if lj.timer != nil {
+		lj.timer.Stop()
+		lj.timer = nil
+	}
+	lj.report = &rep
+	if err := writeJSONFile(filepath.Join(lj.dir, reportFile), rep); err != nil {
+		d.log.Warn("cannot record a job's report; it is kept in memory only", "job", rep.JobID, "err", err)
+	}
+	d.log.Info("job ended", "job", rep.JobID, "start_index", rep.StartIndex, "state", rep.State,
+		"exit_code", rep.ExitCode, "signal", rep.Signal, "message", rep.Message)
+	d.rep.add(lj.key, rep)
+	d.publishRunning()
+	d.checkKillWaiters()
+}
+
+// onAcked forgets runs whose reports the controller acknowledged (the
+// reporter already removed their directories), keeping a tombstone.
+func (d *Daemon) onAcked(keys []jobKey) {
+	now := time.Now()
+	for _, k := range keys {
+		if lj := d.jobs[k]; lj != nil && lj.report != nil {
+			delete(d.jobs, k)
+			d.done[k] = now
+		}
+	}
+}
+
+func (d *Daemon) sortedJobs() []*localJob {
+	out := make([]*localJob, 0, len(d.jobs))
+	for _, lj := range d.jobs {
+		out = append(out, lj)
+	}
+	slices.SortFunc(out, func(a, b *localJob) int { return a.key.compare(b.key) })
+	return out
+}
+
+func (d *Daemon) liveCount() int {
+	n := 0
+	for _, lj := range d.jobs {
+		if lj.alive() {
+			n++
+		}
+	}
+	return n
+}
+
+// publishRunning refreshes the list of live job ids that registration sends.
+func (d *Daemon) publishRunning() {
+	ids := make([]uint64, 0, len(d.jobs))
+	for _, lj := range d.sortedJobs() {
+		if lj.alive() && (len(ids) == 0 || ids[len(ids)-1] != lj.key.ID) {
+			ids = append(ids, lj.key.ID)
+		}
+	}
+	d.running.Store(&ids)
+}
+
+func (d *Daemon) checkKillWaiters() {
+	if len(d.killWaiters) == 0 || d.liveCount() > 0 {
+		return
+	}
+	for _, w := range d.killWaiters {
+		close(w)
+	}
+	d.killWaiters = nil
+}

@@ -1,0 +1,243 @@
+package noded
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"corral/api"
+)
+
+// callTimeout bounds one short controller call (register, heartbeat,
+// report), the client's own retries across members included.
+const callTimeout = 10 * time.Second
+
+// registration tracks the daemon's registrations with the controllers and
+// whether they can be reached, so that an outage is logged once, not per try.
+type registration struct {
+	mu      sync.Mutex
+	gen     uint64        // successful registrations so far
+	changed chan struct{} // closed at the next successful registration
+	want    chan struct{} // a request to register again
+	down    bool          // an outage is under way and was logged
+}
+
+func newRegistration() *registration {
+	return &registration{changed: make(chan struct{}), want: make(chan struct{}, 1)}
+}
+
+func (r *registration) current() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+func (r *registration) registered() {
+	r.mu.Lock()
+	r.gen++
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// waitPast blocks until more than gen registrations succeeded; it returns
+// false when ctx ends first.
+func (r *registration) waitPast(ctx context.Context, gen uint64) bool {
+	for {
+		r.mu.Lock()
+		g, ch := r.gen, r.changed
+		r.mu.Unlock()
+		if g > gen {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// reregister asks for a new registration and waits for it: the controller
+// lost this node.
+func (d *Daemon) reregister(ctx context.Context) bool {
+	g := d.reg.current()
+	select {
+	case d.reg.want <- struct{}{}:
+	default:
+	}
+	return d.reg.waitPast(ctx, g)
+}
+
+// noteCall logs the start and the end of an outage. A controller that
+// answered "not found" is reachable.
+func (d *Daemon) noteCall(op string, err error) {
+	r := d.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil || isNotFound(err):
+		if r.down {
+			r.down = false
+			d.log.Info("controller reachable again", "op", op)
+		}
+	case !r.down:
+		r.down = true
+		d.log.Warn("controller call failed; retrying with backoff until it answers", "op", op, "err", err)
+	}
+}
+
+func (d *Daemon) nodeInfo() api.NodeInfo {
+	return api.NodeInfo{
+		Name:       d.cfg.Name,
+		CPUs:       d.cfg.CPUs,
+		MemMB:      d.cfg.MemMB,
+		Partitions: d.cfg.Partitions,
+		Runner:     d.runner.Name(),
+		BootID:     d.bootID,
+		Running:    *d.running.Load(),
+	}
+}
+
+// maintain registers, then heartbeats every interval; it registers again
+// whenever a heartbeat (or another goroutine) finds that the controller lost
+// the node.
+func (d *Daemon) maintain(ctx context.Context) {
+	t := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer t.Stop()
+	need := true
+	for {
+		if need {
+			if !d.registerLoop(ctx) {
+				return
+			}
+			need = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.reg.want:
+			need = true
+			continue
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := d.cfg.Client.Heartbeat(cctx, d.cfg.Name, d.bootID)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		d.noteCall("heartbeat", err)
+		if isNotFound(err) {
+			d.log.Warn("the controller does not know this node; registering again")
+			need = true
+		}
+	}
+}
+
+// registerLoop registers until it succeeds; false means ctx ended.
+func (d *Daemon) registerLoop(ctx context.Context) bool {
+	b := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		info := d.nodeInfo()
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := d.cfg.Client.Register(cctx, info)
+		cancel()
+		if ctx.Err() != nil {
+			return false
+		}
+		d.noteCall("register", err)
+		if err == nil {
+			d.log.Info("registered", "boot_id", d.bootID, "runner", info.Runner, "cpus", info.CPUs,
+				"mem_mb", info.MemMB, "running", info.Running)
+			d.reg.registered()
+			return true
+		}
+		if !sleepCtx(ctx, b.next()) {
+			return false
+		}
+	}
+}
+
+// watch follows the node's desired state with blocking queries and hands
+// every new version to the loop.
+func (d *Daemon) watch(ctx context.Context) {
+	if !d.reg.waitPast(ctx, 0) {
+		return
+	}
+	var index uint64
+	fresh := true // the next answer is handed over even if its index did not move
+	b := newBackoff(50*time.Millisecond, 5*time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.WaitTimeout+callTimeout)
+		des, err := d.cfg.Client.Desired(cctx, d.cfg.Name, index, d.cfg.WaitTimeout)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && !des.Known {
+			err = &api.APIError{Status: 404, Message: "the controller does not know this node"}
+		}
+		switch {
+		case isNotFound(err):
+			d.log.Warn("the controller does not know this node; registering again")
+			// The pause keeps a member that has not applied the
+			// registration yet from causing a registration storm.
+			if !d.reregister(ctx) || !sleepCtx(ctx, b.next()) {
+				return
+			}
+			index, fresh = 0, true
+			continue
+		case err != nil:
+			d.noteCall("watch", err)
+			if !sleepCtx(ctx, b.next()) {
+				return
+			}
+			continue
+		}
+		d.noteCall("watch", nil)
+		b.reset()
+		if !fresh && des.Index == index {
+			// Only a wait that ran out answers with an unchanged index; a
+			// short pause keeps a controller that does not block from
+			// turning this into a busy loop.
+			sleepCtx(ctx, 20*time.Millisecond)
+			continue
+		}
+		index, fresh = des.Index, false
+		select {
+		case d.desiredCh <- des:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// backoff yields exponentially growing, jittered delays.
+type backoff struct{ min, max, cur time.Duration }
+
+func newBackoff(lo, hi time.Duration) *backoff { return &backoff{min: lo, max: hi} }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	}
+	d := b.cur
+	b.cur = min(2*b.cur, b.max)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// sleepCtx sleeps for d; false means ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

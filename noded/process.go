@@ -1,0 +1,404 @@
+package noded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Files the process runner keeps in a job's state directory.
+const (
+	scriptFile = "script"     // the job script, 0700
+	stateFile  = "state.json" // launchState of the shim
+	exitFile   = "exit"       // the script's status, written by the shim
+)
+
+// shimScript runs the job script as its only child and records the script's
+// wait status in $dir/exit as one newline-terminated number, so that a daemon
+// that was not running when the job ended still learns how it ended.
+//
+// The script runs in the foreground: a background child of dash ignores
+// SIGINT and SIGQUIT for good, and a foreground wait is not cut short by
+// signals, so $? is always the real status. The price is that the shim
+// cannot forward signals while it waits; it does not need to, since Kill
+// signals every process of the job's session itself. The shim traps the
+// common signals (its child gets them at their defaults) so that it outlives
+// them and records the status; a SIGTERM that arrives before the script
+// started stops the script from starting. The record is a single write by
+// shell builtins (no tmp+rename through mv): a helper process would be in the
+// job's session, and Kill's SIGKILL sweep could catch it and lose the record.
+// A record without its newline counts as absent. The shim's own stderr goes
+// to /dev/null so shells that report a signalled child do not write into the
+// job's error file.
+const shimScript = `exec 3>&2 2>/dev/null
+_corral_dir=$1
+shift
+_corral_term=0
+trap : HUP INT QUIT USR1 USR2
+trap _corral_term=1 TERM
+_corral_st=143
+[ "$_corral_term" = 1 ] || { "$@" 2>&3 3>&-; _corral_st=$?; }
+printf '%s\n' "$_corral_st" >"$_corral_dir/exit"
+`
+
+// launchState is what Recover needs to find the shim again. Pid and start
+// time together name one process on one boot; a pid alone may be reused.
+type launchState struct {
+	PID    int    `json:"pid"`
+	Start  uint64 `json:"start_ticks"`
+	BootID string `json:"boot_id"`
+}
+
+// processRunner runs each job as a process tree on the host.
+type processRunner struct{}
+
+// NewProcessRunner returns the runner that runs jobs as plain processes, in
+// their own session, under the daemon's user.
+func NewProcessRunner() Runner { return processRunner{} }
+
+func (processRunner) Name() string { return "process" }
+
+// Start starts the job's shim and returns once it runs; it takes
+// microseconds and does not look at ctx.
+func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
+	if err := checkWorkDir(spec.WorkDir); err != nil {
+		return nil, err
+	}
+	script := filepath.Join(spec.Dir, scriptFile)
+	if err := writeScript(script, spec.Script); err != nil {
+		return nil, fmt.Errorf("writing the job script: %w", err)
+	}
+	stdout, stderr, err := openOutputs(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer stdout.Close()
+	defer stderr.Close()
+
+	env := spec.Env
+	if env == nil {
+		env = []string{} // nil would hand the daemon's own environment to the job
+	}
+	args := append([]string{"/bin/sh", "-c", shimScript, "corral-job", spec.Dir, script}, spec.Args...)
+	cmd := &exec.Cmd{
+		Path:   "/bin/sh",
+		Args:   args,
+		Dir:    spec.WorkDir,
+		Env:    env,
+		Stdout: stdout,
+		Stderr: stderr,
+		// A session of its own: the job outlives the daemon, and its
+		// processes can be found by session id.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the job: %w", err)
+	}
+	h, err := adoptChild(cmd, spec.Dir)
+	if err != nil {
+		// Without a record a restarted daemon could not find the job, so it
+		// must not run. The shim is an unreaped child: its group is ours.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		return nil, err
+	}
+	return h, nil
+}
+
+// writeScript writes an executable file. It holds syscall.ForkLock for
+// reading while the file is open for writing: a process forked meanwhile (to
+// start another job) would inherit the descriptor until it execs, and
+// executing the script while anyone holds it open for writing fails with
+// ETXTBSY (the job would end with exit code 126).
+func writeScript(path, content string) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	return os.WriteFile(path, []byte(content), 0o700)
+}
+
+// adoptChild records a freshly started shim in dir and returns its handle.
+func adoptChild(cmd *exec.Cmd, dir string) (*procHandle, error) {
+	pid := cmd.Process.Pid
+	st, err := readStat(pid) // an unreaped child cannot vanish
+	if err != nil {
+		return nil, fmt.Errorf("reading the job's process: %w", err)
+	}
+	ref, err := openProc(pid, st.Start, true)
+	if err != nil {
+		return nil, fmt.Errorf("watching the job's process: %w", err)
+	}
+	ls := launchState{PID: pid, Start: st.Start, BootID: hostBootID()}
+	if err := writeJSONFile(filepath.Join(dir, stateFile), ls); err != nil {
+		ref.close()
+		return nil, fmt.Errorf("recording the job's process: %w", err)
+	}
+	return newProcHandle(dir, ref, cmd), nil
+}
+
+// checkWorkDir fails like Slurm does when the working directory is missing
+// on the node, rather than running the job somewhere else.
+func checkWorkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("working directory %s does not exist on this node (create it, or submit with -D naming one that does)", dir)
+	case err != nil:
+		return fmt.Errorf("working directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
+}
+
+// openOutputs opens the job's output files, truncating them. Missing parent
+// directories are not created: as in Slurm, that fails the job.
+func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
+	outPath, errPath := spec.Stdout, spec.Stderr
+	if outPath == "" {
+		outPath = os.DevNull
+	}
+	if errPath == "" {
+		errPath = outPath
+	}
+	open := func(p string) (*os.File, error) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			hint := ""
+			if errors.Is(err, fs.ErrNotExist) {
+				hint = " (its directory must exist on the node; it is not created)"
+			}
+			return nil, fmt.Errorf("cannot open output file %s: %v%s", p, err, hint)
+		}
+		return f, nil
+	}
+	if stdout, err = open(outPath); err != nil {
+		return nil, nil, err
+	}
+	if filepath.Clean(errPath) == filepath.Clean(outPath) {
+		// One file description, so both streams share one offset.
+		if stderr, err = dupFile(stdout); err != nil {
+			stdout.Close()
+			return nil, nil, err
+		}
+		return stdout, stderr, nil
+	}
+	if stderr, err = open(errPath); err != nil {
+		stdout.Close()
+		return nil, nil, err
+	}
+	return stdout, stderr, nil
+}
+
+// dupFile returns a second descriptor of f's open file description, so the
+// two can be closed independently.
+func dupFile(f *os.File) (*os.File, error) {
+	var fd int
+	rc, err := f.SyscallConn()
+	if err == nil {
+		// Close-on-exec from the start: a job started meanwhile must not
+		// inherit it.
+		cerr := rc.Control(func(old uintptr) { fd, err = unix.FcntlInt(old, unix.F_DUPFD_CLOEXEC, 0) })
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("duplicating %s: %w", f.Name(), err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+func (processRunner) Recover(dir string) (Handle, *Result, error) {
+	var ls launchState
+	err := readJSONFile(filepath.Join(dir, stateFile), &ls)
+	if err != nil {
+		if res, ok := readExitFile(dir); ok {
+			return nil, &res, fmt.Errorf("%s: job ended while no daemon watched: %w", dir, ErrGone)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("%s: job was never started: %w", dir, ErrGone)
+		}
+		return nil, nil, fmt.Errorf("%s: %v: %w", dir, err, ErrGone)
+	}
+	if ls.BootID == hostBootID() {
+		ref, err := openProc(ls.PID, ls.Start, false)
+		switch {
+		case err == nil:
+			return newProcHandle(dir, ref, nil), nil, nil
+		case !errors.Is(err, os.ErrProcessDone):
+			// Not known to be gone (out of descriptors, say): not ErrGone.
+			return nil, nil, fmt.Errorf("%s: watching the job's process: %w", dir, err)
+		}
+	}
+	if res, ok := readExitFile(dir); ok {
+		return nil, &res, fmt.Errorf("%s: job ended while no daemon watched: %w", dir, ErrGone)
+	}
+	if ls.BootID != hostBootID() {
+		return nil, nil, fmt.Errorf("%s: the node rebooted while the job ran: %w", dir, ErrGone)
+	}
+	return nil, nil, fmt.Errorf("%s: the job's processes are gone and left no exit status: %w", dir, ErrGone)
+}
+
+// readExitFile reads the status the shim recorded.
+func readExitFile(dir string) (Result, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, exitFile))
+	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+		return Result{}, false
+	}
+	st, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || st < 0 {
+		return Result{}, false
+	}
+	return decodeShellStatus(st), true
+}
+
+// decodeShellStatus turns a shell's $? into a Result. The shell reports a
+// child killed by signal S as 128+S, which a script's own `exit 128+S` cannot
+// be told from; statuses 129..192 (signals 1..64) are taken as signals.
+func decodeShellStatus(st int) Result {
+	if st > 128 && st <= 128+64 {
+		return Result{Signal: st - 128}
+	}
+	return Result{ExitCode: st}
+}
+
+// procHandle is a job run by the process runner: its shim, either a child of
+// this daemon (cmd set) or one re-attached by Recover.
+type procHandle struct {
+	dir      string
+	ref      *procRef
+	cmd      *exec.Cmd
+	killOnce sync.Once
+	done     chan struct{}
+	res      Result
+}
+
+func newProcHandle(dir string, ref *procRef, cmd *exec.Cmd) *procHandle {
+	h := &procHandle{dir: dir, ref: ref, cmd: cmd, done: make(chan struct{})}
+	go h.watch()
+	return h
+}
+
+func (h *procHandle) Wait() Result {
+	<-h.done
+	return h.res
+}
+
+// watch waits for the shim to end, removes what the job left running (as
+// Slurm does when a batch script ends), reaps the shim and reads the status.
+func (h *procHandle) watch() {
+	h.ref.wait()
+	h.sweep()
+	var ws *os.ProcessState
+	if h.cmd != nil {
+		h.cmd.Wait()
+		ws = h.cmd.ProcessState
+	}
+	h.ref.close()
+	res, ok := readExitFile(h.dir)
+	switch {
+	case ok:
+	case ws != nil && ws.Sys().(syscall.WaitStatus).Signaled():
+		sig := ws.Sys().(syscall.WaitStatus).Signal()
+		res = Result{Signal: int(sig), Message: fmt.Sprintf("the job's wrapper shell was killed by signal %d before it recorded the script's exit status", int(sig))}
+	case ws != nil:
+		res = Result{ExitCode: ws.ExitCode(), Message: "the job's wrapper shell ended without recording the script's exit status"}
+	default:
+		res = Result{Message: "the job's wrapper shell vanished without recording the script's exit status"}
+	}
+	h.res = res
+	close(h.done)
+}
+
+// sweep SIGKILLs the processes left in the job's session after its shim
+// ended. The shim's session id stays reserved while any member lives, and an
+// unreaped shim holds its pid; a recovered shim may already be reaped by
+// init, so a pid that now names another process stops the sweep.
+func (h *procHandle) sweep() {
+	if h.cmd == nil {
+		if st, err := readStat(h.ref.pid); err == nil && st.Start != h.ref.start {
+			return
+		}
+	}
+	f := sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}
+	for i := 0; i < 100 && signalSession(f, syscall.SIGKILL) > 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *procHandle) Kill(grace time.Duration) {
+	h.killOnce.Do(func() {
+		if h.ref.exited() {
+			return
+		}
+		// The shim takes SIGTERM as "do not start the script" and otherwise
+		// survives it; every other process of the job gets it once.
+		h.ref.signal(syscall.SIGTERM)
+		signalSession(sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}, syscall.SIGTERM)
+		go h.escalate(grace)
+	})
+}
+
+// escalate SIGKILLs whatever of the job is left after grace, sparing the
+// shim so that it records the status; a shim that still has not ended after
+// another grace (stopped, say) is killed too.
+func (h *procHandle) escalate(grace time.Duration) {
+	select {
+	case <-h.done:
+		return
+	case <-time.After(grace):
+	}
+	f := sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}
+	deadline := time.Now().Add(grace + time.Second)
+	for !h.ref.exited() && signalSession(f, syscall.SIGKILL) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-h.done:
+	case <-time.After(grace + time.Second):
+		h.ref.signal(syscall.SIGKILL)
+	}
+}
+
+// writeJSONFile writes v to path atomically (temporary file, then rename).
+func writeJSONFile(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package noded
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"corral/api"
+)
+
+// Runner starts jobs and re-attaches to the jobs an earlier daemon started.
+// The process runner runs a job as a process tree on the host; the vm runner
+// runs it inside a virtual machine. Both keep what they need to re-attach in
+// the job's state directory and nowhere else.
+type Runner interface {
+	// Name is what the node reports as its runner ("process").
+	Name() string
+	// Start launches the job with its state directory spec.Dir (created by
+	// the daemon, private to this allocation), the full environment
+	// spec.Env, and stdout/stderr paths already expanded. It returns once
+	// the job is running; an error means the job did not start, and its
+	// text is shown to the user.
+	Start(ctx context.Context, spec LaunchSpec) (Handle, error)
+	// Recover re-attaches to a job an earlier daemon started in dir. It
+	// returns an error wrapping ErrGone when nothing is left to attach to;
+	// if the job ended while nobody watched, its result is in the returned
+	// Result, which is nil when nothing is known.
+	Recover(dir string) (Handle, *Result, error)
+}
+
+// LaunchSpec is everything a runner needs to start one job.
+type LaunchSpec struct {
+	Job *api.Job
+	// Dir is the allocation's state directory.
+	Dir string
+	// Env is the job's whole environment, KEY=VALUE.
+	Env []string
+	// Stdout and Stderr are the output paths on the node; equal paths
+	// share one file description.
+	Stdout, Stderr string
+	Script         string
+	Args           []string
+	// WorkDir is the directory the job runs in; it must exist.
+	WorkDir string
+}
+
+// Handle is a running job.
+type Handle interface {
+	// Wait blocks until the job has ended and returns its result. It may be
+	// called more than once and from several goroutines.
+	Wait() Result
+	// Kill asks the job to stop: SIGTERM to all of its processes at once,
+	// SIGKILL to whatever is left after grace. It returns at once and is
+	// idempotent; Wait tells when the job is gone.
+	Kill(grace time.Duration)
+}
+
+// Result is how a job ended. A job that exited has ExitCode set; one killed
+// by a signal has Signal set (Slurm shows that as ExitCode 0:Signal). A
+// non-empty Message means the job's end was abnormal in a way its exit
+// status does not tell (it could not start, or its status was lost).
+type Result struct {
+	ExitCode int
+	Signal   int
+	OOM      bool
+	Message  string
+}
+
+// ErrGone is wrapped by Recover's error when a job has nothing left to
+// attach to.
+var ErrGone = errors.New("job is gone")
