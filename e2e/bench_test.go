@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -57,9 +58,28 @@ func startInProcess(b *testing.B, voters, nodes, cpus int) *inProcess {
 		b.Fatal(err)
 	}
 	ip.cl = cl
+	var ncl *api.Client
+	for {
+		st, err := cl.Status(context.Background())
+		if err == nil && st.Leader != "" {
+			for i, p := range peers {
+				if p.ID == st.Leader {
+					order := append([]string{addrs[i]}, addrs...)
+					ncl, _ = api.NewClient(strings.Join(order, ","))
+				}
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	nodeDir := dir
+	if os.Getenv("CORRAL_BENCH_NODE_TMPFS") != "" {
+		nodeDir, _ = os.MkdirTemp("/dev/shm", "corral-bench")
+		b.Cleanup(func() { os.RemoveAll(nodeDir) })
+	}
 	for i := 0; i < nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(dir, name), Client: cl, Logger: log})
+		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(nodeDir, name), Client: ncl, Logger: log})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,6 +146,17 @@ func BenchmarkTrivialJobsCompleted(b *testing.B) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		b.ReportMetric(total/time.Since(start).Seconds(), "jobs/s")
+		if os.Getenv("CORRAL_BENCH_DEBUG") != "" {
+			jobs, _ := ip.cl.Jobs(context.Background(), api.JobFilter{}, true)
+			var run, wait time.Duration
+			byNode := map[string][]api.Job{}
+			for _, j := range jobs {
+				run += j.EndTime.Sub(j.StartTime)
+				wait += j.StartTime.Sub(j.SubmitTime)
+				byNode[j.Node] = append(byNode[j.Node], j)
+			}
+			b.Logf("avg start→end %s, avg submit→start %s", run/time.Duration(len(jobs)), wait/time.Duration(len(jobs)))
+		}
 	}
 }
 

@@ -21,8 +21,8 @@ stop() {
   fi
 }
 trap stop EXIT
-for _ in $(seq 100); do
-  "$corral" status >/dev/null 2>&1 && break
+for _ in $(seq 200); do
+  [ "$("$corral" nodes -N -h 2>/dev/null | grep -vc down)" = 2 ] && break
   kill -0 "$dev" 2>/dev/null || { cat "$work/dev.log"; exit 1; }
   sleep 0.1
 done
