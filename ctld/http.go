@@ -210,6 +210,13 @@ func matches(j *api.Job, f *api.JobFilter) bool {
 
 // selectJobs returns the jobs matching f, ordered by id.
 func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
+	out := c.matchJobs(f)
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+// matchJobs returns the jobs matching f in no particular order.
+func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 	var out []*api.Job
 	c.fsm.Read(func(s *State) {
 		if len(f.IDs) > 0 {
@@ -227,7 +234,6 @@ func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
 			}
 		}
 	})
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
 }
 

@@ -21,7 +21,7 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := display.ParseQueueFormat(orDefaultFormat(opts)); err != nil {
 		return badRequest("--format: %v", err)
 	}
-	jobs := c.selectJobs(&f)
+	jobs := c.matchJobs(&f)
 	display.SortJobRefs(jobs)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	return display.QueueRefs(w, jobs, opts, time.Now())

@@ -191,3 +191,42 @@ func BenchmarkSubmitToCompleted(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
 	}
 }
+
+// BenchmarkQueueCLI times the `corral queue` command (a fresh process, the
+// default format) against a 3-voter cluster holding 5,000 and 100,000
+// pending jobs; it reports the median of 5 runs.
+func BenchmarkQueueCLI(b *testing.B) {
+	ip := startInProcess(b, 3, 0, 0)
+	addr := strings.Join(ip.cl.Addrs(), ",")
+	held := 0
+	for _, n := range []int{5_000, 100_000} {
+		for held < n {
+			batch := make([]api.JobSpec, 1000)
+			for m := range batch {
+				batch[m] = trivialJob("/tmp", held+m)
+			}
+			if _, err := ip.cl.Submit(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			held += len(batch)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var runs []time.Duration
+				for r := 0; r < 5; r++ {
+					start := time.Now()
+					out, err := cli(b, addr, "/tmp", "queue")
+					if err != nil {
+						b.Fatal(err)
+					}
+					runs = append(runs, time.Since(start))
+					if lines := strings.Count(out, "\n"); lines != n+1 {
+						b.Fatalf("queue printed %d lines, want %d", lines, n+1)
+					}
+				}
+				sort.Slice(runs, func(a, c int) bool { return runs[a] < runs[c] })
+				b.ReportMetric(float64(runs[2].Microseconds())/1000, "median-ms")
+			}
+		})
+	}
+}
