@@ -9,6 +9,9 @@ import (
 // capacity tracks free CPUs and memory per node during one pass.
 type capacity struct {
 	nodes []nodeFree
+	// heldParts holds every partition that shares a node with one where an
+	// earlier job waits for resources.
+	heldParts map[string]bool
 }
 
 type nodeFree struct {
@@ -22,7 +25,7 @@ type nodeFree struct {
 }
 
 func newCapacity(nodes []*api.Node) *capacity {
-	c := &capacity{nodes: make([]nodeFree, 0, len(nodes))}
+	c := &capacity{nodes: make([]nodeFree, 0, len(nodes)), heldParts: map[string]bool{}}
 	for _, n := range nodes {
 		parts := n.Partitions
 		if len(parts) == 0 {
@@ -69,6 +72,23 @@ func (c *capacity) firstFit(part string, cpus int, mem int64) string {
 	}
 	return ""
 }
+
+// hold keeps every node of the partition for the job that waits there: first
+// come, first served lets no later job of any partition take them.
+func (c *capacity) hold(part string) {
+	for i := range c.nodes {
+		if slices.Contains(c.nodes[i].partitions, part) {
+			for _, p := range c.nodes[i].partitions {
+				c.heldParts[p] = true
+			}
+		}
+	}
+}
+
+// held reports whether the partition shares a node with one where an earlier
+// job waits. A partition that shares none cannot delay that job by starting
+// its own, so it keeps scheduling (Slurm blocks partitions, not the cluster).
+func (c *capacity) held(part string) bool { return c.heldParts[part] }
 
 func (c *capacity) take(name string, cpus int, mem int64) {
 	for i := range c.nodes {

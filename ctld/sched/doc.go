@@ -12,5 +12,19 @@
 // not start always gets exactly one reason (Priority, Resources, Dependency,
 // ...). Rejections are outcomes, not errors.
 //
+// Placement is first come, first served per partition: the first job that
+// cannot start gets Resources and holds the nodes of its partition, so later
+// jobs of any partition that shares one of those nodes get Priority, while
+// partitions that share none keep scheduling. A job no node of its partition
+// could hold even when empty gets Resources and holds nothing (a down node
+// still counts as one that could hold it).
+//
+// Known limits, pinned by the tests: singleton is not evaluated (the clause
+// counts as met), aftercorr is treated as afterany, a dependency on a job
+// that can itself never run waits as Dependency rather than
+// DependencyNeverSatisfied, dependency cycles are not detected (DESIGN asks
+// for them to be reported), and NextWake covers begin times only, not the
+// end of an after:<id>+<minutes> delay.
+//
 // The entry point is Schedule.
 package sched

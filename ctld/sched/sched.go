@@ -70,7 +70,6 @@ func Schedule(s *Snapshot) Plan {
 
 	free := newCapacity(s.Nodes)
 	defPart := defaultPartition(s.Partitions)
-	blocked := false
 	for _, j := range ready {
 		part := j.Spec.Partition
 		if part == "" {
@@ -81,16 +80,16 @@ func Schedule(s *Snapshot) Plan {
 			plan.Reasons[j.ID] = api.ReasonResources
 			continue
 		}
-		if blocked {
+		if free.held(part) {
 			// First come, first served: nothing overtakes the first job
-			// that is waiting for resources.
+			// that is waiting for resources on the nodes it could use.
 			plan.Reasons[j.ID] = api.ReasonPriority
 			continue
 		}
 		node := free.firstFit(part, cpus, mem)
 		if node == "" {
 			plan.Reasons[j.ID] = api.ReasonResources
-			blocked = true
+			free.hold(part)
 			continue
 		}
 		free.take(node, cpus, mem)
