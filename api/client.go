@@ -174,12 +174,13 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter, consistent bool) ([]Job,
 	if consistent {
 		q.Set("consistent", "1")
 	}
-	var jobs []Job
-	path := "/v1/jobs"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
+	// The compact listing decodes an order of magnitude faster than JSON.
+	q.Set("format", "rows")
+	var raw []byte
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &raw); err != nil {
+		return nil, err
 	}
-	return jobs, c.do(ctx, http.MethodGet, path, nil, &jobs)
+	return DecodeJobRows(bytes.NewReader(raw))
 }
 
 // QueueQuery asks a controller to render a job listing as squeue would.

@@ -22,7 +22,7 @@ const JobRowsType = "application/x-corral-jobs"
 const jobRowsVersion = "corral-jobs 1"
 
 // rowFields is the number of tab-separated fields of a row.
-const rowFields = 38
+const rowFields = 39
 
 // EncodeJobRows writes jobs in the compact listing format.
 func EncodeJobRows(w io.Writer, jobs []*Job) error {
@@ -43,7 +43,7 @@ func appendRow(b []byte, j *Job) []byte {
 	b = strconv.AppendUint(b, j.ID, 10)
 	for _, v := range []string{string(j.State), string(j.Reason), string(j.FinalState), s.Name, s.User, s.Account,
 		s.Partition, s.QOS, j.Node, s.WorkDir, s.SubmitDir, s.Output, s.Error, s.Comment, j.Message, s.Image,
-		depRaw(s.Dependency), arrayRaw(s.Array)} {
+		depRaw(s.Dependency), arrayRaw(s.Array), gresText(s.Gres)} {
 		b = append(b, '\t')
 		b = appendEscaped(b, v)
 	}
@@ -187,11 +187,12 @@ func decodeRow(j *Job, f []string) error {
 	if v := str(18); v != "" {
 		s.Array = &ArraySpec{Raw: v}
 	}
+	s.Gres = parseGresText(str(19))
 	var nums [14]int64
 	for k := range nums {
 		var ok bool
-		if nums[k], ok = atoi(f[19+k]); !ok {
-			return fmt.Errorf("field %d: %q is not a number", 19+k, f[19+k])
+		if nums[k], ok = atoi(f[20+k]); !ok {
+			return fmt.Errorf("field %d: %q is not a number", 20+k, f[20+k])
 		}
 	}
 	j.CPUs, j.MemMB, j.Priority = int(nums[0]), nums[1], nums[2]
@@ -201,10 +202,10 @@ func decodeRow(j *Job, f []string) error {
 	s.Nice, s.Hold, s.Requeue = int(nums[12]), nums[13]&1 != 0, nums[13]&2 != 0
 	times := []*time.Time{&j.SubmitTime, &j.StartTime, &j.EndTime, &s.Begin, &j.SuspendTime}
 	for k, t := range times {
-		if v := f[33+k]; v != "" {
+		if v := f[34+k]; v != "" {
 			ns, ok := atoi(v)
 			if !ok {
-				return fmt.Errorf("time field %d: %q is not a number", 33+k, v)
+				return fmt.Errorf("time field %d: %q is not a number", 34+k, v)
 			}
 			*t = time.Unix(0, ns)
 		}
@@ -233,4 +234,41 @@ func atoi(s string) (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// gresText writes gres requests as "name[:type]:count,...".
+func gresText(gs []Gres) string {
+	var sb strings.Builder
+	for i, g := range gs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(g.Name)
+		if g.Type != "" {
+			sb.WriteByte(':')
+			sb.WriteString(g.Type)
+		}
+		sb.WriteByte(':')
+		sb.WriteString(strconv.Itoa(g.Count))
+	}
+	return sb.String()
+}
+
+func parseGresText(s string) []Gres {
+	if s == "" {
+		return nil
+	}
+	var out []Gres
+	for _, item := range strings.Split(s, ",") {
+		parts := strings.Split(item, ":")
+		g := Gres{Name: parts[0]}
+		if n, ok := atoi(parts[len(parts)-1]); ok && len(parts) > 1 {
+			g.Count = int(n)
+		}
+		if len(parts) == 3 {
+			g.Type = parts[1]
+		}
+		out = append(out, g)
+	}
+	return out
 }

@@ -243,8 +243,15 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	jobs := c.selectJobs(&f)
-	w.Header().Set("Content-Type", "application/json")
-	return writeJobList(w, jobs)
+	switch r.URL.Query().Get("format") {
+	case "rows":
+		w.Header().Set("Content-Type", api.JobRowsType)
+		return api.EncodeJobRows(w, jobs)
+	case "", "json":
+		w.Header().Set("Content-Type", "application/json")
+		return writeJobList(w, jobs)
+	}
+	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
 
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
