@@ -95,13 +95,20 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
+// markDefault leaves exactly one default partition: the first one marked,
+// or the first one listed.
 func markDefault(parts []api.Partition) {
-	for _, p := range parts {
-		if p.Default {
-			return
+	found := false
+	for i := range parts {
+		if parts[i].Default && !found {
+			found = true
+			continue
 		}
+		parts[i].Default = false
 	}
-	parts[0].Default = true
+	if !found {
+		parts[0].Default = true
+	}
 }
 
 // HTTPAddr returns the address the API listens on.

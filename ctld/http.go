@@ -149,8 +149,14 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	c.fsm.Read(func(s *State) {
 		parts := s.Partitions(c.cfg.Partitions)
 		for i := range req.Jobs {
-			if req.Jobs[i].Partition == "" {
-				req.Jobs[i].Partition = defaultPartitionName(parts)
+			sp := &req.Jobs[i]
+			if sp.Partition == "" {
+				sp.Partition = defaultPartitionName(parts)
+			}
+			// As Slurm does with DefMemPerCPU: a job that asks for no
+			// memory records the default, so it shows what it will get.
+			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
+				sp.MemPerCPU = c.cfg.DefMemPerCPU
 			}
 			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
 				return
@@ -409,12 +415,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		return &fieldError{Field: "mem", Msg: fmt.Sprintf("node %s: memory must be at least 1 MiB", info.Name)}
 	}
 	if len(info.Partitions) == 0 {
-		info.Partitions = []string{c.cfg.Partitions[0].Name}
-		for _, p := range c.cfg.Partitions {
-			if p.Default {
-				info.Partitions = []string{p.Name}
-			}
-		}
+		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
 	}
 	now := time.Now().UTC()
 	if _, err := c.propose(CmdRegisterNode, &RegisterNode{Now: now, Info: info}); err != nil {

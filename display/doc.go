@@ -15,7 +15,8 @@
 //
 // Entry points:
 //
-//	Queue, QueueJSON, SortJobs, ParseQueueFormat  squeue
+//	Queue, QueueRefs, QueueJSON, SortJobs,
+//	SortJobRefs, ParseQueueFormat                 squeue
 //	Nodes                                         sinfo
 //	ShowJob, ShowNode                             scontrol show job|node
 //	Status                                        corral status
@@ -55,9 +56,9 @@
 // responding). -N -l fills S:C:T as 1:CPUS:1, TMP_DISK 0, WEIGHT 1 and
 // AVAIL_FE (null). The date line of -l needs NodesOptions.Now.
 //
-// scontrol. StdOut and StdErr show the path as submitted, with patterns
-// such as %j unexpanded: expanding them is package submit's job; an unset
-// output is Slurm's default WorkDir/slurm-<id>.out. UserId has no "(uid)"
+// scontrol. StdOut and StdErr show the paths the node writes, expanded by
+// package submit (%j, %x, %u, %N; relative to WorkDir; unset is Slurm's
+// default WorkDir/slurm-<id>.out), as scontrol does. UserId has no "(uid)"
 // and there is no GroupId, because jobs carry no numeric ids. Comment, Gres
 // and Array always print, "(null)" when unset. Corral adds SecsSuspended
 // (time spent suspended), Image (vm runner) and Message (the node's account

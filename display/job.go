@@ -1,6 +1,7 @@
 package display
 
 import (
+	"corral/submit"
 	"path"
 	"slices"
 	"strconv"
@@ -126,22 +127,14 @@ func commandOf(j *api.Job) string {
 // expanded here: that is package submit's job), or Slurm's default
 // slurm-<id>.out in the work directory.
 func stdoutOf(j *api.Job) string {
-	if j.Spec.Output != "" {
-		return j.Spec.Output
-	}
-	name := "slurm-" + strconv.FormatUint(j.ID, 10) + ".out"
-	if j.Spec.WorkDir == "" {
-		return name
-	}
-	return path.Join(j.Spec.WorkDir, name)
+	out, _ := submit.OutputPaths(j, j.Node)
+	return out
 }
 
-// stderrOf returns the error path; unset, it is the output path.
+// stderrOf returns the error path, expanded; unset, it is the output path.
 func stderrOf(j *api.Job) string {
-	if j.Spec.Error != "" {
-		return j.Spec.Error
-	}
-	return stdoutOf(j)
+	_, errPath := submit.OutputPaths(j, j.Node)
+	return errPath
 }
 
 // appendGres renders the job's GRES requests in Slurm's TRES_PER_NODE

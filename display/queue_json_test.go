@@ -60,7 +60,7 @@ func TestQueueJSONDecodes(t *testing.T) {
 		"running gres":       {doc.Jobs[0].Gres, "gres/gpu:a100:2"},
 		"running dependency": {doc.Jobs[0].Dependency, "afterok:41"},
 		"running array":      {doc.Jobs[0].Array, "0-3"},
-		"running stdout":     {doc.Jobs[0].StdOut, "out-%j.txt"},
+		"running stdout":     {doc.Jobs[0].StdOut, "/home/alice/run/out-42.txt"},
 		"running limit":      {doc.Jobs[0].TimeLimitS, int64(7200)},
 		"running cpus":       {doc.Jobs[0].CPUs, 4},
 		"pending reason":     {doc.Jobs[1].Reason, "Priority"},

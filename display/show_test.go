@@ -54,9 +54,9 @@ var showJobGoldens = map[string]struct {
    Gres=gres/gpu:a100:2 Array=0-3
    Command=/home/alice/run/train.sh
    WorkDir=/home/alice/run
-   StdErr=out-%j.txt
+   StdErr=/home/alice/run/out-42.txt
    StdIn=/dev/null
-   StdOut=out-%j.txt
+   StdOut=/home/alice/run/out-42.txt
    Comment=nightly
 
 `},

@@ -62,7 +62,9 @@ type proc struct {
 	args []string
 	cmd  *exec.Cmd
 	log  string
-	done chan error
+	// done is closed when the process has exited, so any number of
+	// waiters (a kill, then the cleanup's kill) see it.
+	done chan struct{}
 }
 
 func startProc(t testing.TB, dir, name string, args ...string) *proc {
@@ -85,8 +87,10 @@ func (p *proc) start(t testing.TB) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.done = make(chan error, 1)
-	go func() { p.done <- p.cmd.Wait(); f.Close() }()
+	done := make(chan struct{})
+	p.done = done
+	cmd := p.cmd
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
 }
 
 // kill signals the process (only the one this test started) and waits.

@@ -34,14 +34,20 @@ func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err == nil {
-			if !o.has("force") {
+	// Refuse before creating anything, so that a refusal does not leave
+	// half of the aliases installed.
+	if !o.has("force") {
+		for _, name := range names {
+			if link := filepath.Join(dir, name); exists(link) {
 				return fmt.Errorf("install-aliases: %s exists; remove it or use --force", link)
 			}
+		}
+	}
+	for _, name := range names {
+		link := filepath.Join(dir, name)
+		if exists(link) {
 			if err := os.Remove(link); err != nil {
-				return err
+				return fmt.Errorf("install-aliases: %w", err)
 			}
 		}
 		if err := os.Symlink(self, link); err != nil {
@@ -50,4 +56,10 @@ func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%s -> %s\n", link, self)
 	}
 	return nil
+}
+
+// exists reports whether path names anything, a dangling symlink included.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

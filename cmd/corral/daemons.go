@@ -62,6 +62,14 @@ func parsePartitions(s string) ([]api.Partition, error) {
 		if p.Name == "" {
 			return nil, fmt.Errorf("--partitions: empty partition name in %q", s)
 		}
+		for _, q := range parts {
+			if q.Name == p.Name {
+				return nil, fmt.Errorf("--partitions: partition %s is listed twice in %q", p.Name, s)
+			}
+			if q.Default && p.Default {
+				return nil, fmt.Errorf("--partitions: both %s and %s are marked default (*) in %q; mark one", q.Name, p.Name, s)
+			}
+		}
 		parts = append(parts, p)
 	}
 	return parts, nil
@@ -248,6 +256,25 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	httpAddr := orString(o.get("http"), strings.TrimPrefix(defaultDevAddr, "http://"))
 	raftAddr := orString(o.get("raft"), "127.0.0.1:6820")
+	// The node options are checked before the controller starts: a
+	// controller that New started holds its ports until Run ends.
+	n, err := strconv.Atoi(orString(o.get("nodes"), "2"))
+	if err != nil || n < 1 {
+		return fmt.Errorf("dev: --nodes=%s: give a positive number", o.get("nodes"))
+	}
+	var cfgs []noded.Config
+	for i := 1; i <= n; i++ {
+		sub := &optSet{last: map[string]string{"name": fmt.Sprintf("n%d", i), "data": filepath.Join(dir, fmt.Sprintf("n%d", i))}, all: map[string][]string{}}
+		if v := o.get("cpus"); v != "" {
+			sub.last["cpus"] = v
+		}
+		sub.last["mem"] = orString(o.get("mem"), fmt.Sprintf("%dM", noded.HostMemMB()/int64(n)))
+		cfg, err := nodedConfig(sub, nil, log)
+		if err != nil {
+			return err
+		}
+		cfgs = append(cfgs, cfg)
+	}
 	c, err := ctld.New(ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
 		Peers: []ctld.Peer{{ID: "dev", Addr: raftAddr}}, Logger: log,
@@ -255,30 +282,13 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	if err != nil {
 		return err
 	}
-	n, err := strconv.Atoi(orString(o.get("nodes"), "2"))
-	if err != nil || n < 1 {
-		return fmt.Errorf("dev: --nodes=%s: give a positive number", o.get("nodes"))
-	}
-	cl, err := api.NewClient("http://" + c.HTTPAddr())
+	daemons, err := devDaemons(c, cfgs)
 	if err != nil {
+		// Run with an ended context releases what New started.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = c.Run(done)
 		return err
-	}
-	var daemons []*noded.Daemon
-	for i := 1; i <= n; i++ {
-		sub := &optSet{last: map[string]string{"name": fmt.Sprintf("n%d", i), "data": filepath.Join(dir, fmt.Sprintf("n%d", i))}, all: map[string][]string{}}
-		if v := o.get("cpus"); v != "" {
-			sub.last["cpus"] = v
-		}
-		sub.last["mem"] = orString(o.get("mem"), fmt.Sprintf("%dM", noded.HostMemMB()/int64(n)))
-		cfg, err := nodedConfig(sub, cl, log)
-		if err != nil {
-			return err
-		}
-		d, err := noded.New(cfg)
-		if err != nil {
-			return err
-		}
-		daemons = append(daemons, d)
 	}
 	fmt.Fprintf(env.stdout, "corral dev: controller at http://%s with %d nodes; state in %s\n", c.HTTPAddr(), n, dir)
 	fmt.Fprintf(env.stdout, "corral dev: export CORRAL_ADDR=http://%s\n", c.HTTPAddr())
@@ -310,4 +320,22 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	fmt.Fprintln(env.stdout, "corral dev: stopped")
 	return runErr
+}
+
+// devDaemons creates the dev cluster's node daemons, talking to c.
+func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error) {
+	cl, err := api.NewClient("http://" + c.HTTPAddr())
+	if err != nil {
+		return nil, err
+	}
+	var daemons []*noded.Daemon
+	for _, cfg := range cfgs {
+		cfg.Client = cl
+		d, err := noded.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		daemons = append(daemons, d)
+	}
+	return daemons, nil
 }

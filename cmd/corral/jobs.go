@@ -111,7 +111,7 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	states, err := parseStates(o.list("state"))
 	if err != nil {
-		return err
+		return fmt.Errorf("--state: %w", err)
 	}
 	f := api.JobFilter{IDs: ids, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"), Accounts: o.list("account")}
 	if len(ids) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {

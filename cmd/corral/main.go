@@ -76,6 +76,10 @@ func main() {
 
 // dispatch runs argv and returns the process exit code.
 func dispatch(ctx context.Context, env *cliEnv, argv []string) int {
+	if len(argv) == 0 {
+		// execve allows an empty argv; run as corral rather than panic.
+		argv = []string{"corral"}
+	}
 	prog := filepath.Base(argv[0])
 	args := argv[1:]
 	name, isAlias := slurmAliases[prog]
@@ -139,14 +143,21 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'corral COMMAND --help' for a command's options.")
 }
 
+// scontrolCommands lists the scontrol commands corral supports.
+const scontrolCommands = "show job|node [ID], hold ID, release ID"
+
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
 func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, "scontrol: give a command: show job|node [ID], hold ID, release ID")
+		fmt.Fprintln(env.stderr, "scontrol: give a command: "+scontrolCommands)
 		return 2
 	}
 	sub := strings.ToLower(args[0])
+	if sub == "-h" || sub == "--help" || sub == "help" {
+		fmt.Fprintln(env.stdout, "usage: scontrol "+scontrolCommands)
+		return 0
+	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"]}[sub]
 	if !ok {
 		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release)\n", args[0])

@@ -59,13 +59,23 @@ func parseOpts(env *cliEnv, cmd string, mode getopt.Mode, args []string, table .
 	for _, o := range res.Options {
 		k := optKey(o.Option)
 		if k == "help" {
-			fmt.Fprintf(env.stdout, "usage: %s %s [options]\n\n%s", env.prog, cmd, p.Usage())
+			fmt.Fprintf(env.stdout, "usage: %s [options]\n\n%s", usageName(env.prog, cmd), p.Usage())
 			return nil, errHelp
 		}
 		set.last[k] = o.Value
 		set.all[k] = append(set.all[k], o.Value)
 	}
 	return set, nil
+}
+
+// usageName is how a help text names the command: "squeue" when the binary
+// runs as the squeue alias of queue (not "squeue queue"), "scontrol show"
+// for scontrol's subcommands, "corral queue" otherwise.
+func usageName(prog, cmd string) string {
+	if slurmAliases[prog] == cmd {
+		return prog
+	}
+	return prog + " " + cmd
 }
 
 // parseJobIDs reads job ids such as "12" or "12_3" (an array element of
@@ -88,6 +98,9 @@ func parseJobIDs(args []string) ([]uint64, error) {
 	return ids, nil
 }
 
+// parseStates reads job states by name or short code; "all" is every
+// state. Callers name their option in the error: scancel's is --state,
+// squeue's --states.
 func parseStates(values []string) ([]api.JobState, error) {
 	var out []api.JobState
 	for _, v := range values {
@@ -96,7 +109,7 @@ func parseStates(values []string) ([]api.JobState, error) {
 		}
 		st, err := api.ParseJobState(v)
 		if err != nil {
-			return nil, fmt.Errorf("--states: %w", err)
+			return nil, err
 		}
 		out = append(out, st)
 	}

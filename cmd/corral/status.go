@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -38,7 +40,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	states, err := parseStates(o.list("states"))
 	if err != nil {
-		return err
+		return fmt.Errorf("--states: %w", err)
 	}
 	if len(states) == 0 && len(ids) == 0 {
 		states = activeStates
@@ -94,7 +96,7 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if want := o.list("partition"); len(want) > 0 {
-		parts = filterPartitions(parts, want)
+		nodes, parts = filterPartitions(nodes, parts, want)
 	}
 	if o.has("json") {
 		return writeJSON(env, map[string]any{"nodes": nodes, "partitions": parts})
@@ -104,16 +106,42 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	})
 }
 
-func filterPartitions(parts []api.Partition, want []string) []api.Partition {
-	var out []api.Partition
+// filterPartitions keeps the partitions named in want and the nodes that
+// serve them, each node reduced to its wanted partitions. Filtering the
+// partitions alone is not enough: the display adds back every partition a
+// node serves (and the default one for a node that names none), so
+// `nodes -p debug` would still list batch.
+func filterPartitions(nodes []api.Node, parts []api.Partition, want []string) ([]api.Node, []api.Partition) {
+	wanted := func(name string) bool { return slices.Contains(want, name) }
+	var keptParts []api.Partition
+	listedBy := map[string][]string{} // node name -> partitions listing it
 	for _, p := range parts {
-		for _, w := range want {
-			if p.Name == w {
-				out = append(out, p)
-			}
+		for _, n := range p.Nodes {
+			listedBy[n] = append(listedBy[n], p.Name)
+		}
+		if wanted(p.Name) {
+			keptParts = append(keptParts, p)
 		}
 	}
-	return out
+	var keptNodes []api.Node
+	for _, n := range nodes {
+		served := append(append([]string(nil), n.Partitions...), listedBy[n.Name]...)
+		if len(served) == 0 {
+			served = []string{api.DefaultPartition}
+		}
+		var keep []string
+		for _, name := range served {
+			if wanted(name) && !slices.Contains(keep, name) {
+				keep = append(keep, name)
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		n.Partitions = keep
+		keptNodes = append(keptNodes, n)
+	}
+	return keptNodes, keptParts
 }
 
 func writeJSON(env *cliEnv, v any) error {
@@ -146,6 +174,10 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "show", getopt.Permute, args, flag(0, "json", "print as JSON"))
 	if err != nil {
 		return err
+	}
+	if len(o.args) > 0 {
+		// scontrol takes its entity names in any case: show JOB 12.
+		o.args[0] = strings.ToLower(o.args[0])
 	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
 		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME]")

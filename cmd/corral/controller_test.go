@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/display"
+)
+
+// fields splits out into lines of whitespace-separated fields.
+func fields(out string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows = append(rows, f)
+		}
+	}
+	return rows
+}
+
+// mustRun runs argv and fails the test unless it exits 0.
+func mustRun(t *testing.T, ctx context.Context, addr string, argv ...string) string {
+	t.Helper()
+	r := runCLI(t, ctx, addr, argv...)
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d, stderr %q", strings.Join(argv, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// TestDispatchAgainstController runs the CLI's commands, under their corral
+// and Slurm names, against a controller in this process. No node daemon
+// runs jobs: submitted jobs stay pending until a node is registered by hand.
+func TestDispatchAgainstController(t *testing.T) {
+	addr := startController(t, []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 1800}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := api.NewClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -J scripted\n#SBATCH --mem=64M\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustRun(t, ctx, addr, "sbatch", "--parsable", "-J", "first", "--wrap", "true")
+	first, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		t.Fatalf("sbatch --parsable printed %q", out)
+	}
+	out = mustRun(t, ctx, addr, "corral", "submit", script)
+	var second uint64
+	if n, _ := fmt.Sscanf(out, "Submitted batch job %d\n", &second); n != 1 {
+		t.Fatalf("submit printed %q, want Submitted batch job N", out)
+	}
+	f := &ctlFixture{ctx: ctx, addr: addr, cl: cl, first: first, second: second,
+		names: map[uint64]string{first: "first", second: "scripted"}}
+	t.Run("queue", func(t *testing.T) { testQueueCommands(t, f) })
+	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
+	// A node registered by hand (nothing heartbeats, the controller's node
+	// timeout is a minute).
+	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Partitions: []string{"batch"}, Runner: "test", BootID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
+}
+
+// ctlFixture is the controller TestDispatchAgainstController runs against
+// and the two pending jobs it submitted.
+type ctlFixture struct {
+	ctx           context.Context
+	addr          string
+	cl            *api.Client
+	first, second uint64
+	names         map[uint64]string // job id -> name
+}
+
+func idStr(id uint64) string { return strconv.FormatUint(id, 10) }
+
+func testQueueCommands(t *testing.T, f *ctlFixture) {
+	ctx, addr, first, second, ids := f.ctx, f.addr, f.first, f.second, f.names
+	t.Run("squeue lists both", func(t *testing.T) {
+		rows := fields(mustRun(t, ctx, addr, "squeue", "-h", "-o", "%i %j %u %T %P"))
+		if len(rows) != 2 {
+			t.Fatalf("rows %v, want the 2 jobs", rows)
+		}
+		for _, r := range rows {
+			id, _ := strconv.ParseUint(r[0], 10, 64)
+			if ids[id] != r[1] || r[2] != "tester" || r[3] != "PENDING" || r[4] != "batch" {
+				t.Errorf("row %v, want id name tester PENDING batch for %v", r, ids)
+			}
+		}
+	})
+	t.Run("squeue filters", func(t *testing.T) {
+		cases := map[string]struct {
+			args []string
+			want int
+		}{
+			"-u tester":       {[]string{"-u", "tester"}, 2},
+			"-u nobody":       {[]string{"-u", "nobody"}, 0},
+			"-j first":        {[]string{"-j", idStr(first)}, 1},
+			"job id argument": {[]string{idStr(second) + "_0"}, 1},
+			"-n scripted":     {[]string{"-n", "scripted"}, 1},
+			"-p debug":        {[]string{"-p", "debug"}, 0},
+			"-t PD":           {[]string{"-t", "PD"}, 2},
+			"-t R":            {[]string{"-t", "R"}, 0},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				rows := fields(mustRun(t, ctx, addr, append([]string{"squeue"}, tc.args...)...))
+				if len(rows) != tc.want+1 || rows[0][0] != "JOBID" {
+					t.Fatalf("squeue %v: %v, want a header and %d rows", tc.args, rows, tc.want)
+				}
+			})
+		}
+	})
+	t.Run("squeue --json", func(t *testing.T) {
+		var doc display.JSONQueue
+		if err := json.Unmarshal([]byte(mustRun(t, ctx, addr, "squeue", "-t", "all", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Jobs) != 2 {
+			t.Fatalf("jobs %+v, want 2", doc.Jobs)
+		}
+		for _, j := range doc.Jobs {
+			if ids[j.JobID] != j.Name || j.State != "PENDING" || j.User != "tester" {
+				t.Errorf("job %+v", j)
+			}
+		}
+	})
+	t.Run("squeue bad format", func(t *testing.T) {
+		r := runCLI(t, ctx, addr, "squeue", "-o", "%i %!")
+		if r.code != 1 || !strings.Contains(r.stderr, "--format") || r.stdout != "" {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and a --format error", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+func testJobCommands(t *testing.T, f *ctlFixture) {
+	ctx, addr, cl, first, second := f.ctx, f.addr, f.cl, f.first, f.second
+	t.Run("scontrol show job", func(t *testing.T) {
+		out := mustRun(t, ctx, addr, "scontrol", "show", "JOB", idStr(second))
+		for _, want := range []string{"JobId=" + idStr(second) + " JobName=scripted", "UserId=tester", "JobState=PENDING", "MinMemoryNode=64M"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("show job does not hold %q:\n%s", want, out)
+			}
+		}
+		r := runCLI(t, ctx, addr, "scontrol", "show", "job", "99999")
+		if r.code != 1 || !strings.Contains(r.stderr, "scontrol: error:") {
+			t.Errorf("show job of no job: exit %d, stderr %q; want 1", r.code, r.stderr)
+		}
+		var doc struct{ Jobs []api.Job }
+		if err := json.Unmarshal([]byte(mustRun(t, ctx, addr, "corral", "show", "job", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Jobs) != 2 {
+			t.Errorf("show job --json: %d jobs, want 2", len(doc.Jobs))
+		}
+	})
+	t.Run("scontrol hold and release", func(t *testing.T) {
+		reason := func() string {
+			return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", idStr(first), "-o", "%r"))
+		}
+		mustRun(t, ctx, addr, "scontrol", "hold", idStr(first))
+		if got := reason(); got != string(api.ReasonJobHeldUser) {
+			t.Fatalf("held job's reason %q, want JobHeldUser", got)
+		}
+		mustRun(t, ctx, addr, "scontrol", "release", idStr(first))
+		if got := reason(); got == string(api.ReasonJobHeldUser) {
+			t.Fatalf("released job's reason is still %q", got)
+		}
+		r := runCLI(t, ctx, addr, "scontrol", "hold", "99999")
+		if r.code != 1 || !strings.Contains(r.stderr, "scontrol: error:") {
+			t.Fatalf("hold of no job: exit %d, stderr %q; want 1 and an error", r.code, r.stderr)
+		}
+	})
+	t.Run("scancel", func(t *testing.T) {
+		r := runCLI(t, ctx, addr, "scancel", "99999")
+		if r.code != 1 || !strings.Contains(r.stderr, "scancel: error: Kill job error on job id 99999") {
+			t.Fatalf("cancel of no job: exit %d, stderr %q", r.code, r.stderr)
+		}
+		out := mustRun(t, ctx, addr, "scancel", "-v", idStr(first))
+		if out != "scancel: Terminating job "+idStr(first)+"\n" {
+			t.Fatalf("scancel -v printed %q", out)
+		}
+		rows := fields(mustRun(t, ctx, addr, "squeue", "-h", "-t", "CA", "-o", "%i %T"))
+		if len(rows) != 1 || rows[0][0] != idStr(first) || rows[0][1] != "CANCELLED" {
+			t.Fatalf("cancelled jobs %v, want only %d", rows, first)
+		}
+	})
+	t.Run("submit --wait ends with the job", func(t *testing.T) {
+		done := make(chan result, 1)
+		go func() { done <- runCLI(t, ctx, addr, "corral", "submit", "--wait", "-J", "waiter", "--wrap", "true") }()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			jobs, err := cl.Jobs(ctx, api.JobFilter{Names: []string{"waiter"}}, false)
+			if err == nil && len(jobs) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the waiting submission did not arrive: %v %v", jobs, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("submit --wait returned before its job ended: %+v", r)
+		case <-time.After(200 * time.Millisecond):
+		}
+		mustRun(t, ctx, addr, "scancel", "-n", "waiter")
+		select {
+		case r := <-done:
+			if r.code != 1 || !strings.HasPrefix(r.stdout, "Submitted batch job ") {
+				t.Fatalf("submit --wait of a cancelled job: exit %d, stdout %q, stderr %q; want 1", r.code, r.stdout, r.stderr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("submit --wait did not return after its job was cancelled")
+		}
+	})
+	t.Run("scancel by user", func(t *testing.T) {
+		mustRun(t, ctx, addr, "scancel", "-u", "tester")
+		if rows := fields(mustRun(t, ctx, addr, "squeue", "-h")); len(rows) != 0 {
+			t.Fatalf("jobs left after scancel -u tester: %v", rows)
+		}
+	})
+
+}
+
+func testNodeCommands(t *testing.T, f *ctlFixture) {
+	ctx, addr := f.ctx, f.addr
+	t.Run("sinfo", func(t *testing.T) {
+		rows := fields(mustRun(t, ctx, addr, "sinfo"))
+		want := [][]string{
+			{"PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"},
+			{"batch*", "up", "infinite", "1", "idle", "n1"},
+			{"debug", "up", "30:00", "0", "n/a"},
+		}
+		if !equalRows(rows, want) {
+			t.Fatalf("sinfo:\n%v\nwant\n%v", rows, want)
+		}
+	})
+	t.Run("sinfo -p shows only the partitions asked for", func(t *testing.T) {
+		rows := fields(mustRun(t, ctx, addr, "sinfo", "-p", "debug"))
+		want := [][]string{{"PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"}, {"debug", "up", "30:00", "0", "n/a"}}
+		if !equalRows(rows, want) {
+			t.Errorf("sinfo -p debug:\n%v\nwant\n%v", rows, want)
+		}
+		rows = fields(mustRun(t, ctx, addr, "sinfo", "-h", "-N", "-p", "debug"))
+		if len(rows) != 0 {
+			t.Errorf("sinfo -N -p debug lists %v, want no node", rows)
+		}
+		rows = fields(mustRun(t, ctx, addr, "sinfo", "-h", "-p", "batch"))
+		if want := [][]string{{"batch*", "up", "infinite", "1", "idle", "n1"}}; !equalRows(rows, want) {
+			t.Errorf("sinfo -h -p batch:\n%v\nwant\n%v", rows, want)
+		}
+		var doc struct {
+			Nodes      []api.Node
+			Partitions []api.Partition
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, ctx, addr, "sinfo", "--json", "-p", "debug")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Nodes) != 0 || len(doc.Partitions) != 1 || doc.Partitions[0].Name != "debug" {
+			t.Errorf("sinfo --json -p debug: %+v, want the debug partition and no node", doc)
+		}
+	})
+	t.Run("node drain and resume", func(t *testing.T) {
+		mustRun(t, ctx, addr, "corral", "node", "drain", "n1", "--reason", "maint")
+		rows := fields(mustRun(t, ctx, addr, "sinfo", "-N", "-l", "-h"))
+		if len(rows) != 1 || rows[0][0] != "n1" || rows[0][3] != "drained" || rows[0][len(rows[0])-1] != "maint" {
+			t.Errorf("sinfo -N -l of a drained node: %v", rows)
+		}
+		out := mustRun(t, ctx, addr, "scontrol", "show", "Node", "n1")
+		for _, want := range []string{"NodeName=n1", "State=IDLE+DRAIN", "Reason=maint", "CPUTot=2"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("show node does not hold %q:\n%s", want, out)
+			}
+		}
+		var doc struct{ Nodes []api.Node }
+		if err := json.Unmarshal([]byte(mustRun(t, ctx, addr, "corral", "show", "node", "n1", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Nodes) != 1 || !doc.Nodes[0].Drain || doc.Nodes[0].Reason != "maint" || doc.Nodes[0].MemMB != 1024 {
+			t.Errorf("show node --json: %+v", doc.Nodes)
+		}
+		mustRun(t, ctx, addr, "corral", "node", "resume", "n1")
+		if rows := fields(mustRun(t, ctx, addr, "sinfo", "-N", "-h")); len(rows) != 1 || rows[0][3] != "idle" {
+			t.Errorf("sinfo -N after resume: %v, want n1 idle", rows)
+		}
+		if r := runCLI(t, ctx, addr, "corral", "node", "drain", "n1"); r.code != 1 || !strings.Contains(r.stderr, "--reason") {
+			t.Errorf("drain without a reason: exit %d, stderr %q; want 1 asking for --reason", r.code, r.stderr)
+		}
+		if r := runCLI(t, ctx, addr, "corral", "node", "drain", "nosuch", "--reason", "x"); r.code != 1 || r.stderr == "" {
+			t.Errorf("drain of no node: exit %d, stderr %q; want 1", r.code, r.stderr)
+		}
+		if r := runCLI(t, ctx, addr, "corral", "show", "node", "nosuch"); r.code != 1 || r.stderr == "" {
+			t.Errorf("show of no node: exit %d, stderr %q; want 1", r.code, r.stderr)
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		out := mustRun(t, ctx, addr, "corral", "status")
+		for _, want := range []string{"Member: c1 (Leader)", "Leader: c1", "commit=", "applied=", "Nodes:  1 (idle 1)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status does not hold %q:\n%s", want, out)
+			}
+		}
+		var st api.ClusterStatus
+		if err := json.Unmarshal([]byte(mustRun(t, ctx, addr, "corral", "status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Leader != "c1" || len(st.Members) != 1 || !st.Members[0].Leader || st.CommitIndex == 0 || st.AppliedIndex == 0 {
+			t.Errorf("status --json: %+v", st)
+		}
+	})
+}
+
+func equalRows(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if strings.Join(a[i], " ") != strings.Join(b[i], " ") {
+			return false
+		}
+	}
+	return true
+}
