@@ -446,33 +446,36 @@ func (c *Controller) knownNode(name, bootID string) error {
 	return nil
 }
 
-func (c *Controller) handleHeartbeat(w http.ResponseWriter, r *http.Request) error {
+// nodeMessage decodes a node daemon's message, checks that it comes from
+// the node's current incarnation and records that the node is alive.
+func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 	var st api.NodeStatus
 	if err := decode(r, &st); err != nil {
-		return err
+		return st, err
 	}
 	if err := c.knownNode(st.Name, st.BootID); err != nil {
-		return err
+		return st, err
 	}
 	c.mu.Lock()
 	c.seen[st.Name] = time.Now()
 	c.seenDirty = true
 	c.mu.Unlock()
+	return st, nil
+}
+
+func (c *Controller) handleHeartbeat(w http.ResponseWriter, r *http.Request) error {
+	if _, err := c.nodeMessage(r); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
 }
 
 func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) error {
-	var st api.NodeStatus
-	if err := decode(r, &st); err != nil {
+	st, err := c.nodeMessage(r)
+	if err != nil {
 		return err
 	}
-	if err := c.knownNode(st.Name, st.BootID); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.seen[st.Name] = time.Now()
-	c.mu.Unlock()
 	if len(st.Reports) > 0 {
 		cmd := &JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
 		if _, err := c.propose(CmdJobReports, cmd); err != nil {
