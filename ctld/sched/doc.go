@@ -22,9 +22,9 @@
 // Known limits, pinned by the tests: singleton is not evaluated (the clause
 // counts as met), aftercorr is treated as afterany, a dependency on a job
 // that can itself never run waits as Dependency rather than
-// DependencyNeverSatisfied, dependency cycles are not detected (DESIGN asks
-// for them to be reported), and NextWake covers begin times only, not the
-// end of an after:<id>+<minutes> delay.
+// DependencyNeverSatisfied, and dependency cycles are not detected (DESIGN
+// asks for them to be reported). NextWake covers begin times and the ends
+// of after:<id>+<minutes> delays.
 //
 // The entry point is Schedule.
 package sched

@@ -94,9 +94,15 @@ func TestPropertyPlanInvariants(t *testing.T) {
 		s := randomScene(r).snapshot()
 		p := Schedule(s)
 		checkPlan(t, s, p)
-		// NextWake is the earliest begin time among jobs waiting for one.
+		// NextWake is the earliest begin time among jobs waiting for one,
+		// or the earliest end of an after:<id>+<minutes> delay.
 		var wake time.Time
 		for _, j := range s.Pending {
+			if r := p.Reasons[j.ID]; r == api.ReasonDependency || r == api.ReasonDependencyNeverSatisfied {
+				if d := delayEnd(j.Spec.Dependency, s); !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
+					wake = d
+				}
+			}
 			if p.Reasons[j.ID] != api.ReasonBeginTime {
 				continue
 			}

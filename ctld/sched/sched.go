@@ -39,8 +39,9 @@ type Plan struct {
 	Starts []Start
 	// Reasons gives every job left pending its reason.
 	Reasons map[uint64]api.Reason
-	// NextWake is the earliest time a pending job becomes eligible by its
-	// begin time alone; zero when none waits for one.
+	// NextWake is the earliest time a pending job may become eligible by
+	// the clock alone (a begin time, or the end of an after:<id>+<minutes>
+	// delay); zero when none waits for one.
 	NextWake time.Time
 }
 
@@ -132,10 +133,36 @@ func notReady(j *api.Job, s *Snapshot) (api.Reason, time.Time) {
 	}
 	if j.Spec.Dependency != nil {
 		if r := dependencyReason(j.Spec.Dependency, s); r != "" {
-			return r, time.Time{}
+			return r, delayEnd(j.Spec.Dependency, s)
 		}
 	}
 	return "", time.Time{}
+}
+
+// delayEnd returns the earliest future moment an after:<id>+<minutes>
+// delay of d ends, so the controller wakes for it; zero when none.
+func delayEnd(d *api.Dependency, s *Snapshot) time.Time {
+	var wake time.Time
+	for _, c := range d.Clauses {
+		if c.Type != "after" || c.Minutes <= 0 || s.Lookup == nil {
+			continue
+		}
+		for _, raw := range c.JobIDs {
+			id, err := strconv.ParseUint(strings.SplitN(raw, "_", 2)[0], 10, 64)
+			if err != nil {
+				continue
+			}
+			j := s.Lookup(id)
+			if j == nil || j.StartTime.IsZero() {
+				continue
+			}
+			end := j.StartTime.Add(time.Duration(c.Minutes) * time.Minute)
+			if end.After(s.Now) && (wake.IsZero() || end.Before(wake)) {
+				wake = end
+			}
+		}
+	}
+	return wake
 }
 
 // dependencyReason evaluates a dependency expression: "" when satisfied,
