@@ -27,7 +27,9 @@ func TestScheduleDependencies(t *testing.T) {
 
 		// after:<id>+<minutes>: the target has run that long, or ended.
 		"after+10: target started 5 minutes ago": {
+			// The delay ends 5 minutes from now: the controller wakes then.
 			scene: one(job(1).afterPlus(5, 10), job(5).runningFor(5*time.Minute)), reasons: dependency,
+			wake: t0.Add(5 * time.Minute),
 		},
 		"after+10: target started exactly 10 minutes ago": {
 			scene: one(job(1).afterPlus(5, 10), job(5).runningFor(10*time.Minute)), starts: ready,
