@@ -7,7 +7,7 @@ export PATH := $(dir $(GO)):$(PATH)
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./api/... ./ctld/... ./noded/...
 
-.PHONY: all build demo test test-race vet bench clean
+.PHONY: all build demo test test-race vet bench clean image
 
 all: build
 
@@ -16,6 +16,10 @@ build:
 
 demo: build
 	scripts/demo.sh
+
+# The default guest image (kernel + busybox initramfs) for the vm runner.
+image:
+	scripts/build-image.sh $(IMAGE_DIR)
 
 vet:
 	$(GO) vet ./...

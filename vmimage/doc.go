@@ -1,0 +1,126 @@
+// Package vmimage owns corral's guest images and the guest side of the job
+// protocol: what the node daemon's vm runner hands a job VM, and what comes
+// back.
+//
+// It owns the image metadata (image.json, written by scripts/build-image.sh,
+// `make image`), the per-job payload format and its writer, the kernel command
+// line and serial-port layout the guest's init (images/init) expects, and the
+// parser of the control channel. It never starts, watches or kills QEMU,
+// opens sockets or reads clocks: the vm runner in noded does that, from this
+// description. Its only I/O is reading image directories (Load, List) and the
+// base initramfs (Image.WriteInitrd).
+//
+// Entry points: Load and List find images; WritePayload (or
+// Image.WriteInitrd) builds a job's -initrd; KernelCmdline and the Port
+// values build the -append and -device arguments; ParseControl reads what
+// the guest reports.
+//
+// # Images
+//
+// An image is a directory holding image.json, a kernel and a base
+// initramfs:
+//
+//	{"name": "default", "kernel": "vmlinux", "initrd": "initramfs.cpio.gz",
+//	 "kernel_version": "6.1.0-57-cloud-amd64", "pvh": true, "protocol": 1, ...}
+//
+// The default image (build/images/default) is Debian's
+// linux-image-cloud-amd64 kernel, uncompressed to an ELF vmlinux that
+// -M microvm boots through its PVH entry ("pvh": true; the bzImage vmlinuz
+// with "pvh": false when extraction failed), and a gzip'd newc initramfs of
+// busybox-static plus /init. /bin/bash runs busybox ash, so "#!/bin/bash"
+// scripts start. The cloud kernel has 8250 serial, initrd and devtmpfs
+// built in; virtio, vsock and 9p are absent or modules, and none is used.
+//
+// # Booting a job VM
+//
+// The host runs, per job (names in capitals are the host's choice):
+//
+//	qemu-system-x86_64 -M microvm -accel tcg|kvm -cpu max -m MEM -smp CPUS
+//	  -nodefaults -no-user-config -display none -no-reboot
+//	  -serial file:CONSOLE                      # ttyS0, iobase 0x3f8, IRQ 4
+//	  -chardev file,id=out,path=STDOUT -device isa-serial,chardev=out,iobase=0x2f8,irq=3  # ttyS1
+//	  -chardev file,id=err,path=STDERR -device isa-serial,chardev=err,iobase=0x3e8,irq=5  # ttyS2
+//	  -chardev file,id=ctl,path=CONTROL -device isa-serial,chardev=ctl,iobase=0x2e8,irq=6 # ttyS3
+//	  -kernel IMAGE.Kernel -initrd JOB_INITRD -append CMDLINE
+//
+// StdoutPort, StderrPort and ControlPort give the -device values
+// (Port.DeviceArg). Each port has its own IRQ: the legacy defaults share IRQ
+// 4 between ttyS0 and ttyS2 and IRQ 3 between ttyS1 and ttyS3. The guest
+// learns iobase and IRQ from microvm's ACPI tables, and ttyS numbers follow
+// the iobase, not the order of the -device options. Only file chardevs were
+// tried: they receive bytes as the guest sends them, so output is streamed,
+// not delivered at the end (socket and pipe backends should behave the
+// same). When stdout and stderr go to the same file, leave out the ttyS2
+// device: init then sends stderr to ttyS1 too. Without ttyS1 the job's
+// output, and without ttyS3 the control lines, go to the console.
+//
+// CMDLINE is KernelCmdline(hostTSCkHz, extra...):
+//
+//	console=ttyS0 quiet panic=-1 8250.nr_uarts=4 cryptomgr.notests tsc_early_khz=KHZ [extra]
+//
+// Each parameter has a reason:
+//   - tsc_early_khz is the host's TSC frequency in kHz (the tests take the
+//     "cpu MHz" of /proc/cpuinfo × 1000, right on hosts with constant_tsc).
+//     Under TCG it is required: without it about one boot in eight hangs
+//     after "Marking TSC unstable".
+//   - panic=-1 with -no-reboot makes a guest panic end QEMU instead of
+//     hanging.
+//   - 8250.nr_uarts=4 registers ttyS0..ttyS3.
+//   - cryptomgr.notests skips the kernel's crypto self-tests (0.1–0.4 s of
+//     a TCG boot; the guest uses no kernel crypto).
+//   - Optional, read by init: corral.hostname=NAME sets the guest's host
+//     name; corral.debug=1 traces init (set -x) on the console.
+//
+// The command line is capped at 2048 bytes: it carries flags, never the job.
+//
+// # The job payload
+//
+// JOB_INITRD is the image's base initramfs followed directly (no padding) by
+// the job's payload, one more gzip member that the kernel unpacks over the
+// first: Image.WriteInitrd writes both, WritePayload the payload alone. The
+// payload is a newc cpio archive (magic "070701", 13 header fields of 8
+// upper-case hex digits, NUL-terminated names, header+name and data each
+// padded to 4 bytes, closed by "TRAILER!!!") holding, owned by root:
+//
+//	job/          directory, 0755
+//	job/script    0755  the job script; without "#!" it is run by /bin/sh
+//	job/env       0644  the environment: KEY=VALUE entries, each followed by NUL
+//	job/args      0644  the script's arguments, each followed by NUL; may be empty
+//	job/workdir   0644  the working directory, one line ("/" when empty)
+//
+// Values may hold spaces and newlines; nothing may hold NUL (WritePayload
+// refuses it). The script runs as root with exactly the entries of job/env
+// as its environment (env -i): the host must put PATH, HOME and the job's
+// CORRAL_* and SLURM_* variables there; a shell adds PWD and SHLVL as shells
+// do. Its arguments are job/args, its working directory job/workdir
+// (created when missing), its stdin /dev/null, its stdout ttyS1 and its
+// stderr ttyS2 (or ttyS1). All four ports are in raw mode: bytes arrive
+// unchanged, without CRLF.
+//
+// # The control channel
+//
+// Init writes ASCII lines ending in "\n" to ttyS3, in this order:
+//
+//	CORRAL STARTED        once, just before the script is started
+//	CORRAL ERROR <text>   init could not start the job (no /job/script,
+//	                      unusable workdir); EXIT 127 follows
+//	CORRAL OOM            the guest's OOM killer killed a process while the
+//	                      job ran (oom_kill in /proc/vmstat grew); at most once
+//	CORRAL EXIT <code>    last: the script's exit status, 0–255; 128+N when
+//	                      signal N killed it; 126/127 when it could not be run
+//
+// After the script exits, init kills what it left running, waits until the
+// UARTs have sent all queued output (so every byte of stdout and stderr
+// left the guest before EXIT), syncs, writes the OOM and EXIT lines and
+// powers off; QEMU then exits 0. QEMU's exit status says nothing about the
+// job: a VM that ends without an EXIT line crashed (kernel panic, init
+// failure) or was killed. Read output chardevs to their end after QEMU
+// exits to be sure of the last bytes.
+//
+// # Guest environment
+//
+// /proc, /sys, /dev (devtmpfs), /dev/pts, /dev/shm and /tmp (tmpfs) are
+// mounted and lo is up, so nproc, free and friends report the VM's vCPUs and
+// memory (about 220 MiB usable of -m 256; the kernel keeps the rest). There
+// is no disk, network or swap; the root filesystem is the initramfs, in RAM.
+package vmimage
