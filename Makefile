@@ -7,25 +7,29 @@ export PATH := $(dir $(GO)):$(PATH)
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./api/... ./ctld/... ./noded/...
 
-.PHONY: all build demo test test-race vet bench clean image
+.PHONY: all build demo test test-race vet bench clean image deps
 
 all: build
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/corral
 
-demo: build
+demo: build deps
 	scripts/demo.sh
 
+# Debian packages the demo and the tests need (installed when missing).
+deps:
+	scripts/install-deps.sh
+
 # The default guest image (kernel + busybox initramfs) for the vm runner.
-image:
+image: deps
 	scripts/build-image.sh $(IMAGE_DIR)
 
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: vet
+test: vet image
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages corral's demo and tests use, when missing:
+# QEMU for the vm runner, and the tools `make image` needs. Runs apt-get
+# only as root and only for what is missing; otherwise says what to install.
+set -euo pipefail
+want=(qemu-system-x86 qemu-utils busybox-static lz4 cpio make git procps)
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  echo "corral: missing Debian packages: ${missing[*]}" >&2
+  echo "corral: install them as root: apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "corral: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+  { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
