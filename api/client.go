@@ -257,6 +257,12 @@ func (c *Client) Hold(ctx context.Context, req HoldRequest) (*HoldResponse, erro
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/hold", req, &resp)
 }
 
+// Suspend suspends or resumes running jobs.
+func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
+}
+
 // Nodes lists every node.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	var nodes []Node

@@ -56,6 +56,13 @@ type HoldResponse struct {
 	Errors  map[uint64]string `json:"errors,omitempty"`
 }
 
+// SuspendRequest suspends (Suspend=true) or resumes running jobs, as
+// scontrol suspend/resume do. A suspended job keeps its allocation.
+type SuspendRequest struct {
+	IDs     []uint64 `json:"ids"`
+	Suspend bool     `json:"suspend"`
+}
+
 // DrainRequest drains (Drain=true) or resumes a node.
 type DrainRequest struct {
 	Node   string `json:"node"`

@@ -329,3 +329,36 @@ func (s *State) applyDrain(c *NodeDrain) error {
 	s.Nodes[c.Node] = n
 	return nil
 }
+
+func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, id := range c.IDs {
+		j := s.editJob(id)
+		switch {
+		case j == nil:
+			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			continue
+		case c.Suspend && j.State != api.StateRunning:
+			res.Errors[id] = fmt.Sprintf("job %d: is %s; only running jobs can be suspended", id, j.State)
+			continue
+		case !c.Suspend && j.State != api.StateSuspended:
+			res.Errors[id] = fmt.Sprintf("job %d: is %s; only suspended jobs can be resumed", id, j.State)
+			continue
+		}
+		if c.Suspend {
+			j.State = api.StateSuspended
+			j.SuspendTime = c.Now
+		} else {
+			j.State = api.StateRunning
+			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
+			j.SuspendTime = time.Time{}
+		}
+		s.putJob(j)
+		if n := s.editNode(j.Node); n != nil {
+			n.AllocIndex = index
+			s.Nodes[n.Name] = n
+		}
+		res.Changed = append(res.Changed, id)
+	}
+	return res
+}

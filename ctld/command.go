@@ -24,6 +24,7 @@ const (
 	CmdNodeDown       CommandType = 8
 	CmdNodeDrain      CommandType = 9
 	CmdSetMember      CommandType = 10
+	CmdSuspendJobs    CommandType = 11
 )
 
 func (t CommandType) String() string {
@@ -48,6 +49,8 @@ func (t CommandType) String() string {
 		return "NodeDrain"
 	case CmdSetMember:
 		return "SetMember"
+	case CmdSuspendJobs:
+		return "SuspendJobs"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -134,6 +137,14 @@ type NodeDrain struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
+// SuspendJobs pauses running jobs (Suspend) or continues suspended ones.
+// Suspended jobs keep their allocation; their elapsed time stops.
+type SuspendJobs struct {
+	Now     time.Time `json:"now"`
+	IDs     []uint64  `json:"ids"`
+	Suspend bool      `json:"suspend"`
+}
+
 // SetMember records a controller's HTTP address so followers can forward
 // writes to whichever member leads.
 type SetMember struct {
@@ -181,6 +192,8 @@ func decodeCommand(b []byte) (CommandType, any, error) {
 		v = &NodeDrain{}
 	case CmdSetMember:
 		v = &SetMember{}
+	case CmdSuspendJobs:
+		v = &SuspendJobs{}
 	default:
 		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
 	}

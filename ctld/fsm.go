@@ -95,6 +95,8 @@ func (f *FSM) applyLocked(cmd any, index uint64) any {
 		}
 	case *SetMember:
 		s.Members[c.ID] = c.HTTPAddr
+	case *SuspendJobs:
+		return s.applySuspend(c, index)
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ func scriptLog(t *testing.T) []*raft.Log {
 		{CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{3}, Hold: true}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n2", CPUs: 1, MemMB: 512}, {JobID: 4, Node: "n1", CPUs: 1, MemMB: 512}}, Reasons: []PlanReason{{JobID: 3, Reason: api.ReasonJobHeldUser}}}},
 		{CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{4}, Suspend: true}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(3 * time.Second), IDs: []uint64{4, 3}, Suspend: false}},
 		{CmdJobReports, &JobReports{Now: t0.Add(3 * time.Second), Node: "n1", BootID: "b1", Reports: []api.JobReport{{JobID: 1, StartIndex: 6, State: api.StateCompleted}}}},
 		{CmdCancelJobs, &CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{4}, By: "alice"}},
 		{CmdNodeDown, &NodeDown{Now: t0.Add(5 * time.Second), Nodes: []string{"n2"}, Reason: "Not responding"}},
@@ -86,6 +88,8 @@ func TestApplyEveryCommand(t *testing.T) {
 			"n1 last seen":                {s.Nodes["n1"].LastSeen, t0.Add(2 * time.Second)},
 			"n1 holds job 4 until report": {s.Nodes["n1"].AllocCPUs, 1},
 			"pending index":               {len(s.Pending), 2},
+			"suspended time counted":      {s.Jobs[4].SuspendedFor, time.Second},
+			"not suspended any more":      {s.Jobs[4].SuspendTime.IsZero(), true},
 		}
 		for name, c := range checks {
 			if c.got != c.want {

@@ -28,6 +28,7 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}", c.read(c.handleGetJob))
 	mux.HandleFunc("POST /v1/jobs/cancel", c.write(c.handleCancel))
 	mux.HandleFunc("POST /v1/jobs/hold", c.write(c.handleHold))
+	mux.HandleFunc("POST /v1/jobs/suspend", c.write(c.handleSuspend))
 	mux.HandleFunc("GET /v1/nodes", c.read(c.handleListNodes))
 	mux.HandleFunc("GET /v1/nodes/{name}", c.read(c.handleGetNode))
 	mux.HandleFunc("GET /v1/nodes/{name}/desired", c.handleDesired)
@@ -325,6 +326,23 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("no job ids given")
 	}
 	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
+	if err != nil {
+		return err
+	}
+	ir := res.(*IDsResult)
+	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
+	return nil
+}
+
+func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error {
+	var req api.SuspendRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.IDs) == 0 {
+		return badRequest("no job ids given")
+	}
+	res, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
 		return err
 	}

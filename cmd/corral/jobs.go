@@ -152,7 +152,27 @@ func runRelease(ctx context.Context, env *cliEnv, args []string) error {
 	return holdRelease(ctx, env, "release", args, false)
 }
 
+func runSuspend(ctx context.Context, env *cliEnv, args []string) error {
+	return jobAction(ctx, env, "suspend", args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Suspend(ctx, api.SuspendRequest{IDs: ids, Suspend: true})
+	})
+}
+
+func runResume(ctx context.Context, env *cliEnv, args []string) error {
+	return jobAction(ctx, env, "resume", args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Suspend(ctx, api.SuspendRequest{IDs: ids, Suspend: false})
+	})
+}
+
 func holdRelease(ctx context.Context, env *cliEnv, cmd string, args []string, hold bool) error {
+	return jobAction(ctx, env, cmd, args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Hold(ctx, api.HoldRequest{IDs: ids, Hold: hold})
+	})
+}
+
+// jobAction runs a per-job action on the ids given and reports, per job,
+// those the controller refused.
+func jobAction(ctx context.Context, env *cliEnv, cmd string, args []string, act func(*api.Client, []uint64) (*api.HoldResponse, error)) error {
 	o, err := parseOpts(env, cmd, getopt.Permute, args)
 	if err != nil {
 		return err
@@ -168,7 +188,7 @@ func holdRelease(ctx context.Context, env *cliEnv, cmd string, args []string, ho
 	if err != nil {
 		return err
 	}
-	resp, err := cl.Hold(ctx, api.HoldRequest{IDs: ids, Hold: hold})
+	resp, err := act(cl, ids)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,8 @@ func init() {
 		"show":            {"show a job or a node in detail (scontrol show)", runShow},
 		"hold":            {"hold pending jobs (scontrol hold)", runHold},
 		"release":         {"release held jobs (scontrol release)", runRelease},
+		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
+		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
 		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},
@@ -144,7 +146,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node [ID], hold ID, release ID"
+const scontrolCommands = "show job|node [ID], hold ID, release ID, suspend ID, resume ID"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -158,9 +160,10 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stdout, "usage: scontrol "+scontrolCommands)
 		return 0
 	}
-	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"]}[sub]
+	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
+		"suspend": commands["suspend"], "resume": commands["resume"]}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))
