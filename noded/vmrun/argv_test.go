@@ -1,0 +1,174 @@
+package vmrun
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"corral/noded"
+	"corral/vmimage"
+)
+
+// These tests need neither QEMU nor an image.
+
+func TestArgvFollowsTheHostContract(t *testing.T) {
+	r := &Runner{cfg: Config{QEMU: "/usr/bin/qemu-system-x86_64"}, tscKHz: 2600000}
+	img := &vmimage.Image{Name: "default", Kernel: "/img/vmlinux", Initrd: "/img/initramfs.cpio.gz"}
+	f := filesIn("/state/job,1")
+	cases := map[string]struct {
+		accel    string
+		out      outputs
+		node     string
+		want     []string // consecutive argv pairs that must be present
+		wantNot  []string // substrings no argument may hold
+		wantTail string   // the -append value
+	}{
+		"tcg, separate stderr": {
+			accel: "tcg", out: outputs{stdout: "/o/out", stderr: "/o/err"}, node: "node1",
+			want: []string{"-accel tcg", "-cpu max", "-m 300", "-smp 2",
+				"-chardev file,id=out,path=/o/out,append=on", "-device isa-serial,chardev=out,iobase=0x2f8,irq=3",
+				"-chardev file,id=err,path=/o/err,append=on", "-device isa-serial,chardev=err,iobase=0x3e8,irq=5",
+				"-chardev file,id=ctl,path=/state/job,,1/control,append=on",
+				"-qmp unix:/state/job,,1/qmp.sock,server=on,wait=off",
+				"-kernel /img/vmlinux", "-initrd /state/job,1/job.initrd"},
+			wantTail: vmimage.KernelCmdline(2600000, "corral.hostname=node1"),
+		},
+		"kvm, shared file, bad hostname": {
+			accel: "kvm", out: outputs{stdout: "/o/both", shared: true}, node: "bad name",
+			want:     []string{"-accel kvm", "-cpu host", "-chardev file,id=out,path=/o/both,append=on"},
+			wantNot:  []string{"id=err", "chardev=err", "corral.hostname"},
+			wantTail: vmimage.KernelCmdline(2600000),
+		},
+		"discarded stdout": {
+			accel: "tcg", out: outputs{stderr: "/o/err"},
+			want: []string{"-chardev null,id=out", "-chardev file,id=err,path=/o/err,append=on"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			argv := r.argv(vmArgs{img: img, accel: tc.accel, cpus: 2, memMB: 300, f: f, out: tc.out, node: tc.node})
+			pairs := map[string]bool{}
+			for i := 0; i+1 < len(argv); i++ {
+				pairs[argv[i]+" "+argv[i+1]] = true
+			}
+			for _, w := range append(tc.want, "-M microvm", "-serial chardev:con", "-display none") {
+				if !pairs[w] {
+					t.Errorf("argv lacks %q:\n%s", w, strings.Join(argv, " "))
+				}
+			}
+			for _, a := range argv {
+				for _, no := range tc.wantNot {
+					if strings.Contains(a, no) {
+						t.Errorf("argument %q holds %q", a, no)
+					}
+				}
+			}
+			if tc.wantTail != "" && argv[len(argv)-1] != tc.wantTail {
+				t.Errorf("-append %q, want %q", argv[len(argv)-1], tc.wantTail)
+			}
+			for _, bad := range []string{"9p", "virtfs", "vfio", "-netdev"} {
+				if strings.Contains(strings.Join(argv, " "), bad) {
+					t.Errorf("argv holds %q, which would block live migration", bad)
+				}
+			}
+		})
+	}
+}
+
+func TestPrepareOutputsTruncatesAndPairsStreams(t *testing.T) {
+	dir := t.TempDir()
+	out, errp := filepath.Join(dir, "out"), filepath.Join(dir, "err")
+	os.WriteFile(out, []byte("old run\n"), 0o644)
+	cases := map[string]struct {
+		stdout, stderr string
+		want           outputs
+	}{
+		"separate":         {out, errp, outputs{stdout: out, stderr: errp}},
+		"stderr unset":     {out, "", outputs{stdout: out, shared: true}},
+		"same path":        {out, dir + "/./out", outputs{stdout: out, shared: true}},
+		"both discarded":   {"", "", outputs{shared: true}},
+		"stderr discarded": {out, os.DevNull, outputs{stdout: out}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := prepareOutputs(tc.stdout, tc.stderr)
+			if err != nil || got != tc.want {
+				t.Errorf("prepareOutputs = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(out); len(b) != 0 {
+		t.Errorf("stdout not truncated: %q", b)
+	}
+}
+
+func TestFinalResultReadsTheControlChannel(t *testing.T) {
+	cases := map[string]struct {
+		control, killed string
+		want            noded.Result
+		ok              bool
+	}{
+		"exit 3":           {"CORRAL STARTED\nCORRAL EXIT 3\n", "", noded.Result{ExitCode: 3}, true},
+		"signal":           {"CORRAL STARTED\nCORRAL EXIT 143\n", "", noded.Result{Signal: 15}, true},
+		"exit 200 is exit": {"CORRAL EXIT 200\n", "", noded.Result{ExitCode: 200}, true},
+		"oom":              {"CORRAL STARTED\nCORRAL OOM\nCORRAL EXIT 137\n", "", noded.Result{Signal: 9, OOM: true}, true},
+		"init error":       {"CORRAL ERROR no job payload\nCORRAL EXIT 127\n", "", noded.Result{ExitCode: 127, Message: "the guest could not start the job: no job payload"}, true},
+		"killed":           {"CORRAL STARTED\n", "1\n", noded.Result{Signal: 9}, true},
+		"exit beats kill":  {"CORRAL EXIT 0\n", "1\n", noded.Result{}, true},
+		"crashed":          {"CORRAL STARTED\n", "", noded.Result{}, false},
+		"emptied kill":     {"", "", noded.Result{}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := filesIn(t.TempDir())
+			os.WriteFile(f.control, []byte(tc.control), 0o600)
+			os.WriteFile(f.killed, []byte(tc.killed), 0o600)
+			got, ok := finalResult(f)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("finalResult = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestGuestRSSFindsTheRAMMapping(t *testing.T) {
+	smaps := `55d24a92f000-55d24ad36000 r--p 00000000 fe:00 10166287                   /usr/bin/qemu-system-x86_64
+Size:               4124 kB
+Rss:                4124 kB
+7fb4bba00000-7fb4bbc00000 rw-p 00000000 00:00 0 
+Size:               2048 kB
+Rss:                2048 kB
+7fb4bbe00000-7fb4cbe00000 rw-p 00000000 00:00 0 
+Size:             262144 kB
+KernelPageSize:        4 kB
+Rss:               59392 kB
+VmFlags: rd wr mr mw me ac sd
+7fb4d0c00000-7fb4d3ec7000 rw-p 00000000 fe:00 5309106                    /img/vmlinux
+Size:              51996 kB
+Rss:               45376 kB
+`
+	if kb, ok := guestRSS([]byte(smaps), 256*1024); !ok || kb != 59392 {
+		t.Errorf("guestRSS = %d, %v; want 59392", kb, ok)
+	}
+	if _, ok := guestRSS([]byte(smaps), 512*1024); ok {
+		t.Error("guestRSS found a mapping of the wrong size")
+	}
+	m := memUsage{}.merge(memUsage{hwm: 100, nonGuest: 90})
+	m = m.merge(memUsage{hwm: 200, nonGuest: 60 << 10, guest: 80 << 10, foundGuest: true})
+	m = m.merge(memUsage{hwm: 150, nonGuest: 150 << 10}) // teardown: no guest mapping
+	if m.hwm != 200 || m.overheadMB() != 60 {
+		t.Errorf("merged %+v: overhead %d MiB, want 60 and hwm 200", m, m.overheadMB())
+	}
+}
+
+func TestCPUInfoMHz(t *testing.T) {
+	info := "processor\t: 0\ncpu MHz\t\t: 2596.144\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n\nprocessor\t: 1\ncpu MHz\t\t: 800.000\n"
+	mhz, constant := cpuinfoMHz([]byte(info))
+	if mhz != 2596.144 || !constant {
+		t.Errorf("cpuinfoMHz = %v, %v", mhz, constant)
+	}
+	if khz, src := hostTSCkHz(); khz < 0 || src == "" {
+		t.Errorf("hostTSCkHz = %d, %q", khz, src)
+	}
+}

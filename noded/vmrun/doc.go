@@ -1,0 +1,74 @@
+// Package vmrun is the node daemon's vm runner: it runs every job in a QEMU
+// virtual machine of its own, KVM where it works and TCG elsewhere, and
+// implements noded.Runner beside the process runner.
+//
+// It owns the QEMU side of a job VM: choosing the accelerator (a test boot
+// at New, never /dev/kvm alone), measuring QEMU's memory overhead per VM,
+// building the command line of vmimage's host contract, starting QEMU in a
+// session of its own, watching and killing it, pausing and resuming it over
+// QMP (github.com/digitalocean/go-qemu), re-attaching to VMs a previous
+// daemon started, and turning the guest's control lines into a
+// noded.Result. The guest side (images, payload format, kernel command
+// line, serial ports, control protocol) belongs to corral/vmimage; this
+// package only follows it.
+//
+// It never decides whether a job may run, how much of the node it gets or
+// what state it ends in: the daemon does, from Result. It never removes a
+// job's state directory (the daemon does) but does remove the two files
+// that must not outlive the VM, the QMP socket and the per-job initrd. It
+// never uses 9p, networking or host devices a VM could not take along in a
+// live migration.
+//
+// Entry point: New, then Runner.Start and Runner.Recover. The handles are
+// *VM, which also offer Pause, Continue and Paused for suspend/resume and
+// VCPUThreads for pinning.
+//
+// # A job VM's life
+//
+//	Start: initrd = image base + payload   -> DIR/job.initrd
+//	       truncate the output files (Slurm's default)
+//	       qemu-system-x86_64 -M microvm -accel A -cpu max|host -m MEM -smp N
+//	         -nodefaults -no-user-config -display none -no-reboot
+//	         -chardev file,id=con,path=DIR/console.log,append=on -serial chardev:con
+//	         -chardev file,id=out,path=STDOUT,append=on -device isa-serial,chardev=out,... (ttyS1)
+//	         -chardev file,id=err,path=STDERR,append=on -device isa-serial,chardev=err,... (ttyS2, only when STDERR != STDOUT)
+//	         -chardev file,id=ctl,path=DIR/control,append=on -device isa-serial,chardev=ctl,... (ttyS3)
+//	         -qmp unix:DIR/qmp.sock,server=on,wait=off
+//	         -kernel IMAGE/vmlinux -initrd DIR/job.initrd
+//	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE"
+//	       (setsid; pid + start time + argv -> DIR/vm.json; wait for QMP)
+//	Wait:  QEMU exits -> DIR/control: CORRAL EXIT n [+ OOM] -> Result;
+//	       socket and initrd removed
+//	Kill:  DIR/killed, QMP quit, SIGKILL after grace -> Result{Signal: 9}
+//	Recover: DIR/vm.json -> same pid and start time? re-attach : Result from files
+//
+// Output files are written by QEMU as the guest sends the bytes, so a job's
+// output is on the node while it runs. QEMU opens them with append=on after
+// the runner truncated them itself: the truncation is Slurm's default
+// --open-mode, and a requeued job therefore starts with empty files.
+//
+// # Design decisions
+//
+// QMP is reached with one connection per command rather than one held per
+// VM: QEMU serves one QMP client at a time, and a held connection would
+// lock out a re-attaching daemon and operators. Pause stops the vCPUs and
+// the guest clock with them; after Continue the guest's wall clock is
+// behind the host's by the pause, which a job sees as time not passing.
+//
+// The accelerator is decided once per daemon, not per VM: the probe boots
+// a test guest with KVM (-cpu host) when /dev/kvm opens and takes KVM only
+// if the guest reaches CORRAL EXIT 0 within 5 s; otherwise it boots the
+// guest under TCG (-cpu max), and New fails if that does not work either.
+// ProbeReport says what happened.
+//
+// tsc_early_khz, which TCG boots need (see vmimage), is the host's TSC
+// frequency: measured against the monotonic clock on hosts with
+// constant_tsc, since /proc/cpuinfo's "cpu MHz" is the current clock on
+// bare-metal hosts with frequency scaling, and taken from cpuinfo
+// elsewhere. The measurement is one RDTSC instruction in assembly
+// (tsc_amd64.s).
+//
+// A job without --mem gets 512 MiB of guest RAM; less than 96 MiB is
+// refused, since the kernel unpacks the initramfs into RAM and panics
+// below that.
+package vmrun

@@ -1,0 +1,90 @@
+package vmrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"corral/noded"
+)
+
+// Recover re-attaches to the VM an earlier daemon started in dir. A VM
+// whose QEMU still runs (same pid and start time, same boot) gets a new
+// handle; QMP is reached with a new connection per command, as always. A VM
+// that is gone yields an error wrapping noded.ErrGone, with its Result
+// when its files tell one: the guest's EXIT line, or the kill recorded by
+// Kill. Its socket and initrd are removed.
+func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	f := filesIn(abs)
+	var st vmState
+	if err := readJSONFile(f.state, &st); err != nil {
+		res, err := r.recoverUnrecorded(f, err)
+		return nil, res, err
+	}
+	if st.BootID == hostBootID() {
+		p, err := openVMProc(st.PID, st.Start, false)
+		switch {
+		case err == nil:
+			return r.reattach(f, st, p), nil, nil
+		case !errors.Is(err, os.ErrProcessDone):
+			// Not known to be gone (out of descriptors, say): not ErrGone.
+			return nil, nil, fmt.Errorf("%s: watching the job's VM: %w", dir, err)
+		}
+	}
+	removeLeftovers(r.log, f)
+	if res, ok := finalResult(f); ok {
+		return nil, &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", dir, noded.ErrGone)
+	}
+	if st.BootID != hostBootID() {
+		return nil, nil, fmt.Errorf("%s: the node rebooted while the job's VM ran: %w", dir, noded.ErrGone)
+	}
+	return nil, nil, fmt.Errorf("%s: %s: %w", dir, lostMessage(f), noded.ErrGone)
+}
+
+// reattach returns the handle of a VM found running. It asks QEMU for the
+// VM's state only to log it: a monitor that does not answer does not keep
+// the daemon from watching the process and killing it.
+func (r *Runner) reattach(f vmFiles, st vmState, p *vmProc) *VM {
+	v := newVM(r.log, f, st, p, nil)
+	status := "unknown"
+	if s, err := queryStatus(context.Background(), st.QMP); err != nil {
+		v.log.Warn("re-attached job VM's monitor does not answer; it can still be killed", "err", err)
+	} else {
+		status = s.Return.Status
+	}
+	v.log.Info("re-attached job VM", "status", status, "accel", st.Accel, "image", st.Image)
+	return v
+}
+
+// recoverUnrecorded handles a directory without a usable vm.json. Start
+// writes vm.json right after QEMU started, so a daemon that died in
+// between leaves a QEMU nobody knows of: it is found by the socket path in
+// its command line and killed, since nothing could re-attach to it.
+func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, error) {
+	qmpArg := "unix:" + qemuEscape(f.qmp) + ",server=on,wait=off"
+	for _, pid := range strayQEMU(qmpArg) {
+		r.log.Warn("killing an unrecorded job VM", "pid", pid, "dir", f.dir)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	removeLeftovers(r.log, f)
+	if res, ok := finalResult(f); ok {
+		return &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", f.dir, noded.ErrGone)
+	}
+	if errors.Is(readErr, fs.ErrNotExist) || errors.Is(readErr, errIncomplete) {
+		return nil, fmt.Errorf("%s: the job's VM was never started: %w", f.dir, noded.ErrGone)
+	}
+	return nil, fmt.Errorf("%s: %v: %w", f.dir, readErr, noded.ErrGone)
+}

@@ -1,0 +1,131 @@
+package vmrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+
+	"corral/noded"
+	"corral/vmimage"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// ImageRoot is the directory holding one subdirectory per image, such
+	// as build/images.
+	ImageRoot string
+	// DefaultImage is the image of jobs that name none; "default" when
+	// empty.
+	DefaultImage string
+	// QEMU is the emulator binary; qemu-system-x86_64 when empty.
+	QEMU string
+	// Accel is "" to probe for the accelerator, or "kvm" or "tcg" to force
+	// one (New still boot-tests it and fails when it does not work).
+	Accel string
+	// Logger receives the probe's outcome and the VMs' lifecycle; slog's
+	// default logger when nil.
+	Logger *slog.Logger
+}
+
+// Runner is the vm runner: it runs every job in a QEMU virtual machine of
+// its own. It is safe for concurrent use.
+type Runner struct {
+	cfg      Config
+	log      *slog.Logger
+	images   map[string]*vmimage.Image
+	names    []string
+	accel    string
+	report   string
+	overhead int64
+	tscKHz   int
+}
+
+var _ noded.Runner = (*Runner)(nil)
+
+// New loads the images under cfg.ImageRoot, picks the accelerator by
+// booting a test guest (see probe), and measures QEMU's memory overhead per
+// VM on the way. It takes a few seconds under TCG, well under one with KVM.
+func New(ctx context.Context, cfg Config) (*Runner, error) {
+	if cfg.DefaultImage == "" {
+		cfg.DefaultImage = "default"
+	}
+	if cfg.QEMU == "" {
+		cfg.QEMU = "qemu-system-x86_64"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	switch cfg.Accel {
+	case "", "kvm", "tcg":
+	default:
+		return nil, fmt.Errorf("vm runner: accelerator %q: use kvm, tcg, or nothing to probe", cfg.Accel)
+	}
+	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
+	qemu, err := exec.LookPath(cfg.QEMU)
+	if err != nil {
+		return nil, fmt.Errorf("vm runner: %s not found (install qemu-system-x86, or run jobs with --runner process): %w", cfg.QEMU, err)
+	}
+	r.cfg.QEMU = qemu
+	imgs, err := vmimage.List(cfg.ImageRoot)
+	if len(imgs) == 0 {
+		if err == nil {
+			err = fmt.Errorf("no guest images in %s: run \"make image\" to build the default image", cfg.ImageRoot)
+		}
+		return nil, fmt.Errorf("vm runner: %w", err)
+	}
+	if err != nil {
+		// A broken image must not keep the node from offering the others.
+		r.log.Warn("some guest images could not be loaded", "err", err)
+	}
+	for i := range imgs {
+		r.images[imgs[i].Name] = &imgs[i]
+		r.names = append(r.names, imgs[i].Name)
+	}
+	if r.images[cfg.DefaultImage] == nil {
+		return nil, fmt.Errorf("vm runner: default image %q is not in %s (it has %s)", cfg.DefaultImage, cfg.ImageRoot, strings.Join(r.names, ", "))
+	}
+	var tscSource string
+	r.tscKHz, tscSource = hostTSCkHz()
+	if err := r.probe(ctx, tscSource); err != nil {
+		return nil, fmt.Errorf("vm runner: %w", err)
+	}
+	return r, nil
+}
+
+// Name is what the node reports as its runner.
+func (r *Runner) Name() string { return "vm" }
+
+// Images returns the names of the images jobs may ask for, sorted.
+func (r *Runner) Images() []string { return append([]string(nil), r.names...) }
+
+// Accel returns the accelerator every VM of this runner gets: "kvm" or
+// "tcg", as the probe decided.
+func (r *Runner) Accel() string { return r.accel }
+
+// ProbeReport returns one line saying how the accelerator was chosen (each
+// attempt, its time or its error), what the memory overhead measurement
+// found, and where the TSC frequency came from.
+func (r *Runner) ProbeReport() string { return r.report }
+
+// OverheadMB returns the memory, in MiB, each VM's QEMU process uses beyond
+// the guest RAM it is given; see measureOverhead for the method. The node
+// must reserve a job's --mem plus this for every VM.
+func (r *Runner) OverheadMB() int64 { return r.overhead }
+
+// errUnknownImage is wrapped by Start's error for an image this node lacks.
+var errUnknownImage = errors.New("unknown guest image")
+
+// image resolves a job's --image (empty means the default).
+func (r *Runner) image(name string) (*vmimage.Image, error) {
+	if name == "" {
+		name = r.cfg.DefaultImage
+	}
+	img := r.images[name]
+	if img == nil {
+		return nil, fmt.Errorf("%w %q: this node has %s (choose one with --image)", errUnknownImage, name, strings.Join(r.names, ", "))
+	}
+	return img, nil
+}

@@ -1,0 +1,339 @@
+package vmrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"corral/api"
+	"corral/noded"
+	"corral/vmimage"
+)
+
+// Files the vm runner keeps in a job's state directory. The daemon removes
+// the directory; the runner removes the socket and the initrd itself as soon
+// as the VM is gone, since they are the big or live ones.
+const (
+	stateFile   = "vm.json"     // vmState: what Recover needs
+	initrdFile  = "job.initrd"  // base initramfs + the job's payload
+	consoleFile = "console.log" // the guest kernel's console (ttyS0)
+	controlFile = "control"     // the guest init's control lines (ttyS3)
+	qemuLogFile = "qemu.log"    // QEMU's own stdout and stderr
+	qmpFile     = "qmp.sock"    // the QMP monitor socket
+	killedFile  = "killed"      // written by Kill before it stops the VM
+)
+
+// Limits of a job VM's shape.
+const (
+	// defaultMemMB is the guest RAM of a job that asked for no memory: a VM
+	// needs a size, and a node's whole memory is no sensible default.
+	defaultMemMB = 512
+	// minMemMB is the smallest guest RAM the default image boots in: the
+	// kernel unpacks the initramfs into RAM and panics below about 80 MiB.
+	minMemMB = 96
+	// maxSockPath is the longest path a Unix socket can have.
+	maxSockPath = 107
+	// monitorWait bounds how long Start waits for QEMU's monitor.
+	monitorWait = 30 * time.Second
+)
+
+// guestPath is the PATH a job gets when its environment has none: without
+// one the script could run nothing but shell builtins.
+const guestPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// vmState is vm.json. Pid and start time together name one process on one
+// boot; a pid alone may be reused.
+type vmState struct {
+	PID    int      `json:"pid"`
+	Start  uint64   `json:"start_ticks"`
+	BootID string   `json:"boot_id"`
+	QMP    string   `json:"qmp"`
+	Initrd string   `json:"initrd"`
+	Image  string   `json:"image"`
+	Accel  string   `json:"accel"`
+	Argv   []string `json:"argv"`
+}
+
+// vmFiles are the absolute paths of one VM's files.
+type vmFiles struct {
+	dir, state, initrd, console, control, qemuLog, qmp, killed string
+}
+
+func filesIn(dir string) vmFiles {
+	j := func(n string) string { return filepath.Join(dir, n) }
+	return vmFiles{dir: dir, state: j(stateFile), initrd: j(initrdFile), console: j(consoleFile),
+		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile)}
+}
+
+// Start boots the job's VM and returns once QEMU's monitor answers: the
+// guest is then booting, and output follows in about a second under TCG.
+// An error means no VM is left running; its text is shown to the user.
+func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
+	v, err := r.start(ctx, spec, r.accel)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string) (*VM, error) {
+	job := spec.Job
+	if job == nil {
+		job = &api.Job{}
+	}
+	img, err := r.image(job.Spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	cpus, memMB, err := vmShape(job)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(spec.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", spec.Dir, err)
+	}
+	f := filesIn(dir)
+	if len(f.qmp) > maxSockPath {
+		return nil, fmt.Errorf("state directory %s is too long for the VM's monitor socket (at most %d bytes for %s): use a shorter state directory", dir, maxSockPath, f.qmp)
+	}
+	if err := resetFiles(f); err != nil {
+		return nil, fmt.Errorf("preparing the VM's files: %w", err)
+	}
+	out, err := prepareOutputs(spec.Stdout, spec.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeInitrd(img, f.initrd, spec); err != nil {
+		return nil, err
+	}
+	argv := r.argv(vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
+		out: out, node: job.Node})
+	v, err := r.launch(argv, f, img.Name, accel)
+	if err != nil {
+		os.Remove(f.initrd)
+		return nil, err
+	}
+	if err := v.awaitMonitor(ctx); err != nil {
+		v.proc.kill()
+		<-v.done
+		return nil, err
+	}
+	r.log.Info("job VM started", "job", job.ID, "pid", v.st.PID, "image", img.Name, "accel", accel,
+		"cpus", cpus, "mem_mb", memMB, "dir", dir)
+	return v, nil
+}
+
+// vmShape returns the job's vCPUs and guest RAM: its allocation.
+func vmShape(job *api.Job) (cpus int, memMB int64, err error) {
+	cpus, memMB = job.CPUs, job.MemMB
+	if cpus <= 0 {
+		cpus = 1
+	}
+	if memMB <= 0 {
+		memMB = defaultMemMB
+	}
+	if memMB < minMemMB {
+		return 0, 0, fmt.Errorf("--mem=%dM is too little for a VM job: the guest kernel and its initramfs need at least %dM (ask for more, or run with --runner process)", memMB, minMemMB)
+	}
+	return cpus, memMB, nil
+}
+
+// resetFiles empties what an earlier run left in a reused state directory.
+// QEMU appends to the console and control files (see argv), so a stale
+// control line would otherwise be taken for this run's.
+func resetFiles(f vmFiles) error {
+	for _, p := range []string{f.console, f.control, f.qemuLog, f.killed} {
+		if err := os.Truncate(p, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	for _, p := range []string{f.qmp, f.initrd} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputs are the files QEMU writes the job's streams to; "" discards.
+type outputs struct {
+	stdout, stderr string
+	// shared says both streams go to one file: the VM then has no stderr
+	// port and init sends stderr to ttyS1 too, so the two interleave as
+	// they would on a host.
+	shared bool
+}
+
+// prepareOutputs creates and truncates the output files, as Slurm does by
+// default. The host opens them first so that a missing directory fails the
+// job with the process runner's message rather than with QEMU's; QEMU then
+// opens them with append=on, which keeps it from truncating a second time
+// and leaves room for Slurm's --open-mode=append, which is this truncation
+// left out.
+func prepareOutputs(out, errPath string) (outputs, error) {
+	if errPath == "" {
+		errPath = out
+	}
+	o := outputs{shared: filepath.Clean(errPath) == filepath.Clean(out)}
+	for i, p := range []string{out, errPath} {
+		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
+			continue
+		}
+		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			hint := ""
+			if errors.Is(err, fs.ErrNotExist) {
+				hint = " (its directory must exist on the node; it is not created)"
+			}
+			return outputs{}, fmt.Errorf("cannot open output file %s: %v%s", p, err, hint)
+		}
+		fh.Close()
+		if i == 0 {
+			o.stdout = p
+		} else {
+			o.stderr = p
+		}
+	}
+	return o, nil
+}
+
+// writeInitrd writes the job's -initrd: the image's base initramfs and the
+// job's payload.
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec) error {
+	env := spec.Env
+	hasPath := false
+	for _, kv := range env {
+		hasPath = hasPath || strings.HasPrefix(kv, "PATH=")
+	}
+	if !hasPath {
+		env = append(append([]string(nil), env...), guestPath)
+	}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir}
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing the VM's initrd: %w", err)
+	}
+	w := bufio.NewWriterSize(fh, 256<<10)
+	err = img.WriteInitrd(w, p)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err = errors.Join(err, fh.Close()); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing the VM's initrd: %w", err)
+	}
+	return nil
+}
+
+// vmArgs is what the QEMU command line is made of.
+type vmArgs struct {
+	img   *vmimage.Image
+	accel string
+	cpus  int
+	memMB int64
+	f     vmFiles
+	out   outputs
+	node  string
+}
+
+// hostnameRE is what corral.hostname may hold: it goes on the kernel
+// command line, where a space would split it.
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
+
+// argv returns the QEMU command line of the host contract in vmimage's
+// documentation. Every device is one QEMU can migrate (no 9p, no host
+// passthrough), so that a later live migration can start the same argv on
+// another node.
+func (r *Runner) argv(a vmArgs) []string {
+	cpu := "max"
+	if a.accel == "kvm" {
+		cpu = "host"
+	}
+	argv := []string{r.cfg.QEMU,
+		"-M", "microvm", "-accel", a.accel, "-cpu", cpu,
+		"-m", strconv.FormatInt(a.memMB, 10), "-smp", strconv.Itoa(a.cpus),
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-chardev", fileChardev("con", a.f.console), "-serial", "chardev:con",
+		"-chardev", fileChardev("out", a.out.stdout), "-device", vmimage.StdoutPort.DeviceArg("out"),
+	}
+	if !a.out.shared {
+		argv = append(argv, "-chardev", fileChardev("err", a.out.stderr), "-device", vmimage.StderrPort.DeviceArg("err"))
+	}
+	argv = append(argv,
+		"-chardev", fileChardev("ctl", a.f.control), "-device", vmimage.ControlPort.DeviceArg("ctl"),
+		"-qmp", "unix:"+qemuEscape(a.f.qmp)+",server=on,wait=off",
+		"-kernel", a.img.Kernel, "-initrd", a.f.initrd,
+	)
+	var extra []string
+	if hostnameRE.MatchString(a.node) {
+		extra = append(extra, "corral.hostname="+a.node)
+	}
+	return append(argv, "-append", vmimage.KernelCmdline(r.tscKHz, extra...))
+}
+
+// fileChardev returns a -chardev value writing to path, appending (see
+// prepareOutputs and resetFiles), or discarding when path is "".
+func fileChardev(id, path string) string {
+	if path == "" {
+		return "null,id=" + id
+	}
+	return "file,id=" + id + ",path=" + qemuEscape(path) + ",append=on"
+}
+
+// qemuEscape doubles commas, which QEMU's option syntax reads as
+// separators.
+func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// launch starts QEMU in a session of its own, so that it outlives the
+// daemon, and records it in vm.json before anything else can fail.
+func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, error) {
+	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{
+		Path: argv[0], Args: argv, Dir: f.dir,
+		Stdout: logf, Stderr: logf,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting QEMU: %w", err)
+	}
+	pid := cmd.Process.Pid
+	start, _, err := startTicks(pid) // an unreaped child cannot vanish
+	var p *vmProc
+	if err == nil {
+		p, err = openVMProc(pid, start, true)
+	}
+	st := vmState{PID: pid, Start: start, BootID: hostBootID(), QMP: f.qmp, Initrd: f.initrd,
+		Image: image, Accel: accel, Argv: argv}
+	if err == nil {
+		if err = writeJSONFile(f.state, st); err != nil && p != nil {
+			p.close()
+		}
+	}
+	if err != nil {
+		// Without a record a restarted daemon could not find the VM, so it
+		// must not run.
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("recording the job's VM: %w", err)
+	}
+	return newVM(r.log, f, st, p, cmd), nil
+}

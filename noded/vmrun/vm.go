@@ -1,0 +1,319 @@
+package vmrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"corral/noded"
+	"corral/vmimage"
+)
+
+// VM is a running job VM: the handle Start and Recover return. Besides
+// noded.Handle it offers Pause, Continue and Paused for suspend/resume, and
+// VCPUThreads for pinning.
+type VM struct {
+	log      *slog.Logger
+	f        vmFiles
+	st       vmState
+	proc     *vmProc
+	cmd      *exec.Cmd // set when this daemon started QEMU, nil when recovered
+	killOnce sync.Once
+	done     chan struct{}
+	res      noded.Result
+}
+
+var _ noded.Handle = (*VM)(nil)
+
+func newVM(log *slog.Logger, f vmFiles, st vmState, p *vmProc, cmd *exec.Cmd) *VM {
+	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, done: make(chan struct{})}
+	go v.watch()
+	return v
+}
+
+// Wait blocks until the VM is gone and returns how the job ended.
+func (v *VM) Wait() noded.Result {
+	<-v.done
+	return v.res
+}
+
+// Done is closed when the VM is gone.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// PID returns the QEMU process's id.
+func (v *VM) PID() int { return v.st.PID }
+
+// watch waits for QEMU to exit, reads how the job ended and removes the
+// VM's socket and initrd.
+func (v *VM) watch() {
+	if v.cmd != nil {
+		v.cmd.Wait() // reaps; QEMU's exit status says nothing of the job's
+	} else {
+		v.proc.wait()
+	}
+	v.proc.close()
+	res, ok := finalResult(v.f)
+	if !ok {
+		// The daemon logs and reports the message; the probe expects it.
+		res = noded.Result{Message: lostMessage(v.f), OOM: readControl(v.f.control).oom}
+	}
+	removeLeftovers(v.log, v.f)
+	v.res = res
+	close(v.done)
+}
+
+// ended reports whether the VM is gone.
+func (v *VM) ended() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill stops the VM: QMP quit, which ends QEMU at once (the guest has no
+// channel that could deliver a SIGTERM to the job first), then SIGKILL if
+// QEMU is still there after grace. It returns at once and is idempotent;
+// Wait tells when the VM is gone. A killed job's Result is Signal 9: the
+// whole machine stopped under it. The kill is recorded in the state
+// directory first, so a recovering daemon derives the same Result.
+func (v *VM) Kill(grace time.Duration) {
+	v.killOnce.Do(func() {
+		if v.ended() {
+			return
+		}
+		if err := writeFileInPlace(v.f.killed, []byte("1\n")); err != nil {
+			v.log.Warn("cannot record the VM's kill", "err", err)
+		}
+		go v.stop(grace)
+	})
+}
+
+func (v *VM) stop(grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	if grace > 0 {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		// The reply may be lost when QEMU closes the socket as it quits:
+		// only the process's end counts.
+		_, err := qmpExec(ctx, v.st.QMP, "quit")
+		cancel()
+		select {
+		case <-v.done:
+			return
+		case <-time.After(time.Until(deadline)):
+		}
+		v.log.Warn("job VM still running after QMP quit and its grace; sending SIGKILL", "grace", grace, "quit_err", err)
+	}
+	if err := v.proc.kill(); err != nil {
+		v.log.Error("cannot SIGKILL the job's VM", "err", err)
+	}
+}
+
+// Pause stops the VM's vCPUs (QMP stop). Its memory stays allocated; the
+// guest's clock stops with it, so the job sees no time pass.
+func (v *VM) Pause() error { return v.command("stop") }
+
+// Continue resumes a paused VM (QMP cont).
+func (v *VM) Continue() error { return v.command("cont") }
+
+// Paused reports whether the VM is paused, as QEMU says: a daemon that
+// re-attached to a VM needs this to know the job is suspended.
+func (v *VM) Paused() (bool, error) {
+	st, err := queryStatus(context.Background(), v.st.QMP)
+	if err != nil {
+		return false, v.vmError("query-status", err)
+	}
+	return !st.Return.Running && st.Return.Status == "paused", nil
+}
+
+// VCPUThreads returns the host thread id of each vCPU, in vCPU order
+// (QMP query-cpus-fast), for a daemon that pins vCPUs to its CPUs. Under
+// single-threaded TCG all vCPUs share one thread.
+func (v *VM) VCPUThreads() ([]int, error) {
+	r, err := qmpExec(context.Background(), v.st.QMP, "query-cpus-fast")
+	if err != nil {
+		return nil, v.vmError("query-cpus-fast", err)
+	}
+	var reply struct {
+		Return []struct {
+			Index  int `json:"cpu-index"`
+			Thread int `json:"thread-id"`
+		} `json:"return"`
+	}
+	if err := json.Unmarshal(r[0], &reply); err != nil {
+		return nil, fmt.Errorf("QMP query-cpus-fast: %w", err)
+	}
+	sort.Slice(reply.Return, func(i, j int) bool { return reply.Return[i].Index < reply.Return[j].Index })
+	ids := make([]int, len(reply.Return))
+	for i, c := range reply.Return {
+		ids[i] = c.Thread
+	}
+	return ids, nil
+}
+
+func (v *VM) command(c string) error {
+	if v.ended() {
+		return v.vmError(c, nil)
+	}
+	_, err := qmpExec(context.Background(), v.st.QMP, c)
+	if err != nil {
+		return v.vmError(c, err)
+	}
+	v.log.Info("job VM QMP command", "command", c)
+	return nil
+}
+
+// errVMEnded is wrapped by Pause, Continue and Paused when the VM is gone.
+var errVMEnded = errors.New("the job's VM has ended")
+
+func (v *VM) vmError(c string, err error) error {
+	if v.ended() || !v.proc.alive() {
+		return fmt.Errorf("QMP %s: %w", c, errVMEnded)
+	}
+	return err
+}
+
+// awaitMonitor waits until QEMU's monitor answers, which means QEMU has
+// set up the machine and runs it. A QEMU that cannot (KVM refusing the
+// CPU model, say) exits first; its own message is then the error.
+func (v *VM) awaitMonitor(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, monitorWait)
+	defer cancel()
+	for {
+		_, err := queryStatus(ctx, v.st.QMP)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-v.done:
+			return fmt.Errorf("QEMU exited as it started: %s", tailFile(v.f.qemuLog, 3, 600))
+		case <-ctx.Done():
+			return fmt.Errorf("QEMU's monitor did not answer: %w (QEMU said: %s)", err, tailFile(v.f.qemuLog, 3, 600))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// control is what the guest's init reported on the control port.
+type control struct {
+	exited  bool
+	code    int
+	oom     bool
+	errText string
+}
+
+func readControl(path string) control {
+	var c control
+	fh, err := os.Open(path)
+	if err != nil {
+		return c
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		ev, ok := vmimage.ParseControl(sc.Text())
+		if !ok {
+			continue
+		}
+		switch ev.Kind {
+		case vmimage.EventOOM:
+			c.oom = true
+		case vmimage.EventError:
+			c.errText = ev.Text
+		case vmimage.EventExit:
+			c.exited, c.code = true, ev.Code
+		}
+	}
+	return c
+}
+
+// finalResult derives how a job ended from its files alone, so that
+// watch and Recover agree: the guest's EXIT line, else a recorded kill.
+func finalResult(f vmFiles) (noded.Result, bool) {
+	c := readControl(f.control)
+	if c.exited {
+		res := decodeStatus(c.code)
+		res.OOM = c.oom
+		if c.errText != "" {
+			res.Message = "the guest could not start the job: " + c.errText
+		}
+		return res, true
+	}
+	if b, err := os.ReadFile(f.killed); err == nil && len(b) > 0 {
+		return noded.Result{Signal: 9, OOM: c.oom}, true
+	}
+	return noded.Result{}, false
+}
+
+// decodeStatus turns the guest shell's $? into a Result, as the process
+// runner does: 128+S is how a shell reports a child killed by signal S, and
+// statuses 129..192 (signals 1..64) are taken as signals.
+func decodeStatus(st int) noded.Result {
+	if st > 128 && st <= 128+64 {
+		return noded.Result{Signal: st - 128}
+	}
+	return noded.Result{ExitCode: st}
+}
+
+// lostMessage explains a VM that ended without an EXIT line, with the last
+// words of QEMU and of the guest kernel.
+func lostMessage(f vmFiles) string {
+	msg := "the job's VM ended without reporting the job's exit status (QEMU crashed or was killed, or the guest panicked)"
+	if q := tailFile(f.qemuLog, 2, 300); q != "" {
+		msg += "; QEMU said: " + q
+	}
+	if c := tailFile(f.console, 4, 500); c != "" {
+		msg += "; guest console: " + c
+	}
+	return msg
+}
+
+// tailFile returns the last lines (at most max bytes) of a text file,
+// joined with " | ".
+func tailFile(path string, lines, max int) string {
+	fh, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	const window = 8 << 10
+	if fi, err := fh.Stat(); err == nil && fi.Size() > window {
+		fh.Seek(fi.Size()-window, 0)
+	}
+	var keep []string
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > lines {
+		keep = keep[len(keep)-lines:]
+	}
+	s := strings.Join(keep, " | ")
+	if len(s) > max {
+		s = "..." + s[len(s)-max:]
+	}
+	return s
+}
+
+// removeLeftovers removes what must not outlive the VM: the monitor socket
+// (QEMU removes it itself only when it exits cleanly) and the initrd.
+func removeLeftovers(log *slog.Logger, f vmFiles) {
+	for _, p := range []string{f.qmp, f.initrd} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("cannot remove a job VM's file", "path", p, "err", err)
+		}
+	}
+}

@@ -1,0 +1,400 @@
+package vmrun
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/noded"
+	"corral/vmimage"
+)
+
+// The tests boot real VMs (TCG wherever KVM does not work) from the image
+// `make image` builds. They skip, saying why, where QEMU or the image is
+// missing; CI installs both.
+
+var (
+	runnerOnce sync.Once
+	sharedR    *Runner
+	sharedErr  error
+)
+
+func imageRoot() string {
+	if d := os.Getenv("CORRAL_IMAGE_ROOT"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "build", "images")
+}
+
+// testRunner returns the runner all tests share: New's probe boots one or
+// two VMs, which is worth doing once.
+func testRunner(tb testing.TB) *Runner {
+	tb.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		tb.Skip("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86): the vm runner tests boot real VMs")
+	}
+	if _, err := vmimage.Load(filepath.Join(imageRoot(), "default")); err != nil {
+		tb.Skipf("no guest image (run make image, or set CORRAL_IMAGE_ROOT): %v", err)
+	}
+	runnerOnce.Do(func() {
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		sharedR, sharedErr = New(context.Background(), Config{ImageRoot: imageRoot(), Logger: log})
+	})
+	if sharedErr != nil {
+		tb.Fatalf("New: %v", sharedErr)
+	}
+	return sharedR
+}
+
+// jobSpec returns a job in a fresh state directory, stdout in out.txt.
+func jobSpec(tb testing.TB, script string, cpus int, memMB int64) noded.LaunchSpec {
+	dir := tb.TempDir()
+	return noded.LaunchSpec{
+		Job:     &api.Job{ID: 42, Node: "node1", CPUs: cpus, MemMB: memMB},
+		Dir:     dir,
+		Env:     []string{"PATH=/usr/bin:/bin", "CORRAL_JOB_ID=42"},
+		Stdout:  filepath.Join(dir, "out.txt"),
+		Script:  script,
+		WorkDir: "/tmp/work",
+	}
+}
+
+func start(tb testing.TB, r *Runner, spec noded.LaunchSpec) *VM {
+	tb.Helper()
+	h, err := r.Start(context.Background(), spec)
+	if err != nil {
+		tb.Fatalf("Start: %v", err)
+	}
+	v := h.(*VM)
+	tb.Cleanup(func() { v.Kill(0); <-v.done })
+	return v
+}
+
+// waitResult waits for the VM with a bound, so a hung VM fails the test
+// instead of the whole run.
+func waitResult(tb testing.TB, v *VM, limit time.Duration) noded.Result {
+	tb.Helper()
+	select {
+	case <-v.Done():
+		return v.Wait()
+	case <-time.After(limit):
+		tb.Fatalf("VM still running after %s; console: %s", limit, tailFile(v.f.console, 5, 800))
+	}
+	return noded.Result{}
+}
+
+// waitFor polls cond until it holds or limit passes.
+func waitFor(tb testing.TB, what string, limit time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readFile(tb testing.TB, path string) string {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// assertGone checks that nothing of the VM outlives it.
+func assertGone(t *testing.T, v *VM) {
+	t.Helper()
+	if st, ended, err := startTicks(v.st.PID); err == nil && st == v.st.Start && !ended {
+		t.Errorf("QEMU (pid %d) is still running", v.st.PID)
+	}
+	for _, p := range []string{v.f.qmp, v.f.initrd} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s outlives the VM (stat: %v)", filepath.Base(p), err)
+		}
+	}
+}
+
+func TestProbeExplainsItsChoiceAndTheChoiceBoots(t *testing.T) {
+	r := testRunner(t)
+	t.Logf("probe: %s", r.ProbeReport())
+	if r.Accel() != "kvm" && r.Accel() != "tcg" {
+		t.Fatalf("Accel() = %q", r.Accel())
+	}
+	rep := r.ProbeReport()
+	if !strings.HasPrefix(rep, "accel "+r.Accel()+":") || !strings.Contains(rep, r.Accel()+" booted the test guest in") {
+		t.Errorf("the report does not say which accelerator booted: %s", rep)
+	}
+	if r.Accel() == "tcg" && !strings.Contains(rep, "kvm not tried") && !strings.Contains(rep, "kvm failed") {
+		t.Errorf("TCG chosen but the report does not say why KVM was not: %s", rep)
+	}
+	if mb := r.OverheadMB(); mb < 1 || mb > 1024 {
+		t.Errorf("OverheadMB() = %d, want a plausible QEMU overhead", mb)
+	}
+	if imgs := r.Images(); !contains(imgs, "default") {
+		t.Errorf("Images() = %v, want default among them", imgs)
+	}
+	if r.Name() != "vm" {
+		t.Errorf("Name() = %q", r.Name())
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestJobSeesItsVCPUsMemoryAndKernel(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "#!/bin/sh\nnproc\nfree -m\nuname -r\necho \"id=$CORRAL_JOB_ID pwd=$(pwd) host=$(hostname)\"\necho oops >&2\nexit 3\n", 2, 256)
+	spec.Stderr = filepath.Join(spec.Dir, "err.txt")
+	v := start(t, r, spec)
+	if ids, err := v.VCPUThreads(); err != nil || len(ids) != 2 || ids[0] <= 0 {
+		t.Errorf("VCPUThreads() = %v, %v; want two thread ids", ids, err)
+	}
+	res := waitResult(t, v, 60*time.Second)
+	if res != (noded.Result{ExitCode: 3}) {
+		t.Errorf("Result = %+v, want ExitCode 3", res)
+	}
+	out := readFile(t, spec.Stdout)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 5 || lines[0] != "2" {
+		t.Fatalf("nproc: want 2 first; output:\n%s", out)
+	}
+	total := memTotal(lines)
+	if total < 160 || total > 256 {
+		t.Errorf("free -m total = %d MiB, want close to 256; output:\n%s", total, out)
+	}
+	img, _ := r.image("")
+	if !contains(lines, img.KernelVersion) || !strings.Contains(img.KernelVersion, "cloud") {
+		t.Errorf("uname -r: want the cloud kernel %s; output:\n%s", img.KernelVersion, out)
+	}
+	if !contains(lines, "id=42 pwd=/tmp/work host=node1") {
+		t.Errorf("environment, workdir or hostname missing; output:\n%s", out)
+	}
+	if got := readFile(t, spec.Stderr); got != "oops\n" {
+		t.Errorf("stderr file = %q, want %q", got, "oops\n")
+	}
+	assertGone(t, v)
+}
+
+// memTotal returns the "Mem:" total of free -m's output.
+func memTotal(lines []string) int {
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "Mem:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return -1
+}
+
+func TestKillEndsTheVMWithinGraceAndLeavesNothing(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "echo sleeping\nsleep 60\n", 1, 256)
+	v := start(t, r, spec)
+	waitFor(t, "the job to start", 60*time.Second, func() bool {
+		return strings.Contains(readFile(t, spec.Stdout), "sleeping")
+	})
+	const grace = 3 * time.Second
+	t0 := time.Now()
+	v.Kill(grace)
+	v.Kill(grace) // idempotent
+	res := waitResult(t, v, grace+time.Second)
+	t.Logf("VM gone %v after Kill", time.Since(t0).Round(time.Millisecond))
+	if res != (noded.Result{Signal: 9}) {
+		t.Errorf("Result = %+v, want Signal 9", res)
+	}
+	assertGone(t, v)
+	// A daemon restarted now derives the same Result from the files.
+	h, got, err := r.Recover(spec.Dir)
+	if h != nil || !errors.Is(err, noded.ErrGone) || got == nil || *got != res {
+		t.Errorf("Recover = %v, %+v, %v; want ErrGone with %+v", h, got, err, res)
+	}
+}
+
+func TestAVMThatDiesWithoutExitIsReportedAsSuch(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "echo sleeping\nsleep 60\n", 1, 256)
+	v := start(t, r, spec)
+	waitFor(t, "the job to start", 60*time.Second, func() bool {
+		return strings.Contains(readFile(t, spec.Stdout), "sleeping")
+	})
+	syscall.Kill(v.PID(), syscall.SIGKILL) // not through Kill: a crash
+	res := waitResult(t, v, 10*time.Second)
+	if res.ExitCode != 0 || res.Signal != 0 || !strings.Contains(res.Message, "without reporting the job's exit status") {
+		t.Errorf("Result = %+v, want a message saying the exit status is lost", res)
+	}
+	assertGone(t, v)
+	if h, got, err := r.Recover(spec.Dir); h != nil || got != nil || !errors.Is(err, noded.ErrGone) {
+		t.Errorf("Recover = %v, %+v, %v; want ErrGone and no result", h, got, err)
+	}
+}
+
+func TestGuestOOMIsReported(t *testing.T) {
+	r := testRunner(t)
+	// awk doubles a string until it holds 512 MB, far past the guest's RAM.
+	spec := jobSpec(t, "awk 'BEGIN { s = \"x\"; for (i = 0; i < 29; i++) s = s s; print length(s) }'\necho survived\n", 1, 128)
+	v := start(t, r, spec)
+	res := waitResult(t, v, 120*time.Second)
+	if !res.OOM {
+		t.Errorf("Result = %+v, want OOM; output: %s", res, readFile(t, spec.Stdout))
+	}
+	t.Logf("OOM result: %+v", res)
+}
+
+func TestPauseStopsTheJobAndContinueResumesIt(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "i=0\nwhile [ $i -lt 30 ]; do echo $i; i=$((i+1)); sleep 0.1; done\n", 1, 256)
+	v := start(t, r, spec)
+	lines := func() int { return strings.Count(readFile(t, spec.Stdout), "\n") }
+	waitFor(t, "output to stream", 60*time.Second, func() bool { return lines() >= 5 })
+	if err := v.Pause(); err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	if p, err := v.Paused(); err != nil || !p {
+		t.Errorf("Paused() = %v, %v after Pause", p, err)
+	}
+	time.Sleep(200 * time.Millisecond) // bytes already in QEMU's hands
+	before := lines()
+	time.Sleep(2 * time.Second)
+	during := lines()
+	if err := v.Continue(); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+	if during != before {
+		t.Errorf("output grew from %d to %d lines while paused", before, during)
+	}
+	if p, err := v.Paused(); err != nil || p {
+		t.Errorf("Paused() = %v, %v after Continue", p, err)
+	}
+	res := waitResult(t, v, 60*time.Second)
+	if res != (noded.Result{}) || lines() != 30 {
+		t.Errorf("Result = %+v with %d lines, want exit 0 after 30 lines", res, lines())
+	}
+	if err := v.Pause(); !errors.Is(err, errVMEnded) {
+		t.Errorf("Pause after the end = %v, want errVMEnded", err)
+	}
+}
+
+func TestRecoverReattachesToARunningVM(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "echo begun\nsleep 2\necho done\nexit 7\n", 1, 256)
+	old := start(t, r, spec)
+	waitFor(t, "the job to start", 60*time.Second, func() bool {
+		return strings.Contains(readFile(t, spec.Stdout), "begun")
+	})
+	// The daemon dies: its handle is dropped (QMP holds no connection to
+	// lose), and a new one re-attaches from the state directory alone.
+	h, res, err := r.Recover(spec.Dir)
+	if err != nil || res != nil || h == nil {
+		t.Fatalf("Recover = %v, %+v, %v; want a handle", h, res, err)
+	}
+	v := h.(*VM)
+	if v.cmd != nil || v.st.PID != old.st.PID {
+		t.Errorf("recovered handle is not the re-attached VM (pid %d, want %d)", v.st.PID, old.st.PID)
+	}
+	if p, err := v.Paused(); err != nil || p {
+		t.Errorf("recovered VM's monitor: Paused() = %v, %v", p, err)
+	}
+	got := waitResult(t, v, 60*time.Second)
+	if got != (noded.Result{ExitCode: 7}) || !strings.Contains(readFile(t, spec.Stdout), "done") {
+		t.Errorf("Result = %+v, output %q; want ExitCode 7 after done", got, readFile(t, spec.Stdout))
+	}
+	<-old.Done()
+	assertGone(t, v)
+}
+
+func TestRecoverOfAFinishedJobReturnsItsResult(t *testing.T) {
+	r := testRunner(t)
+	spec := jobSpec(t, "exit 5\n", 1, 256)
+	v := start(t, r, spec)
+	want := waitResult(t, v, 60*time.Second)
+	h, res, err := r.Recover(spec.Dir)
+	if h != nil || !errors.Is(err, noded.ErrGone) || res == nil || *res != want || want != (noded.Result{ExitCode: 5}) {
+		t.Errorf("Recover = %v, %+v, %v; want ErrGone with %+v", h, res, err, want)
+	}
+}
+
+func TestRecoverOfAnEmptyDirectoryIsGone(t *testing.T) {
+	r := testRunner(t)
+	h, res, err := r.Recover(t.TempDir())
+	if h != nil || res != nil || !errors.Is(err, noded.ErrGone) {
+		t.Errorf("Recover = %v, %+v, %v; want ErrGone and no result", h, res, err)
+	}
+}
+
+func TestStartRefusesWhatCannotRun(t *testing.T) {
+	r := testRunner(t)
+	cases := map[string]struct {
+		mutate func(*noded.LaunchSpec)
+		want   string
+	}{
+		"unknown image":            {func(s *noded.LaunchSpec) { s.Job.Spec.Image = "nope" }, `"nope": this node has default`},
+		"too little memory":        {func(s *noded.LaunchSpec) { s.Job.MemMB = 32 }, "at least 96M"},
+		"missing output directory": {func(s *noded.LaunchSpec) { s.Stdout = "/nonexistent/dir/out" }, "it is not created"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := jobSpec(t, "exit 0\n", 1, 256)
+			tc.mutate(&spec)
+			_, err := r.Start(context.Background(), spec)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start error = %v, want one containing %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(spec.Dir, initrdFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused job left its initrd (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// BenchmarkStartToFirstOutput measures Start until the job's first byte is
+// in its stdout file: the VM's share of submit-to-first-output.
+func BenchmarkStartToFirstOutput(b *testing.B) {
+	r := testRunner(b)
+	var took []time.Duration
+	for i := 0; i < b.N; i++ {
+		spec := jobSpec(b, "echo hello\n", 1, 256)
+		t0 := time.Now()
+		h, err := r.Start(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if fi, err := os.Stat(spec.Stdout); err == nil && fi.Size() > 0 {
+				break
+			}
+			if time.Since(t0) > time.Minute {
+				b.Fatal("no output within a minute")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		took = append(took, time.Since(t0))
+		if res := h.Wait(); res != (noded.Result{}) {
+			b.Fatalf("Result = %+v", res)
+		}
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	pct := func(p float64) time.Duration { return took[int(p*float64(len(took)-1)+0.5)] }
+	b.ReportMetric(float64(pct(0.5).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(pct(0.95).Milliseconds()), "p95-ms")
+	b.Logf("start→first output over %d runs (%s): p50 %v, p95 %v", len(took), r.Accel(), pct(0.5), pct(0.95))
+}
