@@ -16,6 +16,7 @@ import (
 	"corral/ctld"
 	"corral/internal/getopt"
 	"corral/noded"
+	"corral/noded/vmrun"
 	"corral/submit"
 )
 
@@ -150,7 +151,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
-		valued(0, "runner", "NAME", "how jobs run: process"),
+		valued(0, "runner", "NAME", "how jobs run: process (default) or vm (a QEMU VM per job)"),
+		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -173,6 +175,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	cfg, err := nodedConfig(o, cl, log)
 	if err != nil {
+		return err
+	}
+	if cfg.Runner, err = makeRunner(ctx, env, o, log); err != nil {
 		return err
 	}
 	d, err := noded.New(cfg)
@@ -207,9 +212,6 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		}
 		mem = m
 	}
-	if r := o.get("runner"); r != "" && r != "process" {
-		return noded.Config{}, fmt.Errorf("noded %s: --runner=%s: unknown runner (available: process)", name, r)
-	}
 	return noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"),
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
@@ -224,6 +226,8 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "nodes", "N", "node daemons to run (default 2)"),
 		valued(0, "cpus", "N", "CPUs per node (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory per node (default: the host's divided among the nodes)"),
+		valued(0, "runner", "NAME", "how jobs run: process (default) or vm (a QEMU VM per job)"),
+		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		flag(0, "fresh", "delete the state directory first"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
@@ -274,6 +278,14 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 			return err
 		}
 		cfgs = append(cfgs, cfg)
+	}
+	// One runner serves every node: the vm runner's probe boots a guest.
+	runner, err := makeRunner(ctx, env, o, log)
+	if err != nil {
+		return err
+	}
+	for i := range cfgs {
+		cfgs[i].Runner = runner
 	}
 	c, err := ctld.New(ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
@@ -338,4 +350,38 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error
 		daemons = append(daemons, d)
 	}
 	return daemons, nil
+}
+
+// makeRunner builds the runner --runner names: process (nil: the daemon's
+// default) or vm, whose accelerator probe boots a test guest.
+func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger) (noded.Runner, error) {
+	switch o.get("runner") {
+	case "", "process":
+		return nil, nil
+	case "vm":
+		root := orString(o.get("images"), env.getenv("CORRAL_IMAGES"))
+		if root == "" {
+			root = defaultImageRoot()
+		}
+		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("--runner vm: %w", err)
+		}
+		log.Info("vm runner ready", "accel", r.Accel(), "images", r.Images(), "overhead_mb", r.OverheadMB(), "probe", r.ProbeReport())
+		return r, nil
+	}
+	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
+}
+
+// defaultImageRoot finds build/images in the working directory or beside
+// the binary's checkout (bin/corral → build/images).
+func defaultImageRoot() string {
+	if st, err := os.Stat("build/images"); err == nil && st.IsDir() {
+		abs, _ := filepath.Abs("build/images")
+		return abs
+	}
+	if exe, err := os.Executable(); err == nil {
+		return filepath.Join(filepath.Dir(filepath.Dir(exe)), "build", "images")
+	}
+	return "build/images"
 }

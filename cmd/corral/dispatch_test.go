@@ -138,7 +138,8 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"ctld option needs value": {argv: []string{"corral", "ctld", "--id"}, code: 2, stderr: []string{"--id"}},
 		"noded without data":      {argv: []string{"corral", "noded", "--name", "n1"}, code: 1, stderr: []string{"--data is required"}},
 		"noded bad cpus":          {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--cpus", "0"}, code: 1, stderr: []string{"--cpus=0"}},
-		"noded bad runner":        {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "vm"}, code: 1, stderr: []string{"--runner=vm"}},
+		"noded bad runner":        {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "docker"}, code: 1, stderr: []string{"--runner=docker", "process, vm"}},
+		"noded vm without images": {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "vm", "--images", "/nonexistent"}, code: 1, stderr: []string{"make image"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
