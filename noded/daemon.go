@@ -55,8 +55,11 @@ type Daemon struct {
 	bootID string
 	root   string // DataDir/jobs
 
-	reg *registration
-	rep *reporter
+	reg  *registration
+	rep  *reporter
+	dirs *runDirs
+	// reusable says the runner implements ReusableState.
+	reusable bool
 
 	// Events into the loop goroutine, which alone owns the job table.
 	desiredCh chan *api.Desired
@@ -145,6 +148,13 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.reg = newRegistration()
 	d.rep = newReporter(d)
+	// A spare per job slot, and as many again for the runs whose reports
+	// are acknowledged after their successors started.
+	spares := max(4, 2*cfg.CPUs)
+	if _, d.reusable = cfg.Runner.(ReusableState); !d.reusable {
+		spares = 0
+	}
+	d.dirs = newRunDirs(d.root, spares, cfg.Logger)
 	d.running.Store(&[]uint64{})
 	return d, nil
 }
@@ -167,6 +177,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.runCalled = true
 	d.mu.Unlock()
 	defer close(d.loopDone)
+	defer d.dirs.close()
 
 	if err := d.recoverJobs(); err != nil {
 		return err

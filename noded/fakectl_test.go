@@ -24,6 +24,9 @@ type fakeCtl struct {
 	// lag keeps reported runs in the desired state, as a member that has
 	// not applied the report yet would.
 	lag atomic.Bool
+	// refuse answers reports with 503 and drops them, as a controller that
+	// lost its leader while the node's watch was still answered would.
+	refuse atomic.Bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change
@@ -114,6 +117,10 @@ func (f *fakeCtl) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (f *fakeCtl) status(w http.ResponseWriter, r *http.Request) {
 	var st api.NodeStatus
 	json.NewDecoder(r.Body).Decode(&st)
+	if f.refuse.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: "no leader"})
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.known(w, st) {

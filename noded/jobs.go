@@ -2,6 +2,7 @@ package noded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,9 @@ type localJob struct {
 	handle   Handle // set while the job runs
 	timer    *time.Timer
 	deadline time.Time
+	// recSaved says the record on disk is rec: the last write of it
+	// succeeded.
+	recSaved bool
 	// report is set once the run ended; the entry stays until the report
 	// is acknowledged.
 	report *api.JobReport
@@ -189,7 +193,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	spec, err := d.prepare(lj)
 	if err != nil {
 		d.log.Error("cannot launch job", "job", k.ID, "start_index", k.StartIndex, "err", err)
-		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: err.Error()}))
+		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: err.Error()}), false)
 		return
 	}
 	lj.starting = true
@@ -203,15 +207,19 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	}()
 }
 
-// prepare writes the run's record and builds its launch spec.
+// prepare creates the run's state directory with its record and builds its
+// launch spec.
 func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	j := &lj.rec.Job
-	if err := makeJobDir(lj.dir); err != nil {
+	b, err := json.Marshal(lj.rec)
+	if err != nil {
+		return LaunchSpec{}, fmt.Errorf("encoding the job's record: %w", err)
+	}
+	dir, err := d.dirs.create(lj.key, append(b, '\n'))
+	if err != nil {
 		return LaunchSpec{}, err
 	}
-	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
-		return LaunchSpec{}, fmt.Errorf("writing the job's record: %w", err)
-	}
+	lj.dir, lj.recSaved = dir, true
 	workDir := j.Spec.WorkDir
 	if workDir == "" {
 		workDir = j.Spec.SubmitDir
@@ -244,7 +252,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	lj.starting = false
 	if ev.err != nil {
 		d.log.Warn("job failed to start", "job", ev.key.ID, "start_index", ev.key.StartIndex, "err", ev.err)
-		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: ev.err.Error()}))
+		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: ev.err.Error()}), false)
 		d.relaunchDeferred()
 		return
 	}
@@ -271,7 +279,7 @@ func (d *Daemon) onExited(ev exitedEvent) {
 		return
 	}
 	lj.handle = nil
-	d.finish(lj, reportFor(lj, ev.res))
+	d.finish(lj, reportFor(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
 
@@ -319,9 +327,7 @@ func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
 		return
 	}
 	lj.rec.Job.Spec.TimeLimit = j.Spec.TimeLimit
-	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
-		d.log.Warn("cannot record a job's new time limit", "job", lj.key.ID, "err", err)
-	}
+	d.saveRecord(lj, "cannot record a job's new time limit")
 	d.armTimer(lj)
 }
 
@@ -333,12 +339,20 @@ func (d *Daemon) kill(lj *localJob, state api.JobState, msg string) {
 		return
 	}
 	lj.rec.Kill = &killRecord{State: state, Message: msg}
-	if err := writeJSONFile(filepath.Join(lj.dir, recordFile), lj.rec); err != nil {
-		d.log.Warn("cannot record a job's kill", "job", lj.key.ID, "err", err)
-	}
+	d.saveRecord(lj, "cannot record a job's kill")
 	d.log.Info("killing job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "state", state)
 	if lj.handle != nil {
 		lj.handle.Kill(d.cfg.KillGrace)
+	}
+}
+
+// saveRecord replaces the run's record with lj.rec. A failure is logged with
+// msg; the report then says what the record could not (see finish).
+func (d *Daemon) saveRecord(lj *localJob, msg string) {
+	err := replaceJSONFile(filepath.Join(lj.dir, recordFile), lj.rec)
+	lj.recSaved = err == nil
+	if err != nil {
+		d.log.Warn(msg, "job", lj.key.ID, "err", err)
 	}
 }
 
@@ -375,15 +389,22 @@ func joinMessages(a, b string) string {
 	return a + "; " + b
 }
 
-// finish records a run's report on disk and queues it for sending.
-func (d *Daemon) finish(lj *localJob, rep api.JobReport) {
+// finish queues a run's report for sending. A report that is proven (the
+// runner's files hold the Result it came from, as ReusableState promises,
+// and the record on disk holds the kill decision, if any) is not written: a
+// restarted daemon derives the same one from those files. Any other report
+// (a launch failure, a status the runner did not record) is written to
+// reportFile first.
+func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 	if lj.timer != nil {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
 	lj.report = &rep
-	if err := writeJSONFile(filepath.Join(lj.dir, reportFile), rep); err != nil {
-		d.log.Warn("cannot record a job's report; it is kept in memory only", "job", rep.JobID, "err", err)
+	if !proven {
+		if err := writeJSONFile(filepath.Join(lj.dir, reportFile), rep); err != nil {
+			d.log.Warn("cannot record a job's report; it is kept in memory only", "job", rep.JobID, "err", err)
+		}
 	}
 	d.log.Info("job ended", "job", rep.JobID, "start_index", rep.StartIndex, "state", rep.State,
 		"exit_code", rep.ExitCode, "signal", rep.Signal, "message", rep.Message)

@@ -2,7 +2,6 @@ package noded
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,9 +38,14 @@ const (
 // started stops the script from starting. The record is a single write by
 // shell builtins (no tmp+rename through mv): a helper process would be in the
 // job's session, and Kill's SIGKILL sweep could catch it and lose the record.
-// A record without its newline counts as absent. The shim's own stderr goes
-// to /dev/null so shells that report a signalled child do not write into the
-// job's error file.
+// A record without its newline counts as absent. The record is appended
+// (>>), not written with >: the file may exist already, emptied for reuse
+// (see runDirs), and ext4 flushes a file that was truncated and then written
+// when it is closed, which costs more than all of a trivial job's other file
+// writes together. The daemon never hands the shim a non-empty exit file, and
+// two lines would not parse. The shim's own stderr goes to /dev/null so
+// shells that report a signalled child do not write into the job's error
+// file.
 const shimScript = `exec 3>&2 2>/dev/null
 _corral_dir=$1
 shift
@@ -50,7 +54,7 @@ trap : HUP INT QUIT USR1 USR2
 trap _corral_term=1 TERM
 _corral_st=143
 [ "$_corral_term" = 1 ] || { "$@" 2>&3 3>&-; _corral_st=$?; }
-printf '%s\n' "$_corral_st" >"$_corral_dir/exit"
+printf '%s\n' "$_corral_st" >>"$_corral_dir/exit"
 `
 
 // launchState is what Recover needs to find the shim again. Pid and start
@@ -69,6 +73,13 @@ type processRunner struct{}
 func NewProcessRunner() Runner { return processRunner{} }
 
 func (processRunner) Name() string { return "process" }
+
+// ReusableState says that the process runner keeps the rules of
+// ReusableState: its files are written whole and in place (state.json,
+// script) or appended to (exit), readers take an empty state.json or exit
+// file as absent, and Recover reads the status the shim recorded, which is
+// where Wait's Result without Message comes from.
+func (processRunner) ReusableState() {}
 
 // Start starts the job's shim and returns once it runs; it takes
 // microseconds and does not look at ctx.
@@ -117,15 +128,16 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 	return h, nil
 }
 
-// writeScript writes an executable file. It holds syscall.ForkLock for
-// reading while the file is open for writing: a process forked meanwhile (to
-// start another job) would inherit the descriptor until it execs, and
-// executing the script while anyone holds it open for writing fails with
-// ETXTBSY (the job would end with exit code 126).
+// writeScript writes an executable file, in place if it exists (see
+// writeFileInPlace). It holds syscall.ForkLock for reading while the file is
+// open for writing: a process forked meanwhile (to start another job) would
+// inherit the descriptor until it execs, and executing the script while
+// anyone holds it open for writing fails with ETXTBSY (the job would end with
+// exit code 126).
 func writeScript(path, content string) error {
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()
-	return os.WriteFile(path, []byte(content), 0o700)
+	return writeFileInPlace(path, []byte(content), 0o700)
 }
 
 // adoptChild records a freshly started shim in dir and returns its handle.
@@ -229,7 +241,8 @@ func (processRunner) Recover(dir string) (Handle, *Result, error) {
 		if res, ok := readExitFile(dir); ok {
 			return nil, &res, fmt.Errorf("%s: job ended while no daemon watched: %w", dir, ErrGone)
 		}
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errIncomplete) {
+			// Empty: a reused directory whose shim was never started.
 			return nil, nil, fmt.Errorf("%s: job was never started: %w", dir, ErrGone)
 		}
 		return nil, nil, fmt.Errorf("%s: %v: %w", dir, err, ErrGone)
@@ -372,33 +385,4 @@ func (h *procHandle) escalate(grace time.Duration) {
 	case <-time.After(grace + time.Second):
 		h.ref.signal(syscall.SIGKILL)
 	}
-}
-
-// writeJSONFile writes v to path atomically (temporary file, then rename).
-func writeJSONFile(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

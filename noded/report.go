@@ -163,7 +163,7 @@ func (r *reporter) acked(keys []jobKey, batch []api.JobReport) []jobKey {
 			delete(r.pending, k)
 		}
 		r.mu.Unlock()
-		if err := removeJobDir(r.d.root, k); err != nil {
+		if err := r.d.dirs.retire(k); err != nil {
 			r.d.log.Warn("cannot remove a reported job's directory", "job", k.ID, "err", err)
 		}
 	}

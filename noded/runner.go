@@ -28,6 +28,24 @@ type Runner interface {
 	Recover(dir string) (Handle, *Result, error)
 }
 
+// ReusableState is implemented by a Runner whose files in a state directory
+// keep two rules, which let the daemon write fewer files per job:
+//
+//   - An empty file means what no file means. The daemon then reuses an
+//     acknowledged run's directory for the next run with its files emptied
+//     (see runDirs); the runner had better write its files in place rather
+//     than truncate them first (see writeFileInPlace).
+//   - For a job that ended with a Result without Message, Recover returns
+//     that same Result. The daemon then does not write such a run's report
+//     to disk (see Daemon.finish).
+//
+// For any other runner each run gets a new directory and every report is
+// written to disk.
+type ReusableState interface {
+	// ReusableState does nothing: implementing it says the rules hold.
+	ReusableState()
+}
+
 // LaunchSpec is everything a runner needs to start one job.
 type LaunchSpec struct {
 	Job *api.Job

@@ -13,33 +13,15 @@ import (
 
 // Files the daemon keeps in a run's state directory, beside the runner's.
 const (
-	recordFile = "job.json"    // jobRecord, written before the runner starts anything
-	reportFile = "report.json" // the run's final report, until acknowledged
+	// recordFile holds the jobRecord. It is complete before the directory
+	// has its name, and replaced atomically when the daemon decides to kill
+	// the run or the run's time limit changes.
+	recordFile = "job.json"
+	// reportFile holds a report a restarted daemon could not derive from
+	// the record and the runner's files (see Daemon.finish), until the
+	// report is acknowledged.
+	reportFile = "report.json"
 )
-
-// makeJobDir creates a run's private state directory.
-func makeJobDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the job's state directory: %w", err)
-	}
-	return nil
-}
-
-// removeJobDir removes an acknowledged run's directory. The rename to a
-// dot-name is the durable "reported" mark: it is atomic, so a daemon that
-// dies halfway through the removal finds a dot-directory, which it only
-// deletes, and never sends the report twice.
-func removeJobDir(root string, k jobKey) error {
-	dir := filepath.Join(root, k.String())
-	gone := filepath.Join(root, "."+k.String())
-	if err := os.Rename(dir, gone); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	return os.RemoveAll(gone)
-}
 
 // recoverJobs rebuilds the job table from DataDir before the daemon
 // registers: running jobs are re-adopted, ended ones queued for reporting.
@@ -55,7 +37,8 @@ func (d *Daemon) recoverJobs() error {
 		name := e.Name()
 		dir := filepath.Join(d.root, name)
 		if strings.HasPrefix(name, ".") {
-			// Reported already; its removal was cut short.
+			// Reported already (a spare, or a removal cut short), or
+			// never named: nothing in it is read.
 			os.RemoveAll(dir)
 			continue
 		}
@@ -75,14 +58,19 @@ func (d *Daemon) recoverJobs() error {
 
 func (d *Daemon) recoverJob(k jobKey, dir string) {
 	var rec jobRecord
-	if err := readJSONFile(filepath.Join(dir, recordFile), &rec); err != nil {
-		// The record is written before the runner starts anything, so
+	err := readJSONFile(filepath.Join(dir, recordFile), &rec)
+	if err == nil && (jobKey{rec.Job.ID, rec.Job.StartIndex}) != k {
+		err = fmt.Errorf("the record is for job %d-%d", rec.Job.ID, rec.Job.StartIndex)
+	}
+	if err != nil {
+		// A directory gets its name only with its record complete, and
+		// the record is written before the runner starts anything, so
 		// nothing of this run ever ran.
 		d.log.Warn("removing a job directory without a record", "dir", dir, "err", err)
 		os.RemoveAll(dir)
 		return
 	}
-	lj := &localJob{key: k, dir: dir, rec: rec}
+	lj := &localJob{key: k, dir: dir, rec: rec, recSaved: true}
 	d.jobs[k] = lj
 	var rep api.JobReport
 	if err := readJSONFile(filepath.Join(dir, reportFile), &rep); err == nil {
@@ -105,14 +93,14 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		d.log.Error("cannot re-attach to a job; reporting it lost", "job", k.ID, "err", err)
 	}
 	if res != nil {
-		d.finish(lj, reportFor(lj, *res))
+		d.finish(lj, reportFor(lj, *res), d.reusable && res.Message == "")
 		return
 	}
 	rep = reportFor(lj, Result{Message: "the node lost the job while its daemon was down (" + err.Error() + ")"})
 	if rec.Kill == nil {
 		rep.State = api.StateNodeFail
 	}
-	d.finish(lj, rep)
+	d.finish(lj, rep, false)
 }
 
 // recoverRun asks the runner to re-attach, trying again a few times when it
