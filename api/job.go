@@ -265,6 +265,9 @@ type Job struct {
 	Node  string `json:"node,omitempty"`
 	CPUs  int    `json:"cpus"`
 	MemMB int64  `json:"mem_mb"`
+	// OverheadMB is the runner's own memory charged to the node for this
+	// job on top of MemMB (see NodeInfo.OverheadMB).
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
 
 	ExitCode int `json:"exit_code"`
 	Signal   int `json:"signal,omitempty"`

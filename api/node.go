@@ -33,6 +33,10 @@ type NodeInfo struct {
 	// process runner).
 	Images []string `json:"images,omitempty"`
 	Accel  string   `json:"accel,omitempty"`
+	// OverheadMB is the memory the runner itself uses per job beyond the
+	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
+	// node never over-commits its RAM.
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
 }
 
 // Node is a node as the controllers hold it.

@@ -150,7 +150,10 @@ func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
 		return fmt.Sprintf("node %s is %s", n.Name, n.State())
 	}
 	u := used[st.Node]
-	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB {
+	if st.OverheadMB < n.OverheadMB {
+		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, st.OverheadMB)
+	}
+	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
 		return fmt.Sprintf("node %s lacks resources", n.Name)
 	}
 	if st.CPUs < j.CPUs {
@@ -174,6 +177,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		j.Node = s.intern(st.Node)
 		j.CPUs = st.CPUs
 		j.MemMB = st.MemMB
+		j.OverheadMB = st.OverheadMB
 		j.StartTime = c.Now
 		j.EndTime = time.Time{}
 		j.StartIndex = index
@@ -182,7 +186,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		n := s.editNode(st.Node)
 		n.Jobs = append(n.Jobs, j.ID)
 		n.AllocCPUs += st.CPUs
-		n.AllocMemMB += st.MemMB
+		n.AllocMemMB += st.MemMB + st.OverheadMB
 		n.AllocIndex = index
 		s.Nodes[n.Name] = n
 		res.Started = append(res.Started, j.ID)
@@ -222,7 +226,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 		if old.BootID == info.BootID || slices.Contains(info.Running, id) {
 			n.Jobs = append(n.Jobs, id)
 			n.AllocCPUs += j.CPUs
-			n.AllocMemMB += j.MemMB
+			n.AllocMemMB += j.MemMB + j.OverheadMB
 			continue
 		}
 		s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)

@@ -225,6 +225,8 @@ func TestBadRequestsStoreNothing(t *testing.T) {
 	dep.Dependency = &api.Dependency{Raw: "afterok:999", Clauses: []api.DepClause{{Type: "afterok", JobIDs: []string{"999"}}}}
 	part := spec("part")
 	part.Partition = "nosuch"
+	img := spec("img")
+	img.Image = "centos7"
 	cases := map[string]struct {
 		job  api.JobSpec
 		want string

@@ -85,6 +85,8 @@ type PlanStart struct {
 	Node  string `json:"node"`
 	CPUs  int    `json:"cpus"`
 	MemMB int64  `json:"mem_mb"`
+	// OverheadMB is the node runner's own memory charged for the job.
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
 }
 
 // PlanReason sets the pending reason of a job the pass left pending.

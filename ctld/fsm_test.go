@@ -233,3 +233,29 @@ func TestSnapshotFormatChecked(t *testing.T) {
 		t.Fatal("a snapshot of an unknown format was accepted")
 	}
 }
+
+func TestRunnerOverheadIsCharged(t *testing.T) {
+	f := NewFSM(quietLog())
+	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "vm1", CPUs: 4, MemMB: 1000, BootID: "b", OverheadMB: 100}}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), spec("c")}}))
+	// 2 × (400 + 100) fills the node's 1000 MiB: the third start must be
+	// refused, and a plan that leaves the overhead out is refused too.
+	res := f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{
+		{JobID: 1, Node: "vm1", CPUs: 1, MemMB: 400, OverheadMB: 100},
+		{JobID: 2, Node: "vm1", CPUs: 1, MemMB: 400, OverheadMB: 100},
+		{JobID: 3, Node: "vm1", CPUs: 1, MemMB: 1, OverheadMB: 100},
+	}})).(*PlanResult)
+	if len(res.Started) != 2 || len(res.Rejected) != 1 {
+		t.Fatalf("plan %+v: want 2 started, 1 rejected", res)
+	}
+	f.Apply(entry(t, 4, CmdJobReports, &JobReports{Now: t0, Node: "vm1", Reports: []api.JobReport{{JobID: 1, StartIndex: 3, State: api.StateCompleted}}}))
+	res = f.Apply(entry(t, 5, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 3, Node: "vm1", CPUs: 1, MemMB: 400}}})).(*PlanResult)
+	if len(res.Rejected) != 1 {
+		t.Fatalf("a plan without the node's overhead was applied: %+v", res)
+	}
+	f.Read(func(s *State) {
+		if got := s.Nodes["vm1"].AllocMemMB; got != 500 {
+			t.Errorf("allocated memory %d MiB, want 500 (one job of 400 plus 100 overhead)", got)
+		}
+	})
+}

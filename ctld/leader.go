@@ -175,12 +175,12 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 	c.fsm.Read(func(s *State) {
 		used := map[string][2]int64{}
 		for _, st := range plan.Starts {
-			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB}
+			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB}
 			if s.checkStart(ps, used) != "" {
 				continue
 			}
 			u := used[st.Node]
-			used[st.Node] = [2]int64{u[0] + int64(st.CPUs), u[1] + st.MemMB}
+			used[st.Node] = [2]int64{u[0] + int64(st.CPUs), u[1] + st.MemMB + st.OverheadMB}
 			cmd.Starts = append(cmd.Starts, ps)
 		}
 		for _, j := range snap.Pending {

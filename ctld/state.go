@@ -126,7 +126,7 @@ func (s *State) releaseJob(j *api.Job, index uint64) {
 	if i := slices.Index(n.Jobs, j.ID); i >= 0 {
 		n.Jobs = slices.Delete(n.Jobs, i, i+1)
 		n.AllocCPUs -= j.CPUs
-		n.AllocMemMB -= j.MemMB
+		n.AllocMemMB -= j.MemMB + j.OverheadMB
 	}
 	n.AllocIndex = index
 	s.Nodes[n.Name] = n

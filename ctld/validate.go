@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"corral/api"
@@ -60,6 +61,11 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
 		}
 	}
+	if sp.Image != "" {
+		if err := checkImage(i, sp.Image, s); err != nil {
+			return err
+		}
+	}
 	if sp.Dependency != nil {
 		for _, cl := range sp.Dependency.Clauses {
 			for _, ref := range cl.JobIDs {
@@ -74,4 +80,28 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 		}
 	}
 	return nil
+}
+
+// checkImage refuses a guest image that no node offers, listing those that
+// exist.
+func checkImage(i int, image string, s *State) error {
+	seen := map[string]bool{}
+	for _, n := range s.Nodes {
+		for _, im := range n.Images {
+			if im == image {
+				return nil
+			}
+			seen[im] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for im := range seen {
+		names = append(names, im)
+	}
+	sort.Strings(names)
+	have := "no node offers any image (start node daemons with --runner vm)"
+	if len(names) > 0 {
+		have = "images that exist: " + strings.Join(names, ", ")
+	}
+	return refuse(i, "image", "--image=%s: no node has this image; %s", image, have)
 }

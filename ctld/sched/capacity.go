@@ -21,7 +21,9 @@ type nodeFree struct {
 	mem        int64
 	totalCPUs  int
 	totalMem   int64
-	usable     bool
+	// overhead is the runner's own memory per job on this node.
+	overhead int64
+	usable   bool
 }
 
 func newCapacity(nodes []*api.Node) *capacity {
@@ -34,7 +36,7 @@ func newCapacity(nodes []*api.Node) *capacity {
 		c.nodes = append(c.nodes, nodeFree{
 			name: n.Name, partitions: parts,
 			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
-			totalCPUs: n.CPUs, totalMem: n.MemMB,
+			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB,
 			usable: !n.Down && !n.Drain,
 		})
 	}
@@ -55,22 +57,24 @@ func newCapacity(nodes []*api.Node) *capacity {
 func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= mem {
+		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= mem+n.overhead {
 			return true
 		}
 	}
 	return false
 }
 
-// firstFit returns the first usable node of the partition with room now.
-func (c *capacity) firstFit(part string, cpus int, mem int64) string {
+// firstFit returns the first usable node of the partition with room now
+// (the job's memory plus the node runner's own overhead per job), and that
+// overhead.
+func (c *capacity) firstFit(part string, cpus int, mem int64) (string, int64) {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if n.usable && n.cpus >= cpus && n.mem >= mem && slices.Contains(n.partitions, part) {
-			return n.name
+		if n.usable && n.cpus >= cpus && n.mem >= mem+n.overhead && slices.Contains(n.partitions, part) {
+			return n.name, n.overhead
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // hold keeps every node of the partition for the job that waits there: first
@@ -94,7 +98,7 @@ func (c *capacity) take(name string, cpus int, mem int64) {
 	for i := range c.nodes {
 		if c.nodes[i].name == name {
 			c.nodes[i].cpus -= cpus
-			c.nodes[i].mem -= mem
+			c.nodes[i].mem -= mem + c.nodes[i].overhead
 			return
 		}
 	}

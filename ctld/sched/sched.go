@@ -32,6 +32,8 @@ type Start struct {
 	Node  string
 	CPUs  int
 	MemMB int64
+	// OverheadMB is the node runner's own memory charged for the job.
+	OverheadMB int64
 }
 
 // Plan is the outcome of a pass.
@@ -87,14 +89,14 @@ func Schedule(s *Snapshot) Plan {
 			plan.Reasons[j.ID] = api.ReasonPriority
 			continue
 		}
-		node := free.firstFit(part, cpus, mem)
+		node, overhead := free.firstFit(part, cpus, mem)
 		if node == "" {
 			plan.Reasons[j.ID] = api.ReasonResources
 			free.hold(part)
 			continue
 		}
 		free.take(node, cpus, mem)
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: node, CPUs: cpus, MemMB: mem})
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: node, CPUs: cpus, MemMB: mem, OverheadMB: overhead})
 	}
 	return plan
 }
