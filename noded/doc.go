@@ -32,6 +32,20 @@
 //     whose launch was delayed still gets its whole limit. A limit of 0
 //     means none (the controllers resolve partition defaults). A limit the
 //     controllers change while the run is going is followed.
+//   - Suspend (scontrol suspend/resume) is the allocation's state: a run
+//     whose allocation says SUSPENDED is paused through its handle
+//     (Pausable), one that says RUNNING again is continued. The runner
+//     acts first, then job.json records PausedAt (and, on continue, adds
+//     the pause to PausedFor): the time limit does not run while a job is
+//     paused, so its deadline is Started + limit + time suspended. A
+//     daemon restarted while a job is paused reads that from job.json and
+//     asks the handle (PauseReporter), which wins where the two disagree.
+//     A paused run that is cancelled is killed as it is: the process
+//     runner's Kill sends SIGCONT after SIGTERM, QMP quit works on a
+//     stopped VM. A SUSPENDED allocation not running here is not started.
+//   - The registration carries what the runner offers when it says so: the
+//     guest images and accelerator (Images, Accel) and its own memory per
+//     job (OverheadMB), which the controllers count against the node.
 //   - A run is killed when it leaves the desired list (reported CANCELLED)
 //     or when its allocation says COMPLETING or terminal (reported with
 //     its FinalState when that is terminal). Kill is SIGTERM, then SIGKILL
@@ -76,8 +90,8 @@
 // jobs run as the daemon's user; a process that calls setsid escapes Kill
 // (there is no cgroup); a script's own `exit 129`..`exit 192` cannot be told
 // from death by signal 1..64 and is reported as the signal; OOM is not
-// detected (an OOM kill shows as signal 9); suspend is not implemented, so a
-// SUSPENDED job that runs here keeps running (one that does not is not
-// started until it is resumed). The package needs Linux (/proc, pidfd with a
-// /proc fallback).
+// detected (an OOM kill shows as signal 9); suspend is SIGSTOP to every
+// process of the session, which a job can see (its children change state)
+// and, with its own SIGCONT from outside the session, undo. The package
+// needs Linux (/proc, pidfd with a /proc fallback).
 package noded

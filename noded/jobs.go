@@ -68,7 +68,14 @@ type jobRecord struct {
 	// Kill is set once the daemon decided to kill the run, and says what
 	// to report when it is gone.
 	Kill *killRecord `json:"kill,omitempty"`
+	// PausedAt is set while the run is suspended: when it was paused.
+	// PausedFor is how long its earlier suspensions lasted. Neither counts
+	// against the time limit.
+	PausedAt  time.Time     `json:"paused_at,omitzero"`
+	PausedFor time.Duration `json:"paused_for,omitempty"`
 }
+
+func (r jobRecord) paused() bool { return !r.PausedAt.IsZero() }
 
 type killRecord struct {
 	State   api.JobState `json:"state"`
@@ -129,6 +136,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 		}
 		if j, ok := want[lj.key]; ok {
 			d.updateTimeLimit(lj, j)
+			d.followSuspend(lj, j.State == api.StateSuspended)
 			continue
 		}
 		state, msg := api.StateCancelled, ""
@@ -261,7 +269,63 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	go d.waitJob(ev.key, ev.handle)
 	if lj.rec.Kill != nil {
 		ev.handle.Kill(d.cfg.KillGrace)
+		return
 	}
+	// The job may have been suspended while it was being launched.
+	if j := d.desiredJob(ev.key); j != nil {
+		d.followSuspend(lj, j.State == api.StateSuspended)
+	}
+}
+
+// desiredJob returns run k's allocation in the last desired state, or nil.
+func (d *Daemon) desiredJob(k jobKey) *api.Job {
+	if d.lastDesired == nil {
+		return nil
+	}
+	for i := range d.lastDesired.Allocations {
+		j := &d.lastDesired.Allocations[i].Job
+		if j.ID == k.ID && j.StartIndex == k.StartIndex {
+			return j
+		}
+	}
+	return nil
+}
+
+// followSuspend pauses a running job whose allocation is SUSPENDED and
+// continues a paused one whose allocation runs again. The runner acts
+// first and the record follows: a daemon that crashes in between learns
+// the truth from a handle that implements PauseReporter (see recoverJob),
+// and otherwise the next reconcile repeats the idempotent act. A failure is
+// logged and tried again at the next reconcile.
+func (d *Daemon) followSuspend(lj *localJob, suspend bool) {
+	if lj.handle == nil || lj.rec.Kill != nil || suspend == lj.rec.paused() {
+		return
+	}
+	p, ok := lj.handle.(Pausable)
+	if !ok {
+		if suspend {
+			d.log.Warn("the runner cannot suspend jobs; the job keeps running", "job", lj.key.ID, "runner", d.runner.Name())
+		}
+		return
+	}
+	if suspend {
+		if err := p.Pause(); err != nil {
+			d.log.Warn("cannot suspend a job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "err", err)
+			return
+		}
+		lj.rec.PausedAt = time.Now()
+		d.log.Info("job suspended", "job", lj.key.ID, "start_index", lj.key.StartIndex)
+	} else {
+		if err := p.Continue(); err != nil {
+			d.log.Warn("cannot resume a job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "err", err)
+			return
+		}
+		lj.rec.PausedFor += time.Since(lj.rec.PausedAt)
+		lj.rec.PausedAt = time.Time{}
+		d.log.Info("job resumed", "job", lj.key.ID, "start_index", lj.key.StartIndex, "suspended_for", lj.rec.PausedFor)
+	}
+	d.saveRecord(lj, "cannot record a job's suspension")
+	d.armTimer(lj)
 }
 
 // waitJob hands a job's end to the loop.
@@ -300,18 +364,20 @@ func (d *Daemon) onTimeout(k jobKey) {
 	d.kill(lj, api.StateTimeout, fmt.Sprintf("cancelled at its time limit of %s", limit))
 }
 
-// armTimer (re)arms the run's time limit, counted from its local start.
+// armTimer (re)arms the run's time limit, counted from its local start with
+// the time it spent suspended left out. A suspended run's clock does not
+// run: it gets no timer until it is continued.
 func (d *Daemon) armTimer(lj *localJob) {
 	if lj.timer != nil {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
 	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
-	if limit <= 0 {
+	if limit <= 0 || lj.rec.paused() {
 		lj.deadline = time.Time{}
 		return
 	}
-	lj.deadline = lj.rec.Started.Add(limit)
+	lj.deadline = lj.rec.Started.Add(lj.rec.PausedFor + limit)
 	k := lj.key
 	lj.timer = time.AfterFunc(time.Until(lj.deadline), func() {
 		select {

@@ -88,8 +88,21 @@ func (d *Daemon) noteCall(op string, err error) {
 	}
 }
 
+// imageOffer is implemented by a runner that runs jobs in guest images (the
+// vm runner): the node reports the images it knows and its accelerator.
+type imageOffer interface {
+	Images() []string
+	Accel() string
+}
+
+// overheadOffer is implemented by a runner that uses memory of its own per
+// job (the vm runner's QEMU), which the controllers count against the node.
+type overheadOffer interface {
+	OverheadMB() int64
+}
+
 func (d *Daemon) nodeInfo() api.NodeInfo {
-	return api.NodeInfo{
+	info := api.NodeInfo{
 		Name:       d.cfg.Name,
 		CPUs:       d.cfg.CPUs,
 		MemMB:      d.cfg.MemMB,
@@ -98,6 +111,13 @@ func (d *Daemon) nodeInfo() api.NodeInfo {
 		BootID:     d.bootID,
 		Running:    *d.running.Load(),
 	}
+	if o, ok := d.runner.(imageOffer); ok {
+		info.Images, info.Accel = o.Images(), o.Accel()
+	}
+	if o, ok := d.runner.(overheadOffer); ok {
+		info.OverheadMB = o.OverheadMB()
+	}
+	return info
 }
 
 // maintain registers, then heartbeats every interval; it registers again
@@ -150,7 +170,8 @@ func (d *Daemon) registerLoop(ctx context.Context) bool {
 		d.noteCall("register", err)
 		if err == nil {
 			d.log.Info("registered", "boot_id", d.bootID, "runner", info.Runner, "cpus", info.CPUs,
-				"mem_mb", info.MemMB, "running", info.Running)
+				"mem_mb", info.MemMB, "images", info.Images, "accel", info.Accel,
+				"overhead_mb", info.OverheadMB, "running", info.Running)
 			d.reg.registered()
 			return true
 		}

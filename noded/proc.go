@@ -208,10 +208,13 @@ type sessionFilter struct {
 	// outsideGroup restricts the selection to processes that moved to a
 	// process group of their own (the shim relays signals to its group).
 	outsideGroup bool
+	// running restricts the selection to processes that are not stopped
+	// (Pause's later rounds), stopped to those that are (Paused).
+	running, stopped bool
 }
 
 // signalSession sends sig to every live process f selects and returns how
-// many it signalled.
+// many it signalled; signal 0 only counts them.
 func signalSession(f sessionFilter, sig syscall.Signal) int {
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -234,6 +237,10 @@ func signalSession(f sessionFilter, sig syscall.Signal) int {
 			continue
 		}
 		if f.outsideGroup && st.PGID == f.sid {
+			continue
+		}
+		isStopped := st.State == 'T' || st.State == 't'
+		if (f.running && isStopped) || (f.stopped && !isStopped) {
 			continue
 		}
 		if syscall.Kill(pid, sig) == nil {

@@ -362,9 +362,61 @@ func (h *procHandle) Kill(grace time.Duration) {
 		// survives it; every other process of the job gets it once.
 		h.ref.signal(syscall.SIGTERM)
 		signalSession(sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}, syscall.SIGTERM)
+		// A suspended job's processes hold the SIGTERM until they are
+		// continued; SIGCONT after it lets them act on it at once (Slurm
+		// does the same). A job that was not stopped ignores SIGCONT.
+		h.ref.signal(syscall.SIGCONT)
+		signalSession(h.sessionAll(), syscall.SIGCONT)
 		go h.escalate(grace)
 	})
 }
+
+// sessionAll selects every process of the job, its shim included.
+func (h *procHandle) sessionAll() sessionFilter {
+	return sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: -1}
+}
+
+// Pause suspends the job: SIGSTOP to every process of its session, the shim
+// included, repeated until none is left running, so that a process forked
+// while the first pass ran is stopped too.
+func (h *procHandle) Pause() error {
+	if h.ref.exited() {
+		return errJobEnded
+	}
+	f := h.sessionAll()
+	f.running = true
+	for i := 0; i < 100; i++ {
+		if signalSession(f, syscall.SIGSTOP) == 0 {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return errors.New("the job's processes did not all stop after 100 rounds of SIGSTOP")
+}
+
+// Continue resumes a suspended job: SIGCONT to every process of its session.
+func (h *procHandle) Continue() error {
+	if h.ref.exited() {
+		return errJobEnded
+	}
+	signalSession(h.sessionAll(), syscall.SIGCONT)
+	return nil
+}
+
+// Paused reports whether any process of the job is stopped; a daemon that
+// re-attached after a crash learns from it that the job is suspended.
+func (h *procHandle) Paused() (bool, error) {
+	if h.ref.exited() {
+		return false, errJobEnded
+	}
+	f := h.sessionAll()
+	f.stopped = true
+	return signalSession(f, 0) > 0, nil
+}
+
+// errJobEnded is returned by Pause, Continue and Paused when the job's shim
+// is gone.
+var errJobEnded = errors.New("the job has ended")
 
 // escalate SIGKILLs whatever of the job is left after grace, sparing the
 // shim so that it records the status; a shim that still has not ended after

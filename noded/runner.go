@@ -73,6 +73,23 @@ type Handle interface {
 	Kill(grace time.Duration)
 }
 
+// Pausable is implemented by a Handle whose job can be suspended (Slurm's
+// scontrol suspend) and resumed. Pause and Continue are idempotent; a paused
+// job's Kill still ends it. Both runners' handles implement it: the process
+// runner stops and continues the job's session with SIGSTOP and SIGCONT, the
+// vm runner stops and continues the VM over QMP.
+type Pausable interface {
+	Pause() error
+	Continue() error
+}
+
+// PauseReporter is implemented by a Handle that can tell whether its job is
+// paused; a restarted daemon asks it rather than trust its record alone,
+// which a crash between pausing and recording may have left behind.
+type PauseReporter interface {
+	Paused() (bool, error)
+}
+
 // Result is how a job ended. A job that exited has ExitCode set; one killed
 // by a signal has Signal set (Slurm shows that as ExitCode 0:Signal). A
 // non-empty Message means the job's end was abnormal in a way its exit

@@ -81,8 +81,9 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 	h, res, err := d.recoverRun(dir)
 	if err == nil {
 		lj.handle = h
-		d.log.Info("re-adopted a running job", "job", k.ID, "start_index", k.StartIndex)
+		d.log.Info("re-adopted a running job", "job", k.ID, "start_index", k.StartIndex, "paused", rec.paused())
 		go d.waitJob(k, h)
+		d.recoverPaused(lj)
 		d.armTimer(lj)
 		if rec.Kill != nil {
 			h.Kill(d.cfg.KillGrace)
@@ -115,4 +116,31 @@ func (d *Daemon) recoverRun(dir string) (Handle, *Result, error) {
 		d.log.Warn("cannot re-attach to a job yet; trying again", "dir", dir, "err", err)
 		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
+}
+
+// recoverPaused corrects a re-adopted run's record with what its handle
+// says about being paused, when it can say: the earlier daemon may have
+// died between pausing or continuing the job and recording it. A
+// suspension that ended unrecorded is taken to have lasted until now, so
+// the run's time limit errs in its favour.
+func (d *Daemon) recoverPaused(lj *localJob) {
+	pr, ok := lj.handle.(PauseReporter)
+	if !ok {
+		return
+	}
+	paused, err := pr.Paused()
+	if err != nil {
+		d.log.Warn("cannot tell whether a re-adopted job is suspended; trusting its record", "job", lj.key.ID, "err", err)
+		return
+	}
+	switch {
+	case paused == lj.rec.paused():
+		return
+	case paused:
+		lj.rec.PausedAt = time.Now()
+	default:
+		lj.rec.PausedFor += time.Since(lj.rec.PausedAt)
+		lj.rec.PausedAt = time.Time{}
+	}
+	d.saveRecord(lj, "cannot record a job's suspension")
 }
