@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+// imageRoot returns the guest images `make image` builds, or skips.
+func imageRoot(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 is not installed (make deps installs it)")
+	}
+	root, _ := filepath.Abs("../build/images")
+	if _, err := os.Stat(filepath.Join(root, "default", "image.json")); err != nil {
+		t.Skipf("no guest image in %s: run make image", root)
+	}
+	return root
+}
+
+// TestVMRunnerEndToEnd runs a job inside a VM through ctld and noded
+// processes: the output shows the requested vCPUs, a guest memory close to
+// --mem and the guest kernel; the job's exit code 3 makes it FAILED 3:0.
+func TestVMRunnerEndToEnd(t *testing.T) {
+	root := imageRoot(t)
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+
+	nodes, err := cli(t, c.addr, work, "show", "node", "vm1")
+	if err != nil || !strings.Contains(nodes, "default") || !strings.Contains(nodes, "Accel=") {
+		t.Fatalf("show node vm1 does not list its image and accelerator: %q %v", nodes, err)
+	}
+	if _, err := cli(t, c.addr, work, "submit", "--image", "nosuch", "--wrap", "true"); err == nil || !strings.Contains(err.Error(), "default") {
+		t.Fatalf("an unknown image was not refused with the list of images: %v", err)
+	}
+
+	script := filepath.Join(work, "shape.sh")
+	writeFile(t, script, "#!/bin/sh\nnproc\nfree -m | awk '/Mem:/ {print \"mem\", $2}'\nuname -r\necho \"job $SLURM_JOB_ID cpus $SLURM_CPUS_ON_NODE\"\nexit 3\n")
+	out, err := cli(t, c.addr, work, "submit", "--parsable", "-c", "2", "--mem", "256M", "-o", filepath.Join(work, "shape-%j.out"), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	j := waitJob(t, c.client(t), id, api.StateFailed, 60*time.Second)
+	if j.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3", j.ExitCode)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(work, "shape-"+strconv.FormatUint(id, 10)+".out"))), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("output %q: want 4 lines", lines)
+	}
+	if lines[0] != "2" {
+		t.Errorf("nproc in the guest = %q, want 2", lines[0])
+	}
+	mem, _ := strconv.Atoi(strings.TrimPrefix(lines[1], "mem "))
+	if mem < 180 || mem > 256 {
+		t.Errorf("guest memory %d MiB, want close to 256", mem)
+	}
+	if !strings.HasSuffix(lines[2], "-cloud-amd64") {
+		t.Errorf("guest kernel %q, want Debian's cloud kernel", lines[2])
+	}
+	if want := "job " + strconv.FormatUint(id, 10) + " cpus 2"; lines[3] != want {
+		t.Errorf("job environment line %q, want %q", lines[3], want)
+	}
+	show, _ := cli(t, c.addr, work, "show", "job", strconv.FormatUint(id, 10))
+	if !strings.Contains(show, "ExitCode=3:0") {
+		t.Errorf("show job does not say ExitCode=3:0:\n%s", show)
+	}
+}
