@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"corral/api"
+
+	"corral/internal/procref"
 )
 
 // testLog sends a daemon's log to the test's, and drops what comes after
@@ -386,7 +388,7 @@ func TestDaemonKillAll(t *testing.T) {
 	}
 	d.KillAll()
 	for _, pid := range pids {
-		if st, err := readStat(pid); err == nil && st.State != 'Z' {
+		if st, err := procref.ReadStat(pid); err == nil && st.State != 'Z' {
 			t.Errorf("job process %d survived KillAll", pid)
 		}
 	}

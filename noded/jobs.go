@@ -12,6 +12,8 @@ import (
 
 	"corral/api"
 	"corral/submit"
+
+	"corral/internal/procref"
 )
 
 // tombstoneTTL is the least time a reported run is remembered, so that a
@@ -468,7 +470,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 	}
 	lj.report = &rep
 	if !proven {
-		if err := writeJSONFile(filepath.Join(lj.dir, reportFile), rep); err != nil {
+		if err := procref.WriteJSON(filepath.Join(lj.dir, reportFile), rep); err != nil {
 			d.log.Warn("cannot record a job's report; it is kept in memory only", "job", rep.JobID, "err", err)
 		}
 	}

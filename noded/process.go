@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/internal/procref"
 )
 
 // Files the process runner keeps in a job's state directory.
@@ -129,7 +131,7 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 }
 
 // writeScript writes an executable file, in place if it exists (see
-// writeFileInPlace). It holds syscall.ForkLock for reading while the file is
+// procref.WriteInPlace). It holds syscall.ForkLock for reading while the file is
 // open for writing: a process forked meanwhile (to start another job) would
 // inherit the descriptor until it execs, and executing the script while
 // anyone holds it open for writing fails with ETXTBSY (the job would end with
@@ -137,23 +139,23 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 func writeScript(path, content string) error {
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()
-	return writeFileInPlace(path, []byte(content), 0o700)
+	return procref.WriteInPlace(path, []byte(content), 0o700)
 }
 
 // adoptChild records a freshly started shim in dir and returns its handle.
 func adoptChild(cmd *exec.Cmd, dir string) (*procHandle, error) {
 	pid := cmd.Process.Pid
-	st, err := readStat(pid) // an unreaped child cannot vanish
+	st, err := procref.ReadStat(pid) // an unreaped child cannot vanish
 	if err != nil {
 		return nil, fmt.Errorf("reading the job's process: %w", err)
 	}
-	ref, err := openProc(pid, st.Start, true)
+	ref, err := procref.Open(pid, st.Start, true)
 	if err != nil {
 		return nil, fmt.Errorf("watching the job's process: %w", err)
 	}
-	ls := launchState{PID: pid, Start: st.Start, BootID: hostBootID()}
-	if err := writeJSONFile(filepath.Join(dir, stateFile), ls); err != nil {
-		ref.close()
+	ls := launchState{PID: pid, Start: st.Start, BootID: procref.BootID()}
+	if err := procref.WriteJSON(filepath.Join(dir, stateFile), ls); err != nil {
+		ref.Close()
 		return nil, fmt.Errorf("recording the job's process: %w", err)
 	}
 	return newProcHandle(dir, ref, cmd), nil
@@ -236,19 +238,19 @@ func dupFile(f *os.File) (*os.File, error) {
 
 func (processRunner) Recover(dir string) (Handle, *Result, error) {
 	var ls launchState
-	err := readJSONFile(filepath.Join(dir, stateFile), &ls)
+	err := procref.ReadJSON(filepath.Join(dir, stateFile), &ls)
 	if err != nil {
 		if res, ok := readExitFile(dir); ok {
 			return nil, &res, fmt.Errorf("%s: job ended while no daemon watched: %w", dir, ErrGone)
 		}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errIncomplete) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, procref.ErrIncomplete) {
 			// Empty: a reused directory whose shim was never started.
 			return nil, nil, fmt.Errorf("%s: job was never started: %w", dir, ErrGone)
 		}
 		return nil, nil, fmt.Errorf("%s: %v: %w", dir, err, ErrGone)
 	}
-	if ls.BootID == hostBootID() {
-		ref, err := openProc(ls.PID, ls.Start, false)
+	if ls.BootID == procref.BootID() {
+		ref, err := procref.Open(ls.PID, ls.Start, false)
 		switch {
 		case err == nil:
 			return newProcHandle(dir, ref, nil), nil, nil
@@ -260,7 +262,7 @@ func (processRunner) Recover(dir string) (Handle, *Result, error) {
 	if res, ok := readExitFile(dir); ok {
 		return nil, &res, fmt.Errorf("%s: job ended while no daemon watched: %w", dir, ErrGone)
 	}
-	if ls.BootID != hostBootID() {
+	if ls.BootID != procref.BootID() {
 		return nil, nil, fmt.Errorf("%s: the node rebooted while the job ran: %w", dir, ErrGone)
 	}
 	return nil, nil, fmt.Errorf("%s: the job's processes are gone and left no exit status: %w", dir, ErrGone)
@@ -293,14 +295,14 @@ func decodeShellStatus(st int) Result {
 // this daemon (cmd set) or one re-attached by Recover.
 type procHandle struct {
 	dir      string
-	ref      *procRef
+	ref      *procref.Ref
 	cmd      *exec.Cmd
 	killOnce sync.Once
 	done     chan struct{}
 	res      Result
 }
 
-func newProcHandle(dir string, ref *procRef, cmd *exec.Cmd) *procHandle {
+func newProcHandle(dir string, ref *procref.Ref, cmd *exec.Cmd) *procHandle {
 	h := &procHandle{dir: dir, ref: ref, cmd: cmd, done: make(chan struct{})}
 	go h.watch()
 	return h
@@ -314,14 +316,14 @@ func (h *procHandle) Wait() Result {
 // watch waits for the shim to end, removes what the job left running (as
 // Slurm does when a batch script ends), reaps the shim and reads the status.
 func (h *procHandle) watch() {
-	h.ref.wait()
+	h.ref.Wait()
 	h.sweep()
 	var ws *os.ProcessState
 	if h.cmd != nil {
 		h.cmd.Wait()
 		ws = h.cmd.ProcessState
 	}
-	h.ref.close()
+	h.ref.Close()
 	res, ok := readExitFile(h.dir)
 	switch {
 	case ok:
@@ -343,11 +345,11 @@ func (h *procHandle) watch() {
 // init, so a pid that now names another process stops the sweep.
 func (h *procHandle) sweep() {
 	if h.cmd == nil {
-		if st, err := readStat(h.ref.pid); err == nil && st.Start != h.ref.start {
+		if st, err := procref.ReadStat(h.ref.PID()); err == nil && st.Start != h.ref.StartTicks() {
 			return
 		}
 	}
-	f := sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}
+	f := sessionFilter{sid: h.ref.PID(), minStart: h.ref.StartTicks(), except: h.ref.PID()}
 	for i := 0; i < 100 && signalSession(f, syscall.SIGKILL) > 0; i++ {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -355,17 +357,17 @@ func (h *procHandle) sweep() {
 
 func (h *procHandle) Kill(grace time.Duration) {
 	h.killOnce.Do(func() {
-		if h.ref.exited() {
+		if h.ref.Exited() {
 			return
 		}
 		// The shim takes SIGTERM as "do not start the script" and otherwise
 		// survives it; every other process of the job gets it once.
-		h.ref.signal(syscall.SIGTERM)
-		signalSession(sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}, syscall.SIGTERM)
+		h.ref.Signal(syscall.SIGTERM)
+		signalSession(sessionFilter{sid: h.ref.PID(), minStart: h.ref.StartTicks(), except: h.ref.PID()}, syscall.SIGTERM)
 		// A suspended job's processes hold the SIGTERM until they are
 		// continued; SIGCONT after it lets them act on it at once (Slurm
 		// does the same). A job that was not stopped ignores SIGCONT.
-		h.ref.signal(syscall.SIGCONT)
+		h.ref.Signal(syscall.SIGCONT)
 		signalSession(h.sessionAll(), syscall.SIGCONT)
 		go h.escalate(grace)
 	})
@@ -373,14 +375,14 @@ func (h *procHandle) Kill(grace time.Duration) {
 
 // sessionAll selects every process of the job, its shim included.
 func (h *procHandle) sessionAll() sessionFilter {
-	return sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: -1}
+	return sessionFilter{sid: h.ref.PID(), minStart: h.ref.StartTicks(), except: -1}
 }
 
 // Pause suspends the job: SIGSTOP to every process of its session, the shim
 // included, repeated until none is left running, so that a process forked
 // while the first pass ran is stopped too.
 func (h *procHandle) Pause() error {
-	if h.ref.exited() {
+	if h.ref.Exited() {
 		return errJobEnded
 	}
 	f := h.sessionAll()
@@ -396,7 +398,7 @@ func (h *procHandle) Pause() error {
 
 // Continue resumes a suspended job: SIGCONT to every process of its session.
 func (h *procHandle) Continue() error {
-	if h.ref.exited() {
+	if h.ref.Exited() {
 		return errJobEnded
 	}
 	signalSession(h.sessionAll(), syscall.SIGCONT)
@@ -406,7 +408,7 @@ func (h *procHandle) Continue() error {
 // Paused reports whether any process of the job is stopped; a daemon that
 // re-attached after a crash learns from it that the job is suspended.
 func (h *procHandle) Paused() (bool, error) {
-	if h.ref.exited() {
+	if h.ref.Exited() {
 		return false, errJobEnded
 	}
 	f := h.sessionAll()
@@ -427,14 +429,14 @@ func (h *procHandle) escalate(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	f := sessionFilter{sid: h.ref.pid, minStart: h.ref.start, except: h.ref.pid}
+	f := sessionFilter{sid: h.ref.PID(), minStart: h.ref.StartTicks(), except: h.ref.PID()}
 	deadline := time.Now().Add(grace + time.Second)
-	for !h.ref.exited() && signalSession(f, syscall.SIGKILL) > 0 && time.Now().Before(deadline) {
+	for !h.ref.Exited() && signalSession(f, syscall.SIGKILL) > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	select {
 	case <-h.done:
 	case <-time.After(grace + time.Second):
-		h.ref.signal(syscall.SIGKILL)
+		h.ref.Signal(syscall.SIGKILL)
 	}
 }

@@ -1,7 +1,6 @@
 package noded
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"corral/api"
+
+	"corral/internal/procref"
 )
 
 // launch starts script with the process runner in fresh directories and
@@ -199,7 +200,7 @@ wait`)
 		t.Errorf("the job took %s to die of SIGTERM", d)
 	}
 	for _, pid := range pids {
-		if st, err := readStat(pid); err == nil && st.State != 'Z' {
+		if st, err := procref.ReadStat(pid); err == nil && st.State != 'Z' {
 			t.Errorf("process %d survived the kill", pid)
 		}
 	}
@@ -259,7 +260,7 @@ func TestProcessShimKilled(t *testing.T) {
 	h, spec := launch(t, `echo $$ >pid; touch started; sleep 1000`)
 	waitFile(t, filepath.Join(spec.WorkDir, "started"), 10*time.Second)
 	var ls launchState
-	if err := readJSONFile(filepath.Join(spec.Dir, stateFile), &ls); err != nil {
+	if err := procref.ReadJSON(filepath.Join(spec.Dir, stateFile), &ls); err != nil {
 		t.Fatal(err)
 	}
 	syscall.Kill(ls.PID, syscall.SIGKILL)
@@ -268,7 +269,7 @@ func TestProcessShimKilled(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	pid := readPids1(t, filepath.Join(spec.WorkDir, "pid"))
-	if st, err := readStat(pid); err == nil && st.State != 'Z' {
+	if st, err := procref.ReadStat(pid); err == nil && st.State != 'Z' {
 		t.Errorf("the script (pid %d) outlived its wrapper", pid)
 	}
 }
@@ -331,18 +332,18 @@ func TestProcessRecoverEnded(t *testing.T) {
 // TestProcessRecoverPidReuse checks that a recorded pid now used by another
 // process (here the test itself) is not taken for the job.
 func TestProcessRecoverPidReuse(t *testing.T) {
-	self, err := readStat(os.Getpid())
+	self, err := procref.ReadStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := map[string]launchState{
-		"other start time": {PID: os.Getpid(), Start: self.Start + 1, BootID: hostBootID()},
+		"other start time": {PID: os.Getpid(), Start: self.Start + 1, BootID: procref.BootID()},
 		"other boot":       {PID: os.Getpid(), Start: self.Start, BootID: "another-boot"},
 	}
 	for name, ls := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := writeJSONFile(filepath.Join(dir, stateFile), ls); err != nil {
+			if err := procref.WriteJSON(filepath.Join(dir, stateFile), ls); err != nil {
 				t.Fatal(err)
 			}
 			h, res, err := NewProcessRunner().Recover(dir)
@@ -370,20 +371,6 @@ func TestExitFileNeedsNewline(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	line := []byte("1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 100")
-	st, err := parseStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.State != 'S' || st.PGID != 1234 || st.Session != 1234 || st.Start != 987654 {
-		t.Errorf("parseStat = %+v", st)
-	}
-	if _, err := parseStat([]byte("garbage")); err == nil {
-		t.Error("parseStat accepted garbage")
-	}
-}
-
 func TestHostDiscovery(t *testing.T) {
 	if HostCPUs() < 1 {
 		t.Error("HostCPUs < 1")
@@ -393,9 +380,6 @@ func TestHostDiscovery(t *testing.T) {
 	}
 	if kb, ok := parseMemTotal("MemTotal:       16318912 kB"); !ok || kb != 16318912 {
 		t.Errorf("parseMemTotal = %d, %v", kb, ok)
-	}
-	if !bytes.Contains([]byte(hostBootID()), []byte("-")) {
-		t.Errorf("boot id %q", hostBootID())
 	}
 }
 

@@ -34,7 +34,7 @@ type Runner interface {
 //   - An empty file means what no file means. The daemon then reuses an
 //     acknowledged run's directory for the next run with its files emptied
 //     (see runDirs); the runner had better write its files in place rather
-//     than truncate them first (see writeFileInPlace).
+//     than truncate them first (see procref.WriteInPlace).
 //   - For a job that ended with a Result without Message, Recover returns
 //     that same Result. The daemon then does not write such a run's report
 //     to disk (see Daemon.finish).

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"corral/internal/procref"
 )
 
 // spareIdle is how long an acknowledged run's directory is kept for the next
@@ -35,7 +37,7 @@ const spareIdle = time.Second
 // or more when it allocates one: at hundreds of jobs a second, six inodes per
 // job cost milliseconds of kernel CPU per job. A spare keeps its inodes: its
 // files are emptied, not removed, and written again in place (see
-// writeFileInPlace). So an empty file must mean the same as no file, to the
+// procref.WriteInPlace). So an empty file must mean the same as no file, to the
 // daemon and to the runners.
 type runDirs struct {
 	root string
@@ -72,7 +74,7 @@ func (s *runDirs) create(k jobKey, record []byte) (string, error) {
 		}
 	}
 	dir := filepath.Join(s.root, k.String())
-	if err := writeFileInPlace(filepath.Join(tmp, recordFile), record, 0o600); err != nil {
+	if err := procref.WriteInPlace(filepath.Join(tmp, recordFile), record, 0o600); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("writing the job's record: %w", err)
 	}
@@ -251,44 +253,6 @@ func (s *runDirs) close() {
 	s.busy.Wait()
 }
 
-// errIncomplete is returned for a file without its final newline: one cut
-// short, or emptied for reuse. Readers take it as absent.
-var errIncomplete = errors.New("incomplete file")
-
-// writeFileInPlace writes b to path, reusing the file if there is one. It
-// does not truncate the file first: an ext4 file truncated to zero and then
-// written is flushed to disk at close (auto_da_alloc), which costs far more
-// than the write. Files written this way end in a newline, which readers
-// check, so one cut short is never taken for a whole one.
-func writeFileInPlace(path string, b []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt(b, 0)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = f.Stat()
-	}
-	// An emptied file is as long as b now; a truncation would be one more
-	// inode update.
-	if err == nil && fi.Size() > int64(len(b)) {
-		err = f.Truncate(int64(len(b)))
-	}
-	return errors.Join(err, f.Close())
-}
-
-// writeJSONFile writes v as one line to path, in place: for files nobody
-// reads before they are complete, or for which a torn file means the same as
-// none.
-func writeJSONFile(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeFileInPlace(path, append(b, '\n'), 0o600)
-}
-
 // replaceJSONFile replaces path with v atomically (temporary file, then
 // rename): for a file a restarted daemon needs whole at every moment.
 func replaceJSONFile(path string, v any) error {
@@ -304,21 +268,6 @@ func replaceJSONFile(path string, v any) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
-	}
-	return nil
-}
-
-// readJSONFile reads a file written by writeJSONFile or replaceJSONFile.
-func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return fmt.Errorf("%s: %w", path, errIncomplete)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

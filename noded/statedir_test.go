@@ -1,7 +1,6 @@
 package noded
 
 import (
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -146,29 +145,6 @@ func TestRunDirsBounded(t *testing.T) {
 	}
 	if _, err := s.create(jobKey{4, 1}, []byte("{}\n")); err != nil {
 		t.Errorf("create after close: %v", err)
-	}
-}
-
-func TestWriteFileInPlace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	for _, content := range []string{"a longer first line\n", "short\n", "a longer line again\n"} {
-		if err := writeFileInPlace(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		checkFile(t, path, content)
-	}
-	var v map[string]int
-	for name, content := range map[string]string{"empty": "", "torn": `{"a":1}`} {
-		os.WriteFile(path, []byte(content), 0o600)
-		if err := readJSONFile(path, &v); !errors.Is(err, errIncomplete) {
-			t.Errorf("%s file: readJSONFile = %v, want errIncomplete", name, err)
-		}
-	}
-	if err := writeJSONFile(path, map[string]int{"a": 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := readJSONFile(path, &v); err != nil || v["a"] != 1 {
-		t.Errorf("readJSONFile = %v, %v", v, err)
 	}
 }
 

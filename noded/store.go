@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"corral/api"
+
+	"corral/internal/procref"
 )
 
 // Files the daemon keeps in a run's state directory, beside the runner's.
@@ -58,7 +60,7 @@ func (d *Daemon) recoverJobs() error {
 
 func (d *Daemon) recoverJob(k jobKey, dir string) {
 	var rec jobRecord
-	err := readJSONFile(filepath.Join(dir, recordFile), &rec)
+	err := procref.ReadJSON(filepath.Join(dir, recordFile), &rec)
 	if err == nil && (jobKey{rec.Job.ID, rec.Job.StartIndex}) != k {
 		err = fmt.Errorf("the record is for job %d-%d", rec.Job.ID, rec.Job.StartIndex)
 	}
@@ -73,7 +75,7 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 	lj := &localJob{key: k, dir: dir, rec: rec, recSaved: true}
 	d.jobs[k] = lj
 	var rep api.JobReport
-	if err := readJSONFile(filepath.Join(dir, reportFile), &rep); err == nil {
+	if err := procref.ReadJSON(filepath.Join(dir, reportFile), &rep); err == nil {
 		lj.report = &rep
 		d.rep.add(k, rep)
 		return

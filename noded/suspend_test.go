@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"corral/api"
+
+	"corral/internal/procref"
 )
 
 // setState sets the state of job id's allocation on node, as scontrol
@@ -92,7 +94,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func readRecord(t *testing.T, data string, k jobKey) jobRecord {
 	t.Helper()
 	var rec jobRecord
-	if err := readJSONFile(filepath.Join(data, "jobs", k.String(), recordFile), &rec); err != nil {
+	if err := procref.ReadJSON(filepath.Join(data, "jobs", k.String(), recordFile), &rec); err != nil {
 		t.Fatalf("reading the record: %v", err)
 	}
 	return rec
@@ -205,7 +207,7 @@ func TestDaemonCancelWhileSuspended(t *testing.T) {
 	f.setState("n1", 14, api.StateSuspended)
 	waitPausedRecord(t, data, k, true)
 	for _, pid := range pids {
-		if st, err := readStat(pid); err != nil || st.State != 'T' {
+		if st, err := procref.ReadStat(pid); err != nil || st.State != 'T' {
 			t.Errorf("process %d of the suspended job is not stopped (state %q, err %v)", pid, st.State, err)
 		}
 	}
@@ -219,7 +221,7 @@ func TestDaemonCancelWhileSuspended(t *testing.T) {
 		t.Errorf("cancelling the suspended job took %s", d)
 	}
 	for _, pid := range pids {
-		if st, err := readStat(pid); err == nil && st.State != 'Z' {
+		if st, err := procref.ReadStat(pid); err == nil && st.State != 'Z' {
 			t.Errorf("process %d of the cancelled job is still there (state %q)", pid, st.State)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"corral/noded"
+
+	"corral/internal/procref"
 )
 
 // Recover re-attaches to the VM an earlier daemon started in dir. A VM
@@ -26,12 +28,12 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 	}
 	f := filesIn(abs)
 	var st vmState
-	if err := readJSONFile(f.state, &st); err != nil {
+	if err := procref.ReadJSON(f.state, &st); err != nil {
 		res, err := r.recoverUnrecorded(f, err)
 		return nil, res, err
 	}
-	if st.BootID == hostBootID() {
-		p, err := openVMProc(st.PID, st.Start, false)
+	if st.BootID == procref.BootID() {
+		p, err := procref.Open(st.PID, st.Start, false)
 		switch {
 		case err == nil:
 			return r.reattach(f, st, p), nil, nil
@@ -44,7 +46,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 	if res, ok := finalResult(f); ok {
 		return nil, &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", dir, noded.ErrGone)
 	}
-	if st.BootID != hostBootID() {
+	if st.BootID != procref.BootID() {
 		return nil, nil, fmt.Errorf("%s: the node rebooted while the job's VM ran: %w", dir, noded.ErrGone)
 	}
 	return nil, nil, fmt.Errorf("%s: %s: %w", dir, lostMessage(f), noded.ErrGone)
@@ -53,7 +55,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 // reattach returns the handle of a VM found running. It asks QEMU for the
 // VM's state only to log it: a monitor that does not answer does not keep
 // the daemon from watching the process and killing it.
-func (r *Runner) reattach(f vmFiles, st vmState, p *vmProc) *VM {
+func (r *Runner) reattach(f vmFiles, st vmState, p *procref.Ref) *VM {
 	v := newVM(r.log, f, st, p, nil)
 	status := "unknown"
 	if s, err := queryStatus(context.Background(), st.QMP); err != nil {
@@ -83,7 +85,7 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 	if res, ok := finalResult(f); ok {
 		return &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", f.dir, noded.ErrGone)
 	}
-	if errors.Is(readErr, fs.ErrNotExist) || errors.Is(readErr, errIncomplete) {
+	if errors.Is(readErr, fs.ErrNotExist) || errors.Is(readErr, procref.ErrIncomplete) {
 		return nil, fmt.Errorf("%s: the job's VM was never started: %w", f.dir, noded.ErrGone)
 	}
 	return nil, fmt.Errorf("%s: %v: %w", f.dir, readErr, noded.ErrGone)

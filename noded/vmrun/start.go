@@ -18,6 +18,8 @@ import (
 	"corral/api"
 	"corral/noded"
 	"corral/vmimage"
+
+	"corral/internal/procref"
 )
 
 // Files the vm runner keeps in a job's state directory. The daemon removes
@@ -125,7 +127,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string)
 		return nil, err
 	}
 	if err := v.awaitMonitor(ctx); err != nil {
-		v.proc.kill()
+		killProc(v.proc)
 		<-v.done
 		return nil, err
 	}
@@ -316,16 +318,17 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 		return nil, fmt.Errorf("starting QEMU: %w", err)
 	}
 	pid := cmd.Process.Pid
-	start, _, err := startTicks(pid) // an unreaped child cannot vanish
-	var p *vmProc
+	ps, err := procref.ReadStat(pid) // an unreaped child cannot vanish
+	start := ps.Start
+	var p *procref.Ref
 	if err == nil {
-		p, err = openVMProc(pid, start, true)
+		p, err = procref.Open(pid, start, true)
 	}
-	st := vmState{PID: pid, Start: start, BootID: hostBootID(), QMP: f.qmp, Initrd: f.initrd,
+	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
 		Image: image, Accel: accel, Argv: argv}
 	if err == nil {
-		if err = writeJSONFile(f.state, st); err != nil && p != nil {
-			p.close()
+		if err = procref.WriteJSON(f.state, st); err != nil && p != nil {
+			p.Close()
 		}
 	}
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 
 	"corral/noded"
 	"corral/vmimage"
+
+	"corral/internal/procref"
 )
 
 // VM is a running job VM: the handle Start and Recover return. Besides
@@ -26,7 +28,7 @@ type VM struct {
 	log      *slog.Logger
 	f        vmFiles
 	st       vmState
-	proc     *vmProc
+	proc     *procref.Ref
 	cmd      *exec.Cmd // set when this daemon started QEMU, nil when recovered
 	killOnce sync.Once
 	done     chan struct{}
@@ -35,7 +37,7 @@ type VM struct {
 
 var _ noded.Handle = (*VM)(nil)
 
-func newVM(log *slog.Logger, f vmFiles, st vmState, p *vmProc, cmd *exec.Cmd) *VM {
+func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd) *VM {
 	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, done: make(chan struct{})}
 	go v.watch()
 	return v
@@ -59,9 +61,9 @@ func (v *VM) watch() {
 	if v.cmd != nil {
 		v.cmd.Wait() // reaps; QEMU's exit status says nothing of the job's
 	} else {
-		v.proc.wait()
+		v.proc.Wait()
 	}
-	v.proc.close()
+	v.proc.Close()
 	res, ok := finalResult(v.f)
 	if !ok {
 		// The daemon logs and reports the message; the probe expects it.
@@ -93,7 +95,7 @@ func (v *VM) Kill(grace time.Duration) {
 		if v.ended() {
 			return
 		}
-		if err := writeFileInPlace(v.f.killed, []byte("1\n")); err != nil {
+		if err := procref.WriteInPlace(v.f.killed, []byte("1\n"), 0o600); err != nil {
 			v.log.Warn("cannot record the VM's kill", "err", err)
 		}
 		go v.stop(grace)
@@ -115,7 +117,7 @@ func (v *VM) stop(grace time.Duration) {
 		}
 		v.log.Warn("job VM still running after QMP quit and its grace; sending SIGKILL", "grace", grace, "quit_err", err)
 	}
-	if err := v.proc.kill(); err != nil {
+	if err := killProc(v.proc); err != nil {
 		v.log.Error("cannot SIGKILL the job's VM", "err", err)
 	}
 }
@@ -178,7 +180,7 @@ func (v *VM) command(c string) error {
 var errVMEnded = errors.New("the job's VM has ended")
 
 func (v *VM) vmError(c string, err error) error {
-	if v.ended() || !v.proc.alive() {
+	if v.ended() || !v.proc.Alive() {
 		return fmt.Errorf("QMP %s: %w", c, errVMEnded)
 	}
 	return err

@@ -18,6 +18,8 @@ import (
 	"corral/api"
 	"corral/noded"
 	"corral/vmimage"
+
+	"corral/internal/procref"
 )
 
 // The tests boot real VMs (TCG wherever KVM does not work) from the image
@@ -118,7 +120,7 @@ func readFile(tb testing.TB, path string) string {
 // assertGone checks that nothing of the VM outlives it.
 func assertGone(t *testing.T, v *VM) {
 	t.Helper()
-	if st, ended, err := startTicks(v.st.PID); err == nil && st == v.st.Start && !ended {
+	if st, err := procref.ReadStat(v.st.PID); err == nil && st.Start == v.st.Start && !st.Ended() {
 		t.Errorf("QEMU (pid %d) is still running", v.st.PID)
 	}
 	for _, p := range []string{v.f.qmp, v.f.initrd} {

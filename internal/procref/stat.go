@@ -1,0 +1,81 @@
+package procref
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Stat is the part of /proc/<pid>/stat the node daemon needs.
+type Stat struct {
+	State   byte
+	PGID    int
+	Session int
+	// Start is the process's start time in clock ticks since boot; with the
+	// boot id it names a process for good, where a pid may be reused.
+	Start uint64
+}
+
+// Ended reports whether the process has exited: a zombie (or a dying
+// process) still has its stat file.
+func (s Stat) Ended() bool {
+	return s.State == 'Z' || s.State == 'X'
+}
+
+// Stopped reports whether the process is stopped by a signal or a tracer.
+func (s Stat) Stopped() bool {
+	return s.State == 'T' || s.State == 't'
+}
+
+// ReadStat reads /proc/<pid>/stat.
+func ReadStat(pid int) (Stat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, err
+	}
+	return ParseStat(b)
+}
+
+// ParseStat parses a /proc/<pid>/stat line. The command name may contain
+// spaces and parentheses, so fields are counted from its last ')'.
+func ParseStat(b []byte) (Stat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Stat{}, errors.New("malformed /proc stat line")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field n is f[n-3].
+	if len(f) < 20 {
+		return Stat{}, errors.New("short /proc stat line")
+	}
+	var st Stat
+	st.State = f[0][0]
+	var err1, err2, err3 error
+	st.PGID, err1 = strconv.Atoi(f[2])
+	st.Session, err2 = strconv.Atoi(f[3])
+	st.Start, err3 = strconv.ParseUint(f[19], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Stat{}, fmt.Errorf("malformed /proc stat line: %w", err)
+	}
+	return st, nil
+}
+
+var (
+	bootIDOnce sync.Once
+	bootIDVal  string
+)
+
+// BootID returns the kernel's boot id, which changes on every boot, or ""
+// where it cannot be read. It is read once per process.
+func BootID() string {
+	bootIDOnce.Do(func() {
+		if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+			bootIDVal = strings.TrimSpace(string(b))
+		}
+	})
+	return bootIDVal
+}
