@@ -77,3 +77,66 @@ func TestVMRunnerEndToEnd(t *testing.T) {
 		t.Errorf("show job does not say ExitCode=3:0:\n%s", show)
 	}
 }
+
+// TestVMRunnerLimits checks, with jobs in VMs, that a time limit ends a job
+// TIMEOUT within 10 s, a cancelled job's QEMU is gone, and a job that
+// allocates more than --mem ends OUT_OF_MEMORY.
+func TestVMRunnerLimits(t *testing.T) {
+	root := imageRoot(t)
+	if testing.Short() {
+		t.Skip("boots several VMs")
+	}
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	cl := c.client(t)
+	submit := func(args ...string) uint64 {
+		t.Helper()
+		out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable", "-o", filepath.Join(work, "%j.out")}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		return id
+	}
+	timed := submit("--time=0:05", "--mem=256M", "--wrap", "sleep 60")
+	cancelled := submit("--mem=256M", "--wrap", "echo up; sleep 60")
+	oom := submit("--mem=128M", "--wrap", "head -c 400m /dev/zero | tail -n 1")
+
+	start := time.Now()
+	waitJob(t, cl, cancelled, api.StateRunning, 30*time.Second)
+	for !strings.Contains(readFileOr(filepath.Join(work, strconv.FormatUint(cancelled, 10)+".out")), "up") {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the job to cancel never started in its VM")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := cli(t, c.addr, work, "cancel", strconv.FormatUint(cancelled, 10)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, cancelled, api.StateCancelled, 20*time.Second)
+	j := waitJob(t, cl, timed, api.StateTimeout, 30*time.Second)
+	if run := j.EndTime.Sub(j.StartTime); run > 10*time.Second {
+		t.Errorf("a 5 s time limit ended the job after %s, want ≤ 10 s", run)
+	}
+	waitJob(t, cl, oom, api.StateOutOfMemory, 60*time.Second)
+	// No QEMU of this cluster outlives its job.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir).Output()
+		if len(strings.TrimSpace(string(out))) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("QEMU processes left after their jobs ended: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readFileOr(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
