@@ -14,7 +14,7 @@ all: build
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/corral
 
-demo: build deps
+demo: build deps image
 	scripts/demo.sh
 
 # Debian packages the demo and the tests need (installed when missing).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,8 +167,13 @@ func startControllers(t testing.TB, n int, extra ...string) *cluster {
 	return c
 }
 
+// startNode starts a node daemon; it runs jobs as processes unless extra
+// names a --runner.
 func (c *cluster) startNode(t testing.TB, name string, extra ...string) *proc {
 	args := append([]string{"noded", "--name", name, "--ctld", c.addr, "--data", filepath.Join(c.dir, name), "--log-level", "warn"}, extra...)
+	if !slices.Contains(extra, "--runner") {
+		args = append(args, "--runner", "process")
+	}
 	p := startProc(t, c.dir, name, args...)
 	c.nodeds = append(c.nodeds, p)
 	return p

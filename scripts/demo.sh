@@ -36,6 +36,7 @@ cat > hello.sh <<'JOB'
 #SBATCH --cpus-per-task=2
 #SBATCH --output=hello-%j.out
 echo "hello from job $SLURM_JOB_ID ($SLURM_JOB_NAME) on $SLURMD_NODENAME with $SLURM_CPUS_ON_NODE CPUs"
+echo "inside the VM: $(nproc) vCPUs, kernel $(uname -r)"
 sleep 1
 echo "submitted from $SLURM_SUBMIT_DIR"
 JOB
@@ -53,8 +54,9 @@ say "submitting: a script with #SBATCH lines, a --wrap, and a job that fails"
 
 say "corral queue"
 "$corral" queue
-say "corral nodes"
+say "corral nodes (each job runs in its own QEMU VM: the node's images and accelerator)"
 "$corral" nodes
+"$corral" show node n1 | grep -E "NodeName|Runner|Images|Accel"
 
 say "waiting for the jobs"
 for _ in $(seq 300); do

@@ -151,7 +151,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
-		valued(0, "runner", "NAME", "how jobs run: process (default) or vm (a QEMU VM per job)"),
+		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
@@ -226,7 +226,7 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "nodes", "N", "node daemons to run (default 2)"),
 		valued(0, "cpus", "N", "CPUs per node (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory per node (default: the host's divided among the nodes)"),
-		valued(0, "runner", "NAME", "how jobs run: process (default) or vm (a QEMU VM per job)"),
+		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		flag(0, "fresh", "delete the state directory first"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
@@ -352,20 +352,21 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error
 	return daemons, nil
 }
 
-// makeRunner builds the runner --runner names: process (nil: the daemon's
-// default) or vm, whose accelerator probe boots a test guest.
+// makeRunner builds the runner --runner names: vm (the default), whose
+// accelerator probe boots a test guest, or process (nil: the daemon's
+// built-in runner), for hosts without QEMU.
 func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger) (noded.Runner, error) {
 	switch o.get("runner") {
-	case "", "process":
+	case "process":
 		return nil, nil
-	case "vm":
+	case "", "vm":
 		root := orString(o.get("images"), env.getenv("CORRAL_IMAGES"))
 		if root == "" {
 			root = defaultImageRoot()
 		}
 		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log})
 		if err != nil {
-			return nil, fmt.Errorf("--runner vm: %w", err)
+			return nil, fmt.Errorf("--runner vm: %w (on a host without QEMU, use --runner process)", err)
 		}
 		log.Info("vm runner ready", "accel", r.Accel(), "images", r.Images(), "overhead_mb", r.OverheadMB(), "probe", r.ProbeReport())
 		return r, nil
