@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,21 +124,121 @@ func TestVMRunnerLimits(t *testing.T) {
 		t.Errorf("a 5 s time limit ended the job after %s, want ≤ 10 s", run)
 	}
 	waitJob(t, cl, oom, api.StateOutOfMemory, 60*time.Second)
-	// No QEMU of this cluster outlives its job.
+	waitNoQEMU(t, c)
+}
+
+func readFileOr(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// TestVMReadoptedAfterNodeDaemonKill kills the node daemon with SIGKILL
+// while a VM runs and restarts it: the job still completes, and no QEMU
+// remains afterwards.
+func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
+	root := imageRoot(t)
+	if testing.Short() {
+		t.Skip("boots a VM and restarts a node daemon")
+	}
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem=256M", "-o", filepath.Join(work, "r.out"),
+		"--wrap", "echo before; sleep 4; echo after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	start := time.Now()
+	for !strings.Contains(readFileOr(filepath.Join(work, "r.out")), "before") {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the job never started in its VM")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	node.kill(syscall.SIGKILL)
+	node.start(t)
+	j := waitJob(t, c.client(t), id, api.StateCompleted, 60*time.Second)
+	if j.Restarts != 0 {
+		t.Errorf("the job was restarted %d times; it should have been re-adopted", j.Restarts)
+	}
+	if got := readFileOr(filepath.Join(work, "r.out")); got != "before\nafter\n" {
+		t.Errorf("output %q, want before and after", got)
+	}
+	waitNoQEMU(t, c)
+}
+
+// TestVMManyJobsOnTwoCPUs submits 20 jobs at once to a node of 2 CPUs: all
+// complete, and the node never runs more vCPUs than it has.
+func TestVMManyJobsOnTwoCPUs(t *testing.T) {
+	root := imageRoot(t)
+	if testing.Short() {
+		t.Skip("boots 20 VMs")
+	}
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "vm1", "--cpus", "2", "--mem", "4G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	cl := c.client(t)
+	var ids []uint64
+	for i := 0; i < 20; i++ {
+		out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem=192M", "-o", filepath.Join(work, "m-%j.out"), "--wrap", "echo ok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		ids = append(ids, id)
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	maxCPUs := 0
+	for {
+		n, err := cl.Node(context.Background(), "vm1")
+		if err == nil && n.AllocCPUs > maxCPUs {
+			maxCPUs = n.AllocCPUs
+		}
+		jobs := allJobs(t, cl)
+		done := 0
+		for _, id := range ids {
+			if jobs[id].State == api.StateCompleted {
+				done++
+			} else if jobs[id].State.Terminal() {
+				t.Fatalf("job %d ended %s: %s", id, jobs[id].State, jobs[id].Message)
+			}
+		}
+		if done == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs completed in 4 minutes", done, len(ids))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if maxCPUs > 2 {
+		t.Errorf("the node ran %d vCPUs at once on 2 CPUs", maxCPUs)
+	}
+	for _, id := range ids {
+		if got := readFileOr(filepath.Join(work, "m-"+strconv.FormatUint(id, 10)+".out")); got != "ok\n" {
+			t.Errorf("job %d output %q", id, got)
+		}
+	}
+	waitNoQEMU(t, c)
+}
+
+// waitNoQEMU waits until no QEMU started for this cluster is left.
+func waitNoQEMU(t *testing.T, c *cluster) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir).Output()
 		if len(strings.TrimSpace(string(out))) == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("QEMU processes left after their jobs ended: %s", out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func readFileOr(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
 }
