@@ -36,6 +36,7 @@ func init() {
 		"release":         {"release held jobs (scontrol release)", runRelease},
 		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
+		"attach":          {"stream a running job's output as it is produced (sattach)", runAttach},
 		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"corral/api"
+	"corral/internal/getopt"
+	"corral/submit"
+)
+
+// runAttach streams a job's output as it is produced, like sattach: it
+// follows the job's output file (written on the node as the job runs; on a
+// cluster, the shared file system the job writes to) until the job ends.
+func runAttach(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "attach", getopt.Permute, args, flag(0, "error", "follow the error file instead of the output"))
+	if err != nil {
+		return err
+	}
+	ids, err := parseJobIDs(o.args)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return fmt.Errorf("attach: give one job id")
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	j, err := waitStarted(ctx, env, cl, ids[0])
+	if err != nil {
+		return err
+	}
+	out, errPath := submit.OutputPaths(j, j.Node)
+	path := out
+	if o.has("error") {
+		path = errPath
+	}
+	return follow(ctx, env.stdout, cl, j.ID, path)
+}
+
+// waitStarted returns the job once it has a node (it may have ended).
+func waitStarted(ctx context.Context, env *cliEnv, cl *api.Client, id uint64) (*api.Job, error) {
+	told := false
+	for {
+		j, err := cl.Job(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if j.Node != "" || j.State.Terminal() {
+			if j.Node == "" {
+				return nil, fmt.Errorf("job %d ended (%s) without running", id, j.State)
+			}
+			return j, nil
+		}
+		if !told {
+			fmt.Fprintf(env.stderr, "%s: job %d is %s (%s); waiting for it to start\n", env.prog, id, j.State, j.Reason)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// follow copies path to w as it grows until job id has ended and the file
+// holds nothing more.
+func follow(ctx context.Context, w io.Writer, cl *api.Client, id uint64, path string) error {
+	var f *os.File
+	deadline := time.Now().Add(10 * time.Second)
+	for f == nil {
+		var err error
+		f, err = os.Open(path)
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrNotExist) && time.Now().Before(deadline):
+			time.Sleep(100 * time.Millisecond)
+		default:
+			return fmt.Errorf("job %d writes its output to %s, which cannot be read here (%v): attach from a host that sees that path", id, path, err)
+		}
+	}
+	defer f.Close()
+	lastCheck := time.Time{}
+	for {
+		n, err := io.Copy(w, f)
+		if err != nil {
+			return err
+		}
+		if n == 0 && time.Since(lastCheck) > 300*time.Millisecond {
+			j, err := cl.Job(ctx, id, false)
+			if err != nil {
+				return err
+			}
+			lastCheck = time.Now()
+			if j.State.Terminal() {
+				_, err := io.Copy(w, f)
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
