@@ -16,6 +16,7 @@ import (
 	"corral/api"
 	"corral/ctld"
 	"corral/noded"
+	"corral/noded/vmrun"
 )
 
 // inProcess is a cluster of in-process controllers and node daemons: the
@@ -28,6 +29,11 @@ type inProcess struct {
 }
 
 func startInProcess(b *testing.B, voters, nodes, cpus int) *inProcess {
+	return startInProcessWith(b, voters, nodes, cpus, nil)
+}
+
+// startInProcessWith is startInProcess with the node daemons' runner.
+func startInProcessWith(b *testing.B, voters, nodes, cpus int, runner noded.Runner) *inProcess {
 	b.Helper()
 	dir := b.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -79,7 +85,7 @@ func startInProcess(b *testing.B, voters, nodes, cpus int) *inProcess {
 	}
 	for i := 0; i < nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(nodeDir, name), Client: ncl, Logger: log})
+		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(nodeDir, name), Client: ncl, Logger: log, Runner: runner})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -228,5 +234,50 @@ func BenchmarkQueueCLI(b *testing.B) {
 				b.ReportMetric(float64(runs[2].Microseconds())/1000, "median-ms")
 			}
 		})
+	}
+}
+
+// BenchmarkVMSubmitToFirstOutput measures, with the vm runner, the time
+// from submit to the first line of the job's output over 20 jobs run one at
+// a time (3 voters, one node): it reports the median and the 95th
+// percentile.
+func BenchmarkVMSubmitToFirstOutput(b *testing.B) {
+	root, _ := filepath.Abs("../build/images")
+	if _, err := os.Stat(filepath.Join(root, "default", "image.json")); err != nil {
+		b.Skipf("no guest image in %s: run make image", root)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	runner, err := vmrun.New(context.Background(), vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ip := startInProcessWith(b, 3, 1, 2, runner)
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		var lat []time.Duration
+		for k := 0; k < 20; k++ {
+			out := filepath.Join(dir, fmt.Sprintf("first-%d-%d.out", i, k))
+			spec := trivialJob(dir, i*100+k)
+			spec.Script, spec.Output, spec.MemPerNode = "#!/bin/sh\necho first\n", out, 256
+			start := time.Now()
+			if _, err := ip.cl.Submit(context.Background(), []api.JobSpec{spec}); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if st, err := os.Stat(out); err == nil && st.Size() > 0 {
+					break
+				}
+				if time.Since(start) > time.Minute {
+					b.Fatal("no output after a minute")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			lat = append(lat, time.Since(start))
+			// Let the VM finish so the next job finds the node idle.
+			time.Sleep(300 * time.Millisecond)
+		}
+		sort.Slice(lat, func(a, c int) bool { return lat[a] < lat[c] })
+		b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*95/100].Milliseconds()), "p95-ms")
 	}
 }
