@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -331,7 +332,8 @@ func leadingNumber(s string) uint64 {
 // appendNodeLines renders sinfo -N's "%N %.6D %.9P %6t", or with Long
 // "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E", sorted by node
 // name. Corral nodes report no sockets, disk, weights or features, so S:C:T
-// is 1:CPUS:1, TMP_DISK 0, WEIGHT 1 and AVAIL_FE (null).
+// is 1:CPUS:1, TMP_DISK 0, WEIGHT 1 and AVAIL_FE (null). Long adds, after
+// sinfo's columns, corral's RUNNER, ACCEL (kvm or tcg) and IMAGES.
 func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
 	var lines []nodeLine
 	nw := minField
@@ -352,7 +354,8 @@ func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
 		if opts.Long {
 			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true}, cell{"PARTITION", pw, true},
 				cell{"STATE", 11, true}, cell{"CPUS", 4, true}, cell{"S:C:T", 8, true}, cell{"MEMORY", 6, true},
-				cell{"TMP_DISK", 8, true}, cell{"WEIGHT", 6, true}, cell{"AVAIL_FE", 8, true}, cell{"REASON", 20, false})
+				cell{"TMP_DISK", 8, true}, cell{"WEIGHT", 6, true}, cell{"AVAIL_FE", 8, true}, cell{"REASON", 20, false},
+				cell{"RUNNER", 7, false}, cell{"ACCEL", 5, false}, cell{"IMAGES", 0, false})
 		} else {
 			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true},
 				cell{"PARTITION", pw, true}, cell{"STATE", 6, false})
@@ -373,7 +376,16 @@ func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
 		dst = appendLine(dst, cell{n.Name, nw, false}, cell{"1", 6, true}, cell{l.part.label(), pw, true},
 			cell{stateLong(st), 11, true}, cell{cpus, 4, true}, cell{"1:" + strconv.Itoa(n.CPUs) + ":1", 8, true},
 			cell{strconv.FormatInt(n.MemMB, 10), 6, true}, cell{"0", 8, true}, cell{"1", 6, true},
-			cell{nullStr, 8, true}, cell{reason, 20, false})
+			cell{nullStr, 8, true}, cell{reason, 20, false},
+			cell{orNone(n.Runner), 7, false}, cell{orNone(n.Accel), 5, false}, cell{orNone(strings.Join(n.Images, ",")), 0, false})
 	}
 	return dst
+}
+
+// orNone prints "-" for an empty cell, so columns stay aligned.
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

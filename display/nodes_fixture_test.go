@@ -5,7 +5,7 @@ import "corral/api"
 // clusterNodes is a small cluster over two partitions: batch (default, no
 // limit) holds n1 n2 (idle), n3 (mixed, also in gpu), n4 (down) and n10
 // (drained); gpu (two-day limit) lists n5 itself and has n3; debug has no
-// nodes.
+// nodes. n5 runs jobs in VMs (tcg) from two images.
 func clusterNodes() ([]api.Node, []api.Partition) {
 	node := func(name string, cpus, alloc int, parts ...string) api.Node {
 		return api.Node{
@@ -18,9 +18,11 @@ func clusterNodes() ([]api.Node, []api.Partition) {
 	n4.Down = true
 	n10 := node("n10", 4, 0, "batch")
 	n10.Drain, n10.Reason = true, "disk swap"
+	n5 := node("n5", 8, 0)
+	n5.Runner, n5.Accel, n5.Images = "vm", "tcg", []string{"default", "cuda"}
 	nodes := []api.Node{
 		node("n2", 4, 0, "batch"), node("n1", 4, 0, "batch"), node("n3", 4, 2, "batch", "gpu"),
-		n4, node("n5", 8, 0), n10,
+		n4, n5, n10,
 	}
 	parts := []api.Partition{
 		{Name: "batch", Default: true},
