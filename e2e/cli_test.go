@@ -588,12 +588,13 @@ func nodeRows(t *testing.T, c *cluster, work string) map[string][]string {
 }
 
 // waitNodeState waits until `nodes -N -l` shows node in state (and, when
-// reason is set, with that reason in the last column).
+// reason is set, with that reason in sinfo's REASON column, the 11th; corral's
+// RUNNER, ACCEL and IMAGES follow it).
 func waitNodeState(t *testing.T, c *cluster, work, node, state, reason string) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() string {
 		row := nodeRows(t, c, work)[node]
-		if len(row) < 5 || row[3] != state || (reason != "" && row[len(row)-1] != reason) {
+		if len(row) < 11 || row[3] != state || (reason != "" && row[10] != reason) {
 			return fmt.Sprintf("nodes -N -l: %s is %v, want %s %s", node, row, state, reason)
 		}
 		return ""
