@@ -176,6 +176,26 @@ func checkWorkDir(dir string) error {
 	return nil
 }
 
+// OpenOutputFile creates or truncates one of a job's output files, as
+// Slurm does by default. A missing directory is not created: it fails the
+// job with a message that says so. Every runner opens outputs through it,
+// so the message is the same whatever runs the job.
+func OpenOutputFile(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		hint := ""
+		if errors.Is(err, fs.ErrNotExist) {
+			hint = " (its directory must exist on the node; it is not created)"
+		}
+		return nil, fmt.Errorf("cannot open output file %s: %v%s", p, err, hint)
+	}
+	return f, nil
+}
+
 // openOutputs opens the job's output files, truncating them. Missing parent
 // directories are not created: as in Slurm, that fails the job.
 func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
@@ -186,21 +206,7 @@ func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
 	if errPath == "" {
 		errPath = outPath
 	}
-	open := func(p string) (*os.File, error) {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			hint := ""
-			if errors.Is(err, fs.ErrNotExist) {
-				hint = " (its directory must exist on the node; it is not created)"
-			}
-			return nil, fmt.Errorf("cannot open output file %s: %v%s", p, err, hint)
-		}
-		return f, nil
-	}
+	open := OpenOutputFile
 	if stdout, err = open(outPath); err != nil {
 		return nil, nil, err
 	}

@@ -192,17 +192,9 @@ func prepareOutputs(out, errPath string) (outputs, error) {
 		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
 			continue
 		}
-		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		fh, err := noded.OpenOutputFile(p)
 		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			hint := ""
-			if errors.Is(err, fs.ErrNotExist) {
-				hint = " (its directory must exist on the node; it is not created)"
-			}
-			return outputs{}, fmt.Errorf("cannot open output file %s: %v%s", p, err, hint)
+			return outputs{}, err
 		}
 		fh.Close()
 		if i == 0 {
