@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -71,33 +72,14 @@ func (s JobState) Active() bool {
 // case, as squeue's --states does.
 func ParseJobState(s string) (JobState, error) {
 	for _, st := range AllJobStates {
-		if equalFold(s, string(st)) || equalFold(s, st.Short()) {
+		if strings.EqualFold(s, string(st)) || strings.EqualFold(s, st.Short()) {
 			return st, nil
 		}
 	}
-	if equalFold(s, "CANCELED") {
+	if strings.EqualFold(s, "CANCELED") {
 		return StateCancelled, nil
 	}
 	return "", fmt.Errorf("unknown job state %q (use one of PENDING, RUNNING, SUSPENDED, COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY or their short codes PD, R, S, CD, CA, F, TO, NF, PR, OOM)", s)
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // Reason explains why a job is pending (squeue's REASON column). The names

@@ -70,54 +70,32 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 }
 
 func (s *State) applyCancel(c *CancelJobs, index uint64) *IDsResult {
-	res := &IDsResult{Errors: map[uint64]string{}}
-	for _, id := range c.IDs {
-		j := s.editJob(id)
+	return s.eachJob(c.IDs, func(j *api.Job) string {
 		switch {
-		case j == nil:
-			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
-			continue
 		case j.State.Terminal():
-			res.Errors[id] = fmt.Sprintf("job %d: already finished (%s)", id, j.State)
-			continue
+			return fmt.Sprintf("already finished (%s)", j.State)
 		case j.State == api.StateCompleting:
-			res.Errors[id] = fmt.Sprintf("job %d: already completing", id)
-			continue
+			return "already completing"
 		}
 		if c.By != "" {
 			j.Message = "cancelled by " + c.By
 		}
-		if j.State.Active() {
-			j.FinalState = api.StateCancelled
-			j.State = api.StateCompleting
-			j.EndTime = c.Now
-			n := s.editNode(j.Node)
-			if n != nil {
-				n.AllocIndex = index
-				s.Nodes[n.Name] = n
-			}
-		} else {
-			j.State = api.StateCancelled
-			j.Reason = api.ReasonNone
-			j.EndTime = c.Now
+		j.EndTime = c.Now
+		if !j.State.Active() {
+			j.State, j.Reason = api.StateCancelled, api.ReasonNone
+			return ""
 		}
-		s.putJob(j)
-		res.Changed = append(res.Changed, id)
-	}
-	return res
+		// The node must confirm the job's end before its resources free.
+		j.FinalState, j.State = api.StateCancelled, api.StateCompleting
+		s.bumpNode(j.Node, index)
+		return ""
+	})
 }
 
 func (s *State) applyHold(c *HoldRelease) *IDsResult {
-	res := &IDsResult{Errors: map[uint64]string{}}
-	for _, id := range c.IDs {
-		j := s.editJob(id)
-		if j == nil {
-			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
-			continue
-		}
+	return s.eachJob(c.IDs, func(j *api.Job) string {
 		if j.State != api.StatePending {
-			res.Errors[id] = fmt.Sprintf("job %d: is %s; only pending jobs can be held or released", id, j.State)
-			continue
+			return fmt.Sprintf("is %s; only pending jobs can be held or released", j.State)
 		}
 		j.Spec.Hold = c.Hold
 		if c.Hold {
@@ -125,10 +103,8 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 		} else if j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin {
 			j.Reason = api.ReasonNone
 		}
-		s.putJob(j)
-		res.Changed = append(res.Changed, id)
-	}
-	return res
+		return ""
+	})
 }
 
 // checkStart says why a start cannot be applied to the current state, or ""
@@ -187,8 +163,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		n.Jobs = append(n.Jobs, j.ID)
 		n.AllocCPUs += st.CPUs
 		n.AllocMemMB += st.MemMB + st.OverheadMB
-		n.AllocIndex = index
-		s.Nodes[n.Name] = n
+		s.putNode(n, index)
 		res.Started = append(res.Started, j.ID)
 	}
 	for _, r := range c.Reasons {
@@ -205,10 +180,10 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 func (s *State) applyRegister(c *RegisterNode, index uint64) {
 	info := c.Info
 	old := s.Nodes[info.Name]
-	n := &api.Node{NodeInfo: info, Registered: c.Now, LastSeen: c.Now, AllocIndex: index}
+	n := &api.Node{NodeInfo: info, Registered: c.Now, LastSeen: c.Now}
 	n.Name = s.intern(n.Name)
+	s.putNode(n, index)
 	if old == nil {
-		s.Nodes[n.Name] = n
 		return
 	}
 	// Keep operator state and the jobs the daemon still runs; anything it
@@ -217,7 +192,6 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 	if old.Down && !old.Drain {
 		n.Reason = ""
 	}
-	s.Nodes[n.Name] = n
 	for _, id := range old.Jobs {
 		j := s.Jobs[id]
 		if j == nil {
@@ -310,8 +284,7 @@ func (s *State) applyNodeDown(c *NodeDown, index uint64) {
 		jobs := n.Jobs
 		n.Jobs = nil
 		n.AllocCPUs, n.AllocMemMB = 0, 0
-		n.AllocIndex = index
-		s.Nodes[name] = n
+		s.putNode(n, index)
 		for _, id := range jobs {
 			if j := s.Jobs[id]; j != nil && j.State.Active() {
 				s.failJob(j, c.Now, "node "+name+" stopped responding", index)
@@ -335,34 +308,21 @@ func (s *State) applyDrain(c *NodeDrain) error {
 }
 
 func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
-	res := &IDsResult{Errors: map[uint64]string{}}
-	for _, id := range c.IDs {
-		j := s.editJob(id)
+	return s.eachJob(c.IDs, func(j *api.Job) string {
 		switch {
-		case j == nil:
-			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
-			continue
 		case c.Suspend && j.State != api.StateRunning:
-			res.Errors[id] = fmt.Sprintf("job %d: is %s; only running jobs can be suspended", id, j.State)
-			continue
+			return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
 		case !c.Suspend && j.State != api.StateSuspended:
-			res.Errors[id] = fmt.Sprintf("job %d: is %s; only suspended jobs can be resumed", id, j.State)
-			continue
+			return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
 		}
 		if c.Suspend {
-			j.State = api.StateSuspended
-			j.SuspendTime = c.Now
+			j.State, j.SuspendTime = api.StateSuspended, c.Now
 		} else {
 			j.State = api.StateRunning
 			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
 			j.SuspendTime = time.Time{}
 		}
-		s.putJob(j)
-		if n := s.editNode(j.Node); n != nil {
-			n.AllocIndex = index
-			s.Nodes[n.Name] = n
-		}
-		res.Changed = append(res.Changed, id)
-	}
-	return res
+		s.bumpNode(j.Node, index)
+		return ""
+	})
 }

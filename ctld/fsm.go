@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -61,10 +62,10 @@ func (f *FSM) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("ctld: raft entry %d: %v", l.Index, err))
 	}
 	f.mu.Lock()
-	before := f.nodeIndexes(t, cmd)
 	res := f.applyLocked(cmd, l.Index)
 	f.state.Index = l.Index
-	changed := f.changedNodes(before)
+	changed := f.state.touched
+	f.state.touched = nil
 	f.mu.Unlock()
 	f.notify(t, changed, res)
 	return res
@@ -99,32 +100,6 @@ func (f *FSM) applyLocked(cmd any, index uint64) any {
 		return s.applySuspend(c, index)
 	}
 	return nil
-}
-
-// nodeIndexes records allocation indexes before an apply so that only the
-// nodes whose desired state changed are woken.
-func (f *FSM) nodeIndexes(t CommandType, cmd any) map[string]uint64 {
-	if t == CmdNodeHeartbeats || t == CmdSetMember || t == CmdSubmitJobs || t == CmdHoldRelease {
-		return nil
-	}
-	m := make(map[string]uint64, len(f.state.Nodes))
-	for name, n := range f.state.Nodes {
-		m[name] = n.AllocIndex
-	}
-	return m
-}
-
-func (f *FSM) changedNodes(before map[string]uint64) []string {
-	if before == nil {
-		return nil
-	}
-	var out []string
-	for name, n := range f.state.Nodes {
-		if old, ok := before[name]; !ok || old != n.AllocIndex {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 func (f *FSM) notify(t CommandType, nodes []string, res any) {
@@ -213,23 +188,9 @@ func (f *FSM) HashAt() (string, uint64) {
 	return hex.EncodeToString(h.Sum(nil)), s.Index
 }
 
-func sortedJobIDs(m map[uint64]*api.Job) []uint64 {
-	ids := make([]uint64, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	return ids
-}
+func sortedJobIDs(m map[uint64]*api.Job) []uint64 { return slices.Sorted(maps.Keys(m)) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Snapshot captures the current state. Copying the maps of pointers is
 // enough: the values are never mutated.

@@ -285,19 +285,19 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
 	}
 	resp := api.CancelResponse{Errors: map[uint64]string{}}
+	// Jobs named by id go to the FSM as they are, unknown and finished ones
+	// included: it says why each cannot be cancelled. Jobs selected by a
+	// filter alone are skipped quietly once finished, as scancel -u does.
 	var ids []uint64
 	c.fsm.Read(func(s *State) {
 		for _, id := range f.IDs {
 			if s.Jobs[id] == nil {
-				resp.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+				ids = append(ids, id)
 			}
 		}
 	})
 	for _, j := range c.selectJobs(&f) {
-		if j.State.Terminal() || j.State == api.StateCompleting {
-			if len(f.IDs) > 0 {
-				resp.Errors[j.ID] = fmt.Sprintf("job %d: already finished (%s)", j.ID, j.State)
-			}
+		if len(f.IDs) == 0 && (j.State.Terminal() || j.State == api.StateCompleting) {
 			continue
 		}
 		ids = append(ids, j.ID)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -148,10 +147,4 @@ func parseJobRef(s string) (uint64, bool) {
 	base, _, _ := strings.Cut(s, "_")
 	id, err := strconv.ParseUint(base, 10, 64)
 	return id, err == nil && id > 0
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

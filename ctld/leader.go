@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -239,7 +240,7 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 		c.mu.Unlock()
 		if len(down) > 0 {
 			c.log.Warn("nodes stopped responding; marking them DOWN", "nodes", down, "timeout", c.cfg.NodeTimeout)
-			if _, err := c.propose(CmdNodeDown, &NodeDown{Now: now, Nodes: sortedStrings(down), Reason: "Not responding"}); err != nil {
+			if _, err := c.propose(CmdNodeDown, &NodeDown{Now: now, Nodes: slices.Sorted(slices.Values(down)), Reason: "Not responding"}); err != nil {
 				c.log.Warn("marking nodes down failed", "err", err)
 			}
 		}

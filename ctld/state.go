@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +28,10 @@ type State struct {
 
 	interned map[string]string
 	envs     map[string][]string
+	// touched lists the nodes whose allocations changed during the entry
+	// being applied; the FSM wakes their watchers and clears it. It is
+	// scratch, never replicated.
+	touched []string
 }
 
 // NewState returns an empty state whose first job id is 1.
@@ -116,6 +121,41 @@ func (s *State) editNode(name string) *api.Node {
 	return &c
 }
 
+// putNode stores a new version of a node whose allocations changed at
+// index, so that its daemon's blocking query returns.
+func (s *State) putNode(n *api.Node, index uint64) {
+	n.AllocIndex = index
+	s.Nodes[n.Name] = n
+	s.touched = append(s.touched, n.Name)
+}
+
+// bumpNode marks node name's allocations as changed at index.
+func (s *State) bumpNode(name string, index uint64) {
+	if n := s.editNode(name); n != nil {
+		s.putNode(n, index)
+	}
+}
+
+// eachJob applies change to a private copy of every job in ids and stores
+// it; change returns why a job cannot be changed, or "" after changing it.
+func (s *State) eachJob(ids []uint64, change func(j *api.Job) string) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, id := range ids {
+		j := s.editJob(id)
+		if j == nil {
+			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			continue
+		}
+		if why := change(j); why != "" {
+			res.Errors[id] = fmt.Sprintf("job %d: %s", id, why)
+			continue
+		}
+		s.putJob(j)
+		res.Changed = append(res.Changed, id)
+	}
+	return res
+}
+
 // releaseJob returns a job's resources to its node and bumps the node's
 // allocation index so its daemon sees the change.
 func (s *State) releaseJob(j *api.Job, index uint64) {
@@ -128,8 +168,7 @@ func (s *State) releaseJob(j *api.Job, index uint64) {
 		n.AllocCPUs -= j.CPUs
 		n.AllocMemMB -= j.MemMB + j.OverheadMB
 	}
-	n.AllocIndex = index
-	s.Nodes[n.Name] = n
+	s.putNode(n, index)
 }
 
 // Desired returns the jobs node name should be running.

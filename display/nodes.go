@@ -79,7 +79,7 @@ func buildPartitions(nodes []api.Node, parts []api.Partition) []*partView {
 		}
 	}
 	implicit := views[explicit:]
-	slices.SortFunc(implicit, func(a, b *partView) int { return compareStrings(a.name, b.name) })
+	slices.SortFunc(implicit, func(a, b *partView) int { return strings.Compare(a.name, b.name) })
 	for _, v := range implicit {
 		v.def = !hasDefault && v.name == api.DefaultPartition
 	}
@@ -101,16 +101,6 @@ func nodePartitions(n *api.Node, listedBy []string) []string {
 		names = []string{api.DefaultPartition}
 	}
 	return names
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // nodeStateRank orders sinfo's state groups the way its default "-t" sort
@@ -316,7 +306,7 @@ func compareNodeNames(a, b string) int {
 			return 1
 		}
 	}
-	return compareStrings(a, b)
+	return strings.Compare(a, b)
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -155,11 +155,9 @@ func BenchmarkTrivialJobsCompleted(b *testing.B) {
 		if os.Getenv("CORRAL_BENCH_DEBUG") != "" {
 			jobs, _ := ip.cl.Jobs(context.Background(), api.JobFilter{}, true)
 			var run, wait time.Duration
-			byNode := map[string][]api.Job{}
 			for _, j := range jobs {
 				run += j.EndTime.Sub(j.StartTime)
 				wait += j.StartTime.Sub(j.SubmitTime)
-				byNode[j.Node] = append(byNode[j.Node], j)
 			}
 			b.Logf("avg start→end %s, avg submit→start %s", run/time.Duration(len(jobs)), wait/time.Duration(len(jobs)))
 		}

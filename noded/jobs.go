@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,19 +32,9 @@ func (k jobKey) String() string {
 
 func (k jobKey) compare(o jobKey) int {
 	if k.ID != o.ID {
-		return cmpU64(k.ID, o.ID)
+		return cmp.Compare(k.ID, o.ID)
 	}
-	return cmpU64(k.StartIndex, o.StartIndex)
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(k.StartIndex, o.StartIndex)
 }
 
 // parseJobKey parses a state directory's name, "<jobid>-<startindex>".
