@@ -2,7 +2,8 @@
 # Builds the default guest image for the vm runner (`make image`):
 #   OUTDIR/vmlinux            uncompressed kernel, booted through its PVH entry
 #                             (OUTDIR/vmlinuz, the bzImage, when extraction fails)
-#   OUTDIR/initramfs.cpio.gz  busybox-static + images/init
+#   OUTDIR/initramfs.cpio     busybox-static + /init (cmd/corral-init), uncompressed (the
+#                             guest unpacks it ~0.1 s sooner than gzip under TCG)
 #   OUTDIR/image.json         what vmimage.Load reads
 # Usage: scripts/build-image.sh [OUTDIR]   (default build/images/default)
 #
@@ -18,7 +19,10 @@ export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build/images/default}
 cache=${CORRAL_IMAGE_CACHE:-$root/build/cache}
-init=$root/images/init
+# The guest's /init is the project's Go program (cmd/corral-init), built
+# static; the up-to-date check below looks at its sources.
+initsrc=("$root/cmd/corral-init" "$root/vmimage/guestinit")
+go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 self=$root/scripts/build-image.sh
 name=$(basename "$out")
 
@@ -59,7 +63,6 @@ fetch_deb() {
 missing=()
 command -v lz4 >/dev/null || missing+=(lz4)
 command -v cpio >/dev/null || missing+=(cpio)
-command -v gzip >/dev/null || missing+=(gzip)
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found: this script needs Debian (or Ubuntu)"
 # The guest needs a static busybox: the one from busybox-static when it is
 # installed, else the package unpacked into the cache (installing
@@ -128,9 +131,9 @@ kver=${vmlinuz##*/vmlinuz-}
 
 # --- up to date? ---------------------------------------------------------------
 json=$out/image.json
-if [ -f "$json" ] && [ -f "$out/initramfs.cpio.gz" ] &&
+if [ -f "$json" ] && [ -f "$out/initramfs.cpio" ] &&
 	{ [ -f "$out/vmlinux" ] || [ -f "$out/vmlinuz" ]; } &&
-	[ "$json" -nt "$ksrc" ] && [ "$json" -nt "$init" ] &&
+	[ "$json" -nt "$ksrc" ] && [ -z "$(find "${initsrc[@]}" "$root/go.mod" -newer "$json" -print -quit)" ] &&
 	[ "$json" -nt "$busybox" ] && [ "$json" -nt "$self" ] &&
 	grep -q "\"kernel_version\": \"$kver\"" "$json"; then
 	say "$out is up to date (kernel $kver)"
@@ -171,7 +174,7 @@ else
 fi
 
 # --- initramfs ------------------------------------------------------------------------
-say "initramfs: busybox $("$busybox" | head -n 1 | awk '{print $2}') + images/init"
+say "initramfs: busybox $("$busybox" | head -n 1 | awk '{print $2}') + /init (cmd/corral-init)"
 stage=$tmp/root
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,etc,root,run,mnt,var/tmp}
 cp "$busybox" "$stage/bin/busybox"
@@ -182,7 +185,8 @@ done
 # Slurm scripts start with #!/bin/bash; busybox ash runs most of them.
 [ -e "$stage/bin/bash" ] || printf '#!/bin/sh\nexec /bin/sh "$@"\n' >"$stage/bin/bash"
 chmod 0755 "$stage/bin/bash"
-cp "$init" "$stage/init"
+(cd "$root" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "-s -w" -o "$stage/init" ./cmd/corral-init) ||
+	die "go build ./cmd/corral-init failed (the guest's /init)"
 chmod 0755 "$stage/init"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$stage/etc/passwd"
 printf 'root:x:0:\ntty:x:5:\nnogroup:x:65534:\n' >"$stage/etc/group"
@@ -193,15 +197,15 @@ chmod 1777 "$stage/tmp" "$stage/var/tmp"
 mknod -m 600 "$stage/dev/console" c 5 1 2>/dev/null || true
 find "$stage" -exec touch -h -d @0 {} +
 (cd "$stage" && find . -mindepth 1 -printf '%P\n' | sort |
-	cpio -o -H newc -R 0:0 --reproducible --quiet) | gzip -9n >"$tmp/initramfs.cpio.gz"
-say "initramfs: $(($(stat -c %s "$tmp/initramfs.cpio.gz") / 1024)) KiB"
+	cpio -o -H newc -R 0:0 --reproducible --quiet) >"$tmp/initramfs.cpio"
+say "initramfs: $(($(stat -c %s "$tmp/initramfs.cpio") / 1024)) KiB"
 
 # --- metadata and install ----------------------------------------------------------
 cat >"$tmp/image.json" <<EOF
 {
   "name": "$name",
   "kernel": "$kfile",
-  "initrd": "initramfs.cpio.gz",
+  "initrd": "initramfs.cpio",
   "kernel_version": "$kver",
   "kernel_package_version": "$kpkgver",
   "kernel_format": "$([ "$pvh" = true ] && echo vmlinux-pvh || echo bzImage)",
@@ -212,6 +216,7 @@ cat >"$tmp/image.json" <<EOF
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"
 mv "$tmp/$kfile" "$out/$kfile"
-mv "$tmp/initramfs.cpio.gz" "$out/initramfs.cpio.gz"
+rm -f "$out/initramfs.cpio.gz" # the gzip'd base of earlier builds
+mv "$tmp/initramfs.cpio" "$out/initramfs.cpio"
 mv "$tmp/image.json" "$out/image.json" # last: it marks the image complete
 say "done: $out ($kfile, kernel $kver, pvh=$pvh)"

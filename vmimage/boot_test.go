@@ -85,7 +85,7 @@ type vmResult struct {
 func boot(tb testing.TB, img *Image, qemu string, spec vmSpec) vmResult {
 	tb.Helper()
 	dir := tb.TempDir()
-	initrd := filepath.Join(dir, "initrd.cpio.gz")
+	initrd := filepath.Join(dir, "initrd.cpio")
 	f, err := os.Create(initrd)
 	if err != nil {
 		tb.Fatal(err)
@@ -281,7 +281,7 @@ func TestBootWithoutPayload(t *testing.T) {
 	// An image booted alone (its base initramfs only) must say why it ran
 	// nothing rather than hang.
 	noJob := *img
-	bare := filepath.Join(dir, "bare.cpio.gz")
+	bare := filepath.Join(dir, "bare.cpio")
 	raw, err := os.ReadFile(img.Initrd)
 	if err != nil {
 		t.Fatal(err)

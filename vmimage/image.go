@@ -139,7 +139,9 @@ func List(root string) ([]Image, error) {
 }
 
 // WriteInitrd writes the file to pass to QEMU's -initrd: the image's base
-// initramfs followed by p's payload.
+// initramfs, zero bytes up to the next 4-byte boundary (the kernel skips
+// them, and reads an uncompressed archive only at such a boundary), then p's
+// payload.
 func (img *Image) WriteInitrd(w io.Writer, p Payload) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -149,8 +151,14 @@ func (img *Image) WriteInitrd(w io.Writer, p Payload) error {
 		return fmt.Errorf("image %s: %w", img.Name, err)
 	}
 	defer f.Close()
-	if _, err := io.Copy(w, f); err != nil {
+	n, err := io.Copy(w, f)
+	if err != nil {
 		return fmt.Errorf("image %s: copy %s: %w", img.Name, img.Initrd, err)
+	}
+	if pad := (4 - n%4) % 4; pad > 0 {
+		if _, err := w.Write(make([]byte, pad)); err != nil {
+			return fmt.Errorf("image %s: write initrd: %w", img.Name, err)
+		}
 	}
 	return WritePayload(w, p)
 }

@@ -17,14 +17,14 @@ func fakeImage(t *testing.T, dir, json string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string]string{MetadataFile: json, "vmlinux": "ELF", "initramfs.cpio.gz": "BASE"} {
+	for name, data := range map[string]string{MetadataFile: json, "vmlinux": "ELF", "initramfs.cpio": "BASE"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-const goodJSON = `{"name":"default","kernel":"vmlinux","initrd":"initramfs.cpio.gz","kernel_version":"6.1.0-57-cloud-amd64","pvh":true,"protocol":1}`
+const goodJSON = `{"name":"default","kernel":"vmlinux","initrd":"initramfs.cpio","kernel_version":"6.1.0-57-cloud-amd64","pvh":true,"protocol":1}`
 
 func TestLoad(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "default")
@@ -35,7 +35,7 @@ func TestLoad(t *testing.T) {
 	}
 	want := Image{
 		Name: "default", Dir: dir,
-		Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "initramfs.cpio.gz"),
+		Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "initramfs.cpio"),
 		KernelVersion: "6.1.0-57-cloud-amd64", PVH: true,
 	}
 	if *img != want {
@@ -62,7 +62,7 @@ func TestLoadErrors(t *testing.T) {
 			wantText: []string{"image.json", "not valid JSON", "make image"},
 		},
 		"no kernel field": {
-			setup:    func(t *testing.T, dir string) { fakeImage(t, dir, `{"initrd":"initramfs.cpio.gz"}`) },
+			setup:    func(t *testing.T, dir string) { fakeImage(t, dir, `{"initrd":"initramfs.cpio"}`) },
 			wantText: []string{`"kernel"`, "make image"},
 		},
 		"kernel file missing": {
@@ -125,21 +125,36 @@ func TestList(t *testing.T) {
 }
 
 func TestWriteInitrd(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "default")
-	fakeImage(t, dir, goodJSON)
-	img, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := Payload{Script: []byte("true\n")}
-	var got, payload bytes.Buffer
-	if err := img.WriteInitrd(&got, p); err != nil {
-		t.Fatal(err)
-	}
+	var payload bytes.Buffer
 	if err := WritePayload(&payload, p); err != nil {
 		t.Fatal(err)
 	}
-	if want := append([]byte("BASE"), payload.Bytes()...); !bytes.Equal(got.Bytes(), want) {
-		t.Error("WriteInitrd is not the base initramfs followed by the payload")
+	// The payload must start at a 4-byte boundary, the only place the
+	// kernel looks for an uncompressed archive; zeros fill the gap.
+	tests := map[string]struct{ base, want string }{
+		"aligned base":          {base: "BASE", want: "BASE"},
+		"base one byte over":    {base: "BASE1", want: "BASE1\x00\x00\x00"},
+		"base three bytes over": {base: "BASE123", want: "BASE123\x00"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "default")
+			fakeImage(t, dir, goodJSON)
+			if err := os.WriteFile(filepath.Join(dir, "initramfs.cpio"), []byte(tc.base), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			img, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := img.WriteInitrd(&got, p); err != nil {
+				t.Fatal(err)
+			}
+			if want := append([]byte(tc.want), payload.Bytes()...); !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("WriteInitrd wrote %q..., want %q then the payload", got.Bytes()[:len(tc.want)], tc.want)
+			}
+		})
 	}
 }

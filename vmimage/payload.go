@@ -3,7 +3,6 @@ package vmimage
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"path"
@@ -100,18 +99,16 @@ func nulList(items []string) []byte {
 	return b.Bytes()
 }
 
-// WritePayload writes p to w as one gzip member holding a newc cpio archive,
-// ready to be appended to an image's base initramfs (see the package
-// documentation). It writes nothing when p fails Validate.
+// WritePayload writes p to w as an uncompressed newc cpio archive, ready to
+// be appended to an image's base initramfs at a 4-byte boundary (see the
+// package documentation). It is not compressed: under TCG the guest kernel
+// unpacks a plain archive faster than it inflates a gzip one, and a job's
+// payload is small. It writes nothing when p fails Validate.
 func WritePayload(w io.Writer, p Payload) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(zw)
+	bw := bufio.NewWriter(w)
 	cw := cpioWriter{w: bw}
 	for _, e := range p.entries() {
 		nlink := uint32(1)
@@ -125,9 +122,6 @@ func WritePayload(w io.Writer, p Payload) error {
 		return fmt.Errorf("write payload: %w", cw.err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write payload: %w", err)
-	}
-	if err := zw.Close(); err != nil {
 		return fmt.Errorf("write payload: %w", err)
 	}
 	return nil

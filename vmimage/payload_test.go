@@ -2,9 +2,7 @@ package vmimage
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -60,19 +58,6 @@ func readNewc(t *testing.T, raw []byte) []cpioEntry {
 	}
 }
 
-func gunzip(t *testing.T, b []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 func TestWritePayloadRoundTrip(t *testing.T) {
 	tests := map[string]struct {
 		p    Payload
@@ -106,7 +91,7 @@ func TestWritePayloadRoundTrip(t *testing.T) {
 			if err := WritePayload(&buf, tc.p); err != nil {
 				t.Fatal(err)
 			}
-			entries := readNewc(t, gunzip(t, buf.Bytes()))
+			entries := readNewc(t, buf.Bytes())
 			if len(entries) != 5 || entries[0].name != "job" || entries[0].mode != modeDir|0o755 || entries[0].nlink != 2 {
 				t.Fatalf("entries = %+v, want the job directory first and four files", entries)
 			}
@@ -143,7 +128,7 @@ func TestWritePayloadCpioTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(cpio, "-itv", "--quiet")
-	cmd.Stdin = bytes.NewReader(gunzip(t, buf.Bytes()))
+	cmd.Stdin = bytes.NewReader(buf.Bytes())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("cpio -itv: %v\n%s", err, out)

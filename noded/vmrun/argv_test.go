@@ -14,7 +14,7 @@ import (
 
 func TestArgvFollowsTheHostContract(t *testing.T) {
 	r := &Runner{cfg: Config{QEMU: "/usr/bin/qemu-system-x86_64"}, tscKHz: 2600000}
-	img := &vmimage.Image{Name: "default", Kernel: "/img/vmlinux", Initrd: "/img/initramfs.cpio.gz"}
+	img := &vmimage.Image{Name: "default", Kernel: "/img/vmlinux", Initrd: "/img/initramfs.cpio"}
 	f := filesIn("/state/job,1")
 	cases := map[string]struct {
 		accel    string

@@ -1,0 +1,10 @@
+//go:build linux
+
+// Command corral-init is /init, PID 1, in corral's guest images: it runs the
+// job appended to the initramfs and powers the VM off. scripts/build-image.sh
+// builds it statically (CGO_ENABLED=0); see package guestinit.
+package main
+
+import "corral/vmimage/guestinit"
+
+func main() { guestinit.Main() }

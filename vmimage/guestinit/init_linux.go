@@ -1,0 +1,280 @@
+//go:build linux
+
+package guestinit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The guest's serial ports (8250.nr_uarts=4 on the kernel command line).
+// ttyS0 is the kernel console, which init's own messages go to.
+const (
+	stdoutTTY  = "ttyS1" // the job's stdout
+	stderrTTY  = "ttyS2" // the job's stderr; absent means stderr goes to ttyS1
+	controlTTY = "ttyS3" // CORRAL STARTED / ERROR / OOM / EXIT lines
+	jobDir     = "/job"
+)
+
+// guest is init's state while it runs one job.
+type guest struct {
+	debug         bool
+	start         time.Time
+	out, err, ctl *os.File
+	ports         []*os.File // the UARTs opened, drained before EXIT
+	oomBefore     int64
+}
+
+// Main is PID 1. It never returns: it powers the VM off.
+func Main() {
+	g := &guest{start: time.Now(), oomBefore: -1}
+	// Signals to PID 1 are dropped unless it has a handler. Catching them
+	// (rather than ignoring them) keeps init alive when the job signals
+	// everything and leaves the job's own dispositions at their defaults.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	unix.Umask(0o022)
+	g.mountAll()
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	opts := ParseCmdline(string(cmdline))
+	g.debug = opts.Debug
+	if opts.Hostname != "" {
+		if err := unix.Sethostname([]byte(opts.Hostname)); err != nil {
+			g.logf("sethostname %s: %v", opts.Hostname, err)
+		}
+	}
+	g.loopbackUp()
+	g.openPorts()
+	g.logf("setup done")
+
+	job, err := ReadJob(jobDir)
+	if err != nil {
+		g.finish(127, err.Error())
+	}
+	if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
+		g.finish(127, "cannot enter working directory "+job.WorkDir)
+	}
+	if st, err := os.Stat(job.WorkDir); err != nil || !st.IsDir() {
+		g.finish(127, "cannot enter working directory "+job.WorkDir)
+	}
+	os.Chmod(jobDir+"/script", 0o755)
+	g.finish(g.run(job), "")
+}
+
+// logf writes one of init's own messages to the console when corral.debug=1.
+func (g *guest) logf(format string, args ...any) {
+	if g.debug {
+		fmt.Fprintf(os.Stderr, "init: %6.3fs "+format+"\n", append([]any{time.Since(g.start).Seconds()}, args...)...)
+	}
+}
+
+// mountAll mounts what a job expects and points init's own stdio at the
+// console (the kernel may have found no /dev/console before devtmpfs).
+func (g *guest) mountAll() {
+	mount := func(fstype, target string, flags uintptr, data string) {
+		if err := unix.Mount(fstype, target, fstype, flags, data); err != nil && !errors.Is(err, unix.EBUSY) {
+			fmt.Fprintf(os.Stderr, "init: mount %s on %s: %v\n", fstype, target, err)
+		}
+	}
+	mount("devtmpfs", "/dev", unix.MS_NOSUID, "mode=0755")
+	if c, err := os.OpenFile("/dev/console", os.O_RDWR, 0); err == nil {
+		for fd := 0; fd <= 2; fd++ {
+			unix.Dup3(int(c.Fd()), fd, 0)
+		}
+		c.Close()
+	}
+	mount("proc", "/proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	mount("sysfs", "/sys", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	for _, d := range []string{"/dev/pts", "/dev/shm", "/tmp"} {
+		os.MkdirAll(d, 0o755)
+	}
+	mount("devpts", "/dev/pts", 0, "gid=5,mode=620,ptmxmode=000")
+	mount("tmpfs", "/dev/shm", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+	mount("tmpfs", "/tmp", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+	for link, target := range map[string]string{
+		"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
+		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2",
+	} {
+		os.Symlink(target, link)
+	}
+}
+
+// loopbackUp sets lo up, as `ip link set lo up` would.
+func (g *guest) loopbackUp() {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		g.logf("lo: %v", err)
+		return
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr)
+	}
+	if err == nil {
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		err = unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+	}
+	if err != nil {
+		g.logf("lo: %v", err)
+	}
+}
+
+// openPorts opens the job's UARTs in raw mode. The 8250 driver registers
+// nr_uarts ports whether or not the hardware exists and reports type 0 for
+// the missing ones; a missing port falls back as the protocol says.
+func (g *guest) openPorts() {
+	g.out, g.err, g.ctl = os.Stdout, os.Stdout, os.Stdout
+	if f := g.openPort(stdoutTTY); f != nil {
+		g.out, g.err = f, f
+	}
+	if f := g.openPort(stderrTTY); f != nil {
+		g.err = f
+	}
+	if f := g.openPort(controlTTY); f != nil {
+		g.ctl = f
+	}
+}
+
+func (g *guest) openPort(tty string) *os.File {
+	b, err := os.ReadFile("/sys/class/tty/" + tty + "/type")
+	if t := strings.TrimSpace(string(b)); err != nil || t == "" || t == "0" {
+		return nil
+	}
+	f, err := os.OpenFile("/dev/"+tty, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		g.logf("%s: %v", tty, err)
+		return nil
+	}
+	if err := makeRaw(int(f.Fd())); err != nil {
+		g.logf("%s raw: %v", tty, err)
+	}
+	g.ports = append(g.ports, f)
+	return f
+}
+
+// makeRaw turns off every translation (no CRLF, no echo) so the host
+// receives the job's bytes unchanged; CLOCAL because no modem lines exist.
+func makeRaw(fd int) error {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return err
+	}
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8 | unix.CLOCAL
+	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+	return unix.IoctlSetTermios(fd, unix.TCSETS, t)
+}
+
+// run starts the job and waits for it, reaping any orphan that is
+// reparented to init meanwhile. It returns the job's exit status.
+func (g *guest) run(job Job) int {
+	devnull, err := os.Open("/dev/null")
+	if err != nil {
+		g.finish(127, "open /dev/null: "+err.Error())
+	}
+	g.oomBefore = oomKills()
+	fmt.Fprintln(g.ctl, "CORRAL STARTED")
+	g.logf("starting %v in %s", job.Argv, job.WorkDir)
+	pid, err := syscall.ForkExec(job.Argv[0], job.Argv, &syscall.ProcAttr{
+		Dir:   job.WorkDir,
+		Env:   job.Env,
+		Files: []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()},
+	})
+	devnull.Close()
+	if err != nil {
+		// What a shell would print for a script it cannot execute.
+		fmt.Fprintf(g.err, "%s: %v\n", job.Argv[0], err)
+		return StartFailureCode(err)
+	}
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			g.logf("wait: %v", err)
+			return 127
+		}
+		if got == pid {
+			return ExitCode(ws.Exited(), ws.ExitStatus(), int(ws.Signal()))
+		}
+	}
+}
+
+// finish ends the VM: it kills what the job left running, waits until the
+// UARTs have sent everything queued, syncs, reports on the control port and
+// powers off.
+func (g *guest) finish(code int, errText string) {
+	unix.Kill(-1, unix.SIGKILL)
+	reapAll(time.Second)
+	g.drain()
+	unix.Sync()
+	if g.ctl == nil {
+		g.ctl = os.Stdout
+	}
+	if errText != "" {
+		fmt.Fprintf(g.ctl, "CORRAL ERROR %s\n", strings.ReplaceAll(errText, "\n", " "))
+	}
+	if g.oomBefore >= 0 && oomKills() > g.oomBefore {
+		fmt.Fprintln(g.ctl, "CORRAL OOM")
+	}
+	fmt.Fprintf(g.ctl, "CORRAL EXIT %d\n", code)
+	g.drain()
+	g.logf("power off")
+	unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	// Reached only when power-off fails: PID 1 exiting panics the kernel,
+	// and panic=-1 with QEMU's -no-reboot ends the VM.
+	os.Exit(code)
+}
+
+// drain waits until every UART has sent what is queued (tcdrain).
+func (g *guest) drain() {
+	for _, f := range g.ports {
+		unix.IoctlSetInt(int(f.Fd()), unix.TCSBRK, 1)
+	}
+}
+
+// reapAll collects killed children until none is left or d has passed (a
+// process stuck in the kernel must not keep the VM up).
+func reapAll(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.ECHILD) {
+			return
+		}
+		if pid <= 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// oomKills returns the oom_kill count of /proc/vmstat, -1 when unknown.
+func oomKills() int64 {
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}

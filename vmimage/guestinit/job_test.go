@@ -1,0 +1,102 @@
+package guestinit
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func writeJob(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestReadJob(t *testing.T) {
+	tests := map[string]struct {
+		files map[string]string
+		want  Job // Argv[0] "SCRIPT" stands for dir/script
+	}{
+		"shebang script with everything": {
+			files: map[string]string{
+				"script":  "#!/bin/sh\necho hi\n",
+				"env":     "PATH=/bin\x00MULTI=a b\nc\x00EMPTY=\x00=noname\x00novalue\x00EQ=x=y\x00",
+				"args":    "one two\x00\x00three\nfour\x00",
+				"workdir": "/home/u/run\n",
+			},
+			want: Job{
+				Argv:    []string{"SCRIPT", "one two", "", "three\nfour"},
+				Env:     []string{"PATH=/bin", "MULTI=a b\nc", "EMPTY=", "EQ=x=y"},
+				WorkDir: "/home/u/run",
+			},
+		},
+		"plain script runs through sh, no args, root workdir": {
+			files: map[string]string{"script": "echo hi\n", "workdir": "\n"},
+			want:  Job{Argv: []string{"/bin/sh", "SCRIPT"}, WorkDir: "/"},
+		},
+		"one empty argument": {
+			files: map[string]string{"script": "#!/bin/sh\n", "args": "\x00"},
+			want:  Job{Argv: []string{"SCRIPT", ""}, WorkDir: "/"},
+		},
+		"last entry without its NUL": {
+			files: map[string]string{"script": "#!/bin/sh\n", "env": "A=1\x00B=2"},
+			want:  Job{Argv: []string{"SCRIPT"}, Env: []string{"A=1", "B=2"}, WorkDir: "/"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := writeJob(t, tc.files)
+			got, err := ReadJob(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range tc.want.Argv {
+				if a == "SCRIPT" {
+					tc.want.Argv[i] = filepath.Join(dir, "script")
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ReadJob = %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadJobWithoutScript(t *testing.T) {
+	if _, err := ReadJob(writeJob(t, map[string]string{"env": "A=1\x00"})); !errors.Is(err, ErrNoPayload) {
+		t.Errorf("ReadJob without a script = %v, want ErrNoPayload", err)
+	}
+}
+
+func TestParseCmdline(t *testing.T) {
+	got := ParseCmdline("console=ttyS0 quiet corral.hostname=node7 panic=-1 corral.debug=1\n")
+	if want := (Options{Debug: true, Hostname: "node7"}); got != want {
+		t.Errorf("ParseCmdline = %+v, want %+v", got, want)
+	}
+	if got := ParseCmdline("console=ttyS0 corral.debug=0"); got != (Options{}) {
+		t.Errorf("ParseCmdline without corral options = %+v", got)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	if got := ExitCode(true, 3, 0); got != 3 {
+		t.Errorf("exit 3 -> %d", got)
+	}
+	if got := ExitCode(false, 0, 9); got != 137 {
+		t.Errorf("SIGKILL -> %d, want 137", got)
+	}
+	if got := StartFailureCode(fs.ErrNotExist); got != 127 {
+		t.Errorf("missing interpreter -> %d, want 127", got)
+	}
+	if got := StartFailureCode(fs.ErrPermission); got != 126 {
+		t.Errorf("not executable -> %d, want 126", got)
+	}
+}
