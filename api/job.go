@@ -238,7 +238,10 @@ type Job struct {
 
 	SubmitTime time.Time `json:"submit_time"`
 	StartTime  time.Time `json:"start_time,omitempty"`
-	EndTime    time.Time `json:"end_time,omitempty"`
+	// EstStart is when a pending job that holds a backfill reservation is
+	// expected to start (squeue --start); zero when it holds none.
+	EstStart time.Time `json:"est_start,omitempty"`
+	EndTime  time.Time `json:"end_time,omitempty"`
 	// SuspendedFor accumulates time spent SUSPENDED, so elapsed time stops
 	// counting while a job is paused.
 	SuspendedFor time.Duration `json:"suspended_for,omitempty"`

@@ -155,6 +155,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		j.MemMB = st.MemMB
 		j.OverheadMB = st.OverheadMB
 		j.StartTime = c.Now
+		j.EstStart = time.Time{}
 		j.EndTime = time.Time{}
 		j.StartIndex = index
 		j.ExitCode, j.Signal, j.Message = 0, 0, ""
@@ -167,11 +168,12 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		res.Started = append(res.Started, j.ID)
 	}
 	for _, r := range c.Reasons {
-		j := s.editJob(r.JobID)
-		if j == nil || j.State != api.StatePending || j.Reason == r.Reason {
+		if cur := s.Jobs[r.JobID]; cur == nil || cur.State != api.StatePending || (cur.Reason == r.Reason && cur.EstStart.Equal(r.Start)) {
 			continue
 		}
+		j := s.editJob(r.JobID)
 		j.Reason = r.Reason
+		j.EstStart = r.Start
 		s.putJob(j)
 	}
 	return res

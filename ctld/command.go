@@ -93,6 +93,9 @@ type PlanStart struct {
 type PlanReason struct {
 	JobID  uint64     `json:"job_id"`
 	Reason api.Reason `json:"reason"`
+	// Start is the job's expected start under its reservation; zero when
+	// it holds none.
+	Start time.Time `json:"start,omitempty"`
 }
 
 // ApplyPlan commits a scheduling pass: jobs to start and pending reasons that

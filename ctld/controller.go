@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/ctld/sched"
 )
 
 // Config describes one controller member.
@@ -31,8 +32,11 @@ type Config struct {
 	NodeTimeout time.Duration
 	// DefMemPerCPU is the memory (MiB) per CPU for jobs that ask for none.
 	DefMemPerCPU int64
-	Raft         RaftTuning
-	Logger       *slog.Logger
+	// Policy is the scheduling policy of the leader's passes (zero: EASY
+	// backfill).
+	Policy sched.Policy
+	Raft   RaftTuning
+	Logger *slog.Logger
 	// HTTPListener, when set, is used instead of listening on HTTPAddr.
 	HTTPListener net.Listener
 }

@@ -136,7 +136,7 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 
 // snapshotForSched copies what one pass needs under the FSM's read lock.
 func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
-	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU}
+	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
 	deps := map[uint64]*api.Job{}
 	c.fsm.Read(func(s *State) {
 		snap.Pending = make([]*api.Job, 0, len(s.Pending))
@@ -150,12 +150,33 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 		snap.Nodes = make([]*api.Node, 0, len(s.Nodes))
 		for _, n := range s.Nodes {
 			snap.Nodes = append(snap.Nodes, n)
+			for _, id := range n.Jobs {
+				if j := s.Jobs[id]; j != nil {
+					snap.Running = append(snap.Running, j)
+				}
+			}
 		}
 		snap.Partitions = s.Partitions(c.cfg.Partitions)
 	})
 	snap.Lookup = func(id uint64) *api.Job { return deps[id] }
 	return snap
 }
+
+// estimateMoved reports whether a job's expected start changed enough to
+// be worth a Raft entry: it appeared, vanished, or moved by more than
+// estimateSlack (an estimate that tracks "now" would otherwise be
+// rewritten on every pass).
+func estimateMoved(old, new time.Time) bool {
+	if old.IsZero() != new.IsZero() {
+		return true
+	}
+	d := new.Sub(old)
+	return d > estimateSlack || d < -estimateSlack
+}
+
+// estimateSlack is how far an expected start may drift before it is
+// rewritten.
+const estimateSlack = 30 * time.Second
 
 func collectDeps(d *api.Dependency, s *State, into map[uint64]*api.Job) {
 	for _, cl := range d.Clauses {
@@ -189,8 +210,12 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 			if !ok {
 				continue
 			}
-			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && cur.Reason != r {
-				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r})
+			est := plan.Estimates[j.ID]
+			if est.After(now.Add(sched.Horizon / 2)) {
+				est = time.Time{} // behind a job without a time limit: unknown
+			}
+			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && (cur.Reason != r || estimateMoved(cur.EstStart, est)) {
+				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r, Start: est})
 			}
 		}
 	})

@@ -108,7 +108,11 @@ func init() {
 		}},
 		'r': {header: "REASON", value: str(reasonOf)},
 		'R': {header: "NODELIST(REASON)", headerNoCut: true, cut: cutReason, value: valueReasonList},
+		// A pending job shows when its reservation expects it to start.
 		'S': {header: "START_TIME", value: func(dst []byte, j *api.Job, c *rowCtx) []byte {
+			if j.State == api.StatePending {
+				return appendTime(dst, j.EstStart, c.loc, "N/A")
+			}
 			return appendTime(dst, j.StartTime, c.loc, "N/A")
 		}},
 		't': {header: "ST", value: str(func(j *api.Job) string { return j.State.Short() })},

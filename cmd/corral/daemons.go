@@ -14,6 +14,7 @@ import (
 
 	"corral/api"
 	"corral/ctld"
+	"corral/ctld/sched"
 	"corral/internal/getopt"
 	"corral/noded"
 	"corral/noded/vmrun"
@@ -86,6 +87,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
+		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -130,10 +132,27 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 			return ctld.Config{}, fmt.Errorf("--def-mem-per-cpu: %w", err)
 		}
 	}
+	policy, err := backfillPolicy(o.get("backfill"))
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
-		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Logger: log,
+		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
 	}, nil
+}
+
+// backfillPolicy reads --backfill: easy, conservative, or none (Slurm's
+// sched/builtin: strict priority order, which the scheduler calls fcfs).
+func backfillPolicy(v string) (sched.Policy, error) {
+	if v == "none" {
+		return sched.PolicyFCFS, nil
+	}
+	p, err := sched.ParsePolicy(v)
+	if err != nil {
+		return "", fmt.Errorf("--backfill=%s: use easy, conservative or none", v)
+	}
+	return p, nil
 }
 
 func orString(v, def string) string {

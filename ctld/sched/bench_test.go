@@ -24,18 +24,24 @@ func benchScene(nodeCount, jobCount int) *Snapshot {
 			n.partition("debug")
 		}
 		if r.IntN(4) == 0 {
-			n.busy(32, 128*1024)
+			sc.with(n)
+			sc.running(n[0].Name, time.Duration(r.IntN(3600))*time.Second,
+				job(uint64(2_000_000+i)).cpus(32).mem(128*1024).limit(time.Duration(1+r.IntN(4))*time.Hour))
+			n = nil
 		}
 		if r.IntN(50) == 0 {
 			n.down()
 		}
-		sc.with(n)
+		if n != nil {
+			sc.with(n)
+		}
 	}
 	for id := uint64(1_000_000); id < 1_000_100; id++ {
 		sc.known(job(id).state(pick(r, api.StateRunning, api.StateCompleted, api.StateFailed)))
 	}
 	for i := range jobCount {
 		j := job(uint64(i + 1)).cpus(1 + r.IntN(16)).priority(int64(r.IntN(1000))).
+			limit(time.Duration(1+r.IntN(48*60)) * time.Minute).
 			submitted(t0.Add(-time.Duration(r.IntN(86400)) * time.Second))
 		if r.IntN(2) == 0 {
 			j.mem(int64(1+r.IntN(64)) * 1024)
@@ -57,13 +63,20 @@ func benchScene(nodeCount, jobCount int) *Snapshot {
 }
 
 func BenchmarkSchedule(b *testing.B) {
-	for _, size := range []struct{ nodes, jobs int }{
-		{10, 1_000},
-		{100, 10_000},
-		{1_000, 100_000},
+	for _, size := range []struct {
+		nodes, jobs int
+		policy      Policy
+	}{
+		{10, 1_000, PolicyEASY},
+		{100, 10_000, PolicyEASY},
+		{1_000, 100_000, PolicyEASY},
+		{10_000, 100_000, PolicyEASY},
+		{10_000, 100_000, PolicyFCFS},
+		{100, 10_000, PolicyConservative},
 	} {
-		b.Run(fmt.Sprintf("nodes=%d/jobs=%d", size.nodes, size.jobs), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/nodes=%d/jobs=%d", size.policy, size.nodes, size.jobs), func(b *testing.B) {
 			s := benchScene(size.nodes, size.jobs)
+			s.Policy = size.policy
 			var p Plan
 			for b.Loop() {
 				p = Schedule(s)

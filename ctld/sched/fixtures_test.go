@@ -106,6 +106,11 @@ func (b jobB) memPerCPU(mb int64) jobB {
 func (b jobB) submitted(t time.Time) jobB {
 	return b.with(func(j *api.Job) { j.SubmitTime = t })
 }
+
+// limit sets --time.
+func (b jobB) limit(d time.Duration) jobB {
+	return b.with(func(j *api.Job) { j.Spec.TimeLimit = int64(d / time.Second) })
+}
 func (b jobB) priority(p int64) jobB { return b.with(func(j *api.Job) { j.Priority = p }) }
 func (b jobB) held() jobB            { return b.with(func(j *api.Job) { j.Spec.Hold = true }) }
 func (b jobB) begin(t time.Time) jobB {
@@ -214,6 +219,27 @@ func (sc *scene) partitions(def string, names ...string) *scene {
 
 func (sc *scene) defMemPerCPU(mb int64) *scene { sc.s.DefMemPerCPU = mb; return sc }
 
+// policy sets the pass's policy (the zero value is EASY).
+func (sc *scene) policy(p Policy) *scene { sc.s.Policy = p; return sc }
+
+// running places a job on the named node (which must already be in the
+// scene) as RUNNING since t0-elapsed, holding its CPUs and memory, for
+// backfill to plan around.
+func (sc *scene) running(node string, elapsed time.Duration, b jobB) *scene {
+	j := b.runningFor(elapsed).j
+	j.Node, j.CPUs, j.MemMB = node, j.Spec.CPUs(), MemRequest(j, sc.s.DefMemPerCPU)
+	for _, n := range sc.s.Nodes {
+		if n.Name == node {
+			n.AllocCPUs += j.CPUs
+			n.AllocMemMB += j.MemMB
+			sc.s.Running = append(sc.s.Running, j)
+			sc.jobs[j.ID] = j
+			return sc
+		}
+	}
+	panic("running: no node " + node + " in the scene")
+}
+
 // noLookup leaves Snapshot.Lookup nil, as a caller that forgot it would.
 func (sc *scene) noLookup() *scene { sc.jobs = nil; return sc }
 
@@ -223,6 +249,7 @@ func (sc *scene) snapshot() *Snapshot {
 	s := sc.s
 	s.Pending = slices.Clone(sc.s.Pending)
 	s.Nodes = slices.Clone(sc.s.Nodes)
+	s.Running = slices.Clone(sc.s.Running)
 	if sc.jobs != nil {
 		known := sc.jobs
 		s.Lookup = func(id uint64) *api.Job { return known[id] }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,41 @@ type Snapshot struct {
 	// DefMemPerCPU is the memory (MiB) given per CPU to jobs that ask for
 	// none.
 	DefMemPerCPU int64
+	// Running holds the jobs that hold resources on a node (RUNNING,
+	// SUSPENDED, COMPLETING), with Node, CPUs, MemMB, OverheadMB, StartTime
+	// and Spec.TimeLimit set. Backfill reads when each frees its
+	// resources from its start time and time limit.
+	Running []*api.Job
+	// Policy is how the pass orders starts; the zero value is PolicyEASY.
+	Policy Policy
+}
+
+// Policy is the scheduling policy of a pass.
+type Policy string
+
+// Policies.
+const (
+	// PolicyFCFS starts jobs strictly in priority order: the first job of a
+	// partition group that cannot start stops every later one.
+	PolicyFCFS Policy = "fcfs"
+	// PolicyEASY reserves resources for the first job of each partition
+	// group that cannot start, at its earliest start; later jobs start now
+	// only where they do not delay that reservation.
+	PolicyEASY Policy = "easy"
+	// PolicyConservative gives every pending job that cannot start a
+	// reservation; a job starts now only if it delays none of them.
+	PolicyConservative Policy = "conservative"
+)
+
+// ParsePolicy reads a policy name; "" is PolicyEASY.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(strings.ToLower(s)); p {
+	case "":
+		return PolicyEASY, nil
+	case PolicyFCFS, PolicyEASY, PolicyConservative:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown scheduling policy %q: use fcfs, easy or conservative", s)
 }
 
 // Start is one job the plan starts.
@@ -45,6 +81,9 @@ type Plan struct {
 	// the clock alone (a begin time, or the end of an after:<id>+<minutes>
 	// delay); zero when none waits for one.
 	NextWake time.Time
+	// Estimates gives the jobs that hold a reservation their expected start
+	// time (squeue --start).
+	Estimates map[uint64]time.Time
 }
 
 // MemRequest returns the memory a job is allocated on its node.
@@ -71,32 +110,12 @@ func Schedule(s *Snapshot) Plan {
 	}
 	sort.Slice(ready, func(a, b int) bool { return before(ready[a], ready[b]) })
 
-	free := newCapacity(s.Nodes)
-	defPart := defaultPartition(s.Partitions)
+	pl := newPlacer(s)
 	for _, j := range ready {
-		part := j.Spec.Partition
-		if part == "" {
-			part = defPart
-		}
-		cpus, mem := j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU)
-		if !free.anyCouldFit(part, cpus, mem) {
-			plan.Reasons[j.ID] = api.ReasonResources
-			continue
-		}
-		if free.held(part) {
-			// First come, first served: nothing overtakes the first job
-			// that is waiting for resources on the nodes it could use.
-			plan.Reasons[j.ID] = api.ReasonPriority
-			continue
-		}
-		node, overhead := free.firstFit(part, cpus, mem)
-		if node == "" {
-			plan.Reasons[j.ID] = api.ReasonResources
-			free.hold(part)
-			continue
-		}
-		free.take(node, cpus, mem)
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: node, CPUs: cpus, MemMB: mem, OverheadMB: overhead})
+		pl.place(j, &plan)
+	}
+	if len(pl.estimates) > 0 {
+		plan.Estimates = pl.estimates
 	}
 	return plan
 }

@@ -16,6 +16,9 @@ type scenario struct {
 	starts  []string
 	reasons map[uint64]api.Reason
 	wake    time.Time
+	// estimates, when not nil, are the expected start times of the jobs
+	// holding reservations, exactly.
+	estimates map[uint64]time.Time
 }
 
 func runScenarios(t *testing.T, cases map[string]scenario) {
@@ -34,6 +37,9 @@ func runScenarios(t *testing.T, cases map[string]scenario) {
 			}
 			if !maps.Equal(p.Reasons, want) {
 				t.Errorf("reasons = %v, want %v", p.Reasons, want)
+			}
+			if tc.estimates != nil && !maps.EqualFunc(p.Estimates, tc.estimates, time.Time.Equal) {
+				t.Errorf("estimates = %v, want %v", p.Estimates, tc.estimates)
 			}
 			if !p.NextWake.Equal(tc.wake) {
 				t.Errorf("NextWake = %v, want %v", p.NextWake, tc.wake)
@@ -68,9 +74,10 @@ func TestSchedulePlacement(t *testing.T) {
 			starts: []string{"1@wide"},
 		},
 		// FCFS: job 3 cannot start, so job 4 and 5 may not overtake it even
-		// though n1 has a free CPU for each.
-		"a big job at the head blocks smaller later ones": {
-			scene: at(t0).with(nodes(2).cpus(4).mem(8192)).
+		// though n1 has a free CPU for each. (EASY lets them: see
+		// TestScheduleBackfill.)
+		"fcfs: a big job at the head blocks smaller later ones": {
+			scene: at(t0).policy(PolicyFCFS).with(nodes(2).cpus(4).mem(8192)).
 				queue(job(1).cpus(3), job(2).cpus(3), job(3).cpus(4), job(4).cpus(1), job(5).cpus(1)),
 			starts: []string{"1@n1", "2@n2"},
 			reasons: map[uint64]api.Reason{
@@ -109,10 +116,18 @@ func TestSchedulePlacement(t *testing.T) {
 		// A down node still counts as able to hold the job some day, so the
 		// job waits for Resources (it is not "larger than any node") and, at
 		// the head, blocks the jobs behind it.
-		"a job only a down node could hold waits and blocks": {
-			scene: at(t0).with(node("a").cpus(8).down(), node("b").cpus(2)).
+		"fcfs: a job only a down node could hold waits and blocks": {
+			scene: at(t0).policy(PolicyFCFS).with(node("a").cpus(8).down(), node("b").cpus(2)).
 				queue(job(1).cpus(8), job(2).cpus(1)),
 			reasons: map[uint64]api.Reason{1: api.ReasonResources, 2: api.ReasonPriority},
+		},
+		// Under EASY the same job gets no reservation (no usable node can
+		// ever hold it), so it cannot be delayed and job 2 starts.
+		"easy: a job only a down node could hold has no reservation to protect": {
+			scene: at(t0).with(node("a").cpus(8).down(), node("b").cpus(2)).
+				queue(job(1).cpus(8), job(2).cpus(1)),
+			starts:  []string{"2@b"},
+			reasons: map[uint64]api.Reason{1: api.ReasonResources},
 		},
 		"an empty cluster gives every job Resources": {
 			scene:   at(t0).queue(job(1), job(2)),
@@ -217,8 +232,8 @@ func TestSchedulePartitions(t *testing.T) {
 			starts:  []string{"2@d"},
 			reasons: map[uint64]api.Reason{1: api.ReasonResources, 3: api.ReasonPriority},
 		},
-		"a waiting job blocks an overlapping partition": {
-			scene: at(t0).with(node("x").cpus(2).busy(1, 0).partition("batch", "debug"), node("d").partition("debug")).
+		"fcfs: a waiting job blocks an overlapping partition": {
+			scene: at(t0).policy(PolicyFCFS).with(node("x").cpus(2).busy(1, 0).partition("batch", "debug"), node("d").partition("debug")).
 				queue(job(1).cpus(2).partition("batch"), job(2).partition("debug")),
 			reasons: map[uint64]api.Reason{1: api.ReasonResources, 2: api.ReasonPriority},
 		},

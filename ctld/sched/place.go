@@ -1,0 +1,232 @@
+package sched
+
+import (
+	"slices"
+	"time"
+
+	"corral/api"
+)
+
+// placer places the ready jobs of one pass, in order, under the policy.
+type placer struct {
+	s       *Snapshot
+	policy  Policy
+	now     int64
+	free    *capacity
+	defPart string
+	parts   map[string]*api.Partition
+	// profiles holds the free-resource profile of the nodes that need one
+	// (index as in free.nodes), built on first use; nil until then.
+	profiles []profile
+	// releases maps a node name to what its running jobs give back, built
+	// on first use.
+	releases map[string][]release
+	// reserved marks nodes holding a reservation made in this pass: a job
+	// may start on one only if its profile allows it.
+	reserved []bool
+	// started holds, per node without a profile yet, what this pass's
+	// starts there give back at their planned end.
+	started [][]release
+	// open lists the usable nodes that had free CPUs when last looked at:
+	// the only ones a job can start on now. Starts only shrink it.
+	open []int
+	// failed remembers request shapes that found no node: a pass only
+	// takes resources away, so a request at least as large fails too.
+	failed    []shape
+	estimates map[uint64]time.Time
+}
+
+// shape is a request: partition, CPUs, memory (with overhead excluded) and
+// planned duration.
+type shape struct {
+	part string
+	cpus int
+	mem  int64
+	dur  int64
+}
+
+// covers reports whether a request as large as s in every way must fail
+// wherever s failed.
+func (s shape) covers(o shape) bool {
+	return s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur
+}
+
+func newPlacer(s *Snapshot) *placer {
+	pl := &placer{
+		s: s, policy: s.Policy, now: s.Now.UnixNano(),
+		free: newCapacity(s.Nodes), defPart: defaultPartition(s.Partitions),
+		parts: make(map[string]*api.Partition, len(s.Partitions)),
+	}
+	if pl.policy == "" {
+		pl.policy = PolicyEASY
+	}
+	for i := range s.Partitions {
+		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+	}
+	pl.profiles = make([]profile, len(pl.free.nodes))
+	pl.reserved = make([]bool, len(pl.free.nodes))
+	pl.started = make([][]release, len(pl.free.nodes))
+	for i := range pl.free.nodes {
+		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
+			pl.open = append(pl.open, i)
+		}
+	}
+	return pl
+}
+
+// place starts j now, gives it a reservation, or records why it waits.
+//
+// FCFS: the first job of a partition group that cannot start holds the
+// group (Resources); every later job of the group waits (Priority).
+//
+// EASY: that first job instead gets a reservation at its earliest start on
+// the node where it is earliest; later jobs of the group start now wherever
+// they fit without touching a reservation (Priority otherwise).
+//
+// Conservative: every job that cannot start gets a reservation, so a later
+// job starts now only if it delays no earlier one.
+func (pl *placer) place(j *api.Job, plan *Plan) {
+	part := j.Spec.Partition
+	if part == "" {
+		part = pl.defPart
+	}
+	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
+	if !pl.free.anyCouldFit(part, cpus, mem) {
+		plan.Reasons[j.ID] = api.ReasonResources
+		return
+	}
+	held := pl.free.held(part)
+	if held && pl.policy == PolicyFCFS {
+		// First come, first served: nothing overtakes the first job
+		// that is waiting for resources on the nodes it could use.
+		plan.Reasons[j.ID] = api.ReasonPriority
+		return
+	}
+	dur := int64(jobLimit(j, pl.parts[part]))
+	if i := pl.fitNow(part, cpus, mem, dur); i >= 0 {
+		n := &pl.free.nodes[i]
+		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead})
+		return
+	}
+	reason := api.ReasonResources
+	if held {
+		reason = api.ReasonPriority
+	}
+	plan.Reasons[j.ID] = reason
+	if pl.policy == PolicyEASY && held {
+		return
+	}
+	pl.free.hold(part)
+	if pl.policy == PolicyFCFS {
+		return
+	}
+	if i, at := pl.earliest(part, cpus, mem, dur); i >= 0 {
+		pl.take(i, at, at+dur, cpus, mem+pl.free.nodes[i].overhead)
+		pl.reserved[i] = true
+		if pl.estimates == nil {
+			pl.estimates = map[uint64]time.Time{}
+		}
+		pl.estimates[j.ID] = time.Unix(0, at).UTC()
+	}
+}
+
+// fitNow returns the first usable node of the partition where the job can
+// start now and run dur without touching a reservation, or -1.
+func (pl *placer) fitNow(part string, cpus int, mem, dur int64) int {
+	req := shape{part, cpus, mem, dur}
+	for _, f := range pl.failed {
+		if f.covers(req) {
+			return -1
+		}
+	}
+	keep := pl.open[:0]
+	found := -1
+	for k, i := range pl.open {
+		n := &pl.free.nodes[i]
+		if n.cpus <= 0 {
+			continue // full: drop it from the open list
+		}
+		keep = append(keep, i)
+		if n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+			continue
+		}
+		// Without a reservation a node's free resources only grow, so
+		// fitting now is fitting for the whole run.
+		if pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead) {
+			continue
+		}
+		found = i
+		keep = append(keep, pl.open[k+1:]...)
+		break
+	}
+	pl.open = keep
+	if found < 0 {
+		if len(pl.failed) == 8 {
+			copy(pl.failed, pl.failed[1:])
+			pl.failed = pl.failed[:7]
+		}
+		pl.failed = append(pl.failed, req)
+	}
+	return found
+}
+
+// earliest returns the usable node of the partition where the job can start
+// soonest, and when; -1 when no node will ever have room (a running job
+// without a time limit, planned to run for Horizon, still counts as ending).
+func (pl *placer) earliest(part string, cpus int, mem, dur int64) (int, int64) {
+	best, bestAt := -1, int64(0)
+	for i := range pl.free.nodes {
+		n := &pl.free.nodes[i]
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+			continue
+		}
+		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, mem+n.overhead)
+		if ok && (best < 0 || at < bestAt) {
+			best, bestAt = i, at
+		}
+	}
+	return best, bestAt
+}
+
+// take charges a start or a reservation to node i.
+func (pl *placer) take(i int, start, end int64, cpus int, mem int64) {
+	if start == pl.now {
+		pl.free.nodes[i].cpus -= cpus
+		pl.free.nodes[i].mem -= mem
+		if pl.profiles[i] == nil {
+			pl.started[i] = append(pl.started[i], release{at: end, cpus: cpus, mem: mem})
+			return
+		}
+	}
+	p := pl.profile(i)
+	p.take(start, end, cpus, mem)
+	pl.profiles[i] = p
+}
+
+// profile returns node i's profile, building it on first use from what is
+// free now (which includes this pass's starts so far) and the expected ends
+// of the node's running jobs.
+func (pl *placer) profile(i int) profile {
+	if pl.profiles[i] != nil {
+		return pl.profiles[i]
+	}
+	if pl.releases == nil {
+		pl.releases = map[string][]release{}
+		for _, j := range pl.s.Running {
+			part := j.Spec.Partition
+			if part == "" {
+				part = pl.defPart
+			}
+			end := expectedEnd(j, pl.parts[part], pl.s.Now).UnixNano()
+			pl.releases[j.Node] = append(pl.releases[j.Node], release{at: end, cpus: j.CPUs, mem: j.MemMB + j.OverheadMB})
+		}
+	}
+	n := &pl.free.nodes[i]
+	rel := slices.Clone(pl.releases[n.name])
+	// This pass's starts on the node end too: their resources are already
+	// gone from n.cpus and n.mem, and come back at their planned end.
+	rel = append(rel, pl.started[i]...)
+	pl.profiles[i] = buildProfile(pl.now, n.cpus, n.mem, rel)
+	return pl.profiles[i]
+}
