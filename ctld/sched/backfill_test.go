@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -123,5 +125,92 @@ func TestParsePolicy(t *testing.T) {
 	}
 	if _, err := ParsePolicy("backfill"); err == nil {
 		t.Error("ParsePolicy(backfill) succeeded, want an error naming the policies")
+	}
+}
+
+// limitedSimulation draws a workload for the backfill properties: one
+// partition of 1–4 nodes, jobs of equal priority (so the queue is first
+// come, first served) that each fit some node, each with a time limit of
+// 1–maxLimit rounds and a run time within it, arriving over 30 rounds.
+func limitedSimulation(t testing.TB, r *rand.Rand, policy Policy) (s *simulation, maxLimit int) {
+	s = newSimulation(t)
+	s.policy = policy
+	for i := range 1 + r.IntN(4) {
+		s.nodes = append(s.nodes, node(fmt.Sprintf("n%d", i)).cpus(pick(r, 2, 4, 8)).mem(8192)...)
+	}
+	maxLimit = 1 + r.IntN(10)
+	for i := range 1 + r.IntN(60) {
+		fit := pick(r, s.nodes...)
+		limit := 1 + r.IntN(maxLimit)
+		b := job(uint64(i+1)).cpus(1 + r.IntN(fit.CPUs)).mem(r.Int64N(4097)).
+			limit(time.Duration(limit) * time.Minute)
+		s.submit(b, r.IntN(30), 1+r.IntN(limit))
+	}
+	return s, maxLimit
+}
+
+// TestPropertyBackfillNeverDelaysTheReservation: under EASY, the job at the
+// head of the queue starts no later than the first start its reservation
+// promised, whatever was backfilled meanwhile (jobs end by their limits,
+// and none of higher priority arrives).
+func TestPropertyBackfillNeverDelaysTheReservation(t *testing.T) {
+	forEachSeed(t, func(t *testing.T, r *rand.Rand) {
+		s, _ := limitedSimulation(t, r, PolicyEASY)
+		promised := map[uint64]time.Time{}
+		for len(s.started) < len(s.jobs) && s.round < 2000 {
+			now := s.now()
+			p := s.step()
+			for id, at := range p.Estimates {
+				if _, ok := promised[id]; !ok {
+					promised[id] = at
+				}
+			}
+			for _, st := range p.Starts {
+				if at, ok := promised[st.JobID]; ok && now.After(at) {
+					t.Fatalf("job %d started at %v, after its reservation promised %v", st.JobID, now, at)
+				}
+			}
+		}
+		if len(s.started) < len(s.jobs) {
+			t.Fatalf("%d of %d jobs never started", len(s.jobs)-len(s.started), len(s.jobs))
+		}
+	})
+}
+
+// TestPropertyBackfillNoStarvation bounds every job's wait under EASY and
+// conservative backfill. The job at the head of the queue starts within
+// one maximum time limit (every running job ends by then, and backfill
+// never touches its reservation); the next job becomes the head when it
+// does. So a job with k jobs ahead of it when it arrives starts within
+// (k+1) × the longest time limit of its arrival round.
+func TestPropertyBackfillNoStarvation(t *testing.T) {
+	for _, policy := range []Policy{PolicyEASY, PolicyConservative} {
+		t.Run(string(policy), func(t *testing.T) {
+			forEachSeed(t, func(t *testing.T, r *rand.Rand) {
+				s, maxLimit := limitedSimulation(t, r, policy)
+				ahead := map[uint64]int{}
+				for len(s.started) < len(s.jobs) && s.round < 5000 {
+					for id, j := range s.jobs {
+						if s.arrive[id] != s.round {
+							continue
+						}
+						for oid, o := range s.jobs {
+							if o.State == api.StatePending && s.arrive[oid] <= s.round && before(o, j) {
+								ahead[id]++
+							}
+						}
+					}
+					s.step()
+				}
+				for id := range s.jobs {
+					start, ok := s.started[id]
+					bound := (ahead[id] + 1) * maxLimit
+					if !ok || start-s.arrive[id] > bound {
+						t.Errorf("job %d arrived in round %d with %d jobs ahead; started in round %d (ok=%v), bound %d rounds",
+							id, s.arrive[id], ahead[id], start, ok, bound)
+					}
+				}
+			})
+		})
 	}
 }

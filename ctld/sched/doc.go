@@ -12,12 +12,28 @@
 // not start always gets exactly one reason (Priority, Resources, Dependency,
 // ...). Rejections are outcomes, not errors.
 //
-// Placement is first come, first served per partition: the first job that
-// cannot start gets Resources and holds the nodes of its partition, so later
-// jobs of any partition that shares one of those nodes get Priority, while
-// partitions that share none keep scheduling. A job no node of its partition
+// Placement follows the snapshot's Policy:
+//
+//   - fcfs: the first job that cannot start gets Resources and holds the
+//     nodes of its partition, so later jobs of any partition that shares one
+//     of those nodes get Priority, while partitions that share none keep
+//     scheduling.
+//   - easy (the default): that first job of each partition group instead
+//     gets a reservation on the node where it can start soonest, judged from
+//     the running jobs' time limits (Plan.Estimates); later jobs start now
+//     wherever they fit without touching any reservation (a job ending
+//     before it, or using what it leaves over), else get Priority.
+//   - conservative: every job that cannot start gets a reservation, so a
+//     later job starts now only if it delays none of them.
+//
+// Each node's free CPUs and memory over time is a profile (profile.go): a
+// step function from now, rising at each running job's expected end (start
+// + time limit + time suspended; Horizon stands for "no limit") and lowered
+// by this pass's starts and reservations. A job without a time limit takes
+// its partition's default or maximum, else Horizon, so it never backfills in
+// front of a reservation on the same node. A job no node of its partition
 // could hold even when empty gets Resources and holds nothing (a down node
-// still counts as one that could hold it).
+// still counts as one that could hold it, but gets no reservation).
 //
 // Known limits, pinned by the tests: singleton is not evaluated (the clause
 // counts as met), aftercorr is treated as afterany, a dependency on a job

@@ -157,6 +157,7 @@ type simulation struct {
 	started map[uint64]int // round each job started in
 	// downUntil keeps a node down until the given round.
 	downUntil map[string]int
+	policy    Policy
 }
 
 func newSimulation(t testing.TB, ns ...nodeSet) *simulation {
@@ -196,7 +197,7 @@ func (s *simulation) step() Plan {
 			delete(s.endAt, id)
 		}
 	}
-	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Lookup: func(id uint64) *api.Job {
+	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, Lookup: func(id uint64) *api.Job {
 		if j := s.jobs[id]; j != nil && s.arrive[id] <= s.round {
 			return j
 		}
@@ -205,6 +206,9 @@ func (s *simulation) step() Plan {
 	for id, j := range s.jobs {
 		if j.State == api.StatePending && s.arrive[id] <= s.round {
 			snap.Pending = append(snap.Pending, j)
+		}
+		if j.State == api.StateRunning {
+			snap.Running = append(snap.Running, j)
 		}
 	}
 	p := Schedule(snap)
