@@ -142,7 +142,7 @@ func limitedSimulation(t testing.TB, r *rand.Rand, policy Policy) (s *simulation
 	for i := range 1 + r.IntN(60) {
 		fit := pick(r, s.nodes...)
 		limit := 1 + r.IntN(maxLimit)
-		b := job(uint64(i+1)).cpus(1 + r.IntN(fit.CPUs)).mem(r.Int64N(4097)).
+		b := job(uint64(i + 1)).cpus(1 + r.IntN(fit.CPUs)).mem(r.Int64N(4097)).
 			limit(time.Duration(limit) * time.Minute)
 		s.submit(b, r.IntN(30), 1+r.IntN(limit))
 	}
