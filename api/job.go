@@ -189,6 +189,10 @@ type JobSpec struct {
 	Error   string `json:"error,omitempty"`
 	Requeue bool   `json:"requeue,omitempty"`
 	Hold    bool   `json:"hold,omitempty"`
+	// KillOnInvalidDep cancels the job when its dependency can never be
+	// met (--kill-on-invalid-dep=yes); otherwise it stays pending with
+	// DependencyNeverSatisfied.
+	KillOnInvalidDep bool `json:"kill_on_invalid_dep,omitempty"`
 	// Begin is the earliest start time; zero means now.
 	Begin   time.Time `json:"begin,omitempty"`
 	Comment string    `json:"comment,omitempty"`

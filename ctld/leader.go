@@ -120,6 +120,13 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 	if !plan.NextWake.IsZero() {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
+	if len(plan.Cancels) > 0 {
+		// --kill-on-invalid-dep=yes: the dependency can never be met.
+		cancel := &CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
+		if _, err := c.propose(CmdCancelJobs, cancel); err != nil {
+			c.log.Warn("cancelling jobs with invalid dependencies failed", "jobs", plan.Cancels, "err", err)
+		}
+	}
 	cmd := c.planCommand(now, snap, plan)
 	if len(cmd.Starts) == 0 && len(cmd.Reasons) == 0 {
 		return

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -73,6 +74,8 @@ var supportedOptions = []optionDef{
 		apply: applyGres},
 	{Option: getopt.Option{Short: 'd', Long: "dependency", Arg: req, ArgName: "LIST", Help: "wait for other jobs, e.g. afterok:12:13 or after:12+5?afterany:14"},
 		apply: applyDependency},
+	{Option: getopt.Option{Long: "kill-on-invalid-dep", Arg: req, ArgName: "yes|no", Help: "cancel the job when its dependency can never be met (default no: it stays pending)"},
+		apply: applyKillOnInvalidDep},
 	{Option: getopt.Option{Short: 'a', Long: "array", Arg: req, ArgName: "INDEXES", Help: "submit a job array, e.g. 0-99, 1,3,5-7 or 0-15:4%2"},
 		apply: applyArray},
 	{Option: getopt.Option{Long: "parsable", Help: "print only the job id"},
@@ -161,6 +164,18 @@ func applyGres(b *builder, v string, _ bool) error {
 		return err
 	}
 	b.spec.Gres = g
+	return nil
+}
+
+func applyKillOnInvalidDep(b *builder, v string, _ bool) error {
+	switch strings.ToLower(v) {
+	case "yes":
+		b.spec.KillOnInvalidDep = true
+	case "no":
+		b.spec.KillOnInvalidDep = false
+	default:
+		return fmt.Errorf("--kill-on-invalid-dep=%s: use yes or no", v)
+	}
 	return nil
 }
 

@@ -48,7 +48,6 @@ var unsupported = []struct {
 	{0, "hint", req, ""},
 	{0, "ignore-pbs", none, ""},
 	{'i', "input", req, "redirect input inside the script"},
-	{0, "kill-on-invalid-dep", req, ""},
 	{'L', "licenses", req, ""},
 	{0, "mail-type", req, "corral does not send mail; use --wait or poll the job"},
 	{0, "mail-user", req, "corral does not send mail; use --wait or poll the job"},

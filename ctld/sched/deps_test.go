@@ -127,21 +127,40 @@ func TestScheduleDependencies(t *testing.T) {
 			starts:  []string{"2@n1"},
 			reasons: map[uint64]api.Reason{1: api.ReasonDependency},
 		},
-		// The pass does not propagate: job 1 waits on job 2, which can never
-		// run, and is reported as Dependency, not DependencyNeverSatisfied.
-		"a dependency on a job that can never run still waits": {
-			scene: at(t0).with(nodes(1)).queue(job(1).afterok(2), job(2).afterok(99)),
+		// Never-satisfied propagates down a chain in one pass: job 2 can
+		// never run, so job 1 (afterok:2) can never be satisfied either, and
+		// job 3 (after:1) never sees job 1 start.
+		"a chain below a never-satisfied job is never satisfied": {
+			scene: at(t0).with(nodes(1)).queue(job(3).after(1), job(1).afterok(2), job(2).afterok(99)),
+			reasons: map[uint64]api.Reason{
+				1: api.ReasonDependencyNeverSatisfied, 2: api.ReasonDependencyNeverSatisfied,
+				3: api.ReasonDependencyNeverSatisfied,
+			},
+		},
+		// afterany is met when the target ends, which cancelling the
+		// never-satisfied target would do: it keeps waiting.
+		"afterany on a job that can never run waits": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterany(2), job(2).afterok(99)),
 			reasons: map[uint64]api.Reason{
 				1: api.ReasonDependency, 2: api.ReasonDependencyNeverSatisfied,
 			},
 		},
-		// DESIGN asks for cycles to be reported; the pass does not detect
-		// them yet, so both jobs wait as Dependency (see doc.go).
-		"a dependency cycle waits as Dependency": {
+		// Each job of an afterok cycle waits for the other to complete:
+		// neither ever can.
+		"an afterok cycle is never satisfied": {
 			scene: at(t0).with(nodes(1)).queue(job(1).afterok(2), job(2).afterok(1)),
 			reasons: map[uint64]api.Reason{
-				1: api.ReasonDependency, 2: api.ReasonDependency,
+				1: api.ReasonDependencyNeverSatisfied, 2: api.ReasonDependencyNeverSatisfied,
 			},
+		},
+		// --kill-on-invalid-dep=yes asks for the job to be cancelled.
+		"a never-satisfied job that asked to be killed is cancelled": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterok(99).with(func(j *api.Job) { j.Spec.KillOnInvalidDep = true }),
+				job(2).afterok(99)),
+			reasons: map[uint64]api.Reason{
+				1: api.ReasonDependencyNeverSatisfied, 2: api.ReasonDependencyNeverSatisfied,
+			},
+			cancels: []uint64{1},
 		},
 	})
 }

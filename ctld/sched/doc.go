@@ -35,12 +35,16 @@
 // could hold even when empty gets Resources and holds nothing (a down node
 // still counts as one that could hold it, but gets no reservation).
 //
-// Known limits, pinned by the tests: singleton is not evaluated (the clause
-// counts as met), aftercorr is treated as afterany, a dependency on a job
-// that can itself never run waits as Dependency rather than
-// DependencyNeverSatisfied, and dependency cycles are not detected (DESIGN
-// asks for them to be reported). NextWake covers begin times and the ends
-// of after:<id>+<minutes> delays.
+// Dependencies: after, afterany, afterok, afternotok, singleton (no job of
+// the same user and name holds resources, and pending singletons of that
+// name run one at a time in submission order); aftercorr is treated as
+// afterany until arrays are scheduled element by element. A dependency
+// that can never be met is DependencyNeverSatisfied, and that propagates in
+// the same pass down after/afterok chains and around cycles (each job of an
+// afterok cycle waits for the other); afterany keeps waiting on a job that
+// can never run, since cancelling it would end it. Jobs submitted with
+// --kill-on-invalid-dep=yes are listed in Plan.Cancels. NextWake covers
+// begin times and the ends of after:<id>+<minutes> delays.
 //
 // The entry point is Schedule.
 package sched

@@ -84,6 +84,9 @@ type Plan struct {
 	// Estimates gives the jobs that hold a reservation their expected start
 	// time (squeue --start).
 	Estimates map[uint64]time.Time
+	// Cancels lists jobs whose dependency can never be met and that asked
+	// to be cancelled then (--kill-on-invalid-dep=yes).
+	Cancels []uint64
 }
 
 // MemRequest returns the memory a job is allocated on its node.
@@ -98,9 +101,13 @@ func MemRequest(j *api.Job, defPerCPU int64) int64 {
 func Schedule(s *Snapshot) Plan {
 	plan := Plan{Reasons: make(map[uint64]api.Reason, len(s.Pending))}
 	ready := make([]*api.Job, 0, len(s.Pending))
+	dp := &deps{s: s}
 	for _, j := range s.Pending {
-		if r, wake := notReady(j, s); r != "" {
+		if r, wake := dp.notReady(j); r != "" {
 			plan.Reasons[j.ID] = r
+			if r == api.ReasonDependencyNeverSatisfied && j.Spec.KillOnInvalidDep {
+				plan.Cancels = append(plan.Cancels, j.ID)
+			}
 			if !wake.IsZero() && (plan.NextWake.IsZero() || wake.Before(plan.NextWake)) {
 				plan.NextWake = wake
 			}
@@ -143,18 +150,49 @@ func defaultPartition(parts []api.Partition) string {
 	return api.DefaultPartition
 }
 
+// deps evaluates dependencies for one pass. It memoizes which pending jobs
+// can never run, so a chain whose link failed is reported as
+// DependencyNeverSatisfied all the way down in the same pass.
+type deps struct {
+	s *Snapshot
+	// never caches, per pending job id, whether its own dependency can
+	// never be met; inProgress marks jobs being evaluated (a cycle).
+	never map[uint64]depMemo
+	// singletons indexes jobs by user and name, built on first use.
+	singletons map[userName]*singletonState
+}
+
+type depMemo uint8
+
+const (
+	memoUnknown depMemo = iota
+	memoInProgress
+	memoNever
+	memoMayRun
+)
+
+type userName struct{ user, name string }
+
+// singletonState is what a singleton clause needs to know about a user's
+// jobs of one name: whether one holds resources, and which pending
+// singleton job comes first.
+type singletonState struct {
+	active bool
+	first  *api.Job
+}
+
 // notReady returns why a job may not start yet regardless of resources, and
 // when that changes by itself (begin time), or "" when it is ready.
-func notReady(j *api.Job, s *Snapshot) (api.Reason, time.Time) {
+func (d *deps) notReady(j *api.Job) (api.Reason, time.Time) {
 	if j.Spec.Hold {
 		return api.ReasonJobHeldUser, time.Time{}
 	}
-	if !j.Spec.Begin.IsZero() && s.Now.Before(j.Spec.Begin) {
+	if !j.Spec.Begin.IsZero() && d.s.Now.Before(j.Spec.Begin) {
 		return api.ReasonBeginTime, j.Spec.Begin
 	}
 	if j.Spec.Dependency != nil {
-		if r := dependencyReason(j.Spec.Dependency, s); r != "" {
-			return r, delayEnd(j.Spec.Dependency, s)
+		if r := d.reason(j); r != "" {
+			return r, delayEnd(j.Spec.Dependency, d.s)
 		}
 	}
 	return "", time.Time{}
@@ -186,14 +224,15 @@ func delayEnd(d *api.Dependency, s *Snapshot) time.Time {
 	return wake
 }
 
-// dependencyReason evaluates a dependency expression: "" when satisfied,
+// reason evaluates j's dependency expression: "" when satisfied,
 // Dependency while it may still be, DependencyNeverSatisfied when it cannot.
-func dependencyReason(d *api.Dependency, s *Snapshot) api.Reason {
+func (d *deps) reason(j *api.Job) api.Reason {
+	dep := j.Spec.Dependency
 	anyWaiting, anyNever := false, false
-	for _, c := range d.Clauses {
-		switch clauseState(c, s) {
+	for _, c := range dep.Clauses {
+		switch d.clause(j, c) {
 		case depMet:
-			if d.Any {
+			if dep.Any {
 				return ""
 			}
 		case depWaiting:
@@ -203,9 +242,9 @@ func dependencyReason(d *api.Dependency, s *Snapshot) api.Reason {
 		}
 	}
 	switch {
-	case d.Any && anyWaiting:
+	case dep.Any && anyWaiting:
 		return api.ReasonDependency
-	case d.Any:
+	case dep.Any:
 		return api.ReasonDependencyNeverSatisfied
 	case anyNever:
 		return api.ReasonDependencyNeverSatisfied
@@ -213,6 +252,31 @@ func dependencyReason(d *api.Dependency, s *Snapshot) api.Reason {
 		return api.ReasonDependency
 	}
 	return ""
+}
+
+// neverRuns reports whether a pending job's own dependency can never be
+// met. A job met again while being evaluated is on a cycle: it waits on
+// itself, so it never runs either.
+func (d *deps) neverRuns(j *api.Job) bool {
+	if j.State != api.StatePending || j.Spec.Dependency == nil {
+		return false
+	}
+	if d.never == nil {
+		d.never = map[uint64]depMemo{}
+	}
+	switch d.never[j.ID] {
+	case memoInProgress, memoNever:
+		return true
+	case memoMayRun:
+		return false
+	}
+	d.never[j.ID] = memoInProgress
+	never := d.reason(j) == api.ReasonDependencyNeverSatisfied
+	d.never[j.ID] = memoMayRun
+	if never {
+		d.never[j.ID] = memoNever
+	}
+	return never
 }
 
 type depOutcome int
@@ -223,19 +287,22 @@ const (
 	depNever
 )
 
-// clauseState evaluates one clause over all its job ids (all must be met).
-func clauseState(c api.DepClause, s *Snapshot) depOutcome {
+// clause evaluates one clause of j over all its job ids (all must be met).
+func (d *deps) clause(j *api.Job, c api.DepClause) depOutcome {
+	if c.Type == "singleton" {
+		return d.singleton(j)
+	}
 	out := depMet
 	for _, raw := range c.JobIDs {
 		id, err := strconv.ParseUint(strings.SplitN(raw, "_", 2)[0], 10, 64)
-		var j *api.Job
-		if err == nil && s.Lookup != nil {
-			j = s.Lookup(id)
+		var t *api.Job
+		if err == nil && d.s.Lookup != nil {
+			t = d.s.Lookup(id)
 		}
-		if j == nil {
+		if t == nil {
 			return depNever
 		}
-		switch o := jobOutcome(c, j, s.Now); o {
+		switch o := d.target(c, t); o {
 		case depNever:
 			return depNever
 		case depWaiting:
@@ -245,37 +312,94 @@ func clauseState(c api.DepClause, s *Snapshot) depOutcome {
 	return out
 }
 
-func jobOutcome(c api.DepClause, j *api.Job, now time.Time) depOutcome {
+// target evaluates one clause against one target job.
+func (d *deps) target(c api.DepClause, t *api.Job) depOutcome {
+	now := d.s.Now
 	switch c.Type {
 	case "after":
-		if j.StartTime.IsZero() && !j.State.Terminal() {
+		if t.StartTime.IsZero() && !t.State.Terminal() {
+			if d.neverRuns(t) {
+				return depNever
+			}
 			return depWaiting
 		}
-		if c.Minutes > 0 && !j.StartTime.IsZero() && now.Before(j.StartTime.Add(time.Duration(c.Minutes)*time.Minute)) && !j.State.Terminal() {
+		if c.Minutes > 0 && !t.StartTime.IsZero() && now.Before(t.StartTime.Add(time.Duration(c.Minutes)*time.Minute)) && !t.State.Terminal() {
 			return depWaiting
 		}
 		return depMet
 	case "afterany", "aftercorr":
-		if j.State.Terminal() {
+		// A target that can never run may still be cancelled, which ends
+		// it: these wait rather than give up.
+		if t.State.Terminal() {
 			return depMet
 		}
 		return depWaiting
 	case "afterok":
-		if !j.State.Terminal() {
+		if !t.State.Terminal() {
+			if d.neverRuns(t) {
+				return depNever
+			}
 			return depWaiting
 		}
-		if j.State == api.StateCompleted {
+		if t.State == api.StateCompleted {
 			return depMet
 		}
 		return depNever
 	case "afternotok":
-		if !j.State.Terminal() {
+		if !t.State.Terminal() {
 			return depWaiting
 		}
-		if j.State != api.StateCompleted {
+		if t.State != api.StateCompleted {
 			return depMet
 		}
 		return depNever
 	}
 	return depMet
+}
+
+// singleton is met when no job of the same user and name holds resources
+// and no pending singleton job of theirs comes before j (submit time, then
+// id): one such job runs at a time, in submission order.
+func (d *deps) singleton(j *api.Job) depOutcome {
+	if d.singletons == nil {
+		d.singletons = map[userName]*singletonState{}
+		get := func(k userName) *singletonState {
+			st := d.singletons[k]
+			if st == nil {
+				st = &singletonState{}
+				d.singletons[k] = st
+			}
+			return st
+		}
+		for _, r := range d.s.Running {
+			get(userName{r.Spec.User, r.Spec.Name}).active = true
+		}
+		for _, p := range d.s.Pending {
+			if !hasSingleton(p.Spec.Dependency) {
+				continue
+			}
+			st := get(userName{p.Spec.User, p.Spec.Name})
+			if st.first == nil || p.SubmitTime.Before(st.first.SubmitTime) ||
+				p.SubmitTime.Equal(st.first.SubmitTime) && p.ID < st.first.ID {
+				st.first = p
+			}
+		}
+	}
+	st := d.singletons[userName{j.Spec.User, j.Spec.Name}]
+	if st == nil || (!st.active && st.first == j) {
+		return depMet
+	}
+	return depWaiting
+}
+
+func hasSingleton(d *api.Dependency) bool {
+	if d == nil {
+		return false
+	}
+	for _, c := range d.Clauses {
+		if c.Type == "singleton" {
+			return true
+		}
+	}
+	return false
 }

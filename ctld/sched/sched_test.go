@@ -19,6 +19,8 @@ type scenario struct {
 	// estimates, when not nil, are the expected start times of the jobs
 	// holding reservations, exactly.
 	estimates map[uint64]time.Time
+	// cancels are the jobs the plan cancels (--kill-on-invalid-dep).
+	cancels []uint64
 }
 
 func runScenarios(t *testing.T, cases map[string]scenario) {
@@ -37,6 +39,9 @@ func runScenarios(t *testing.T, cases map[string]scenario) {
 			}
 			if !maps.Equal(p.Reasons, want) {
 				t.Errorf("reasons = %v, want %v", p.Reasons, want)
+			}
+			if !slices.Equal(p.Cancels, tc.cancels) {
+				t.Errorf("cancels = %v, want %v", p.Cancels, tc.cancels)
 			}
 			if tc.estimates != nil && !maps.EqualFunc(p.Estimates, tc.estimates, time.Time.Equal) {
 				t.Errorf("estimates = %v, want %v", p.Estimates, tc.estimates)
