@@ -214,6 +214,9 @@ func filterQuery(f JobFilter) url.Values {
 	for _, id := range f.IDs {
 		q.Add("id", strconv.FormatUint(id, 10))
 	}
+	for _, t := range f.Tasks {
+		q.Add("id", t.String())
+	}
 	for _, u := range f.Users {
 		q.Add("user", u)
 	}

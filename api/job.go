@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -96,6 +97,7 @@ const (
 	ReasonBeginTime                Reason = "BeginTime"
 	ReasonJobHeldUser              Reason = "JobHeldUser"
 	ReasonJobHeldAdmin             Reason = "JobHeldAdmin"
+	ReasonJobArrayTaskLimit        Reason = "JobArrayTaskLimit"
 	ReasonPartitionTimeLimit       Reason = "PartitionTimeLimit"
 	ReasonPartitionDown            Reason = "PartitionDown"
 	ReasonPartitionNodeLimit       Reason = "PartitionNodeLimit"
@@ -267,6 +269,38 @@ type Job struct {
 	// StartIndex is the Raft index of the plan that started the job; the
 	// node daemon uses it to tell a new run of a requeued job from an old one.
 	StartIndex uint64 `json:"start_index,omitempty"`
+
+	// Arrays. A submitted array is one record (ArrayJobID == ID) whose
+	// ArrayPending holds the tasks not started yet. Each task that starts
+	// is split off as a record of its own (a new ID, ArrayJobID, and
+	// ArrayTaskID); the last one to start is the original record itself.
+	ArrayJobID   uint64    `json:"array_job_id,omitempty"`
+	ArrayTaskID  int       `json:"array_task_id,omitempty"`
+	ArrayPending *IndexSet `json:"array_pending,omitempty"`
+}
+
+// IsArrayTask reports whether the record is one task of an array.
+func (j *Job) IsArrayTask() bool { return j.ArrayJobID != 0 && j.ArrayPending == nil }
+
+// IsArrayPending reports whether the record holds an array's unstarted
+// tasks.
+func (j *Job) IsArrayPending() bool { return j.ArrayPending != nil }
+
+// Ref returns how users name the job: "12" for a plain job, "12_5" for
+// task 5 of array 12, "12_[3-99%10]" for array 12's unstarted tasks.
+func (j *Job) Ref() string {
+	id := strconv.FormatUint(j.ID, 10)
+	switch {
+	case j.IsArrayTask():
+		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
+	case j.IsArrayPending():
+		s := id + "_[" + j.ArrayPending.String()
+		if a := j.Spec.Array; a != nil && a.Throttle > 0 {
+			s += "%" + strconv.Itoa(a.Throttle)
+		}
+		return s + "]"
+	}
+	return id
 }
 
 // Elapsed returns how long the job has run at now (squeue's TIME, %M).

@@ -19,10 +19,10 @@ const JobRowsType = "application/x-corral-jobs"
 
 // jobRowsVersion is the first line of a listing; bump it when fields
 // change.
-const jobRowsVersion = "corral-jobs 1"
+const jobRowsVersion = "corral-jobs 2"
 
 // rowFields is the number of tab-separated fields of a row.
-const rowFields = 39
+const rowFields = 43
 
 // EncodeJobRows writes jobs in the compact listing format.
 func EncodeJobRows(w io.Writer, jobs []*Job) error {
@@ -53,11 +53,20 @@ func appendRow(b []byte, j *Job) []byte {
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, v, 10)
 	}
-	for _, t := range []time.Time{j.SubmitTime, j.StartTime, j.EndTime, s.Begin, j.SuspendTime} {
+	for _, t := range []time.Time{j.SubmitTime, j.StartTime, j.EndTime, s.Begin, j.SuspendTime, j.EstStart} {
 		b = append(b, '\t')
 		if !t.IsZero() {
 			b = strconv.AppendInt(b, t.UnixNano(), 10)
 		}
+	}
+	b = append(b, '\t')
+	b = strconv.AppendUint(b, j.ArrayJobID, 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(j.ArrayTaskID), 10)
+	b = append(b, '\t')
+	if j.ArrayPending != nil {
+		b = append(b, '[')
+		b = append(b, j.ArrayPending.String()...)
 	}
 	return append(b, '\n')
 }
@@ -200,7 +209,7 @@ func decodeRow(j *Job, f []string) error {
 	s.TimeLimit, s.NTasks, s.CPUsPerTask = nums[6], int(nums[7]), int(nums[8])
 	s.MemPerNode, s.MemPerCPU, j.SuspendedFor = nums[9], nums[10], time.Duration(nums[11])
 	s.Nice, s.Hold, s.Requeue = int(nums[12]), nums[13]&1 != 0, nums[13]&2 != 0
-	times := []*time.Time{&j.SubmitTime, &j.StartTime, &j.EndTime, &s.Begin, &j.SuspendTime}
+	times := []*time.Time{&j.SubmitTime, &j.StartTime, &j.EndTime, &s.Begin, &j.SuspendTime, &j.EstStart}
 	for k, t := range times {
 		if v := f[34+k]; v != "" {
 			ns, ok := atoi(v)
@@ -208,6 +217,24 @@ func decodeRow(j *Job, f []string) error {
 				return fmt.Errorf("time field %d: %q is not a number", 34+k, v)
 			}
 			*t = time.Unix(0, ns)
+		}
+	}
+	arr, ok1 := atoi(f[40])
+	task, ok2 := atoi(f[41])
+	if !ok1 || !ok2 {
+		return fmt.Errorf("array fields %q, %q are not numbers", f[40], f[41])
+	}
+	j.ArrayJobID, j.ArrayTaskID = uint64(arr), int(task)
+	if v, ok := strings.CutPrefix(f[42], "["); ok {
+		set, err := ParseIndexSet(v)
+		if err != nil {
+			return fmt.Errorf("array tasks %q: %w", v, err)
+		}
+		j.ArrayPending = set
+	}
+	if s.Array != nil {
+		if _, t, ok := strings.Cut(s.Array.Raw, "%"); ok {
+			s.Array.Throttle, _ = strconv.Atoi(t)
 		}
 	}
 	return nil

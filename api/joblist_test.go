@@ -12,10 +12,12 @@ import (
 func TestJobRowsRoundTrip(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 123)
 	jobs := map[string]*Job{
-		"pending": {ID: 1, State: StatePending, Reason: ReasonPriority, SubmitTime: t0, Spec: JobSpec{Name: "a", User: "u", NTasks: 1, CPUsPerTask: 2, TimeLimit: 60, Hold: true}},
-		"running": {ID: 2, State: StateRunning, Node: "n1", CPUs: 4, MemMB: 2048, SubmitTime: t0, StartTime: t0.Add(time.Second), Spec: JobSpec{Name: "b", User: "u", Requeue: true, MemPerCPU: 512}},
-		"escapes": {ID: 3, State: StateFailed, ExitCode: 3, Signal: 9, Message: "line1\nline2\twith tab \\ and backslash", Spec: JobSpec{Name: "tab\tname", Comment: "c\\n"}},
-		"deps":    {ID: 4, State: StatePending, Spec: JobSpec{Dependency: &Dependency{Raw: "afterok:1"}, Array: &ArraySpec{Raw: "0-9%2"}, Nice: -5, Gres: []Gres{{Name: "gpu", Type: "a100", Count: 2}, {Name: "vf", Count: 1}}}},
+		"pending":       {ID: 1, State: StatePending, Reason: ReasonPriority, SubmitTime: t0, Spec: JobSpec{Name: "a", User: "u", NTasks: 1, CPUsPerTask: 2, TimeLimit: 60, Hold: true}},
+		"running":       {ID: 2, State: StateRunning, Node: "n1", CPUs: 4, MemMB: 2048, SubmitTime: t0, StartTime: t0.Add(time.Second), Spec: JobSpec{Name: "b", User: "u", Requeue: true, MemPerCPU: 512}},
+		"escapes":       {ID: 3, State: StateFailed, ExitCode: 3, Signal: 9, Message: "line1\nline2\twith tab \\ and backslash", Spec: JobSpec{Name: "tab\tname", Comment: "c\\n"}},
+		"array pending": {ID: 5, State: StatePending, ArrayJobID: 5, ArrayPending: &IndexSet{Ranges: []ArrayRange{{0, 12, 4}, {20, 20, 1}}}, EstStart: t0.Add(time.Hour)},
+		"array task":    {ID: 6, State: StateRunning, ArrayJobID: 5, ArrayTaskID: 16, Node: "n1"},
+		"deps":          {ID: 4, State: StatePending, Spec: JobSpec{Dependency: &Dependency{Raw: "afterok:1"}, Array: &ArraySpec{Raw: "0-9%2", Throttle: 2}, Nice: -5, Gres: []Gres{{Name: "gpu", Type: "a100", Count: 2}, {Name: "vf", Count: 1}}}},
 	}
 	for name, j := range jobs {
 		t.Run(name, func(t *testing.T) {

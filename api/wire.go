@@ -1,5 +1,7 @@
 package api
 
+import "strconv"
+
 // SubmitRequest carries a batch of jobs; the batch is accepted or refused
 // whole.
 type SubmitRequest struct {
@@ -22,13 +24,30 @@ type SubmitResponse struct {
 // JobFilter selects jobs for listing and cancelling, like squeue/scancel
 // options. Empty fields match everything.
 type JobFilter struct {
-	IDs        []uint64   `json:"ids,omitempty"`
+	// IDs selects jobs by id; an array's id selects all its tasks.
+	IDs []uint64 `json:"ids,omitempty"`
+	// Tasks selects single tasks of arrays ("12_5").
+	Tasks      []TaskRef  `json:"tasks,omitempty"`
 	Users      []string   `json:"users,omitempty"`
 	Names      []string   `json:"names,omitempty"`
 	States     []JobState `json:"states,omitempty"`
 	Partitions []string   `json:"partitions,omitempty"`
 	Accounts   []string   `json:"accounts,omitempty"`
 }
+
+// TaskRef names one task of an array: 12_5 is {12, 5}.
+type TaskRef struct {
+	Array uint64 `json:"array"`
+	Task  int    `json:"task"`
+}
+
+// String writes the reference as users do, "12_5".
+func (t TaskRef) String() string {
+	return strconv.FormatUint(t.Array, 10) + "_" + strconv.Itoa(t.Task)
+}
+
+// HasJobs reports whether the filter names jobs by id or task.
+func (f *JobFilter) HasJobs() bool { return len(f.IDs) > 0 || len(f.Tasks) > 0 }
 
 // CancelRequest cancels the jobs matching Filter that are not finished yet.
 // Filter.User restricts by owner; an empty filter is refused.

@@ -57,6 +57,10 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 		if spec.Hold {
 			j.Reason = api.ReasonJobHeldUser
 		}
+		if spec.Array != nil {
+			j.ArrayJobID = id
+			j.ArrayPending = api.NewIndexSet(spec.Array.Ranges)
+		}
 		s.putJob(j)
 		if spec.RequestID != "" {
 			s.Requests[spec.RequestID] = id
@@ -70,6 +74,35 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 }
 
 func (s *State) applyCancel(c *CancelJobs, index uint64) *IDsResult {
+	res := s.cancelIDs(c, index)
+	for _, t := range c.Tasks {
+		arr := s.Jobs[t.Array]
+		if arr == nil || arr.State != api.StatePending || !arr.ArrayPending.Contains(t.Task) {
+			if res.Errors == nil {
+				res.Errors = map[uint64]string{}
+			}
+			res.Errors[t.Array] = fmt.Sprintf("task %s is not pending", t)
+			continue
+		}
+		j := s.editJob(t.Array)
+		if rest := j.ArrayPending.Without(t.Task); !rest.Empty() {
+			j.ArrayPending = rest
+		} else {
+			// The array's last pending task: its record becomes the
+			// task's, cancelled.
+			j.ArrayPending, j.ArrayTaskID = nil, t.Task
+			j.State, j.Reason, j.EndTime = api.StateCancelled, api.ReasonNone, c.Now
+			if c.By != "" {
+				j.Message = "cancelled by " + c.By
+			}
+		}
+		s.putJob(j)
+		res.Changed = append(res.Changed, t.Array)
+	}
+	return res
+}
+
+func (s *State) cancelIDs(c *CancelJobs, index uint64) *IDsResult {
 	return s.eachJob(c.IDs, func(j *api.Job) string {
 		switch {
 		case j.State.Terminal():
@@ -118,6 +151,19 @@ func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
 	if j.State != api.StatePending || j.Spec.Hold {
 		return fmt.Sprintf("job is %s", j.State)
 	}
+	if st.Array != j.IsArrayPending() {
+		return "array task mismatch"
+	}
+	if st.Array {
+		if !j.ArrayPending.Contains(st.Task) {
+			return fmt.Sprintf("task %d of array %d is not pending", st.Task, j.ID)
+		}
+		if j.ArrayPending.Len() > 1 {
+			if _, taken := s.Jobs[st.NewID]; taken || st.NewID == 0 {
+				return fmt.Sprintf("id %d for task %d of array %d is taken", st.NewID, st.Task, j.ID)
+			}
+		}
+	}
 	n, ok := s.Nodes[st.Node]
 	if !ok {
 		return "no such node"
@@ -138,6 +184,25 @@ func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
 	return ""
 }
 
+// splitTask takes task out of the array's pending record arr (a private
+// copy) and returns the record to start for it: a new one with id newID,
+// or arr itself when task was the last one pending.
+func (s *State) splitTask(arr *api.Job, task int, newID uint64) *api.Job {
+	rest := arr.ArrayPending.Without(task)
+	if rest.Empty() {
+		arr.ArrayPending, arr.ArrayTaskID = nil, task
+		return arr
+	}
+	arr.ArrayPending = rest
+	s.putJob(arr)
+	t := *arr
+	t.ID, t.ArrayPending, t.ArrayTaskID = newID, nil, task
+	if newID >= s.NextJobID {
+		s.NextJobID = newID + 1
+	}
+	return &t
+}
+
 func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	res := &PlanResult{}
 	for _, st := range c.Starts {
@@ -148,6 +213,9 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 			continue
 		}
 		j := s.editJob(st.JobID)
+		if st.Array {
+			j = s.splitTask(j, st.Task, st.NewID)
+		}
 		j.State = api.StateRunning
 		j.Reason = api.ReasonNone
 		j.Node = s.intern(st.Node)

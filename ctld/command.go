@@ -70,6 +70,9 @@ type CancelJobs struct {
 	Now time.Time `json:"now"`
 	IDs []uint64  `json:"ids"`
 	By  string    `json:"by,omitempty"`
+	// Tasks are array tasks not started yet, taken out of their array's
+	// pending record (started tasks have records of their own, in IDs).
+	Tasks []api.TaskRef `json:"tasks,omitempty"`
 }
 
 // HoldRelease holds or releases pending jobs.
@@ -87,6 +90,13 @@ type PlanStart struct {
 	MemMB int64  `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// For a task of an array (JobID is the array's pending record): Array
+	// is set, Task is the index, and NewID the id the leader reserved for
+	// the task's own record (unused when it is the array's last task,
+	// which keeps JobID).
+	Array bool   `json:"array,omitempty"`
+	Task  int    `json:"task,omitempty"`
+	NewID uint64 `json:"new_id,omitempty"`
 }
 
 // PlanReason sets the pending reason of a job the pass left pending.

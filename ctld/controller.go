@@ -57,6 +57,10 @@ type Controller struct {
 	submits   chan *submitCall
 	seen      map[string]time.Time
 	seenDirty bool
+	// reservations are the last pass's, which conservative backfill keeps
+	// until each can move earlier; leader memory only (a new leader
+	// plans afresh).
+	reservations map[uint64]sched.Reservation
 }
 
 // New starts Raft and the HTTP listener; Run serves until its context ends.

@@ -189,11 +189,15 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 	q := r.URL.Query()
 	var f api.JobFilter
 	for _, s := range q["id"] {
-		id, ok := parseJobRef(s)
-		if !ok {
-			return f, badRequest("id=%q is not a job id", s)
+		ref, err := ParseJobRef(s)
+		if err != nil {
+			return f, badRequest("id: %v", err)
 		}
-		f.IDs = append(f.IDs, id)
+		if ref.HasTask {
+			f.Tasks = append(f.Tasks, api.TaskRef{Array: ref.ID, Task: ref.Task})
+		} else {
+			f.IDs = append(f.IDs, ref.ID)
+		}
 	}
 	for _, s := range q["state"] {
 		st, err := api.ParseJobState(s)
@@ -207,12 +211,28 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 }
 
 func matches(j *api.Job, f *api.JobFilter) bool {
-	return (len(f.IDs) == 0 || slices.Contains(f.IDs, j.ID)) &&
+	return (!f.HasJobs() || matchesRef(j, f)) &&
 		(len(f.Users) == 0 || slices.Contains(f.Users, j.Spec.User)) &&
 		(len(f.Names) == 0 || slices.Contains(f.Names, j.Spec.Name)) &&
 		(len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 		(len(f.Partitions) == 0 || slices.Contains(f.Partitions, j.Spec.Partition)) &&
 		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account))
+}
+
+// matchesRef reports whether the filter names j: by its id, by its array's
+// id, or as one of its array's tasks (a pending task matches the array's
+// pending record).
+func matchesRef(j *api.Job, f *api.JobFilter) bool {
+	if slices.Contains(f.IDs, j.ID) || j.ArrayJobID != 0 && slices.Contains(f.IDs, j.ArrayJobID) {
+		return true
+	}
+	for _, t := range f.Tasks {
+		if j.IsArrayTask() && j.ArrayJobID == t.Array && j.ArrayTaskID == t.Task ||
+			j.IsArrayPending() && j.ID == t.Array && j.ArrayPending.Contains(t.Task) {
+			return true
+		}
+	}
+	return false
 }
 
 // selectJobs returns the jobs matching f, ordered by id.
@@ -226,7 +246,7 @@ func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
 func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 	var out []*api.Job
 	c.fsm.Read(func(s *State) {
-		if len(f.IDs) > 0 {
+		if f.HasJobs() && !namesArray(s, f) {
 			for _, id := range f.IDs {
 				if j := s.Jobs[id]; j != nil && matches(j, f) {
 					out = append(out, j)
@@ -242,6 +262,20 @@ func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 		}
 	})
 	return out
+}
+
+// namesArray reports whether f names an array or one of its tasks: their
+// records are found by scanning, not by id.
+func namesArray(s *State, f *api.JobFilter) bool {
+	if len(f.Tasks) > 0 {
+		return true
+	}
+	for _, id := range f.IDs {
+		if j := s.Jobs[id]; j != nil && j.ArrayJobID != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) error {
@@ -281,29 +315,50 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	f := req.Filter
-	if len(f.IDs) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
+	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
 		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
 	}
 	resp := api.CancelResponse{Errors: map[uint64]string{}}
 	// Jobs named by id go to the FSM as they are, unknown and finished ones
 	// included: it says why each cannot be cancelled. Jobs selected by a
 	// filter alone are skipped quietly once finished, as scancel -u does.
+	// A task of an array that has started is its own record; one that has
+	// not is taken out of the array's pending record.
 	var ids []uint64
+	var tasks []api.TaskRef
+	byID := f
+	byID.Tasks = nil
 	c.fsm.Read(func(s *State) {
 		for _, id := range f.IDs {
 			if s.Jobs[id] == nil {
 				ids = append(ids, id)
 			}
 		}
-	})
-	for _, j := range c.selectJobs(&f) {
-		if len(f.IDs) == 0 && (j.State.Terminal() || j.State == api.StateCompleting) {
-			continue
+		for _, t := range f.Tasks {
+			switch j, pending := s.resolveTask(t); {
+			case j == nil:
+				resp.Errors[t.Array] = fmt.Sprintf("no task %s", t)
+			case pending:
+				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts}) {
+					tasks = append(tasks, t)
+				}
+			default:
+				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts}) {
+					ids = append(ids, j.ID)
+				}
+			}
 		}
-		ids = append(ids, j.ID)
+	})
+	if byID.HasJobs() || len(f.Tasks) == 0 {
+		for _, j := range c.selectJobs(&byID) {
+			if !slices.Contains(f.IDs, j.ID) && (j.State.Terminal() || j.State == api.StateCompleting) {
+				continue // selected by a filter or as a task of a named array
+			}
+			ids = append(ids, j.ID)
+		}
 	}
-	if len(ids) > 0 {
-		res, err := c.propose(CmdCancelJobs, &CancelJobs{Now: time.Now().UTC(), IDs: ids, By: req.By})
+	if len(ids) > 0 || len(tasks) > 0 {
+		res, err := c.propose(CmdCancelJobs, &CancelJobs{Now: time.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
 		if err != nil {
 			return err
 		}

@@ -116,7 +116,9 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 func (c *Controller) schedulePass(wake *time.Timer) {
 	now := time.Now().UTC()
 	snap := c.snapshotForSched(now)
+	snap.Reservations = c.reservations
 	plan := sched.Schedule(snap)
+	c.reservations = plan.Reservations
 	if !plan.NextWake.IsZero() {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
@@ -201,10 +203,28 @@ func collectDeps(d *api.Dependency, s *State, into map[uint64]*api.Job) {
 // the current state and keeping only reasons that changed.
 func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *ApplyPlan {
 	cmd := &ApplyPlan{Now: now}
+	// A task of an array that starts gets a record, and an id, of its own.
+	var newIDs uint64
+	for _, st := range plan.Starts {
+		if st.Array {
+			newIDs++
+		}
+	}
+	var nextID uint64
+	if newIDs > 0 {
+		c.mu.Lock()
+		nextID = c.nextJobID
+		c.nextJobID += newIDs
+		c.mu.Unlock()
+	}
 	c.fsm.Read(func(s *State) {
 		used := map[string][2]int64{}
 		for _, st := range plan.Starts {
 			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB}
+			if st.Array {
+				ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
+				nextID++
+			}
 			if s.checkStart(ps, used) != "" {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"corral/api"
@@ -23,6 +24,9 @@ type State struct {
 	Members map[string]string
 	// Pending indexes the jobs in state PENDING.
 	Pending map[uint64]struct{}
+	// Tasks indexes the records of started array tasks by array id and
+	// task index ("12_5").
+	Tasks map[api.TaskRef]uint64
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -43,6 +47,7 @@ func NewState() *State {
 		Requests:  make(map[string]uint64),
 		Members:   make(map[string]string),
 		Pending:   make(map[uint64]struct{}),
+		Tasks:     make(map[api.TaskRef]uint64),
 		interned:  make(map[string]string),
 		envs:      make(map[string][]string),
 	}
@@ -98,6 +103,48 @@ func (s *State) putJob(j *api.Job) {
 	} else {
 		delete(s.Pending, j.ID)
 	}
+	if j.IsArrayTask() {
+		s.Tasks[api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}] = j.ID
+	}
+}
+
+// JobRef is a job as a user names it: "12" (a job, or a whole array) or
+// "12_5" (one task of array 12).
+type JobRef struct {
+	ID   uint64
+	Task int
+	// HasTask is set for the "12_5" form.
+	HasTask bool
+}
+
+// ParseJobRef reads "12" or "12_5".
+func ParseJobRef(s string) (JobRef, error) {
+	base, task, hasTask := strings.Cut(s, "_")
+	id, err := strconv.ParseUint(base, 10, 64)
+	if err != nil || id == 0 {
+		return JobRef{}, fmt.Errorf("%q is not a job id: use ID or ARRAYID_TASK, e.g. 12 or 12_5", s)
+	}
+	r := JobRef{ID: id, HasTask: hasTask}
+	if hasTask {
+		n, err := strconv.Atoi(task)
+		if err != nil || n < 0 {
+			return JobRef{}, fmt.Errorf("array task %q in %q is not a number: use ARRAYID_TASK, e.g. 12_5", task, s)
+		}
+		r.Task = n
+	}
+	return r, nil
+}
+
+// resolveTask returns the record holding task ref of an array and whether
+// the task is still pending in it; nil when the array or task is unknown.
+func (s *State) resolveTask(ref api.TaskRef) (*api.Job, bool) {
+	if id, ok := s.Tasks[ref]; ok {
+		return s.Jobs[id], false
+	}
+	if j := s.Jobs[ref.Array]; j != nil && j.ArrayPending.Contains(ref.Task) {
+		return j, true
+	}
+	return nil, false
 }
 
 // editJob returns a private copy of job id for modification, or nil.

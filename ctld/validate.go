@@ -18,6 +18,11 @@ type fieldError struct {
 	Msg   string
 }
 
+// MaxArrayIndex is the largest array task index a job may use (Slurm's
+// largest MaxArraySize less one). An array is one record however many
+// tasks it has, so the limit is about index width, not memory.
+const MaxArrayIndex = 4_000_000
+
 func (e *fieldError) Error() string { return e.Msg }
 
 func refuse(i int, field, format string, args ...any) error {
@@ -59,6 +64,17 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 		}
 		if !found {
 			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
+		}
+	}
+	if a := sp.Array; a != nil {
+		set := api.NewIndexSet(a.Ranges)
+		switch {
+		case set.Empty():
+			return refuse(i, "array", "--array=%s names no task: give indexes such as 0-99", a.Raw)
+		case set.Min() < 0 || set.Max() > MaxArrayIndex:
+			return refuse(i, "array", "--array=%s: indexes must be 0 to %d", a.Raw, MaxArrayIndex)
+		case a.Throttle < 0:
+			return refuse(i, "array", "--array=%s: the %%N task limit must be positive", a.Raw)
 		}
 	}
 	if sp.Image != "" {

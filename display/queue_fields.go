@@ -2,6 +2,7 @@ package display
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -60,12 +61,39 @@ func str(get func(*api.Job) string) func([]byte, *api.Job, *rowCtx) []byte {
 	return func(dst []byte, j *api.Job, _ *rowCtx) []byte { return append(dst, get(j)...) }
 }
 
-func jobID(dst []byte, j *api.Job, _ *rowCtx) []byte { return strconv.AppendUint(dst, j.ID, 10) }
+// jobRef is squeue's %i: "12", "12_5" for a task of an array, and
+// "12_[3-99%10]" for an array's pending tasks, folded into one line.
+func jobRef(dst []byte, j *api.Job, _ *rowCtx) []byte {
+	if j.ArrayJobID == 0 {
+		return strconv.AppendUint(dst, j.ID, 10)
+	}
+	return append(dst, j.Ref()...)
+}
+
+// arrayJobID is %A and %F: the array's id, or the job's own.
+func arrayJobID(dst []byte, j *api.Job, _ *rowCtx) []byte {
+	if j.ArrayJobID != 0 {
+		return strconv.AppendUint(dst, j.ArrayJobID, 10)
+	}
+	return strconv.AppendUint(dst, j.ID, 10)
+}
+
+// arrayTaskID is %K: the task's index, the pending set in brackets, or N/A.
+func arrayTaskID(dst []byte, j *api.Job, _ *rowCtx) []byte {
+	switch {
+	case j.IsArrayTask():
+		return strconv.AppendInt(dst, int64(j.ArrayTaskID), 10)
+	case j.IsArrayPending():
+		ref := j.Ref()
+		return append(dst, ref[strings.IndexByte(ref, '_')+1:]...)
+	}
+	return append(dst, "N/A"...)
+}
 
 func init() {
 	defs := map[byte]*fieldDef{
 		'a': {header: "ACCOUNT", value: str(func(j *api.Job) string { return orNull(j.Spec.Account) })},
-		'A': {header: "JOBID", value: jobID},
+		'A': {header: "JOBID", value: arrayJobID},
 		'b': {header: "TRES_PER_NODE", value: valueGres},
 		'B': {header: "EXEC_HOST", value: valueExecHost},
 		'c': {header: "MIN_CPUS", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
@@ -79,15 +107,15 @@ func init() {
 		'e': {header: "END_TIME", value: valueEndTime},
 		'E': {header: "DEPENDENCY", value: str(func(j *api.Job) string { return orNull(dependencyOf(j)) })},
 		'f': {header: "FEATURES", value: fixed(nullStr)},
-		'F': {header: "ARRAY_JOB_ID", value: jobID},
+		'F': {header: "ARRAY_JOB_ID", value: arrayJobID},
 		'h': {header: "OVER_SUBSCRIBE", value: fixed("OK")},
 		'H': {header: "SOCKETS_PER_NODE", value: fixed("*")},
-		'i': {header: "JOBID", value: jobID},
+		'i': {header: "JOBID", value: jobRef},
 		'I': {header: "CORES_PER_SOCKET", value: fixed("*")},
 		'j': {header: "NAME", value: str(func(j *api.Job) string { return j.Spec.Name })},
 		'J': {header: "THREADS_PER_CORE", value: fixed("*")},
 		'k': {header: "COMMENT", value: str(func(j *api.Job) string { return orNull(j.Spec.Comment) })},
-		'K': {header: "ARRAY_TASK_ID", value: fixed("N/A")},
+		'K': {header: "ARRAY_TASK_ID", value: arrayTaskID},
 		'l': {header: "TIME_LIMIT", cut: cutNever, value: valueTimeLimit},
 		'L': {header: "TIME_LEFT", cut: cutNever, value: valueTimeLeft},
 		'm': {header: "MIN_MEMORY", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {

@@ -67,6 +67,15 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	k := &kvWriter{loc: now.Location()}
 	k.newLine()
 	k.str("JobId", strconv.FormatUint(j.ID, 10))
+	if j.ArrayJobID != 0 {
+		k.str("ArrayJobId", strconv.FormatUint(j.ArrayJobID, 10))
+		if j.IsArrayTask() {
+			k.str("ArrayTaskId", strconv.Itoa(j.ArrayTaskID))
+		} else {
+			ref := j.Ref()
+			k.str("ArrayTaskId", ref[strings.IndexByte(ref, '_')+2:len(ref)-1])
+		}
+	}
 	k.str("JobName", j.Spec.Name)
 	k.newLine()
 	k.str("UserId", j.Spec.User)

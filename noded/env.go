@@ -72,7 +72,7 @@ func jobVars(job *api.Job, node string) []jobVar {
 		memStr = strconv.FormatInt(mem, 10)
 	}
 	id := strconv.FormatUint(job.ID, 10)
-	return []jobVar{
+	return append([]jobVar{
 		{[]string{"CORRAL_JOB_ID", "SLURM_JOB_ID", "SLURM_JOBID"}, id},
 		{[]string{"CORRAL_JOB_NAME", "SLURM_JOB_NAME"}, s.Name},
 		{[]string{"CORRAL_SUBMIT_DIR", "SLURM_SUBMIT_DIR"}, s.SubmitDir},
@@ -88,5 +88,31 @@ func jobVars(job *api.Job, node string) []jobVar {
 		{[]string{"CORRAL_JOB_USER", "SLURM_JOB_USER"}, s.User},
 		{[]string{"CORRAL_JOB_QOS", "SLURM_JOB_QOS"}, s.QOS},
 		{[]string{"CORRAL_RESTART_COUNT", "SLURM_RESTART_COUNT"}, itoa(job.Restarts)},
+	}, arrayVars(job)...)
+}
+
+// arrayVars are the variables of a task of an array; none for other jobs.
+func arrayVars(job *api.Job) []jobVar {
+	if !job.IsArrayTask() {
+		return nil
 	}
+	itoa := strconv.Itoa
+	vars := []jobVar{
+		{[]string{"CORRAL_ARRAY_JOB_ID", "SLURM_ARRAY_JOB_ID"}, strconv.FormatUint(job.ArrayJobID, 10)},
+		{[]string{"CORRAL_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_ID"}, itoa(job.ArrayTaskID)},
+	}
+	if a := job.Spec.Array; a != nil {
+		set := api.NewIndexSet(a.Ranges)
+		step := ""
+		if len(set.Ranges) == 1 {
+			step = itoa(set.Ranges[0].Step)
+		}
+		vars = append(vars,
+			jobVar{[]string{"CORRAL_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_COUNT"}, itoa(set.Len())},
+			jobVar{[]string{"CORRAL_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MIN"}, itoa(set.Min())},
+			jobVar{[]string{"CORRAL_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_MAX"}, itoa(set.Max())},
+			jobVar{[]string{"CORRAL_ARRAY_TASK_STEP", "SLURM_ARRAY_TASK_STEP"}, step},
+		)
+	}
+	return vars
 }

@@ -12,6 +12,9 @@ import (
 // given, as in sbatch.
 const DefaultOutputPattern = "slurm-%j.out"
 
+// DefaultArrayOutputPattern is sbatch's default for a task of an array.
+const DefaultArrayOutputPattern = "slurm-%A_%a.out"
+
 // noArrayTask is what %a expands to for a job that is not an array task:
 // Slurm's NO_VAL, so file names match what Slurm would produce.
 const noArrayTask = "4294967294"
@@ -38,7 +41,7 @@ type PathVars struct {
 // VarsFor returns the pattern values of job running on node. api.Job has no
 // array fields yet, so %A is the job's id and %a is 4294967294.
 func VarsFor(job *api.Job, node string) PathVars {
-	return PathVars{
+	v := PathVars{
 		JobID:       job.ID,
 		ArrayJobID:  job.ID,
 		ArrayTaskID: -1,
@@ -47,6 +50,10 @@ func VarsFor(job *api.Job, node string) PathVars {
 		Node:        node,
 		WorkDir:     job.Spec.WorkDir,
 	}
+	if job.IsArrayTask() {
+		v.ArrayJobID, v.ArrayTaskID = job.ArrayJobID, int64(job.ArrayTaskID)
+	}
+	return v
 }
 
 // ExpandPath expands an output or error pattern for job on node; an empty
@@ -60,7 +67,11 @@ func ExpandPath(pattern string, job *api.Job, node string) string {
 // streams share one file, as with sbatch.
 func OutputPaths(job *api.Job, node string) (out, errPath string) {
 	v := VarsFor(job, node)
-	out = v.Expand(job.Spec.Output)
+	pattern := job.Spec.Output
+	if pattern == "" && job.IsArrayTask() {
+		pattern = DefaultArrayOutputPattern
+	}
+	out = v.Expand(pattern)
 	if job.Spec.Error == "" {
 		return out, out
 	}

@@ -105,14 +105,15 @@ func testQueueCommands(t *testing.T, f *ctlFixture) {
 			args []string
 			want int
 		}{
-			"-u tester":       {[]string{"-u", "tester"}, 2},
-			"-u nobody":       {[]string{"-u", "nobody"}, 0},
-			"-j first":        {[]string{"-j", idStr(first)}, 1},
-			"job id argument": {[]string{idStr(second) + "_0"}, 1},
-			"-n scripted":     {[]string{"-n", "scripted"}, 1},
-			"-p debug":        {[]string{"-p", "debug"}, 0},
-			"-t PD":           {[]string{"-t", "PD"}, 2},
-			"-t R":            {[]string{"-t", "R"}, 0},
+			"-u tester":                        {[]string{"-u", "tester"}, 2},
+			"-u nobody":                        {[]string{"-u", "nobody"}, 0},
+			"-j first":                         {[]string{"-j", idStr(first)}, 1},
+			"job id argument":                  {[]string{idStr(second)}, 1},
+			"a task of a job that is no array": {[]string{idStr(second) + "_0"}, 0},
+			"-n scripted":                      {[]string{"-n", "scripted"}, 1},
+			"-p debug":                         {[]string{"-p", "debug"}, 0},
+			"-t PD":                            {[]string{"-t", "PD"}, 2},
+			"-t R":                             {[]string{"-t", "R"}, 0},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {

@@ -105,7 +105,7 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ids, err := parseJobIDs(o.args)
+	ids, tasks, err := parseJobRefs(o.args)
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
-	f := api.JobFilter{IDs: ids, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"), Accounts: o.list("account")}
-	if len(ids) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
+	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"), Accounts: o.list("account")}
+	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
 		return fmt.Errorf("no job specified: give job ids or a filter such as -u USER")
 	}
 	cl, err := env.client()

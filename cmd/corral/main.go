@@ -30,6 +30,7 @@ func init() {
 		"queue":           {"list jobs (squeue)", runQueue},
 		"nodes":           {"list nodes and partitions (sinfo)", runNodes},
 		"status":          {"show the controllers, the leader and Raft indexes", runStatus},
+		"sim":             {"replay a workload trace (SWF) through the scheduler in virtual time", runSim},
 		"cancel":          {"cancel jobs (scancel)", runCancel},
 		"show":            {"show a job or a node in detail (scontrol show)", runShow},
 		"hold":            {"hold pending jobs (scontrol hold)", runHold},

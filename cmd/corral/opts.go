@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/ctld"
 	"corral/internal/getopt"
 )
 
@@ -76,6 +77,30 @@ func usageName(prog, cmd string) string {
 		return prog
 	}
 	return prog + " " + cmd
+}
+
+// parseJobRefs reads job ids ("12", which names a whole array too) and
+// array tasks ("12_3").
+func parseJobRefs(args []string) ([]uint64, []api.TaskRef, error) {
+	var ids []uint64
+	var tasks []api.TaskRef
+	for _, a := range args {
+		for _, item := range strings.Split(a, ",") {
+			if item == "" {
+				continue
+			}
+			ref, err := ctld.ParseJobRef(item)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ref.HasTask {
+				tasks = append(tasks, api.TaskRef{Array: ref.ID, Task: ref.Task})
+			} else {
+				ids = append(ids, ref.ID)
+			}
+		}
+	}
+	return ids, tasks, nil
 }
 
 // parseJobIDs reads job ids such as "12" or "12_3" (an array element of

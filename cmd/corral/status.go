@@ -34,7 +34,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ids, err := parseJobIDs(append(o.list("jobs"), o.args...))
+	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
 	if err != nil {
 		return err
 	}
@@ -42,10 +42,10 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--states: %w", err)
 	}
-	if len(states) == 0 && len(ids) == 0 {
+	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
 		states = activeStates
 	}
-	f := api.JobFilter{IDs: ids, Users: o.list("user"), States: states, Partitions: o.list("partition"), Names: o.list("name"), Accounts: o.list("account")}
+	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"), Names: o.list("name"), Accounts: o.list("account")}
 	cl, err := env.client()
 	if err != nil {
 		return err

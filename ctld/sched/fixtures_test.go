@@ -257,10 +257,25 @@ func (sc *scene) snapshot() *Snapshot {
 	return &s
 }
 
+// countTasks counts the plan's starts of array id's tasks.
+func countTasks(p Plan, id uint64) int {
+	n := 0
+	for _, st := range p.Starts {
+		if st.JobID == id {
+			n++
+		}
+	}
+	return n
+}
+
 // startsOf renders a plan's starts as "job@node", in plan order.
 func startsOf(p Plan) []string {
 	out := make([]string, 0, len(p.Starts))
 	for _, st := range p.Starts {
+		if st.Array {
+			out = append(out, fmt.Sprintf("%d[%d]@%s", st.JobID, st.Task, st.Node))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%d@%s", st.JobID, st.Node))
 	}
 	return out
@@ -270,7 +285,8 @@ func startsOf(p Plan) []string {
 // scenario: starts fit the free capacity of usable nodes of the job's
 // partition with the job's own request, no job is both started and given a
 // reason, every pending job is started or has exactly one reason, and no
-// reason names a job that was not pending.
+// reason names a job that was not pending. An array's pending record may
+// start several distinct tasks it holds and keep a reason for the rest.
 func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 	t.Helper()
 	pending := make(map[uint64]*api.Job, len(s.Pending))
@@ -284,17 +300,23 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 	defPart := defaultPartition(s.Partitions)
 	usedCPU, usedMem := map[string]int{}, map[string]int64{}
 	started := map[uint64]bool{}
+	tasks := map[[2]uint64]bool{}
 	for _, st := range p.Starts {
 		j := pending[st.JobID]
 		switch {
 		case j == nil:
 			t.Errorf("plan starts job %d, which is not pending", st.JobID)
 			continue
-		case started[st.JobID]:
+		case st.Array != j.IsArrayPending():
+			t.Errorf("plan starts job %d with Array=%v; its record holds array tasks: %v", st.JobID, st.Array, j.IsArrayPending())
+		case st.Array && (!j.ArrayPending.Contains(st.Task) || tasks[[2]uint64{st.JobID, uint64(st.Task)}]):
+			t.Errorf("plan starts task %d of array %d, which is not pending or started twice", st.Task, st.JobID)
+		case !st.Array && started[st.JobID]:
 			t.Errorf("plan starts job %d twice", st.JobID)
 		}
 		started[st.JobID] = true
-		if r, ok := p.Reasons[st.JobID]; ok {
+		tasks[[2]uint64{st.JobID, uint64(st.Task)}] = true
+		if r, ok := p.Reasons[st.JobID]; ok && !(st.Array && j.ArrayPending.Len() > countTasks(p, st.JobID)) {
 			t.Errorf("job %d is started and also given reason %s", st.JobID, r)
 		}
 		if want := j.Spec.CPUs(); st.CPUs != want {

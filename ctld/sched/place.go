@@ -34,6 +34,21 @@ type placer struct {
 	// takes resources away, so a request at least as large fails too.
 	failed    []shape
 	estimates map[uint64]time.Time
+	// activeTasks counts the running tasks of each array, built on
+	// first use.
+	activeTasks  map[uint64]int
+	reservations map[uint64]Reservation
+	// kept holds the previous pass's reservations that this pass holds
+	// until their jobs are placed again (conservative only).
+	kept map[uint64]kept
+}
+
+// kept is a previous reservation held in a node's profile.
+type kept struct {
+	node       int
+	start, end int64
+	cpus       int
+	mem        int64
 }
 
 // shape is a request: partition, CPUs, memory (with overhead excluded) and
@@ -74,6 +89,58 @@ func newPlacer(s *Snapshot) *placer {
 	return pl
 }
 
+// keepReservations holds the previous reservations of the ready jobs in
+// the profiles before anything is placed (conservative backfill).
+func (pl *placer) keepReservations(ready []*api.Job) {
+	if pl.policy != PolicyConservative || len(pl.s.Reservations) == 0 {
+		return
+	}
+	index := make(map[string]int, len(pl.free.nodes))
+	for i := range pl.free.nodes {
+		index[pl.free.nodes[i].name] = i
+	}
+	for _, j := range ready {
+		r, ok := pl.s.Reservations[j.ID]
+		i, known := index[r.Node]
+		if !ok || !known || !pl.free.nodes[i].usable {
+			continue
+		}
+		part := pl.partitionOf(j)
+		n := &pl.free.nodes[i]
+		k := kept{node: i, start: max(r.Start.UnixNano(), pl.now), cpus: j.Spec.CPUs(), mem: MemRequest(j, pl.s.DefMemPerCPU) + n.overhead}
+		k.end = k.start + int64(jobLimit(j, pl.parts[part]))
+		p := pl.profile(i)
+		p.take(k.start, k.end, k.cpus, k.mem)
+		pl.profiles[i] = p
+		pl.reserved[i] = true
+		if pl.kept == nil {
+			pl.kept = map[uint64]kept{}
+		}
+		pl.kept[j.ID] = k
+	}
+}
+
+// release gives back job id's previous reservation before it is placed
+// again, so it can only move earlier.
+func (pl *placer) release(id uint64) {
+	k, ok := pl.kept[id]
+	if !ok {
+		return
+	}
+	delete(pl.kept, id)
+	pl.failed = pl.failed[:0] // room came back: earlier failures may fit now
+	p := pl.profiles[k.node]
+	p.take(k.start, k.end, -k.cpus, -k.mem)
+	pl.profiles[k.node] = p
+}
+
+func (pl *placer) partitionOf(j *api.Job) string {
+	if j.Spec.Partition != "" {
+		return j.Spec.Partition
+	}
+	return pl.defPart
+}
+
 // place starts j now, gives it a reservation, or records why it waits.
 //
 // FCFS: the first job of a partition group that cannot start holds the
@@ -85,29 +152,28 @@ func newPlacer(s *Snapshot) *placer {
 //
 // Conservative: every job that cannot start gets a reservation, so a later
 // job starts now only if it delays no earlier one.
-func (pl *placer) place(j *api.Job, plan *Plan) {
-	part := j.Spec.Partition
-	if part == "" {
-		part = pl.defPart
-	}
+func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
+	pl.release(j.ID)
+	part := pl.partitionOf(j)
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	if !pl.free.anyCouldFit(part, cpus, mem) {
 		plan.Reasons[j.ID] = api.ReasonResources
-		return
+		return false
 	}
 	held := pl.free.held(part)
 	if held && pl.policy == PolicyFCFS {
 		// First come, first served: nothing overtakes the first job
 		// that is waiting for resources on the nodes it could use.
 		plan.Reasons[j.ID] = api.ReasonPriority
-		return
+		return false
 	}
 	dur := int64(jobLimit(j, pl.parts[part]))
 	if i := pl.fitNow(part, cpus, mem, dur); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead})
-		return
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead, Array: task >= 0, Task: max(task, 0)})
+		delete(plan.Reasons, j.ID)
+		return true
 	}
 	reason := api.ReasonResources
 	if held {
@@ -115,19 +181,54 @@ func (pl *placer) place(j *api.Job, plan *Plan) {
 	}
 	plan.Reasons[j.ID] = reason
 	if pl.policy == PolicyEASY && held {
-		return
+		return false
 	}
 	pl.free.hold(part)
 	if pl.policy == PolicyFCFS {
-		return
+		return false
 	}
 	if i, at := pl.earliest(part, cpus, mem, dur); i >= 0 {
 		pl.take(i, at, at+dur, cpus, mem+pl.free.nodes[i].overhead)
 		pl.reserved[i] = true
 		if pl.estimates == nil {
 			pl.estimates = map[uint64]time.Time{}
+			pl.reservations = map[uint64]Reservation{}
 		}
 		pl.estimates[j.ID] = time.Unix(0, at).UTC()
+		pl.reservations[j.ID] = Reservation{Start: pl.estimates[j.ID], Node: pl.free.nodes[i].name}
+	}
+	return false
+}
+
+// placeArray starts as many of an array's pending tasks as fit, in index
+// order, up to its throttle (--array=...%N: at most N tasks at a time).
+func (pl *placer) placeArray(j *api.Job, plan *Plan) {
+	limit := j.ArrayPending.Len()
+	if a := j.Spec.Array; a != nil && a.Throttle > 0 {
+		if pl.activeTasks == nil {
+			pl.activeTasks = map[uint64]int{}
+			for _, r := range pl.s.Running {
+				if r.IsArrayTask() {
+					pl.activeTasks[r.ArrayJobID]++
+				}
+			}
+		}
+		limit = min(limit, a.Throttle-pl.activeTasks[j.ID])
+	}
+	if limit <= 0 {
+		plan.Reasons[j.ID] = api.ReasonJobArrayTaskLimit
+		return
+	}
+	n := 0
+	j.ArrayPending.Each(func(task int) bool {
+		if !pl.place(j, plan, task) {
+			return false
+		}
+		n++
+		return n < limit
+	})
+	if n == limit && n < j.ArrayPending.Len() {
+		plan.Reasons[j.ID] = api.ReasonJobArrayTaskLimit
 	}
 }
 

@@ -32,6 +32,18 @@ type Snapshot struct {
 	Running []*api.Job
 	// Policy is how the pass orders starts; the zero value is PolicyEASY.
 	Policy Policy
+	// Reservations are the previous pass's (Plan.Reservations). Under
+	// PolicyConservative a job keeps its reservation until it can move
+	// earlier: each is held while the jobs before it are placed, and
+	// released only when its own job is placed again, so a promised start
+	// never gets later. Other policies ignore them.
+	Reservations map[uint64]Reservation
+}
+
+// Reservation is where and when a pending job is expected to start.
+type Reservation struct {
+	Start time.Time
+	Node  string
 }
 
 // Policy is the scheduling policy of a pass.
@@ -70,6 +82,10 @@ type Start struct {
 	MemMB int64
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64
+	// Array is set when the start is one task of an array: JobID is the
+	// array's pending record and Task the task's index.
+	Array bool
+	Task  int
 }
 
 // Plan is the outcome of a pass.
@@ -84,6 +100,9 @@ type Plan struct {
 	// Estimates gives the jobs that hold a reservation their expected start
 	// time (squeue --start).
 	Estimates map[uint64]time.Time
+	// Reservations are the same reservations with their nodes, for the
+	// next pass's Snapshot.Reservations.
+	Reservations map[uint64]Reservation
 	// Cancels lists jobs whose dependency can never be met and that asked
 	// to be cancelled then (--kill-on-invalid-dep=yes).
 	Cancels []uint64
@@ -118,11 +137,17 @@ func Schedule(s *Snapshot) Plan {
 	sort.Slice(ready, func(a, b int) bool { return before(ready[a], ready[b]) })
 
 	pl := newPlacer(s)
+	pl.keepReservations(ready)
 	for _, j := range ready {
-		pl.place(j, &plan)
+		if j.IsArrayPending() {
+			pl.placeArray(j, &plan)
+			continue
+		}
+		pl.place(j, &plan, -1)
 	}
 	if len(pl.estimates) > 0 {
 		plan.Estimates = pl.estimates
+		plan.Reservations = pl.reservations
 	}
 	return plan
 }

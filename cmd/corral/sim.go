@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"corral/ctld/sched"
+	"corral/internal/getopt"
+	"corral/sim"
+)
+
+func runSim(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "sim", getopt.Permute, args,
+		valued(0, "policy", "POLICY", "scheduling policy: fcfs, easy (the default) or conservative"),
+		flag(0, "json", "print the results as JSON"),
+		flag(0, "progress", "draw a progress bar on stderr even when it is not a terminal"),
+	)
+	if err != nil {
+		return err
+	}
+	if len(o.args) != 1 {
+		return fmt.Errorf("sim: give one trace file in the Standard Workload Format (gzip-compressed or not), e.g. corral sim KTH-SP2-1996-2.1-cln.swf.gz")
+	}
+	policy, err := sched.ParsePolicy(o.get("policy"))
+	if err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	path := o.args[0]
+	tr, err := readTrace(path)
+	if err != nil {
+		return err
+	}
+	// Ctrl-C stops the run: main catches the signal into ctx.
+	opts := sim.Options{Policy: policy, Stop: ctx.Done()}
+	bar := &progressBar{w: env.stderr, now: time.Now}
+	if o.has("progress") || isTerminal(env.stderr) {
+		opts.Progress = bar.update
+	}
+	res, err := sim.Run(tr, opts)
+	// End the bar's line before anything else is printed.
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if o.has("json") {
+		return sim.WriteJSON(env.stdout, res)
+	}
+	return sim.WriteText(env.stdout, res)
+}
+
+// readTrace opens and parses an SWF trace; errors name the file.
+func readTrace(path string) (*sim.Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the trace: %w", err)
+	}
+	defer f.Close()
+	tr, err := sim.ReadSWF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tr.Name = filepath.Base(path)
+	return tr, nil
+}
+
+// isTerminal reports whether w is a character device such as a terminal.
+// (/dev/null is one too; drawing there costs nothing.)
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws the share of a simulation's jobs that have ended on one
+// line it redraws, at most ten times a second: sim.Run calls it once per
+// simulated second with ends, tens of thousands of times for a real trace.
+type progressBar struct {
+	w     io.Writer
+	now   func() time.Time
+	last  time.Time
+	drawn bool
+}
+
+// barRefresh is the shortest time between two redraws.
+const barRefresh = 100 * time.Millisecond
+
+// barWidth is the number of cells in the bar.
+const barWidth = 40
+
+func (p *progressBar) update(done, total int) {
+	if total <= 0 {
+		return
+	}
+	now := p.now()
+	if done < total && p.drawn && now.Sub(p.last) < barRefresh {
+		return
+	}
+	p.last, p.drawn = now, true
+	filled := done * barWidth / total
+	fmt.Fprintf(p.w, "\rsimulating [%s%s] %3d%% %d/%d jobs",
+		strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), done*100/total, done, total)
+}
+
+// finish ends the bar's line so later output starts on a line of its own.
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

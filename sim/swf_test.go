@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"bytes"
+	"compress/gzip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// headerTrace has a full header, a comment, a blank line and two jobs, the
+// second with a fractional average CPU time as the LANL log writes it.
+const headerTrace = `; Version: 2.2
+; UnixStartTime: 843480031
+; MaxNodes: 100
+; MaxProcs: 128
+; Note: a comment the reader ignores
+
+   15   599850 192180   3477    4     -1    -1    4  53940    -1  1  12  12  -1 -1 -1 -1 -1
+    2      465      5   3362   32 489.00   988   32    900  1024  1   3   3   3  1 -1 -1 -1
+`
+
+func TestReadSWF(t *testing.T) {
+	want := &Trace{
+		MaxProcs: 128, MaxNodes: 100, UnixStartTime: 843480031,
+		Jobs: []SWFJob{
+			{Number: 15, Submit: 599850, Wait: 192180, Run: 3477, AllocProcs: 4, AvgCPUTime: -1, UsedMemory: -1,
+				ReqProcs: 4, ReqTime: 53940, ReqMemory: -1, Status: 1, User: 12, Group: 12, Executable: -1,
+				Queue: -1, Partition: -1, PrecedingJob: -1, ThinkTimeAfter: -1, Line: 7},
+			{Number: 2, Submit: 465, Wait: 5, Run: 3362, AllocProcs: 32, AvgCPUTime: 489, UsedMemory: 988,
+				ReqProcs: 32, ReqTime: 900, ReqMemory: 1024, Status: 1, User: 3, Group: 3, Executable: 3,
+				Queue: 1, Partition: -1, PrecedingJob: -1, ThinkTimeAfter: -1, Line: 8},
+		},
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte(headerTrace)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Compression is recognised by its magic bytes, not by a file name.
+	for name, input := range map[string][]byte{"plain": []byte(headerTrace), "gzip": gz.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadSWF(bytes.NewReader(input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ReadSWF =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+func TestReadSWFErrors(t *testing.T) {
+	const job = "1 0 -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+	tests := map[string]struct {
+		input string
+		want  string
+	}{
+		"a missing field": {
+			input: job + "2 0 -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1\n",
+			want:  "line 2: 17 fields, want 18",
+		},
+		"an extra field": {
+			input: job + job[:len(job)-1] + " 7\n",
+			want:  "line 2: 19 fields, want 18",
+		},
+		"a field that is not a number": {
+			input: "; MaxProcs: 4\n" + "1 0 -1 ten 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n",
+			want:  `line 2: field 4 (run time): "ten" is not a number`,
+		},
+		"a fraction where a whole number belongs": {
+			input: "1 0 -1 10 4 -1 -1 4 60.5 -1 1 1 1 -1 -1 -1 -1 -1\n",
+			want:  `line 1: field 9 (requested time): "60.5" is not a whole number`,
+		},
+		"a header value that is not a number": {
+			input: "; MaxProcs: many\n" + job,
+			want:  `line 1: header MaxProcs: "many" is not a whole number`,
+		},
+		"gzip magic followed by garbage": {
+			input: "\x1f\x8bnot really gzip",
+			want:  "reading gzip-compressed trace",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadSWF(strings.NewReader(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadSWF error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// An integral value written with a decimal point is still a whole number.
+func TestReadSWFWholeNumberWithPoint(t *testing.T) {
+	tr, err := ReadSWF(strings.NewReader("7 0 -1 10.0 4 -1 -1 4 60.00 -1 1 1 1 -1 -1 -1 -1 -1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := tr.Jobs[0]; j.Run != 10 || j.ReqTime != 60 {
+		t.Errorf("run, requested time = %d, %d, want 10, 60", j.Run, j.ReqTime)
+	}
+}
