@@ -336,3 +336,47 @@ func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
 	var parts []Partition
 	return parts, c.do(ctx, http.MethodGet, "/v1/partitions", nil, &parts)
 }
+
+// Policy returns the scheduler's configuration, QoS, accounts and users.
+func (c *Client) Policy(ctx context.Context) (*PolicyView, error) {
+	var v PolicyView
+	return &v, c.do(ctx, http.MethodGet, "/v1/policy", nil, &v)
+}
+
+// SetConfig changes scheduler settings by name.
+func (c *Client) SetConfig(ctx context.Context, req ConfigRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/config", req, nil)
+}
+
+// PutQOS adds, replaces or deletes a QoS.
+func (c *Client) PutQOS(ctx context.Context, req QOSRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/qos", req, nil)
+}
+
+// PutAccount adds, replaces or deletes an account.
+func (c *Client) PutAccount(ctx context.Context, req AccountRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/accounts", req, nil)
+}
+
+// PutUser adds, replaces or deletes a user's association.
+func (c *Client) PutUser(ctx context.Context, req UserRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/users", req, nil)
+}
+
+// Priorities returns the pending jobs' priorities and factors.
+func (c *Client) Priorities(ctx context.Context) ([]PriorityRow, error) {
+	var rows []PriorityRow
+	return rows, c.do(ctx, http.MethodGet, "/v1/priority", nil, &rows)
+}
+
+// Shares returns the fair-share tree as sshare rows.
+func (c *Client) Shares(ctx context.Context) ([]ShareRow, error) {
+	var rows []ShareRow
+	return rows, c.do(ctx, http.MethodGet, "/v1/share", nil, &rows)
+}
+
+// Why explains a job ("12" or "12_5").
+func (c *Client) Why(ctx context.Context, ref string) (*Why, error) {
+	var w Why
+	return &w, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(ref)+"/why", nil, &w)
+}

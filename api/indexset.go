@@ -218,3 +218,5 @@ func (s *IndexSet) String() string {
 	}
 	return b.String()
 }
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -104,6 +104,9 @@ const (
 	ReasonNodeDown                 Reason = "NodeDown"
 	ReasonBadConstraints           Reason = "BadConstraints"
 	ReasonQOSLimit                 Reason = "QOSLimit"
+	ReasonQOSMaxJobsPerUserLimit   Reason = "QOSMaxJobsPerUserLimit"
+	ReasonQOSGrpCpuLimit           Reason = "QOSGrpCpuLimit"
+	ReasonQOSMaxWallDurationLimit  Reason = "QOSMaxWallDurationPerJobLimit"
 	ReasonNodeFail                 Reason = "NodeFail"
 )
 
@@ -277,6 +280,10 @@ type Job struct {
 	ArrayJobID   uint64    `json:"array_job_id,omitempty"`
 	ArrayTaskID  int       `json:"array_task_id,omitempty"`
 	ArrayPending *IndexSet `json:"array_pending,omitempty"`
+
+	// CPUsLent is set while the job is suspended by preemption: its CPUs
+	// are lent to the preemptor (its memory stays held) until it resumes.
+	CPUsLent bool `json:"cpus_lent,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -113,13 +113,27 @@ func (s *State) cancelIDs(c *CancelJobs, index uint64) *IDsResult {
 		if c.By != "" {
 			j.Message = "cancelled by " + c.By
 		}
-		j.EndTime = c.Now
+		final := api.StateCancelled
+		switch c.Preempt {
+		case api.PreemptCancel:
+			final = api.StatePreempted
+			j.Message = "preempted by " + c.By
+		case api.PreemptRequeue:
+			if !j.State.Active() {
+				return "not running: nothing to requeue"
+			}
+			final = api.StatePending
+			j.Message = "requeued: preempted by " + c.By
+		}
+		if final != api.StatePending {
+			j.EndTime = c.Now
+		}
 		if !j.State.Active() {
-			j.State, j.Reason = api.StateCancelled, api.ReasonNone
+			j.State, j.Reason = final, api.ReasonNone
 			return ""
 		}
 		// The node must confirm the job's end before its resources free.
-		j.FinalState, j.State = api.StateCancelled, api.StateCompleting
+		j.FinalState, j.State = final, api.StateCompleting
 		s.bumpNode(j.Node, index)
 		return ""
 	})
@@ -269,7 +283,9 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 		}
 		if old.BootID == info.BootID || slices.Contains(info.Running, id) {
 			n.Jobs = append(n.Jobs, id)
-			n.AllocCPUs += j.CPUs
+			if !j.CPUsLent {
+				n.AllocCPUs += j.CPUs
+			}
 			n.AllocMemMB += j.MemMB + j.OverheadMB
 			continue
 		}
@@ -280,6 +296,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 // failJob ends an active job whose node lost it: requeued when it asked for
 // it, NODE_FAIL otherwise. A COMPLETING job takes its final state.
 func (s *State) failJob(old *api.Job, now time.Time, msg string, index uint64) {
+	s.chargeUsage(old, now)
 	j := *old
 	switch {
 	case j.State == api.StateCompleting:
@@ -287,19 +304,27 @@ func (s *State) failJob(old *api.Job, now time.Time, msg string, index uint64) {
 		j.FinalState = ""
 	case j.Spec.Requeue:
 		j.State = api.StatePending
-		j.Reason = api.ReasonNone
-		j.Restarts++
-		j.Node = ""
-		j.StartTime = time.Time{}
-		j.StartIndex = 0
 	default:
 		j.State = api.StateNodeFail
 	}
-	if j.State != api.StatePending {
+	j.CPUsLent = false
+	if j.State == api.StatePending {
+		s.requeue(&j)
+	} else {
 		j.EndTime = now
 	}
 	j.Message = msg
 	s.putJob(&j)
+}
+
+// requeue resets a job that held a node to PENDING for another run.
+func (s *State) requeue(j *api.Job) {
+	j.State, j.Reason = api.StatePending, api.ReasonNone
+	j.Restarts++
+	j.Node, j.StartIndex = "", 0
+	j.StartTime, j.EndTime, j.EstStart = time.Time{}, time.Time{}, time.Time{}
+	j.SuspendedFor, j.SuspendTime = 0, time.Time{}
+	j.ExitCode, j.Signal = 0, 0
 }
 
 func (s *State) applyHeartbeats(c *NodeHeartbeats) {
@@ -327,9 +352,20 @@ func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
 			j.State = r.State
 		}
 		j.FinalState = ""
-		if j.State == api.StateSuspended && !j.SuspendTime.IsZero() {
+		if !j.SuspendTime.IsZero() {
 			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
 			j.SuspendTime = time.Time{}
+		}
+		s.chargeUsage(&j, c.Now)
+		s.releaseJob(&j, index)
+		j.CPUsLent = false
+		if j.State == api.StatePending {
+			// Requeued by preemption: back in the queue with its original
+			// submit time, ready to run again at once.
+			s.requeue(&j)
+			s.putJob(&j)
+			res.Changed = append(res.Changed, j.ID)
+			continue
 		}
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		if r.Message != "" {
@@ -337,7 +373,6 @@ func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
 		}
 		j.EndTime = c.Now
 		s.putJob(&j)
-		s.releaseJob(&j, index)
 		res.Changed = append(res.Changed, j.ID)
 	}
 	return res
@@ -385,12 +420,34 @@ func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
 		case !c.Suspend && j.State != api.StateSuspended:
 			return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
 		}
+		if !c.Suspend && j.CPUsLent && !c.Preempt {
+			return "is suspended by preemption; it resumes when its CPUs are free"
+		}
+		if !c.Suspend && j.CPUsLent {
+			// Take the lent CPUs back, if they are free.
+			n := s.Nodes[j.Node]
+			if n == nil || n.FreeCPUs() < j.CPUs {
+				return "its CPUs are still in use"
+			}
+		}
 		if c.Suspend {
 			j.State, j.SuspendTime = api.StateSuspended, c.Now
 		} else {
 			j.State = api.StateRunning
 			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
 			j.SuspendTime = time.Time{}
+		}
+		if c.Preempt && c.Suspend != j.CPUsLent {
+			j.CPUsLent = c.Suspend
+			if n := s.editNode(j.Node); n != nil {
+				if c.Suspend {
+					n.AllocCPUs -= j.CPUs
+				} else {
+					n.AllocCPUs += j.CPUs
+				}
+				s.putNode(n, index)
+				return ""
+			}
 		}
 		s.bumpNode(j.Node, index)
 		return ""

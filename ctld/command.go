@@ -25,6 +25,10 @@ const (
 	CmdNodeDrain      CommandType = 9
 	CmdSetMember      CommandType = 10
 	CmdSuspendJobs    CommandType = 11
+	CmdSetConfig      CommandType = 12
+	CmdPutQOS         CommandType = 13
+	CmdPutAccount     CommandType = 14
+	CmdPutUser        CommandType = 15
 )
 
 func (t CommandType) String() string {
@@ -51,6 +55,14 @@ func (t CommandType) String() string {
 		return "SetMember"
 	case CmdSuspendJobs:
 		return "SuspendJobs"
+	case CmdSetConfig:
+		return "SetConfig"
+	case CmdPutQOS:
+		return "PutQOS"
+	case CmdPutAccount:
+		return "PutAccount"
+	case CmdPutUser:
+		return "PutUser"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -73,6 +85,9 @@ type CancelJobs struct {
 	// Tasks are array tasks not started yet, taken out of their array's
 	// pending record (started tasks have records of their own, in IDs).
 	Tasks []api.TaskRef `json:"tasks,omitempty"`
+	// Preempt is set when the scheduler preempts the jobs: they end
+	// PREEMPTED (cancel) or go back to the queue (requeue).
+	Preempt api.PreemptMode `json:"preempt,omitempty"`
 }
 
 // HoldRelease holds or releases pending jobs.
@@ -158,6 +173,32 @@ type SuspendJobs struct {
 	Now     time.Time `json:"now"`
 	IDs     []uint64  `json:"ids"`
 	Suspend bool      `json:"suspend"`
+	// Preempt suspends for preemption (the job's CPUs are lent to the
+	// preemptor) or resumes such a job (it takes them back).
+	Preempt bool `json:"preempt,omitempty"`
+}
+
+// SetConfig changes scheduler settings by name (`corral config set`).
+type SetConfig struct {
+	Settings [][2]string `json:"settings"`
+}
+
+// PutQOS adds, replaces or deletes a QoS.
+type PutQOS struct {
+	QOS    api.QOS `json:"qos"`
+	Delete bool    `json:"delete,omitempty"`
+}
+
+// PutAccount adds, replaces or deletes an account of the fair-share tree.
+type PutAccount struct {
+	Account api.Account `json:"account"`
+	Delete  bool        `json:"delete,omitempty"`
+}
+
+// PutUser adds, replaces or deletes a user's association with an account.
+type PutUser struct {
+	User   api.AccountUser `json:"user"`
+	Delete bool            `json:"delete,omitempty"`
 }
 
 // SetMember records a controller's HTTP address so followers can forward
@@ -209,6 +250,14 @@ func decodeCommand(b []byte) (CommandType, any, error) {
 		v = &SetMember{}
 	case CmdSuspendJobs:
 		v = &SuspendJobs{}
+	case CmdSetConfig:
+		v = &SetConfig{}
+	case CmdPutQOS:
+		v = &PutQOS{}
+	case CmdPutAccount:
+		v = &PutAccount{}
+	case CmdPutUser:
+		v = &PutUser{}
 	default:
 		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
 	}

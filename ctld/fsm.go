@@ -98,6 +98,14 @@ func (f *FSM) applyLocked(cmd any, index uint64) any {
 		s.Members[c.ID] = c.HTTPAddr
 	case *SuspendJobs:
 		return s.applySuspend(c, index)
+	case *SetConfig:
+		return s.applySetConfig(c)
+	case *PutQOS:
+		return s.applyPutQOS(c)
+	case *PutAccount:
+		return s.applyPutAccount(c)
+	case *PutUser:
+		return s.applyPutUser(c)
 	}
 	return nil
 }
@@ -213,6 +221,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	for k, v := range s.Requests {
 		snap.requests[k] = v
 	}
+	snap.policy = policyOf(s)
 	snap.members = make(map[string]string, len(s.Members))
 	for k, v := range s.Members {
 		snap.members[k] = v

@@ -39,6 +39,7 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /v1/partitions", c.read(c.handlePartitions))
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
 	mux.HandleFunc("POST /v1/internal/members", c.write(c.handleSetMember))
+	c.policyRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
@@ -158,6 +159,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			// memory records the default, so it shows what it will get.
 			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
 				sp.MemPerCPU = c.cfg.DefMemPerCPU
+			}
+			// As sbatch does: a job without -A is charged to the user's
+			// default account (here the first, by name, they belong to).
+			if sp.Account == "" {
+				sp.Account = s.defaultAccount(sp.User)
 			}
 			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
 				return

@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"fmt"
 	"context"
 	"slices"
 	"sync"
@@ -116,12 +117,17 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 func (c *Controller) schedulePass(wake *time.Timer) {
 	now := time.Now().UTC()
 	snap := c.snapshotForSched(now)
+	c.mu.Lock()
 	snap.Reservations = c.reservations
+	c.mu.Unlock()
 	plan := sched.Schedule(snap)
+	c.mu.Lock()
 	c.reservations = plan.Reservations
+	c.mu.Unlock()
 	if !plan.NextWake.IsZero() {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
+	c.applyPreemptions(now, plan)
 	if len(plan.Cancels) > 0 {
 		// --kill-on-invalid-dep=yes: the dependency can never be met.
 		cancel := &CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
@@ -166,9 +172,55 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 			}
 		}
 		snap.Partitions = s.Partitions(c.cfg.Partitions)
+		snap.Config = s.Config
+		snap.QOS = make(map[string]*api.QOS, len(s.QOS))
+		for k, q := range s.QOS {
+			snap.QOS[k] = q
+		}
+		snap.Fairshare = s.fairshareFactors(now)
 	})
 	snap.Lookup = func(id uint64) *api.Job { return deps[id] }
 	return snap
+}
+
+// applyPreemptions commits the pass's preemptions and resumes: victims
+// of cancel and requeue mode go through CancelJobs (their node ends them;
+// a requeued one is PENDING again once it confirms), victims of suspend
+// mode and jobs whose lent CPUs are free again through SuspendJobs.
+func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
+	type group struct {
+		mode      api.PreemptMode
+		preemptor uint64
+	}
+	groups := map[group][]uint64{}
+	var order []group
+	for _, p := range plan.Preemptions {
+		g := group{p.Mode, p.Preemptor}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], p.Victim)
+	}
+	for _, g := range order {
+		ids := groups[g]
+		by := fmt.Sprintf("job %d", g.preemptor)
+		var err error
+		if g.mode == api.PreemptSuspend {
+			_, err = c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true})
+		} else {
+			_, err = c.propose(CmdCancelJobs, &CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
+		}
+		if err != nil {
+			c.log.Warn("preemption failed", "victims", ids, "mode", g.mode, "for", g.preemptor, "err", err)
+			continue
+		}
+		c.log.Info("preempted", "victims", ids, "mode", g.mode, "for", g.preemptor)
+	}
+	if len(plan.Resumes) > 0 {
+		if _, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: plan.Resumes, Suspend: false, Preempt: true}); err != nil {
+			c.log.Warn("resuming preempted jobs failed", "jobs", plan.Resumes, "err", err)
+		}
+	}
 }
 
 // estimateMoved reports whether a job's expected start changed enough to

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/hashicorp/raft"
 
@@ -32,10 +33,77 @@ type snapshotRecord struct {
 		Job uint64 `json:"job"`
 	} `json:"request,omitempty"`
 	Member *api.Member `json:"member,omitempty"`
+	// Policy holds the scheduler configuration, QoS, accounts, users and
+	// usage: one record, written once.
+	Policy *policyRecord `json:"policy,omitempty"`
+}
+
+// policyRecord is the policy part of the state in a snapshot.
+type policyRecord struct {
+	Config   api.SchedConfig   `json:"config"`
+	QOS      []api.QOS         `json:"qos"`
+	Accounts []api.Account     `json:"accounts,omitempty"`
+	Users    []api.AccountUser `json:"users,omitempty"`
+	Usage    []usageRecord     `json:"usage,omitempty"`
+}
+
+type usageRecord struct {
+	UserKey
+	Usage
+}
+
+// policyOf copies the policy part of s, sorted so snapshots are stable.
+func policyOf(s *State) *policyRecord {
+	p := &policyRecord{Config: s.Config}
+	for _, n := range sortedKeys(s.QOS) {
+		p.QOS = append(p.QOS, *s.QOS[n])
+	}
+	for _, n := range sortedKeys(s.Accounts) {
+		p.Accounts = append(p.Accounts, *s.Accounts[n])
+	}
+	for _, u := range s.Users {
+		p.Users = append(p.Users, *u)
+	}
+	sort.Slice(p.Users, func(a, b int) bool {
+		if p.Users[a].Account != p.Users[b].Account {
+			return p.Users[a].Account < p.Users[b].Account
+		}
+		return p.Users[a].Name < p.Users[b].Name
+	})
+	for k, u := range s.Usage {
+		p.Usage = append(p.Usage, usageRecord{k, u})
+	}
+	sort.Slice(p.Usage, func(a, b int) bool {
+		if p.Usage[a].Account != p.Usage[b].Account {
+			return p.Usage[a].Account < p.Usage[b].Account
+		}
+		return p.Usage[a].User < p.Usage[b].User
+	})
+	return p
+}
+
+// restorePolicy puts a snapshot's policy record into s.
+func restorePolicy(s *State, p *policyRecord) {
+	s.Config = p.Config
+	s.QOS = make(map[string]*api.QOS, len(p.QOS))
+	for i := range p.QOS {
+		s.QOS[p.QOS[i].Name] = &p.QOS[i]
+	}
+	for i := range p.Accounts {
+		s.Accounts[p.Accounts[i].Name] = &p.Accounts[i]
+	}
+	for i := range p.Users {
+		u := &p.Users[i]
+		s.Users[UserKey{Account: u.Account, User: u.Name}] = u
+	}
+	for _, u := range p.Usage {
+		s.Usage[u.UserKey] = u.Usage
+	}
 }
 
 type fsmSnapshot struct {
 	header   snapshotHeader
+	policy   *policyRecord
 	jobs     []*api.Job
 	nodes    []*api.Node
 	requests map[string]uint64
@@ -81,6 +149,11 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 			return err
 		}
 	}
+	if s.policy != nil {
+		if err := enc.Encode(snapshotRecord{Policy: s.policy}); err != nil {
+			return err
+		}
+	}
 	return bw.Flush()
 }
 
@@ -117,6 +190,8 @@ func readSnapshot(r io.Reader) (*State, error) {
 			s.Requests[rec.Request.Key] = rec.Request.Job
 		case rec.Member != nil:
 			s.Members[rec.Member.ID] = rec.Member.HTTPAddr
+		case rec.Policy != nil:
+			restorePolicy(s, rec.Policy)
 		}
 	}
 }

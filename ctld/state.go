@@ -27,6 +27,15 @@ type State struct {
 	// Tasks indexes the records of started array tasks by array id and
 	// task index ("12_5").
 	Tasks map[api.TaskRef]uint64
+	// Config is the scheduler's runtime configuration.
+	Config api.SchedConfig
+	// QOS, Accounts and Users are the policy objects, by name (users by
+	// account and name).
+	QOS      map[string]*api.QOS
+	Accounts map[string]*api.Account
+	Users    map[UserKey]*api.AccountUser
+	// Usage is each association's recorded usage, decayed to At.
+	Usage map[UserKey]Usage
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -48,6 +57,11 @@ func NewState() *State {
 		Members:   make(map[string]string),
 		Pending:   make(map[uint64]struct{}),
 		Tasks:     make(map[api.TaskRef]uint64),
+		Config:    api.DefaultSchedConfig(),
+		QOS:       defaultQOS(),
+		Accounts:  make(map[string]*api.Account),
+		Users:     make(map[UserKey]*api.AccountUser),
+		Usage:     make(map[UserKey]Usage),
 		interned:  make(map[string]string),
 		envs:      make(map[string][]string),
 	}
@@ -212,7 +226,9 @@ func (s *State) releaseJob(j *api.Job, index uint64) {
 	}
 	if i := slices.Index(n.Jobs, j.ID); i >= 0 {
 		n.Jobs = slices.Delete(n.Jobs, i, i+1)
-		n.AllocCPUs -= j.CPUs
+		if !j.CPUsLent {
+			n.AllocCPUs -= j.CPUs
+		}
 		n.AllocMemMB -= j.MemMB + j.OverheadMB
 	}
 	s.putNode(n, index)

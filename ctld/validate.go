@@ -66,6 +66,23 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
 		}
 	}
+	if sp.QOS != "" {
+		q := s.QOS[sp.QOS]
+		if q == nil {
+			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.qosNames(), ", "))
+		}
+		if q.MaxSubmitPerUser > 0 && s.activeInQOS(sp.User, q.Name) >= q.MaxSubmitPerUser {
+			return refuse(i, "qos", "QOSMaxSubmitJobPerUserLimit: user %s already has %d jobs pending or running in QoS %s, its limit", sp.User, q.MaxSubmitPerUser, q.Name)
+		}
+	}
+	if sp.Account != "" && len(s.Accounts) > 0 {
+		if s.Accounts[sp.Account] == nil {
+			return refuse(i, "account", "invalid account %q: see corral account list", sp.Account)
+		}
+		if s.Users[UserKey{Account: sp.Account, User: sp.User}] == nil {
+			return refuse(i, "account", "user %s is not in account %s (corral user add %s --account %s)", sp.User, sp.Account, sp.User, sp.Account)
+		}
+	}
 	if a := sp.Array; a != nil {
 		set := api.NewIndexSet(a.Ranges)
 		switch {

@@ -41,6 +41,18 @@ type placer struct {
 	// kept holds the previous pass's reservations that this pass holds
 	// until their jobs are placed again (conservative only).
 	kept map[uint64]kept
+	// prio is each ready job's priority this pass.
+	prio map[uint64]int64
+	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
+	// first use and counted up as jobs start.
+	qosJobs map[[2]string]int
+	qosCPUs map[string]int
+	// onNode lists each node's running jobs (preemption candidates);
+	// victims are the jobs already chosen; claimed nodes wait for a
+	// preemptor and start nothing else this pass.
+	onNode  map[string][]*api.Job
+	victims map[uint64]bool
+	claimed []bool
 }
 
 // kept is a previous reservation held in a node's profile.
@@ -81,6 +93,7 @@ func newPlacer(s *Snapshot) *placer {
 	pl.profiles = make([]profile, len(pl.free.nodes))
 	pl.reserved = make([]bool, len(pl.free.nodes))
 	pl.started = make([][]release, len(pl.free.nodes))
+	pl.claimed = make([]bool, len(pl.free.nodes))
 	for i := range pl.free.nodes {
 		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
 			pl.open = append(pl.open, i)
@@ -160,6 +173,10 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
+	if r := pl.qosLimit(j, cpus); r != "" {
+		plan.Reasons[j.ID] = r
+		return false
+	}
 	held := pl.free.held(part)
 	if held && pl.policy == PolicyFCFS {
 		// First come, first served: nothing overtakes the first job
@@ -171,6 +188,7 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 	if i := pl.fitNow(part, cpus, mem, dur); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
+		pl.countQOS(j, cpus)
 		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead, Array: task >= 0, Task: max(task, 0)})
 		delete(plan.Reasons, j.ID)
 		return true
@@ -180,6 +198,9 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 		reason = api.ReasonPriority
 	}
 	plan.Reasons[j.ID] = reason
+	if pl.preempt(j, part, cpus, mem, plan) {
+		return false
+	}
 	if pl.policy == PolicyEASY && held {
 		return false
 	}
@@ -249,6 +270,9 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64) int {
 			continue // full: drop it from the open list
 		}
 		keep = append(keep, i)
+		if pl.claimed[i] {
+			continue
+		}
 		if n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
 			continue
 		}

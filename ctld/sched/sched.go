@@ -38,6 +38,15 @@ type Snapshot struct {
 	// released only when its own job is placed again, so a promised start
 	// never gets later. Other policies ignore them.
 	Reservations map[uint64]Reservation
+
+	// Policy objects. With zero weights a job's priority is its Priority
+	// field less its nice value; with no QoS nothing is limited or
+	// preempted.
+	Config api.SchedConfig
+	QOS    map[string]*api.QOS
+	// Fairshare returns an association's fair-share factor in [0,1]; nil
+	// means 0 for everyone.
+	Fairshare func(account, user string) float64
 }
 
 // Reservation is where and when a pending job is expected to start.
@@ -106,6 +115,18 @@ type Plan struct {
 	// Cancels lists jobs whose dependency can never be met and that asked
 	// to be cancelled then (--kill-on-invalid-dep=yes).
 	Cancels []uint64
+	// Preemptions are running jobs to cancel, requeue or suspend so that a
+	// job of a QoS allowed to preempt theirs can start; Resumes are jobs
+	// suspended by preemption whose CPUs are free again.
+	Preemptions []Preemption
+	Resumes     []uint64
+}
+
+// Preemption is one victim: the job to preempt, how, and for which job.
+type Preemption struct {
+	Victim    uint64
+	Preemptor uint64
+	Mode      api.PreemptMode
 }
 
 // MemRequest returns the memory a job is allocated on its node.
@@ -134,9 +155,22 @@ func Schedule(s *Snapshot) Plan {
 		}
 		ready = append(ready, j)
 	}
-	sort.Slice(ready, func(a, b int) bool { return before(ready[a], ready[b]) })
+	prio := make(map[uint64]int64, len(ready))
+	total := totalCPUs(s.Nodes)
+	for _, j := range ready {
+		prio[j.ID] = Priority(j, s, total).Priority
+	}
+	sort.Slice(ready, func(a, b int) bool {
+		ja, jb := ready[a], ready[b]
+		if pa, pb := prio[ja.ID], prio[jb.ID]; pa != pb {
+			return pa > pb
+		}
+		return before(ja, jb)
+	})
 
 	pl := newPlacer(s)
+	pl.prio = prio
+	pl.resume(&plan)
 	pl.keepReservations(ready)
 	for _, j := range ready {
 		if j.IsArrayPending() {

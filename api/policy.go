@@ -1,0 +1,273 @@
+package api
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PreemptMode is what happens to a job of a QoS when a job of a QoS allowed
+// to preempt it needs its resources.
+type PreemptMode string
+
+// Preemption modes.
+const (
+	// PreemptCancel ends the victim as PREEMPTED.
+	PreemptCancel PreemptMode = "cancel"
+	// PreemptRequeue puts the victim back in the queue, PENDING, with its
+	// original submit time.
+	PreemptRequeue PreemptMode = "requeue"
+	// PreemptSuspend pauses the victim's VM and lends its CPUs to the
+	// preemptor (its memory stays held); it resumes when they are free.
+	PreemptSuspend PreemptMode = "suspend"
+)
+
+// ParsePreemptMode reads cancel, requeue or suspend.
+func ParsePreemptMode(s string) (PreemptMode, error) {
+	switch m := PreemptMode(strings.ToLower(s)); m {
+	case PreemptCancel, PreemptRequeue, PreemptSuspend:
+		return m, nil
+	}
+	return "", fmt.Errorf("preempt mode %q: use cancel, requeue or suspend", s)
+}
+
+// QOS is a quality of service: a priority, what it may preempt, and limits.
+// Zero limits are unlimited.
+type QOS struct {
+	Name     string `json:"name"`
+	Priority int64  `json:"priority"`
+	// Preempt lists the QoS whose jobs this one's jobs may preempt.
+	Preempt []string `json:"preempt,omitempty"`
+	// PreemptMode applies to this QoS's jobs when they are preempted.
+	PreemptMode PreemptMode `json:"preempt_mode,omitempty"`
+	// PreemptExemptTime protects a job that has run less than this long
+	// (seconds).
+	PreemptExemptTime int64 `json:"preempt_exempt_time_s,omitempty"`
+	MaxWall           int64 `json:"max_wall_s,omitempty"`
+	MaxJobsPerUser    int   `json:"max_jobs_per_user,omitempty"`
+	MaxSubmitPerUser  int   `json:"max_submit_per_user,omitempty"`
+	GrpCPUs           int   `json:"grp_cpus,omitempty"`
+}
+
+// DefaultQOS are the QoS every new cluster starts with.
+func DefaultQOS() []QOS {
+	return []QOS{
+		{Name: "guaranteed", Priority: 1000, Preempt: []string{"besteffort"}, PreemptMode: PreemptCancel},
+		{Name: "burstable", Priority: 500, PreemptMode: PreemptCancel},
+		{Name: "besteffort", Priority: 0, PreemptMode: PreemptRequeue},
+	}
+}
+
+// PriorityWeights are the multifactor priority's weights: a job's priority
+// is the sum of weight × factor (each factor in [0,1]) less its nice value.
+type PriorityWeights struct {
+	Age       int64 `json:"age"`
+	Fairshare int64 `json:"fairshare"`
+	QOS       int64 `json:"qos"`
+	Partition int64 `json:"partition"`
+	JobSize   int64 `json:"job_size"`
+	Site      int64 `json:"site"`
+}
+
+// SchedConfig is the scheduler's runtime configuration, changed through
+// Raft with `corral config set`.
+type SchedConfig struct {
+	Weights PriorityWeights `json:"weights"`
+	// PriorityMaxAge is when the age factor reaches 1 (seconds).
+	PriorityMaxAge int64 `json:"priority_max_age_s"`
+	// DecayHalfLife halves recorded usage (seconds; 0: no decay).
+	DecayHalfLife int64 `json:"decay_half_life_s"`
+	// Fairshare is the algorithm: "fairtree" (Slurm's default) or "classic".
+	Fairshare string `json:"fairshare"`
+	// Billing weights turn TRES-seconds into usage: per CPU-second, per
+	// GiB-second of memory, per GPU-second.
+	BillingCPU float64 `json:"billing_cpu"`
+	BillingMem float64 `json:"billing_mem_gb"`
+	BillingGPU float64 `json:"billing_gpu"`
+}
+
+// DefaultSchedConfig is what a new cluster starts with: Slurm's usual
+// weights, a 7-day max age and half-life, Fair Tree.
+func DefaultSchedConfig() SchedConfig {
+	return SchedConfig{
+		Weights:        PriorityWeights{Age: 1000, Fairshare: 10000, QOS: 10000, Partition: 1000, JobSize: 1000},
+		PriorityMaxAge: 7 * 24 * 3600,
+		DecayHalfLife:  7 * 24 * 3600,
+		Fairshare:      "fairtree",
+		BillingCPU:     1,
+		BillingMem:     0.25,
+		BillingGPU:     10,
+	}
+}
+
+// configKeys maps `corral config set` names (Slurm's where one exists) to
+// the field they set.
+var configKeys = map[string]func(c *SchedConfig, v string) error{
+	"PriorityWeightAge":       intField(func(c *SchedConfig) *int64 { return &c.Weights.Age }),
+	"PriorityWeightFairshare": intField(func(c *SchedConfig) *int64 { return &c.Weights.Fairshare }),
+	"PriorityWeightQOS":       intField(func(c *SchedConfig) *int64 { return &c.Weights.QOS }),
+	"PriorityWeightPartition": intField(func(c *SchedConfig) *int64 { return &c.Weights.Partition }),
+	"PriorityWeightJobSize":   intField(func(c *SchedConfig) *int64 { return &c.Weights.JobSize }),
+	"PriorityWeightSite":      intField(func(c *SchedConfig) *int64 { return &c.Weights.Site }),
+	"PriorityMaxAge":          durField(func(c *SchedConfig) *int64 { return &c.PriorityMaxAge }),
+	"PriorityDecayHalfLife":   durField(func(c *SchedConfig) *int64 { return &c.DecayHalfLife }),
+	"FairshareAlgorithm": func(c *SchedConfig, v string) error {
+		if v != "fairtree" && v != "classic" {
+			return fmt.Errorf("FairshareAlgorithm=%s: use fairtree or classic", v)
+		}
+		c.Fairshare = v
+		return nil
+	},
+	"BillingWeightCPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingCPU }),
+	"BillingWeightMem": floatField(func(c *SchedConfig) *float64 { return &c.BillingMem }),
+	"BillingWeightGPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingGPU }),
+}
+
+// ConfigKeys lists the names `corral config set` accepts, sorted.
+func ConfigKeys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}
+
+// Set changes one setting by name (case-insensitive), e.g.
+// Set("PriorityWeightFairshare", "5000").
+func (c *SchedConfig) Set(key, value string) error {
+	for k, f := range configKeys {
+		if strings.EqualFold(k, key) {
+			return f(c, value)
+		}
+	}
+	return fmt.Errorf("unknown setting %q (settings: %s)", key, strings.Join(ConfigKeys(), ", "))
+}
+
+func intField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
+	return func(c *SchedConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a whole number ≥ 0", v)
+		}
+		*get(c) = n
+		return nil
+	}
+}
+
+func floatField(get func(*SchedConfig) *float64) func(*SchedConfig, string) error {
+	return func(c *SchedConfig, v string) error {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a number ≥ 0", v)
+		}
+		*get(c) = n
+		return nil
+	}
+}
+
+// durField reads seconds, or a Go duration such as 168h.
+func durField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
+	return func(c *SchedConfig, v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			*get(c) = n
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q is neither seconds nor a duration such as 168h", v)
+		}
+		*get(c) = int64(d / time.Second)
+		return nil
+	}
+}
+
+// Account is a node of the fair-share tree: a tenant (Parent "root") or an
+// account under one.
+type Account struct {
+	Name   string  `json:"name"`
+	Parent string  `json:"parent"`
+	Shares float64 `json:"shares"`
+}
+
+// AccountUser places a user in an account with shares.
+type AccountUser struct {
+	Name    string  `json:"name"`
+	Account string  `json:"account"`
+	Shares  float64 `json:"shares"`
+}
+
+// PolicyView is the scheduler's configuration, QoS, accounts and users.
+type PolicyView struct {
+	Config   SchedConfig   `json:"config"`
+	QOS      []QOS         `json:"qos"`
+	Accounts []Account     `json:"accounts"`
+	Users    []AccountUser `json:"users"`
+}
+
+// ConfigRequest changes settings by name.
+type ConfigRequest struct {
+	Settings [][2]string `json:"settings"`
+}
+
+// QOSRequest adds, replaces or deletes a QoS.
+type QOSRequest struct {
+	QOS    QOS  `json:"qos"`
+	Delete bool `json:"delete,omitempty"`
+}
+
+// AccountRequest adds, replaces or deletes an account.
+type AccountRequest struct {
+	Account Account `json:"account"`
+	Delete  bool    `json:"delete,omitempty"`
+}
+
+// UserRequest adds, replaces or deletes a user's association.
+type UserRequest struct {
+	User   AccountUser `json:"user"`
+	Delete bool        `json:"delete,omitempty"`
+}
+
+// PriorityRow is one pending job's priority and factors (sprio).
+type PriorityRow struct {
+	JobID     uint64  `json:"job_id"`
+	Ref       string  `json:"ref"`
+	User      string  `json:"user"`
+	Account   string  `json:"account"`
+	QOS       string  `json:"qos"`
+	Partition string  `json:"partition"`
+	Priority  int64   `json:"priority"`
+	Age       float64 `json:"age"`
+	Fairshare float64 `json:"fairshare"`
+	QOSF      float64 `json:"qos_factor"`
+	PartF     float64 `json:"partition_factor"`
+	JobSize   float64 `json:"job_size"`
+	Site      float64 `json:"site"`
+	Nice      int     `json:"nice"`
+	// Weights used, so a client can print weighted values as sprio does.
+	Weights PriorityWeights `json:"weights"`
+}
+
+// ShareRow is one line of sshare.
+type ShareRow struct {
+	Account      string  `json:"account"`
+	User         string  `json:"user,omitempty"`
+	Depth        int     `json:"depth"`
+	RawShares    float64 `json:"raw_shares"`
+	NormShares   float64 `json:"norm_shares"`
+	RawUsage     float64 `json:"raw_usage"`
+	EffectvUsage float64 `json:"effectv_usage"`
+	LevelFS      float64 `json:"level_fs"`
+	// LevelFSInf is set when LevelFS is infinite (shares but no usage).
+	LevelFSInf bool    `json:"level_fs_inf,omitempty"`
+	FairShare  float64 `json:"fairshare"`
+}
+
+// Why explains a job's state in plain words (corral why).
+type Why struct {
+	JobID uint64   `json:"job_id"`
+	Ref   string   `json:"ref"`
+	State JobState `json:"state"`
+	Lines []string `json:"lines"`
+}

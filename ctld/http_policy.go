@@ -1,0 +1,175 @@
+package ctld
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"corral/api"
+	"corral/ctld/sched"
+	"corral/fairshare"
+)
+
+func (c *Controller) policyRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/policy", c.read(c.handlePolicy))
+	mux.HandleFunc("POST /v1/config", c.write(c.handleConfig))
+	mux.HandleFunc("POST /v1/qos", c.write(c.handleQOS))
+	mux.HandleFunc("POST /v1/accounts", c.write(c.handleAccount))
+	mux.HandleFunc("POST /v1/users", c.write(c.handleUser))
+	mux.HandleFunc("GET /v1/priority", c.read(c.handlePriority))
+	mux.HandleFunc("GET /v1/share", c.read(c.handleShare))
+	mux.HandleFunc("GET /v1/jobs/{id}/why", c.read(c.handleWhy))
+}
+
+func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error {
+	var v api.PolicyView
+	c.fsm.Read(func(s *State) {
+		p := policyOf(s)
+		v = api.PolicyView{Config: p.Config, QOS: p.QOS, Accounts: p.Accounts, Users: p.Users}
+	})
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// proposePolicy commits a policy change the leader checked first, so a bad
+// one is a 400 naming the field and never reaches the log.
+func (c *Controller) proposePolicy(t CommandType, cmd any, check func(s *State) error) error {
+	var err error
+	c.fsm.Read(func(s *State) { err = check(s) })
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	if _, err := c.propose(t, cmd); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
+func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) error {
+	var req api.ConfigRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.Settings) == 0 {
+		return badRequest("no settings: give NAME=VALUE pairs (settings: %v)", api.ConfigKeys())
+	}
+	cmd := &SetConfig{Settings: req.Settings}
+	err := c.proposePolicy(CmdSetConfig, cmd, func(s *State) error {
+		cfg := s.Config
+		for _, kv := range req.Settings {
+			if err := cfg.Set(kv[0], kv[1]); err != nil {
+				return fmt.Errorf("%s: %w", kv[0], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleQOS(w http.ResponseWriter, r *http.Request) error {
+	var req api.QOSRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := c.proposePolicy(CmdPutQOS, &PutQOS{QOS: req.QOS, Delete: req.Delete}, func(s *State) error {
+		return s.checkQOS(&req.QOS, req.Delete)
+	}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleAccount(w http.ResponseWriter, r *http.Request) error {
+	var req api.AccountRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := c.proposePolicy(CmdPutAccount, &PutAccount{Account: req.Account, Delete: req.Delete}, func(s *State) error {
+		a := req.Account
+		return s.checkAccount(&a, req.Delete)
+	}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
+	var req api.UserRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	// The FSM's own checks are the whole validation; run them on a
+	// scratch copy of the users so nothing changes here.
+	if err := c.proposePolicy(CmdPutUser, &PutUser{User: req.User, Delete: req.Delete}, func(s *State) error {
+		scratch := &State{Accounts: s.Accounts, Users: map[UserKey]*api.AccountUser{}}
+		for k, v := range s.Users {
+			scratch.Users[k] = v
+		}
+		return scratch.applyPutUser(&PutUser{User: req.User, Delete: req.Delete})
+	}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// priorityRows computes sprio's view: every pending job's factors now.
+func (c *Controller) priorityRows(now time.Time) []api.PriorityRow {
+	snap := c.snapshotForSched(now)
+	total := 0
+	for _, n := range snap.Nodes {
+		total += n.CPUs
+	}
+	rows := make([]api.PriorityRow, 0, len(snap.Pending))
+	for _, j := range snap.Pending {
+		f := sched.Priority(j, snap, total)
+		rows = append(rows, api.PriorityRow{
+			JobID: j.ID, Ref: j.Ref(), User: j.Spec.User, Account: j.Spec.Account, QOS: j.Spec.QOS,
+			Partition: j.Spec.Partition, Priority: f.Priority, Age: f.Age, Fairshare: f.Fairshare,
+			QOSF: f.QOS, PartF: f.Partition, JobSize: f.JobSize, Site: f.Site, Nice: f.Nice,
+			Weights: snap.Config.Weights,
+		})
+	}
+	sort.Slice(rows, func(a, b int) bool {
+		if rows[a].Priority != rows[b].Priority {
+			return rows[a].Priority > rows[b].Priority
+		}
+		return rows[a].JobID < rows[b].JobID
+	})
+	return rows
+}
+
+func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, c.priorityRows(time.Now().UTC()))
+	return nil
+}
+
+func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
+	var rows []api.ShareRow
+	c.fsm.Read(func(s *State) {
+		alg := fairshare.FairTree
+		if s.Config.Fairshare == string(fairshare.Classic) {
+			alg = fairshare.Classic
+		}
+		fr, _ := fairshare.Compute(s.fairshareTree(time.Now().UTC()), alg)
+		rows = make([]api.ShareRow, 0, len(fr))
+		for _, x := range fr {
+			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,
+				NormShares: x.NormShares, RawUsage: x.RawUsage, EffectvUsage: x.EffectvUsage, LevelFS: x.LevelFS, FairShare: x.FairShare}
+			if math.IsInf(row.LevelFS, 0) || math.IsNaN(row.LevelFS) {
+				row.LevelFS, row.LevelFSInf = 0, true
+			}
+			rows = append(rows, row)
+		}
+	})
+	writeJSON(w, http.StatusOK, rows)
+	return nil
+}

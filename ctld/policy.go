@@ -1,0 +1,295 @@
+package ctld
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"corral/api"
+	"corral/fairshare"
+)
+
+// UserKey names an association: a user in an account.
+type UserKey struct {
+	Account string `json:"account"`
+	User    string `json:"user"`
+}
+
+// Usage is an association's raw usage (billed TRES-seconds), decayed with
+// the configured half-life up to At. Every replica decays with the
+// leader-stamped times in the log, so all hold the same figures.
+type Usage struct {
+	Raw float64   `json:"raw"`
+	At  time.Time `json:"at"`
+}
+
+// decayed returns u's raw usage as of now.
+func (u Usage) decayed(now time.Time, halfLife int64) float64 {
+	if halfLife <= 0 || u.At.IsZero() || !now.After(u.At) {
+		return u.Raw
+	}
+	return u.Raw * math.Exp2(-now.Sub(u.At).Seconds()/float64(halfLife))
+}
+
+func defaultQOS() map[string]*api.QOS {
+	m := map[string]*api.QOS{}
+	for _, q := range api.DefaultQOS() {
+		m[q.Name] = &q
+	}
+	return m
+}
+
+// billing returns what a job costs per second it runs: its CPUs, memory
+// (GiB) and GPUs weighted by the billing weights.
+func billing(j *api.Job, c api.SchedConfig) float64 {
+	gpus := 0
+	for _, g := range j.Spec.Gres {
+		if g.Name == "gpu" {
+			gpus += g.Count
+		}
+	}
+	return float64(j.CPUs)*c.BillingCPU + float64(j.MemMB)/1024*c.BillingMem + float64(gpus)*c.BillingGPU
+}
+
+// chargeUsage adds a job's billed run time to its association when it
+// stops holding resources.
+func (s *State) chargeUsage(j *api.Job, now time.Time) {
+	if j.StartTime.IsZero() {
+		return
+	}
+	secs := j.Elapsed(now).Seconds()
+	if secs <= 0 {
+		return
+	}
+	k := UserKey{Account: j.Spec.Account, User: j.Spec.User}
+	u := s.Usage[k]
+	s.Usage[k] = Usage{Raw: u.decayed(now, s.Config.DecayHalfLife) + secs*billing(j, s.Config), At: now}
+}
+
+func (s *State) applySetConfig(c *SetConfig) error {
+	cfg := s.Config
+	for _, kv := range c.Settings {
+		if err := cfg.Set(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("%s: %w", kv[0], err)
+		}
+	}
+	s.Config = cfg
+	return nil
+}
+
+func (s *State) applyPutQOS(c *PutQOS) error {
+	if err := s.checkQOS(&c.QOS, c.Delete); err != nil {
+		return err
+	}
+	if c.Delete {
+		delete(s.QOS, c.QOS.Name)
+		return nil
+	}
+	q := c.QOS
+	s.QOS[q.Name] = &q
+	return nil
+}
+
+// checkQOS says why a QoS change cannot be applied, or nil.
+func (s *State) checkQOS(q *api.QOS, del bool) error {
+	if q.Name == "" {
+		return errors.New("a QoS needs a name")
+	}
+	if del {
+		if s.QOS[q.Name] == nil {
+			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.qosNames(), ", "))
+		}
+		for _, other := range s.QOS {
+			if other.Name != q.Name && slices.Contains(other.Preempt, q.Name) {
+				return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, other.Name, other.Name)
+			}
+		}
+		return nil
+	}
+	for _, p := range q.Preempt {
+		if p == q.Name {
+			return fmt.Errorf("qos %s: a QoS cannot preempt itself", q.Name)
+		}
+		if s.QOS[p] == nil {
+			return fmt.Errorf("qos %s: --preempt names %s, which is no QoS (QoS: %s)", q.Name, p, strings.Join(s.qosNames(), ", "))
+		}
+	}
+	if q.PreemptMode != "" {
+		if _, err := api.ParsePreemptMode(string(q.PreemptMode)); err != nil {
+			return fmt.Errorf("qos %s: %w", q.Name, err)
+		}
+	}
+	if q.MaxWall < 0 || q.MaxJobsPerUser < 0 || q.MaxSubmitPerUser < 0 || q.GrpCPUs < 0 || q.PreemptExemptTime < 0 {
+		return fmt.Errorf("qos %s: limits must be positive (0 is unlimited)", q.Name)
+	}
+	return nil
+}
+
+func (s *State) qosNames() []string {
+	names := make([]string, 0, len(s.QOS))
+	for n := range s.QOS {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (s *State) applyPutAccount(c *PutAccount) error {
+	a := c.Account
+	if err := s.checkAccount(&a, c.Delete); err != nil {
+		return err
+	}
+	if c.Delete {
+		delete(s.Accounts, a.Name)
+		return nil
+	}
+	s.Accounts[a.Name] = &a
+	return nil
+}
+
+func (s *State) checkAccount(a *api.Account, del bool) error {
+	switch {
+	case a.Name == "" || a.Name == "root":
+		return errors.New("an account needs a name other than root")
+	case del && s.Accounts[a.Name] == nil:
+		return fmt.Errorf("account %s: no such account", a.Name)
+	case del:
+		for _, o := range s.Accounts {
+			if o.Parent == a.Name {
+				return fmt.Errorf("account %s: account %s is under it; delete or move that first", a.Name, o.Name)
+			}
+		}
+		for k := range s.Users {
+			if k.Account == a.Name {
+				return fmt.Errorf("account %s: user %s is in it; delete that first (corral user delete %s --account %s)", a.Name, k.User, k.User, a.Name)
+			}
+		}
+		return nil
+	case a.Parent == "":
+		a.Parent = "root"
+	}
+	if a.Parent != "root" && s.Accounts[a.Parent] == nil {
+		return fmt.Errorf("account %s: parent %s does not exist (add it first, or use --parent root)", a.Name, a.Parent)
+	}
+	if a.Shares < 0 {
+		return fmt.Errorf("account %s: shares must be ≥ 0", a.Name)
+	}
+	// No cycles: walk up from the parent.
+	for p, hops := a.Parent, 0; p != "root"; hops++ {
+		if p == a.Name || hops > len(s.Accounts) {
+			return fmt.Errorf("account %s: parent %s is under it", a.Name, a.Parent)
+		}
+		p = s.Accounts[p].Parent
+	}
+	return nil
+}
+
+func (s *State) applyPutUser(c *PutUser) error {
+	u := c.User
+	k := UserKey{Account: u.Account, User: u.Name}
+	switch {
+	case u.Name == "":
+		return errors.New("a user needs a name")
+	case s.Accounts[u.Account] == nil:
+		return fmt.Errorf("user %s: account %q does not exist (corral account add %s)", u.Name, u.Account, u.Account)
+	case c.Delete && s.Users[k] == nil:
+		return fmt.Errorf("user %s is not in account %s", u.Name, u.Account)
+	case c.Delete:
+		delete(s.Users, k)
+		return nil
+	case u.Shares < 0:
+		return fmt.Errorf("user %s: shares must be ≥ 0", u.Name)
+	}
+	s.Users[k] = &u
+	return nil
+}
+
+// fairshareFactors returns the fair-share factor of each association as a
+// lookup for the scheduling pass.
+func (s *State) fairshareFactors(now time.Time) func(account, user string) float64 {
+	factors := s.fairshare(now)
+	return func(account, user string) float64 { return factors[UserKey{Account: account, User: user}] }
+}
+
+// defaultAccount is the account a user's jobs are charged to when they
+// name none: the first, by name, the user belongs to; "" when none.
+func (s *State) defaultAccount(user string) string {
+	best := ""
+	for k := range s.Users {
+		if k.User == user && (best == "" || k.Account < best) {
+			best = k.Account
+		}
+	}
+	return best
+}
+
+// activeInQOS counts a user's pending and running jobs in a QoS.
+func (s *State) activeInQOS(user, qos string) int {
+	n := 0
+	for _, j := range s.Jobs {
+		if j.Spec.User == user && j.Spec.QOS == qos && !j.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// fairshareTree builds the association tree with usage decayed to now.
+func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
+	root := &fairshare.Assoc{Account: "root", Shares: 1}
+	nodes := map[string]*fairshare.Assoc{"root": root}
+	for _, name := range sortedKeys(s.Accounts) {
+		a := s.Accounts[name]
+		nodes[name] = &fairshare.Assoc{Account: name, Shares: a.Shares}
+	}
+	for _, name := range sortedKeys(s.Accounts) {
+		parent := nodes[s.Accounts[name].Parent]
+		if parent == nil {
+			parent = root
+		}
+		parent.Children = append(parent.Children, nodes[name])
+	}
+	keys := make([]UserKey, 0, len(s.Users))
+	for k := range s.Users {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].Account != keys[b].Account {
+			return keys[a].Account < keys[b].Account
+		}
+		return keys[a].User < keys[b].User
+	})
+	for _, k := range keys {
+		acct := nodes[k.Account]
+		if acct == nil {
+			continue
+		}
+		acct.Children = append(acct.Children, &fairshare.Assoc{
+			Account: k.Account, User: k.User, Shares: s.Users[k].Shares,
+			Usage: s.Usage[k].decayed(now, s.Config.DecayHalfLife),
+		})
+	}
+	return root
+}
+
+// fairshare computes every association's factor under the configured
+// algorithm.
+func (s *State) fairshare(now time.Time) map[UserKey]float64 {
+	if len(s.Users) == 0 {
+		return nil
+	}
+	alg := fairshare.FairTree
+	if s.Config.Fairshare == string(fairshare.Classic) {
+		alg = fairshare.Classic
+	}
+	_, factors := fairshare.Compute(s.fairshareTree(now), alg)
+	out := make(map[UserKey]float64, len(factors))
+	for k, f := range factors {
+		out[UserKey{Account: k.Account, User: k.User}] = f
+	}
+	return out
+}

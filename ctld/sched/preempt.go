@@ -1,0 +1,169 @@
+package sched
+
+import (
+	"slices"
+
+	"corral/api"
+)
+
+// qosLimit returns the reason a QoS limit holds j back, or "".
+func (pl *placer) qosLimit(j *api.Job, cpus int) api.Reason {
+	q := pl.s.QOS[j.Spec.QOS]
+	if q == nil {
+		return ""
+	}
+	if q.MaxWall > 0 && int64(jobLimit(j, pl.parts[pl.partitionOf(j)]).Seconds()) > q.MaxWall {
+		return api.ReasonQOSMaxWallDurationLimit
+	}
+	if q.MaxJobsPerUser <= 0 && q.GrpCPUs <= 0 {
+		return ""
+	}
+	pl.countRunning()
+	if q.MaxJobsPerUser > 0 && pl.qosJobs[[2]string{q.Name, j.Spec.User}] >= q.MaxJobsPerUser {
+		return api.ReasonQOSMaxJobsPerUserLimit
+	}
+	if q.GrpCPUs > 0 && pl.qosCPUs[q.Name]+cpus > q.GrpCPUs {
+		return api.ReasonQOSGrpCpuLimit
+	}
+	return ""
+}
+
+// countRunning builds the QoS usage counts from the running jobs once.
+func (pl *placer) countRunning() {
+	if pl.qosJobs != nil {
+		return
+	}
+	pl.qosJobs, pl.qosCPUs = map[[2]string]int{}, map[string]int{}
+	for _, r := range pl.s.Running {
+		if r.Spec.QOS == "" || r.State == api.StateCompleting {
+			continue
+		}
+		pl.qosJobs[[2]string{r.Spec.QOS, r.Spec.User}]++
+		if !r.CPUsLent {
+			pl.qosCPUs[r.Spec.QOS] += r.CPUs
+		}
+	}
+}
+
+// countQOS records a start against its QoS's limits.
+func (pl *placer) countQOS(j *api.Job, cpus int) {
+	if pl.qosJobs == nil || j.Spec.QOS == "" {
+		return
+	}
+	pl.qosJobs[[2]string{j.Spec.QOS, j.Spec.User}]++
+	pl.qosCPUs[j.Spec.QOS] += cpus
+}
+
+// resume gives jobs suspended by preemption their CPUs back, before any
+// pending job is placed, wherever those CPUs are free again.
+func (pl *placer) resume(plan *Plan) {
+	for _, j := range pl.s.Running {
+		if !j.CPUsLent || j.State != api.StateSuspended {
+			continue
+		}
+		for i := range pl.free.nodes {
+			n := &pl.free.nodes[i]
+			if n.name == j.Node && n.cpus >= j.CPUs {
+				n.cpus -= j.CPUs
+				plan.Resumes = append(plan.Resumes, j.ID)
+				break
+			}
+		}
+	}
+}
+
+// preempt looks for running jobs whose preemption lets j start: on each
+// usable node of its partition, the victims its QoS may preempt (never one
+// inside its QoS's exempt time), cheapest first — lowest priority, then
+// least run time lost — until the node would have room. It picks the node
+// whose victims cost least, records them in the plan and claims the node
+// for j (nothing else starts there this pass). A preemption that would
+// not free enough is never made. It reports whether it preempted.
+func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Plan) bool {
+	q := pl.s.QOS[j.Spec.QOS]
+	if q == nil || len(q.Preempt) == 0 {
+		return false
+	}
+	if pl.onNode == nil {
+		pl.onNode, pl.victims = map[string][]*api.Job{}, map[uint64]bool{}
+		for _, r := range pl.s.Running {
+			pl.onNode[r.Node] = append(pl.onNode[r.Node], r)
+		}
+	}
+	type choice struct {
+		node    int
+		victims []*api.Job
+		prio    int64
+		lost    float64
+	}
+	var best *choice
+	for i := range pl.free.nodes {
+		n := &pl.free.nodes[i]
+		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+			continue
+		}
+		var cands []*api.Job
+		for _, r := range pl.onNode[n.name] {
+			vq := pl.s.QOS[r.Spec.QOS]
+			if r.State != api.StateRunning || pl.victims[r.ID] || vq == nil || !slices.Contains(q.Preempt, vq.Name) ||
+				r.Elapsed(pl.s.Now).Seconds() < float64(vq.PreemptExemptTime) {
+				continue
+			}
+			cands = append(cands, r)
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		total := totalCPUs(pl.s.Nodes)
+		vprio := func(r *api.Job) int64 { return Priority(r, pl.s, total).Priority }
+		slices.SortStableFunc(cands, func(a, b *api.Job) int {
+			if pa, pb := vprio(a), vprio(b); pa != pb {
+				return cmpInt64(pa, pb)
+			}
+			return cmpInt64(int64(a.Elapsed(pl.s.Now)), int64(b.Elapsed(pl.s.Now)))
+		})
+		freeCPUs, freeMem := n.cpus, n.mem
+		c := choice{node: i}
+		for _, r := range cands {
+			if freeCPUs >= cpus && freeMem >= mem+n.overhead {
+				break
+			}
+			c.victims = append(c.victims, r)
+			c.prio += vprio(r)
+			c.lost += r.Elapsed(pl.s.Now).Seconds()
+			freeCPUs += r.CPUs
+			if pl.s.QOS[r.Spec.QOS].PreemptMode != api.PreemptSuspend {
+				freeMem += r.MemMB + r.OverheadMB // a suspended job keeps its memory
+			}
+		}
+		if freeCPUs < cpus || freeMem < mem+n.overhead {
+			continue // not enough even with every candidate gone
+		}
+		if best == nil || c.prio < best.prio || c.prio == best.prio && c.lost < best.lost {
+			best = &c
+		}
+	}
+	if best == nil {
+		return false
+	}
+	pl.claimed[best.node] = true
+	for _, r := range best.victims {
+		pl.victims[r.ID] = true
+		mode := pl.s.QOS[r.Spec.QOS].PreemptMode
+		if mode == "" {
+			mode = api.PreemptCancel
+		}
+		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.ID, Preemptor: j.ID, Mode: mode})
+	}
+	return true
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

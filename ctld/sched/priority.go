@@ -1,0 +1,65 @@
+package sched
+
+import (
+	"math"
+
+	"corral/api"
+)
+
+// Factors are a job's multifactor priority: each factor in [0,1], and the
+// resulting priority, Σ weight × factor + the job's own Priority (an
+// administrator's adjustment) − its nice value.
+type Factors struct {
+	Age, Fairshare, QOS, Partition, JobSize, Site float64
+	Nice                                          int
+	Priority                                      int64
+}
+
+// Priority computes j's factors and priority under the snapshot's weights.
+// totalCPUs is the cluster's CPU count (the job-size factor's scale).
+//
+//   - age: time since submission over PriorityMaxAge, at most 1;
+//   - fair-share: the association's factor (package fairshare);
+//   - QoS: the QoS's priority over the highest QoS priority;
+//   - partition: 1 (corral's partitions have no priority tiers);
+//   - job size: the job's CPUs over the cluster's;
+//   - site: 0 (no site factor is set per job yet).
+func Priority(j *api.Job, s *Snapshot, totalCPUs int) Factors {
+	f := Factors{Nice: j.Spec.Nice, Partition: 1}
+	c := s.Config
+	if c.PriorityMaxAge > 0 {
+		f.Age = min(1, max(0, s.Now.Sub(j.SubmitTime).Seconds()/float64(c.PriorityMaxAge)))
+	}
+	if s.Fairshare != nil {
+		f.Fairshare = s.Fairshare(j.Spec.Account, j.Spec.User)
+	}
+	if q := s.QOS[j.Spec.QOS]; q != nil {
+		if top := maxQOSPriority(s.QOS); top > 0 {
+			f.QOS = float64(q.Priority) / float64(top)
+		}
+	}
+	if totalCPUs > 0 {
+		f.JobSize = min(1, float64(j.Spec.CPUs())/float64(totalCPUs))
+	}
+	w := c.Weights
+	sum := float64(w.Age)*f.Age + float64(w.Fairshare)*f.Fairshare + float64(w.QOS)*f.QOS +
+		float64(w.Partition)*f.Partition + float64(w.JobSize)*f.JobSize + float64(w.Site)*f.Site
+	f.Priority = int64(math.Round(sum)) + j.Priority - int64(f.Nice)
+	return f
+}
+
+func maxQOSPriority(qos map[string]*api.QOS) int64 {
+	var top int64
+	for _, q := range qos {
+		top = max(top, q.Priority)
+	}
+	return top
+}
+
+func totalCPUs(nodes []*api.Node) int {
+	n := 0
+	for _, nd := range nodes {
+		n += nd.CPUs
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+package ctld
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"corral/api"
+	"corral/ctld/sched"
+)
+
+// reasonText says what each pending reason means and what to do about it.
+var reasonText = map[api.Reason]string{
+	api.ReasonResources:                "no node of its partition has the CPUs and memory it asks for free now",
+	api.ReasonPriority:                 "a job ahead of it in the queue waits for the same nodes, and starting this one now would delay that job",
+	api.ReasonDependency:               "its --dependency is not met yet",
+	api.ReasonDependencyNeverSatisfied: "its --dependency can never be met; cancel it, or it stays pending",
+	api.ReasonBeginTime:                "its --begin time has not come",
+	api.ReasonJobHeldUser:              "it is held; `corral release` lets it run",
+	api.ReasonJobArrayTaskLimit:        "its array already runs as many tasks as its %N limit allows",
+	api.ReasonQOSMaxJobsPerUserLimit:   "its user already runs as many jobs in its QoS as the QoS allows (MaxJobsPerUser)",
+	api.ReasonQOSGrpCpuLimit:           "the jobs of its QoS already use the CPUs the QoS allows (GrpCPUs)",
+	api.ReasonQOSMaxWallDurationLimit:  "its time limit is longer than its QoS allows (MaxWall); it will not start",
+}
+
+func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
+	ref, err := ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	now := time.Now().UTC()
+	var j *api.Job
+	c.fsm.Read(func(s *State) {
+		if ref.HasTask {
+			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+		} else {
+			j = s.Jobs[ref.ID]
+		}
+	})
+	if j == nil {
+		return notFound("job %s: no such job", r.PathValue("id"))
+	}
+	why := api.Why{JobID: j.ID, Ref: j.Ref(), State: j.State}
+	say := func(format string, args ...any) { why.Lines = append(why.Lines, fmt.Sprintf(format, args...)) }
+	switch j.State {
+	case api.StatePending:
+		c.explainPending(j, now, say)
+	case api.StateRunning, api.StateSuspended, api.StateCompleting:
+		say("Job %s is %s on node %s since %s (%s elapsed, time limit %s).", j.Ref(), j.State, j.Node,
+			j.StartTime.Format(time.RFC3339), j.Elapsed(now).Round(time.Second), limitText(j.Spec.TimeLimit))
+		say("It runs there because %s was the first node, in name order, of partition %s with %d CPUs and %d MiB free when the job's turn came (first fit; backfill only starts a job where it delays no reservation).",
+			j.Node, j.Spec.Partition, j.CPUs, j.MemMB)
+		if j.CPUsLent {
+			say("It is suspended by preemption: its CPUs are lent to a job of a QoS allowed to preempt its own; it resumes when they are free.")
+		}
+	default:
+		say("Job %s is %s (ended %s). %s", j.Ref(), j.State, j.EndTime.Format(time.RFC3339), j.Message)
+	}
+	writeJSON(w, http.StatusOK, why)
+	return nil
+}
+
+// explainPending runs a pass on the current state (without committing it)
+// and says why j waits, where it ranks, and what it waits for.
+func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, ...any)) {
+	snap := c.snapshotForSched(now)
+	c.mu.Lock()
+	snap.Reservations = c.reservations
+	c.mu.Unlock()
+	plan := sched.Schedule(snap)
+	reason := plan.Reasons[j.ID]
+	started := false
+	for _, st := range plan.Starts {
+		started = started || st.JobID == j.ID
+	}
+	switch {
+	case started:
+		say("Job %s is PENDING but starts at the next scheduling pass: there is room for it now.", j.Ref())
+	case reason != "":
+		say("Job %s is PENDING, reason %s: %s.", j.Ref(), reason, reasonText[reason])
+	default:
+		say("Job %s is PENDING.", j.Ref())
+	}
+	rows := c.priorityRows(now)
+	for i, r := range rows {
+		if r.JobID != j.ID {
+			continue
+		}
+		w := r.Weights
+		say("Priority %d, rank %d of %d pending: age %.2f×%d + fair-share %.2f×%d + QoS %.2f×%d + partition %.2f×%d + job size %.3f×%d + site %.2f×%d − nice %d.",
+			r.Priority, i+1, len(rows), r.Age, w.Age, r.Fairshare, w.Fairshare, r.QOSF, w.QOS, r.PartF, w.Partition, r.JobSize, w.JobSize, r.Site, w.Site, r.Nice)
+	}
+	if at, ok := plan.Estimates[j.ID]; ok {
+		if at.After(now.Add(sched.Horizon / 2)) {
+			say("It holds a reservation on node %s behind a job without a time limit: its start cannot be estimated.", plan.Reservations[j.ID].Node)
+		} else {
+			say("It holds a reservation on node %s and is expected to start at %s (in %s), when the running jobs there reach their time limits.",
+				plan.Reservations[j.ID].Node, at.Format(time.RFC3339), at.Sub(now).Round(time.Second))
+		}
+	}
+	if reason == api.ReasonPriority {
+		var holders []string
+		for id, at := range plan.Estimates {
+			if id != j.ID {
+				holders = append(holders, fmt.Sprintf("job %d (expected to start %s on %s)", id, at.Format(time.RFC3339), plan.Reservations[id].Node))
+			}
+		}
+		sort.Strings(holders)
+		if len(holders) > 0 {
+			say("It waits behind %s.", strings.Join(holders, ", "))
+		}
+	}
+	if d := j.Spec.Dependency; d != nil && (reason == api.ReasonDependency || reason == api.ReasonDependencyNeverSatisfied) {
+		var parts []string
+		c.fsm.Read(func(s *State) {
+			for _, cl := range d.Clauses {
+				for _, raw := range cl.JobIDs {
+					state := "unknown"
+					if ref, err := ParseJobRef(raw); err == nil {
+						if t := s.Jobs[ref.ID]; t != nil {
+							state = string(t.State)
+						}
+					}
+					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, raw, state))
+				}
+				if cl.Type == "singleton" {
+					parts = append(parts, "singleton: waits for the other jobs named "+j.Spec.Name+" of user "+j.Spec.User)
+				}
+			}
+		})
+		say("Dependency %s: %s.", d.Raw, strings.Join(parts, "; "))
+	}
+	if reason == api.ReasonBeginTime {
+		say("Its begin time is %s.", j.Spec.Begin.Format(time.RFC3339))
+	}
+	for _, p := range plan.Preemptions {
+		if p.Preemptor == j.ID {
+			say("It is preempting job %d (%s) to make room.", p.Victim, p.Mode)
+		}
+	}
+}
+
+func limitText(secs int64) string {
+	if secs <= 0 {
+		return "none"
+	}
+	return (time.Duration(secs) * time.Second).String()
+}
