@@ -284,6 +284,9 @@ type Job struct {
 	// CPUsLent is set while the job is suspended by preemption: its CPUs
 	// are lent to the preemptor (its memory stays held) until it resumes.
 	CPUsLent bool `json:"cpus_lent,omitempty"`
+	// PreemptedBy is the job that suspended this one by preemption; it
+	// resumes once that job is gone and its CPUs are free.
+	PreemptedBy uint64 `json:"preempted_by,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

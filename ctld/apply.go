@@ -439,6 +439,10 @@ func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
 		}
 		if c.Preempt && c.Suspend != j.CPUsLent {
 			j.CPUsLent = c.Suspend
+			j.PreemptedBy = 0
+			if c.Suspend {
+				j.PreemptedBy = c.By
+			}
 			if n := s.editNode(j.Node); n != nil {
 				if c.Suspend {
 					n.AllocCPUs -= j.CPUs

@@ -174,8 +174,9 @@ type SuspendJobs struct {
 	IDs     []uint64  `json:"ids"`
 	Suspend bool      `json:"suspend"`
 	// Preempt suspends for preemption (the job's CPUs are lent to the
-	// preemptor) or resumes such a job (it takes them back).
-	Preempt bool `json:"preempt,omitempty"`
+	// preemptor, By) or resumes such a job (it takes them back).
+	Preempt bool   `json:"preempt,omitempty"`
+	By      uint64 `json:"by,omitempty"`
 }
 
 // SetConfig changes scheduler settings by name (`corral config set`).

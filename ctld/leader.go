@@ -1,8 +1,8 @@
 package ctld
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -206,7 +206,7 @@ func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
 		by := fmt.Sprintf("job %d", g.preemptor)
 		var err error
 		if g.mode == api.PreemptSuspend {
-			_, err = c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true})
+			_, err = c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true, By: g.preemptor})
 		} else {
 			_, err = c.propose(CmdCancelJobs, &CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
 		}

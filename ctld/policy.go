@@ -108,6 +108,9 @@ func (s *State) checkQOS(q *api.QOS, del bool) error {
 				return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, other.Name, other.Name)
 			}
 		}
+		if n := s.activeInAnyQOS(q.Name); n > 0 {
+			return fmt.Errorf("qos %s: %d pending or running jobs use it; cancel them or wait until they end", q.Name, n)
+		}
 		return nil
 	}
 	for _, p := range q.Preempt {
@@ -119,9 +122,14 @@ func (s *State) checkQOS(q *api.QOS, del bool) error {
 		}
 	}
 	if q.PreemptMode != "" {
-		if _, err := api.ParsePreemptMode(string(q.PreemptMode)); err != nil {
+		m, err := api.ParsePreemptMode(string(q.PreemptMode))
+		if err != nil {
 			return fmt.Errorf("qos %s: %w", q.Name, err)
 		}
+		q.PreemptMode = m // stored in the form the scheduler compares
+	}
+	if q.Priority < 0 {
+		return fmt.Errorf("qos %s: --priority must be ≥ 0", q.Name)
 	}
 	if q.MaxWall < 0 || q.MaxJobsPerUser < 0 || q.MaxSubmitPerUser < 0 || q.GrpCPUs < 0 || q.PreemptExemptTime < 0 {
 		return fmt.Errorf("qos %s: limits must be positive (0 is unlimited)", q.Name)
@@ -225,6 +233,18 @@ func (s *State) defaultAccount(user string) string {
 		}
 	}
 	return best
+}
+
+// activeInAnyQOS counts the pending and running jobs of every user in a
+// QoS.
+func (s *State) activeInAnyQOS(qos string) int {
+	n := 0
+	for _, j := range s.Jobs {
+		if j.Spec.QOS == qos && !j.State.Terminal() {
+			n++
+		}
+	}
+	return n
 }
 
 // activeInQOS counts a user's pending and running jobs in a QoS.

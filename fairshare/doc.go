@@ -70,6 +70,9 @@
 // output. Fair Tree ties are broken by user name, then account name, after
 // LF and users-before-accounts; since tied users share a rank, the tie
 // break only fixes the visit order, never a factor. No map is iterated.
+// Slurm forbids siblings with the same name; if a tree has them anyway,
+// they are ordered by shares, then usage, then input order, and if two user
+// leaves end up with the same Key the later one in row order wins.
 //
 // # Where this differs from Slurm
 //

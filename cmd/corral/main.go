@@ -39,10 +39,17 @@ func init() {
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
 		"attach":          {"stream a running job's output as it is produced (sattach)", runAttach},
 		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
+		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
+		"qos":             {"add, modify, delete or list QoS (sacctmgr ... qos)", runQOS},
+		"account":         {"add, modify, delete or list fair-share accounts (sacctmgr ... account)", runAccount},
+		"user":            {"add, modify or delete a user's place in an account (sacctmgr ... user)", runUser},
+		"prio":            {"show pending jobs' priorities and their factors (sprio)", runPrio},
+		"share":           {"show the fair-share tree: shares, usage and factors (sshare)", runShare},
+		"why":             {"explain why a job waits, or where and why it runs", runWhy},
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
-		"install-aliases": {"create sbatch, squeue, sinfo, scancel and scontrol symlinks in DIR", runInstallAliases},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio and sshare symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}
 }
@@ -69,6 +76,7 @@ func (e *cliEnv) client() (*api.Client, error) {
 // slurmAliases maps a Slurm command name to a corral subcommand.
 var slurmAliases = map[string]string{
 	"sbatch": "submit", "squeue": "queue", "sinfo": "nodes", "scancel": "cancel", "scontrol": "scontrol",
+	"sprio": "prio", "sshare": "share",
 }
 
 func main() {

@@ -54,11 +54,25 @@ func (pl *placer) countQOS(j *api.Job, cpus int) {
 	pl.qosCPUs[j.Spec.QOS] += cpus
 }
 
-// resume gives jobs suspended by preemption their CPUs back, before any
-// pending job is placed, wherever those CPUs are free again.
+// resume gives jobs suspended by preemption their CPUs back once the job
+// that preempted them is gone (neither pending nor holding a node) and
+// the CPUs are free, before any pending job is placed.
 func (pl *placer) resume(plan *Plan) {
+	var active map[uint64]bool
 	for _, j := range pl.s.Running {
 		if !j.CPUsLent || j.State != api.StateSuspended {
+			continue
+		}
+		if active == nil {
+			active = make(map[uint64]bool, len(pl.s.Running)+len(pl.s.Pending))
+			for _, r := range pl.s.Running {
+				active[r.ID] = true
+			}
+			for _, p := range pl.s.Pending {
+				active[p.ID] = true
+			}
+		}
+		if active[j.PreemptedBy] {
 			continue
 		}
 		for i := range pl.free.nodes {
@@ -102,6 +116,15 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
 			continue
 		}
+		// Jobs already ending (an earlier preemption, a cancel) count as
+		// gone: when they free enough, j only has to wait for them.
+		freeCPUs, freeMem := n.cpus, n.mem
+		for _, r := range pl.onNode[n.name] {
+			if r.State == api.StateCompleting {
+				freeCPUs += r.CPUs
+				freeMem += r.MemMB + r.OverheadMB
+			}
+		}
 		var cands []*api.Job
 		for _, r := range pl.onNode[n.name] {
 			vq := pl.s.QOS[r.Spec.QOS]
@@ -111,7 +134,7 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			}
 			cands = append(cands, r)
 		}
-		if len(cands) == 0 {
+		if len(cands) == 0 && (freeCPUs < cpus || freeMem < mem+n.overhead) {
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
@@ -122,7 +145,6 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			}
 			return cmpInt64(int64(a.Elapsed(pl.s.Now)), int64(b.Elapsed(pl.s.Now)))
 		})
-		freeCPUs, freeMem := n.cpus, n.mem
 		c := choice{node: i}
 		for _, r := range cands {
 			if freeCPUs >= cpus && freeMem >= mem+n.overhead {

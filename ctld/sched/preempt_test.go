@@ -1,0 +1,227 @@
+package sched
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+func (b jobB) qos(name string) jobB { return b.with(func(j *api.Job) { j.Spec.QOS = name }) }
+
+// withQOS gives the scene the default QoS (guaranteed may preempt
+// besteffort), with besteffort's preemption mode and exempt time set.
+func (sc *scene) withQOS(mode api.PreemptMode, exempt time.Duration) *scene {
+	sc.s.QOS = map[string]*api.QOS{}
+	for _, q := range api.DefaultQOS() {
+		if q.Name == "besteffort" {
+			q.PreemptMode, q.PreemptExemptTime = mode, int64(exempt/time.Second)
+		}
+		sc.s.QOS[q.Name] = &q
+	}
+	return sc
+}
+
+type victim struct {
+	id   uint64
+	mode api.PreemptMode
+}
+
+func victimsOf(p Plan) []victim {
+	var out []victim
+	for _, v := range p.Preemptions {
+		out = append(out, victim{v.Victim, v.Mode})
+	}
+	return out
+}
+
+func TestSchedulePreemption(t *testing.T) {
+	tests := map[string]struct {
+		scene   *scene
+		victims []victim
+		reason  api.Reason // job 1's
+	}{
+		"a guaranteed job on a full node preempts a besteffort job (cancel)": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(2)).
+				running("n1", time.Hour, job(9).cpus(2).qos("besteffort")).
+				queue(job(1).cpus(2).qos("guaranteed")),
+			victims: []victim{{9, api.PreemptCancel}}, reason: api.ReasonResources,
+		},
+		"requeue mode": {
+			scene: at(t0).withQOS(api.PreemptRequeue, 0).with(node("n1").cpus(2)).
+				running("n1", time.Hour, job(9).cpus(2).qos("besteffort")).
+				queue(job(1).cpus(2).qos("guaranteed")),
+			victims: []victim{{9, api.PreemptRequeue}}, reason: api.ReasonResources,
+		},
+		// Suspend frees CPUs only: job 9 keeps its 1536 MiB, so 512 MiB is
+		// all job 1 can have.
+		"suspend mode frees CPUs, not memory: enough": {
+			scene: at(t0).withQOS(api.PreemptSuspend, 0).with(node("n1").cpus(2).mem(2048)).
+				running("n1", time.Hour, job(9).cpus(2).mem(1536).qos("besteffort")).
+				queue(job(1).cpus(2).mem(512).qos("guaranteed")),
+			victims: []victim{{9, api.PreemptSuspend}}, reason: api.ReasonResources,
+		},
+		"suspend mode frees CPUs, not memory: not enough, no preemption": {
+			scene: at(t0).withQOS(api.PreemptSuspend, 0).with(node("n1").cpus(2).mem(2048)).
+				running("n1", time.Hour, job(9).cpus(2).mem(1536).qos("besteffort")).
+				queue(job(1).cpus(2).mem(1024).qos("guaranteed")),
+			reason: api.ReasonResources,
+		},
+		// Four 1-CPU besteffort jobs: 6 and 7 have the lowest priority (1);
+		// of those, 6 has run less (5m against 30m), so it goes first, then
+		// 7, which frees the 2 CPUs job 1 needs.
+		"the cheapest victims: lowest priority, then least run time lost": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(4)).
+				running("n1", 30*time.Minute, job(7).qos("besteffort").priority(1)).
+				running("n1", time.Minute, job(8).qos("besteffort").priority(5)).
+				running("n1", 5*time.Minute, job(6).qos("besteffort").priority(1)).
+				running("n1", time.Minute, job(9).qos("besteffort").priority(3)).
+				queue(job(1).cpus(2).qos("guaranteed")),
+			victims: []victim{{6, api.PreemptCancel}, {7, api.PreemptCancel}}, reason: api.ReasonResources,
+		},
+		"never a job inside its exempt time": {
+			scene: at(t0).withQOS(api.PreemptCancel, 10*time.Minute).with(node("n1").cpus(2)).
+				running("n1", 5*time.Minute, job(9).cpus(2).qos("besteffort")).
+				queue(job(1).cpus(2).qos("guaranteed")),
+			reason: api.ReasonResources,
+		},
+		// Only 1 of the 4 CPUs is besteffort's: preempting it would not let
+		// job 1 start, so nothing is preempted.
+		"no preemption that would not let the preemptor start": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(4)).
+				running("n1", time.Hour, job(8).cpus(1).qos("besteffort")).
+				running("n1", time.Hour, job(9).cpus(3).qos("burstable")).
+				queue(job(1).cpus(4).qos("guaranteed")),
+			reason: api.ReasonResources,
+		},
+		"a QoS not in the preempt list is safe": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(2)).
+				running("n1", time.Hour, job(9).cpus(2).qos("burstable")).
+				queue(job(1).cpus(2).qos("guaranteed")),
+			reason: api.ReasonResources,
+		},
+		"a besteffort job preempts no one": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(2)).
+				running("n1", time.Hour, job(9).cpus(2).qos("besteffort")).
+				queue(job(1).cpus(2).qos("besteffort")),
+			reason: api.ReasonResources,
+		},
+		// The node job 1 claims starts nothing else in the pass: job 2
+		// would fit in the CPU job 9 leaves but must not take it.
+		"the claimed node starts nothing else": {
+			scene: at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(3)).
+				running("n1", time.Hour, job(9).cpus(2).qos("besteffort")).
+				queue(job(1).cpus(3).qos("guaranteed"), job(2).cpus(1).submitted(t0.Add(time.Second))),
+			victims: []victim{{9, api.PreemptCancel}}, reason: api.ReasonResources,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := tc.scene.snapshot()
+			p := Schedule(s)
+			checkPlan(t, s, p)
+			if got := victimsOf(p); !slices.Equal(got, tc.victims) {
+				t.Errorf("victims = %v, want %v", got, tc.victims)
+			}
+			if p.Reasons[1] != tc.reason {
+				t.Errorf("job 1 reason = %q, want %q", p.Reasons[1], tc.reason)
+			}
+			for _, st := range p.Starts {
+				if st.Node == "n1" && len(tc.victims) > 0 {
+					t.Errorf("job %d started on n1, which job 1 claimed", st.JobID)
+				}
+			}
+		})
+	}
+}
+
+func TestScheduleResumesLentCPUs(t *testing.T) {
+	sc := at(t0).with(node("n1").cpus(4)).running("n1", time.Hour, job(9).cpus(2))
+	sc.s.Running[0].State, sc.s.Running[0].CPUsLent = api.StateSuspended, true
+	// The lent CPUs are free in the node's figures: the pass hands them
+	// back before placing job 1, which then finds only 2 CPUs.
+	sc.s.Nodes[0].AllocCPUs -= 2
+	sc.queue(job(1).cpus(4))
+	s := sc.snapshot()
+	p := Schedule(s)
+	if !slices.Equal(p.Resumes, []uint64{9}) {
+		t.Errorf("resumes = %v, want [9]", p.Resumes)
+	}
+	if len(p.Starts) != 0 {
+		t.Errorf("starts = %v, want none: the resumed job holds its CPUs again", startsOf(p))
+	}
+}
+
+func TestScheduleQOSLimits(t *testing.T) {
+	limits := func(q api.QOS) *scene {
+		sc := at(t0).with(nodes(1).cpus(8))
+		sc.s.QOS = map[string]*api.QOS{q.Name: &q}
+		return sc
+	}
+	runScenarios(t, map[string]scenario{
+		"MaxJobsPerUser counts running jobs of the user in the QoS": {
+			scene: limits(api.QOS{Name: "q", MaxJobsPerUser: 1}).
+				running("n1", time.Minute, job(9).qos("q")).
+				queue(job(1).qos("q"), job(2).qos("q").named("x", "bob")),
+			starts:  []string{"2@n1"},
+			reasons: map[uint64]api.Reason{1: api.ReasonQOSMaxJobsPerUserLimit},
+		},
+		"MaxJobsPerUser counts this pass's starts": {
+			scene:   limits(api.QOS{Name: "q", MaxJobsPerUser: 2}).queue(job(1).qos("q"), job(2).qos("q"), job(3).qos("q")),
+			starts:  []string{"1@n1", "2@n1"},
+			reasons: map[uint64]api.Reason{3: api.ReasonQOSMaxJobsPerUserLimit},
+		},
+		"GrpCPUs caps the QoS's CPUs": {
+			scene:   limits(api.QOS{Name: "q", GrpCPUs: 4}).queue(job(1).qos("q").cpus(3), job(2).qos("q").cpus(2), job(3).qos("q")),
+			starts:  []string{"1@n1", "3@n1"},
+			reasons: map[uint64]api.Reason{2: api.ReasonQOSGrpCpuLimit},
+		},
+		"MaxWall refuses a longer time limit": {
+			scene:   limits(api.QOS{Name: "q", MaxWall: 3600}).queue(job(1).qos("q").limit(2*time.Hour), job(2).qos("q").limit(time.Hour)),
+			starts:  []string{"2@n1"},
+			reasons: map[uint64]api.Reason{1: api.ReasonQOSMaxWallDurationLimit},
+		},
+	})
+}
+
+// TestSchedulePriorityFactors: with weights set, a later guaranteed job
+// outranks an earlier besteffort one, and an older job outranks a newer
+// one of the same QoS.
+func TestSchedulePriorityFactors(t *testing.T) {
+	sc := at(t0).withQOS(api.PreemptCancel, 0).with(node("n1").cpus(1)).
+		queue(job(1).qos("besteffort").submitted(t0.Add(-time.Hour)), job(2).qos("guaranteed"))
+	sc.s.Config = api.DefaultSchedConfig()
+	p := Schedule(sc.snapshot())
+	if got := startsOf(p); !slices.Equal(got, []string{"2@n1"}) {
+		t.Errorf("starts = %v, want the guaranteed job first", got)
+	}
+	// Worked example, default weights (age 1000 over 7 days, QoS 10000,
+	// partition 1000, job size 1000 over the cluster's CPUs): job 1 waited
+	// 1h → age 1/168 → 5.95; QoS 0; partition 1 → 1000; job size 1/1 →
+	// 1000: 2006. Job 2: age 0; QoS 1000/1000 → 10000; 1000; 1000: 12000.
+	s := sc.snapshot()
+	if f := Priority(s.Pending[0], s, 1); f.Priority != 2006 {
+		t.Errorf("job 1 priority = %d (%+v), want 2006", f.Priority, f)
+	}
+	if f := Priority(s.Pending[1], s, 1); f.Priority != 12000 {
+		t.Errorf("job 2 priority = %d (%+v), want 12000", f.Priority, f)
+	}
+	sc2 := at(t0).with(node("n1").cpus(1)).queue(job(1).submitted(t0.Add(-time.Minute)), job(2).submitted(t0.Add(-time.Hour)))
+	sc2.s.Config = api.DefaultSchedConfig()
+	if got := startsOf(Schedule(sc2.snapshot())); !slices.Equal(got, []string{"2@n1"}) {
+		t.Errorf("starts = %v, want the older job first", got)
+	}
+}
+
+// A job suspended by preemption stays suspended while its preemptor runs.
+func TestScheduleKeepsSuspendedWhilePreemptorRuns(t *testing.T) {
+	sc := at(t0).with(node("n1").cpus(4)).
+		running("n1", time.Hour, job(9).cpus(2)).
+		running("n1", time.Minute, job(5).cpus(2))
+	sc.s.Running[0].State, sc.s.Running[0].CPUsLent, sc.s.Running[0].PreemptedBy = api.StateSuspended, true, 5
+	sc.s.Nodes[0].AllocCPUs -= 2
+	if p := Schedule(sc.snapshot()); len(p.Resumes) != 0 {
+		t.Errorf("resumes = %v while the preemptor runs, want none", p.Resumes)
+	}
+}
