@@ -152,7 +152,7 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 // snapshotForSched copies what one pass needs under the FSM's read lock.
 func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
-	deps := map[uint64]*api.Job{}
+	deps := &depTargets{jobs: map[uint64]*api.Job{}, arrays: map[uint64][]*api.Job{}, tasks: map[api.TaskRef]*api.Job{}}
 	c.fsm.Read(func(s *State) {
 		snap.Pending = make([]*api.Job, 0, len(s.Pending))
 		for id := range s.Pending {
@@ -179,7 +179,32 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 		}
 		snap.Fairshare = s.fairshareFactors(now)
 	})
-	snap.Lookup = func(id uint64) *api.Job { return deps[id] }
+	snap.Lookup = func(id uint64) *api.Job { return deps.jobs[id] }
+	snap.Array = func(id uint64) []*api.Job { return deps.arrays[id] }
+	var byTask map[api.TaskRef]*api.Job // the arrays' records by task, built on first use
+	snap.LookupTask = func(array uint64, task int) *api.Job {
+		ref := api.TaskRef{Array: array, Task: task}
+		if j := deps.tasks[ref]; j != nil {
+			return j
+		}
+		if byTask == nil {
+			byTask = map[api.TaskRef]*api.Job{}
+			for id, recs := range deps.arrays {
+				for _, j := range recs {
+					if j.IsArrayTask() {
+						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
+					}
+				}
+			}
+		}
+		if j := byTask[ref]; j != nil {
+			return j
+		}
+		if recs := deps.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
+			return recs[0]
+		}
+		return nil
+	}
 	return snap
 }
 
@@ -239,12 +264,43 @@ func estimateMoved(old, new time.Time) bool {
 // rewritten.
 const estimateSlack = 30 * time.Second
 
-func collectDeps(d *api.Dependency, s *State, into map[uint64]*api.Job) {
+// depTargets is what a pass needs to evaluate dependencies: the jobs named,
+// every record of the arrays named, and single tasks named as 12_5.
+type depTargets struct {
+	jobs   map[uint64]*api.Job
+	arrays map[uint64][]*api.Job
+	tasks  map[api.TaskRef]*api.Job
+}
+
+func collectDeps(d *api.Dependency, s *State, into *depTargets) {
 	for _, cl := range d.Clauses {
 		for _, raw := range cl.JobIDs {
-			if id, ok := parseJobRef(raw); ok {
-				if j := s.Jobs[id]; j != nil {
-					into[id] = j
+			ref, err := ParseJobRef(raw)
+			if err != nil {
+				continue
+			}
+			if ref.HasTask {
+				t := api.TaskRef{Array: ref.ID, Task: ref.Task}
+				if j, _ := s.resolveTask(t); j != nil {
+					into.tasks[t] = j
+				}
+				continue
+			}
+			j := s.Jobs[ref.ID]
+			if j == nil {
+				continue
+			}
+			into.jobs[ref.ID] = j
+			if j.ArrayJobID == j.ID {
+				if _, done := into.arrays[j.ID]; !done {
+					recs := []*api.Job{}
+					if j.IsArrayPending() {
+						recs = append(recs, j)
+					}
+					for _, id := range s.ArrayTasks[j.ID] {
+						recs = append(recs, s.Jobs[id])
+					}
+					into.arrays[j.ID] = recs
 				}
 			}
 		}

@@ -27,6 +27,9 @@ type State struct {
 	// Tasks indexes the records of started array tasks by array id and
 	// task index ("12_5").
 	Tasks map[api.TaskRef]uint64
+	// ArrayTasks lists each array's task records, in the order they
+	// started.
+	ArrayTasks map[uint64][]uint64
 	// Config is the scheduler's runtime configuration.
 	Config api.SchedConfig
 	// QOS, Accounts and Users are the policy objects, by name (users by
@@ -57,6 +60,7 @@ func NewState() *State {
 		Members:   make(map[string]string),
 		Pending:   make(map[uint64]struct{}),
 		Tasks:     make(map[api.TaskRef]uint64),
+		ArrayTasks: make(map[uint64][]uint64),
 		Config:    api.DefaultSchedConfig(),
 		QOS:       defaultQOS(),
 		Accounts:  make(map[string]*api.Account),
@@ -118,7 +122,11 @@ func (s *State) putJob(j *api.Job) {
 		delete(s.Pending, j.ID)
 	}
 	if j.IsArrayTask() {
-		s.Tasks[api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}] = j.ID
+		ref := api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}
+		if _, known := s.Tasks[ref]; !known {
+			s.ArrayTasks[j.ArrayJobID] = append(s.ArrayTasks[j.ArrayJobID], j.ID)
+		}
+		s.Tasks[ref] = j.ID
 	}
 }
 

@@ -120,3 +120,36 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestDependencyOnWholeArray: a job afterok on an array starts only once
+// every task of the array completed.
+func TestDependencyOnWholeArray(t *testing.T) {
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "n1", "--cpus", "2", "--mem", "1G")
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	cl := c.client(t)
+	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem", "50M", "--array=0-3", "-o", "/dev/null", "--wrap", "sleep 0.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := strings.TrimSpace(out)
+	out, err = cli(t, c.addr, work, "submit", "--parsable", "--mem", "50M", "-d", "afterok:"+arr, "-o", "/dev/null", "--wrap", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := waitJob(t, cl, mustID(t, strings.TrimSpace(out)), api.StateCompleted, 30*time.Second)
+	jobs, err := cl.Jobs(context.Background(), api.JobFilter{IDs: []uint64{mustID(t, arr)}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 4 {
+		t.Fatalf("array has %d records, want 4 tasks", len(jobs))
+	}
+	for _, j := range jobs {
+		if j.State != api.StateCompleted || after.StartTime.Before(j.EndTime) {
+			t.Errorf("task %s: %s, ended %v; the dependent job started %v", j.Ref(), j.State, j.EndTime, after.StartTime)
+		}
+	}
+}

@@ -57,3 +57,59 @@ func TestScheduleArrays(t *testing.T) {
 		},
 	})
 }
+
+// task makes a started task record of array arr.
+func task(id, arr uint64, idx int) jobB {
+	return job(id).with(func(j *api.Job) { j.ArrayJobID, j.ArrayTaskID = arr, idx })
+}
+
+func TestScheduleArrayDependencies(t *testing.T) {
+	r := func(first, last int) []api.ArrayRange { return []api.ArrayRange{{First: first, Last: last, Step: 1}} }
+	waits := func(rs api.Reason) map[uint64]api.Reason { return map[uint64]api.Reason{1: rs} }
+	runScenarios(t, map[string]scenario{
+		// Array 10 has tasks 0-2: 0 and 1 completed (records 11, 12), 2
+		// still pending in record 10.
+		"afterok on a whole array waits while a task is pending": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterok(10)).
+				known(job(10).array(r(2, 2), 0), task(11, 10, 0).completed(), task(12, 10, 1).completed()),
+			reasons: waits(api.ReasonDependency),
+		},
+		"afterok on a whole array is met when every task completed": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterok(10)).
+				known(task(10, 10, 2).completed(), task(11, 10, 0).completed(), task(12, 10, 1).completed()),
+			starts: []string{"1@n1"},
+		},
+		"afterok on a whole array: one failed task is final": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterok(10)).
+				known(job(10).array(r(2, 2), 0), task(11, 10, 0).failed(), task(12, 10, 1).completed()),
+			reasons: waits(api.ReasonDependencyNeverSatisfied),
+		},
+		"afternotok on a whole array is met once all ended and one failed": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afternotok(10)).
+				known(task(10, 10, 2).completed(), task(11, 10, 0).failed(), task(12, 10, 1).completed()),
+			starts: []string{"1@n1"},
+		},
+		"a dependency on one task (10_1) looks at that task only": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterokRaw("10_1")).
+				known(job(10).array(r(2, 2), 0), task(11, 10, 0).failed(), task(12, 10, 1).completed()),
+			starts: []string{"1@n1"},
+		},
+		"a dependency on a task not started yet waits": {
+			scene: at(t0).with(nodes(1)).queue(job(1).afterokRaw("10_2")).
+				known(job(10).array(r(2, 2), 0), task(11, 10, 0).completed()),
+			reasons: waits(api.ReasonDependency),
+		},
+		// aftercorr: task i of array 1 waits for task i of array 10. Tasks
+		// 0 and 1 of 10 completed, 2 runs: array 1 starts 0 and 1 only.
+		"aftercorr starts the tasks whose counterpart completed": {
+			scene: at(t0).with(nodes(1).cpus(4)).queue(job(1).array(r(0, 2), 0).aftercorr(10)).
+				known(task(11, 10, 0).completed(), task(12, 10, 1).completed(), task(10, 10, 2).runningFor(time.Minute)),
+			starts: []string{"1[0]@n1", "1[1]@n1"},
+		},
+		"aftercorr: every counterpart still running means Dependency": {
+			scene: at(t0).with(nodes(1).cpus(4)).queue(job(1).array(r(0, 0), 0).aftercorr(10)).
+				known(task(10, 10, 0).runningFor(time.Minute)),
+			reasons: waits(api.ReasonDependency),
+		},
+	})
+}

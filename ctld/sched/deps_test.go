@@ -82,7 +82,7 @@ func TestScheduleDependencies(t *testing.T) {
 		"unknown target of afterany":     {scene: one(job(1).afterany(99)), reasons: never},
 		"an id that is not a number":     {scene: one(job(1).afterokRaw("x5"), job(5).completed()), reasons: never},
 		"a snapshot without Lookup":      {scene: one(job(1).afterok(5), job(5).completed()).noLookup(), reasons: never},
-		"an array element names its job": {scene: one(job(1).afterokRaw("5_3"), job(5).completed()), starts: ready},
+		"a task of a job that is no array is unknown": {scene: one(job(1).afterokRaw("5_3"), job(5).completed()), reasons: never},
 
 		// All of (","): every clause, and every id within a clause.
 		"all-of waits while one clause waits": {

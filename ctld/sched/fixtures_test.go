@@ -253,6 +253,24 @@ func (sc *scene) snapshot() *Snapshot {
 	if sc.jobs != nil {
 		known := sc.jobs
 		s.Lookup = func(id uint64) *api.Job { return known[id] }
+		s.Array = func(id uint64) []*api.Job {
+			var recs []*api.Job
+			for _, j := range known {
+				if j.ArrayJobID == id {
+					recs = append(recs, j)
+				}
+			}
+			slices.SortFunc(recs, func(a, b *api.Job) int { return int(a.ID) - int(b.ID) })
+			return recs
+		}
+		s.LookupTask = func(array uint64, task int) *api.Job {
+			for _, j := range known {
+				if j.ArrayJobID == array && (j.IsArrayTask() && j.ArrayTaskID == task || j.IsArrayPending() && j.ArrayPending.Contains(task)) {
+					return j
+				}
+			}
+			return nil
+		}
 	}
 	return &s
 }

@@ -43,6 +43,8 @@ type placer struct {
 	kept map[uint64]kept
 	// prio is each ready job's priority this pass.
 	prio map[uint64]int64
+	// deps evaluates aftercorr task by task.
+	deps *deps
 	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
 	// first use and counted up as jobs start.
 	qosJobs map[[2]string]int
@@ -240,15 +242,31 @@ func (pl *placer) placeArray(j *api.Job, plan *Plan) {
 		plan.Reasons[j.ID] = api.ReasonJobArrayTaskLimit
 		return
 	}
-	n := 0
+	n, waiting, never := 0, 0, 0
+	placed := true
 	j.ArrayPending.Each(func(task int) bool {
+		// aftercorr: each task waits for the same task of its target.
+		if wait, nv := pl.deps.corrReady(j, task); wait || nv {
+			if nv {
+				never++
+			} else {
+				waiting++
+			}
+			return true
+		}
 		if !pl.place(j, plan, task) {
+			placed = false
 			return false
 		}
 		n++
 		return n < limit
 	})
-	if n == limit && n < j.ArrayPending.Len() {
+	switch {
+	case placed && n == 0 && waiting > 0:
+		plan.Reasons[j.ID] = api.ReasonDependency
+	case placed && n == 0 && never > 0:
+		plan.Reasons[j.ID] = api.ReasonDependencyNeverSatisfied
+	case placed && n == limit && n < j.ArrayPending.Len():
 		plan.Reasons[j.ID] = api.ReasonJobArrayTaskLimit
 	}
 }

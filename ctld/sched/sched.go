@@ -22,6 +22,14 @@ type Snapshot struct {
 	Partitions []api.Partition
 	// Lookup returns any job by id (for dependencies); nil when unknown.
 	Lookup func(id uint64) *api.Job
+	// Array returns every record of array id (its pending record, if it
+	// still has tasks to start, and each started task's), for
+	// dependencies on a whole array; nil for a job that is no array.
+	Array func(id uint64) []*api.Job
+	// LookupTask returns the record holding task of array (its own, or
+	// the array's pending record when it has not started); nil when
+	// unknown.
+	LookupTask func(array uint64, task int) *api.Job
 	// DefMemPerCPU is the memory (MiB) given per CPU to jobs that ask for
 	// none.
 	DefMemPerCPU int64
@@ -169,7 +177,7 @@ func Schedule(s *Snapshot) Plan {
 	})
 
 	pl := newPlacer(s)
-	pl.prio = prio
+	pl.prio, pl.deps = prio, dp
 	pl.resume(&plan)
 	pl.keepReservations(ready)
 	for _, j := range ready {
@@ -351,17 +359,21 @@ func (d *deps) clause(j *api.Job, c api.DepClause) depOutcome {
 	if c.Type == "singleton" {
 		return d.singleton(j)
 	}
+	if c.Type == "aftercorr" && j.IsArrayPending() {
+		return depMet // judged task by task when the array is placed
+	}
 	out := depMet
 	for _, raw := range c.JobIDs {
-		id, err := strconv.ParseUint(strings.SplitN(raw, "_", 2)[0], 10, 64)
-		var t *api.Job
-		if err == nil && d.s.Lookup != nil {
-			t = d.s.Lookup(id)
-		}
-		if t == nil {
+		var o depOutcome
+		switch recs := d.records(raw); {
+		case recs == nil:
 			return depNever
+		case len(recs) == 1 && !isWholeArray(raw, recs[0]):
+			o = d.target(c, recs[0])
+		default:
+			o = d.wholeArray(c, recs)
 		}
-		switch o := d.target(c, t); o {
+		switch o {
 		case depNever:
 			return depNever
 		case depWaiting:
@@ -369,6 +381,108 @@ func (d *deps) clause(j *api.Job, c api.DepClause) depOutcome {
 		}
 	}
 	return out
+}
+
+// records returns what a dependency id names: the job, a task of an array
+// ("12_5"), or every record of an array; nil when unknown.
+func (d *deps) records(raw string) []*api.Job {
+	base, task, hasTask := strings.Cut(raw, "_")
+	id, err := strconv.ParseUint(base, 10, 64)
+	if err != nil {
+		return nil
+	}
+	if hasTask {
+		n, err := strconv.Atoi(task)
+		if err == nil && d.s.LookupTask != nil {
+			if t := d.s.LookupTask(id, n); t != nil {
+				return []*api.Job{t}
+			}
+		}
+		// Without task lookups, an element names its array's record.
+		if d.s.LookupTask == nil && d.s.Lookup != nil {
+			if t := d.s.Lookup(id); t != nil {
+				return []*api.Job{t}
+			}
+		}
+		return nil
+	}
+	if d.s.Lookup == nil {
+		return nil
+	}
+	t := d.s.Lookup(id)
+	if t == nil {
+		return nil
+	}
+	if t.ArrayJobID == t.ID && d.s.Array != nil {
+		if recs := d.s.Array(id); len(recs) > 0 {
+			return recs
+		}
+	}
+	return []*api.Job{t}
+}
+
+// isWholeArray reports whether raw names all of an array (not one task).
+func isWholeArray(raw string, rec *api.Job) bool {
+	return !strings.Contains(raw, "_") && rec.ArrayJobID != 0 && rec.IsArrayPending()
+}
+
+// wholeArray evaluates a clause on an array as Slurm does: on every task.
+// afternotok is met once all have ended and one did not complete; the
+// others are met when met for every task.
+func (d *deps) wholeArray(c api.DepClause, recs []*api.Job) depOutcome {
+	if c.Type == "afternotok" {
+		anyFailed := false
+		for _, r := range recs {
+			if !r.State.Terminal() {
+				return depWaiting
+			}
+			anyFailed = anyFailed || r.State != api.StateCompleted
+		}
+		if anyFailed {
+			return depMet
+		}
+		return depNever
+	}
+	out := depMet
+	for _, r := range recs {
+		switch d.target(c, r) {
+		case depNever:
+			return depNever
+		case depWaiting:
+			out = depWaiting
+		}
+	}
+	return out
+}
+
+// corrReady reports whether task of array j may start under its
+// aftercorr clauses: the same task of each target array must have
+// completed successfully (a target with no such task sets no condition).
+// It returns whether the task must wait, and whether it never can.
+func (d *deps) corrReady(j *api.Job, task int) (wait, never bool) {
+	if j.Spec.Dependency == nil || d.s.LookupTask == nil {
+		return false, false
+	}
+	for _, c := range j.Spec.Dependency.Clauses {
+		if c.Type != "aftercorr" {
+			continue
+		}
+		for _, raw := range c.JobIDs {
+			id, err := strconv.ParseUint(strings.SplitN(raw, "_", 2)[0], 10, 64)
+			if err != nil {
+				return false, true
+			}
+			t := d.s.LookupTask(id, task)
+			switch {
+			case t == nil:
+			case !t.State.Terminal() || t.IsArrayPending():
+				wait = true
+			case t.State != api.StateCompleted:
+				never = true
+			}
+		}
+	}
+	return wait, never
 }
 
 // target evaluates one clause against one target job.
