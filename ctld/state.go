@@ -53,21 +53,21 @@ type State struct {
 // NewState returns an empty state whose first job id is 1.
 func NewState() *State {
 	return &State{
-		Jobs:      make(map[uint64]*api.Job),
-		Nodes:     make(map[string]*api.Node),
-		NextJobID: 1,
-		Requests:  make(map[string]uint64),
-		Members:   make(map[string]string),
-		Pending:   make(map[uint64]struct{}),
-		Tasks:     make(map[api.TaskRef]uint64),
+		Jobs:       make(map[uint64]*api.Job),
+		Nodes:      make(map[string]*api.Node),
+		NextJobID:  1,
+		Requests:   make(map[string]uint64),
+		Members:    make(map[string]string),
+		Pending:    make(map[uint64]struct{}),
+		Tasks:      make(map[api.TaskRef]uint64),
 		ArrayTasks: make(map[uint64][]uint64),
-		Config:    api.DefaultSchedConfig(),
-		QOS:       defaultQOS(),
-		Accounts:  make(map[string]*api.Account),
-		Users:     make(map[UserKey]*api.AccountUser),
-		Usage:     make(map[UserKey]Usage),
-		interned:  make(map[string]string),
-		envs:      make(map[string][]string),
+		Config:     api.DefaultSchedConfig(),
+		QOS:        defaultQOS(),
+		Accounts:   make(map[string]*api.Account),
+		Users:      make(map[UserKey]*api.AccountUser),
+		Usage:      make(map[UserKey]Usage),
+		interned:   make(map[string]string),
+		envs:       make(map[string][]string),
 	}
 }
 

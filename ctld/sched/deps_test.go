@@ -78,10 +78,10 @@ func TestScheduleDependencies(t *testing.T) {
 		},
 
 		// Targets the pass cannot find never satisfy anything.
-		"unknown target":                 {scene: one(job(1).afterok(99)), reasons: never},
-		"unknown target of afterany":     {scene: one(job(1).afterany(99)), reasons: never},
-		"an id that is not a number":     {scene: one(job(1).afterokRaw("x5"), job(5).completed()), reasons: never},
-		"a snapshot without Lookup":      {scene: one(job(1).afterok(5), job(5).completed()).noLookup(), reasons: never},
+		"unknown target":                              {scene: one(job(1).afterok(99)), reasons: never},
+		"unknown target of afterany":                  {scene: one(job(1).afterany(99)), reasons: never},
+		"an id that is not a number":                  {scene: one(job(1).afterokRaw("x5"), job(5).completed()), reasons: never},
+		"a snapshot without Lookup":                   {scene: one(job(1).afterok(5), job(5).completed()).noLookup(), reasons: never},
 		"a task of a job that is no array is unknown": {scene: one(job(1).afterokRaw("5_3"), job(5).completed()), reasons: never},
 
 		// All of (","): every clause, and every id within a clause.
