@@ -225,3 +225,79 @@ func TestScheduleKeepsSuspendedWhilePreemptorRuns(t *testing.T) {
 		t.Errorf("resumes = %v while the preemptor runs, want none", p.Resumes)
 	}
 }
+
+// TestPreemptionRounds plays a guaranteed job arriving on a full node,
+// round by round, in each mode of the besteffort QoS. Node n1 has 4 CPUs;
+// besteffort jobs 1 and 2 (2 CPUs, 10 rounds; 2 has the lower priority)
+// start in round 0; guaranteed job 3 (2 CPUs, 2 rounds) arrives in round
+// 1. Job 2 is the cheaper victim; job 3 starts in round 2, once job 2's
+// CPUs are free, and ends in round 4, when job 2 runs again (requeue:
+// from the start, 10 rounds; suspend: resumed with 9 rounds left) or
+// never (cancel).
+func TestPreemptionRounds(t *testing.T) {
+	tests := map[api.PreemptMode]map[int][]string{
+		api.PreemptCancel: {
+			0: {"start 1", "start 2"}, 1: {"preempt 2 (cancel)"}, 2: {"start 3"},
+		},
+		api.PreemptRequeue: {
+			0: {"start 1", "start 2"}, 1: {"preempt 2 (requeue)"}, 2: {"start 3"}, 4: {"start 2"},
+		},
+		api.PreemptSuspend: {
+			0: {"start 1", "start 2"}, 1: {"preempt 2 (suspend)"}, 2: {"start 3"}, 4: {"resume 2"},
+		},
+	}
+	for mode, want := range tests {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newSimulation(t, node("n1").cpus(4))
+			s.qos = at(t0).withQOS(mode, 0).s.QOS
+			s.submit(job(1).cpus(2).qos("besteffort"), 0, 10)
+			s.submit(job(2).cpus(2).qos("besteffort").priority(-1), 0, 10)
+			s.submit(job(3).cpus(2).qos("guaranteed"), 1, 2)
+			for range 8 {
+				s.step()
+			}
+			for r := range 8 {
+				if got := s.events[r]; !slices.Equal(got, want[r]) {
+					t.Errorf("round %d: %v, want %v", r, got, want[r])
+				}
+			}
+		})
+	}
+}
+
+// TestPriorityFactors checks each factor alone: one weight of 1000 at a
+// time, on a 16-CPU cluster, at t0.
+func TestPriorityFactors(t *testing.T) {
+	qos := map[string]*api.QOS{"hi": {Name: "hi", Priority: 400}, "top": {Name: "top", Priority: 1000}}
+	week := int64(7 * 24 * 3600)
+	tests := map[string]struct {
+		weights api.PriorityWeights
+		job     jobB
+		fs      float64
+		want    int64
+	}{
+		// 1 day of 7: 1000/7 = 142.86 → 143.
+		"age grows with waiting":                 {api.PriorityWeights{Age: 1000}, job(1).submitted(t0.Add(-24 * time.Hour)), 0, 143},
+		"age saturates at the max age":           {api.PriorityWeights{Age: 1000}, job(1).submitted(t0.Add(-30 * 24 * time.Hour)), 0, 1000},
+		"a job from the future has age 0":        {api.PriorityWeights{Age: 1000}, job(1).submitted(t0.Add(time.Hour)), 0, 0},
+		"fair-share is the association's factor": {api.PriorityWeights{Fairshare: 1000}, job(1), 0.25, 250},
+		// 400 of the top QoS's 1000.
+		"QoS is relative to the highest QoS": {api.PriorityWeights{QOS: 1000}, job(1).qos("hi"), 0, 400},
+		"no QoS: 0":                          {api.PriorityWeights{QOS: 1000}, job(1), 0, 0},
+		"partition factor is 1":              {api.PriorityWeights{Partition: 1000}, job(1), 0, 1000},
+		// 4 of 16 CPUs.
+		"job size is the share of the cluster's CPUs": {api.PriorityWeights{JobSize: 1000}, job(1).cpus(4), 0, 250},
+		"nice lowers the priority":                    {api.PriorityWeights{Partition: 1000}, job(1).with(func(j *api.Job) { j.Spec.Nice = 100 }), 0, 900},
+		"the job's own priority adds":                 {api.PriorityWeights{}, job(1).priority(7), 0, 7},
+		"site factor is 0 for now":                    {api.PriorityWeights{Site: 1000}, job(1), 0, 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := &Snapshot{Now: t0, QOS: qos, Config: api.SchedConfig{Weights: tc.weights, PriorityMaxAge: week},
+				Fairshare: func(string, string) float64 { return tc.fs }}
+			if got := Priority(tc.job.j, s, 16); got.Priority != tc.want {
+				t.Errorf("priority = %d (%+v), want %d", got.Priority, got, tc.want)
+			}
+		})
+	}
+}

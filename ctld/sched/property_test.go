@@ -158,6 +158,12 @@ type simulation struct {
 	// downUntil keeps a node down until the given round.
 	downUntil map[string]int
 	policy    Policy
+	qos       map[string]*api.QOS
+	// events records what each round did, for multi-round scenarios:
+	// "start 3", "preempt 2 (requeue)", "resume 2".
+	events map[int][]string
+	// left is the run time left to a job suspended by preemption.
+	left map[uint64]int
 }
 
 func newSimulation(t testing.TB, ns ...nodeSet) *simulation {
@@ -197,7 +203,7 @@ func (s *simulation) step() Plan {
 			delete(s.endAt, id)
 		}
 	}
-	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, Lookup: func(id uint64) *api.Job {
+	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, QOS: s.qos, Lookup: func(id uint64) *api.Job {
 		if j := s.jobs[id]; j != nil && s.arrive[id] <= s.round {
 			return j
 		}
@@ -207,12 +213,13 @@ func (s *simulation) step() Plan {
 		if j.State == api.StatePending && s.arrive[id] <= s.round {
 			snap.Pending = append(snap.Pending, j)
 		}
-		if j.State == api.StateRunning {
+		if j.State == api.StateRunning || j.State == api.StateSuspended {
 			snap.Running = append(snap.Running, j)
 		}
 	}
 	p := Schedule(snap)
 	checkPlan(s.t, snap, p)
+	s.applyPreemptions(p, byName)
 	for _, st := range p.Starts {
 		j, n := s.jobs[st.JobID], byName[st.Node]
 		j.State, j.StartTime, j.Node, j.CPUs, j.MemMB = api.StateRunning, s.now(), st.Node, st.CPUs, st.MemMB
@@ -220,9 +227,55 @@ func (s *simulation) step() Plan {
 		n.AllocMemMB += st.MemMB
 		s.endAt[st.JobID] = s.round + s.runFor[st.JobID]
 		s.started[st.JobID] = s.round
+		s.event("start %d", st.JobID)
 	}
 	s.round++
 	return p
+}
+
+func (s *simulation) event(format string, args ...any) {
+	if s.events == nil {
+		s.events = map[int][]string{}
+	}
+	s.events[s.round] = append(s.events[s.round], fmt.Sprintf(format, args...))
+}
+
+// applyPreemptions does what the controller and the victim's node do, at
+// once: a cancelled victim ends PREEMPTED, a requeued one is PENDING again
+// (same submit time), a suspended one lends its CPUs until resumed.
+func (s *simulation) applyPreemptions(p Plan, byName map[string]*api.Node) {
+	if s.left == nil {
+		s.left = map[uint64]int{}
+	}
+	for _, pr := range p.Preemptions {
+		v := s.jobs[pr.Victim]
+		n := byName[v.Node]
+		s.event("preempt %d (%s)", v.ID, pr.Mode)
+		switch pr.Mode {
+		case api.PreemptSuspend:
+			v.State, v.CPUsLent, v.PreemptedBy = api.StateSuspended, true, pr.Preemptor
+			n.AllocCPUs -= v.CPUs
+			s.left[v.ID] = s.endAt[v.ID] - s.round
+			delete(s.endAt, v.ID)
+			continue
+		case api.PreemptRequeue:
+			v.State, v.Node, v.StartTime = api.StatePending, "", time.Time{}
+			v.Restarts++
+			delete(s.started, v.ID)
+		default:
+			v.State = api.StatePreempted
+		}
+		n.AllocCPUs -= v.CPUs
+		n.AllocMemMB -= v.MemMB
+		delete(s.endAt, v.ID)
+	}
+	for _, id := range p.Resumes {
+		v := s.jobs[id]
+		v.State, v.CPUsLent = api.StateRunning, false
+		byName[v.Node].AllocCPUs += v.CPUs
+		s.endAt[id] = s.round + s.left[id]
+		s.event("resume %d", id)
+	}
 }
 
 // randomSimulation draws a finite workload in which every job can run: it
