@@ -11,6 +11,7 @@ require (
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.47.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

@@ -380,3 +380,8 @@ func (c *Client) Why(ctx context.Context, ref string) (*Why, error) {
 	var w Why
 	return &w, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(ref)+"/why", nil, &w)
 }
+
+// UpdateJob changes a pending job's dependency.
+func (c *Client) UpdateJob(ctx context.Context, req UpdateJobRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/jobs/update", req, nil)
+}

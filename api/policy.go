@@ -271,3 +271,10 @@ type Why struct {
 	State JobState `json:"state"`
 	Lines []string `json:"lines"`
 }
+
+// UpdateJobRequest changes a pending job's dependency; a nil Dependency
+// removes it.
+type UpdateJobRequest struct {
+	ID         uint64      `json:"id"`
+	Dependency *Dependency `json:"dependency"`
+}

@@ -29,6 +29,7 @@ const (
 	CmdPutQOS         CommandType = 13
 	CmdPutAccount     CommandType = 14
 	CmdPutUser        CommandType = 15
+	CmdUpdateJob      CommandType = 16
 )
 
 func (t CommandType) String() string {
@@ -63,6 +64,8 @@ func (t CommandType) String() string {
 		return "PutAccount"
 	case CmdPutUser:
 		return "PutUser"
+	case CmdUpdateJob:
+		return "UpdateJob"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -259,6 +262,8 @@ func decodeCommand(b []byte) (CommandType, any, error) {
 		v = &PutAccount{}
 	case CmdPutUser:
 		v = &PutUser{}
+	case CmdUpdateJob:
+		v = &UpdateJob{}
 	default:
 		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
 	}

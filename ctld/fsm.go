@@ -106,6 +106,8 @@ func (f *FSM) applyLocked(cmd any, index uint64) any {
 		return s.applyPutAccount(c)
 	case *PutUser:
 		return s.applyPutUser(c)
+	case *UpdateJob:
+		return s.applyUpdateJob(c)
 	}
 	return nil
 }

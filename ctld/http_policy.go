@@ -21,6 +21,7 @@ func (c *Controller) policyRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/priority", c.read(c.handlePriority))
 	mux.HandleFunc("GET /v1/share", c.read(c.handleShare))
 	mux.HandleFunc("GET /v1/jobs/{id}/why", c.read(c.handleWhy))
+	mux.HandleFunc("POST /v1/jobs/update", c.write(c.handleUpdateJob))
 }
 
 func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error {

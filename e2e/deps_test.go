@@ -60,3 +60,42 @@ func TestAfterokChainWithFailure(t *testing.T) {
 		t.Errorf("queue shows %q for C", out)
 	}
 }
+
+// TestDependencyCycleRefused: A is held, B waits on A; updating A to wait on
+// B would make a cycle: scontrol update refuses it, naming the cycle, and
+// A's dependency stays as it was. A dependency that closes no cycle is
+// accepted and shown.
+func TestDependencyCycleRefused(t *testing.T) {
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	work := t.TempDir()
+	sub := func(args ...string) string {
+		t.Helper()
+		out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	a := sub("--hold", "--wrap", "true")
+	b := sub("-d", "afterok:"+a, "--wrap", "true")
+	_, err := cli(t, c.addr, work, "scontrol", "update", "JobId="+a, "Dependency=afterok:"+b)
+	if err == nil || !strings.Contains(err.Error(), a+" → "+b+" → "+a) {
+		t.Fatalf("update closing a cycle: err = %v, want a refusal naming %s → %s → %s", err, a, b, a)
+	}
+	cl := c.client(t)
+	if j, _ := cl.Job(context.Background(), mustID(t, a), false); j.Spec.Dependency != nil {
+		t.Errorf("refused update changed A's dependency to %+v", j.Spec.Dependency)
+	}
+	other := sub("--hold", "--wrap", "true")
+	if _, err := cli(t, c.addr, work, "update", a, "Dependency=afterany:"+other); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli(t, c.addr, work, "show", "job", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Dependency=afterany:"+other) {
+		t.Errorf("show job after update:\n%s\nwant Dependency=afterany:%s", out, other)
+	}
+}

@@ -28,6 +28,7 @@ func init() {
 	commands = map[string]command{
 		"submit":          {"submit a batch script (sbatch)", runSubmit},
 		"queue":           {"list jobs (squeue)", runQueue},
+		"update":          {"change a pending job's dependency (scontrol update)", runUpdate},
 		"nodes":           {"list nodes and partitions (sinfo)", runNodes},
 		"status":          {"show the controllers, the leader and Raft indexes", runStatus},
 		"sim":             {"replay a workload trace (SWF) through the scheduler in virtual time", runSim},
@@ -156,7 +157,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node [ID], hold ID, release ID, suspend ID, resume ID"
+const scontrolCommands = "show job|node [ID], hold ID, release ID, suspend ID, resume ID, update JobId=ID Dependency=LIST"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -171,9 +172,9 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
-		"suspend": commands["suspend"], "resume": commands["resume"]}[sub]
+		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"]}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, update)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))
