@@ -32,7 +32,7 @@ func TestDependencyCycle(t *testing.T) {
 		dep  *api.Dependency
 		want []uint64
 	}{
-		"1 on 3 closes 1 → 3 → 2 → 1":     {1, dep(3), []uint64{1, 3, 2}},
+		"1 on 3 closes 1 → 3 → 2 → 1":      {1, dep(3), []uint64{1, 3, 2}},
 		"1 on 4 closes the long way round": {1, dep(4), []uint64{1, 4, 3, 2}},
 		"a job on itself":                  {2, dep(2), []uint64{2}},
 		"1 on 9 (completed): no cycle":     {1, dep(9), nil},
