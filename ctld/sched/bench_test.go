@@ -77,6 +77,14 @@ func BenchmarkSchedule(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/nodes=%d/jobs=%d", size.policy, size.nodes, size.jobs), func(b *testing.B) {
 			s := benchScene(size.nodes, size.jobs)
 			s.Policy = size.policy
+			// The controller's defaults: multifactor priority with every
+			// weight set, and the default QoS.
+			s.Config = api.DefaultSchedConfig()
+			s.QOS = map[string]*api.QOS{}
+			for _, q := range api.DefaultQOS() {
+				s.QOS[q.Name] = &q
+			}
+			s.Fairshare = func(account, user string) float64 { return 0.5 }
 			var p Plan
 			for b.Loop() {
 				p = Schedule(s)
