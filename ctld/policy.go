@@ -283,6 +283,16 @@ func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
 		}
 		return keys[a].User < keys[b].User
 	})
+	// Running jobs count too: what they have billed so far, on top of the
+	// decayed usage of the jobs that ended (charged when they end).
+	running := map[UserKey]float64{}
+	for _, n := range s.Nodes {
+		for _, id := range n.Jobs {
+			if j := s.Jobs[id]; j != nil && j.State.Active() {
+				running[UserKey{Account: j.Spec.Account, User: j.Spec.User}] += j.Elapsed(now).Seconds() * billing(j, s.Config)
+			}
+		}
+	}
 	for _, k := range keys {
 		acct := nodes[k.Account]
 		if acct == nil {
@@ -290,7 +300,7 @@ func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
 		}
 		acct.Children = append(acct.Children, &fairshare.Assoc{
 			Account: k.Account, User: k.User, Shares: s.Users[k].Shares,
-			Usage: s.Usage[k].decayed(now, s.Config.DecayHalfLife),
+			Usage: s.Usage[k].decayed(now, s.Config.DecayHalfLife) + running[k],
 		})
 	}
 	return root
