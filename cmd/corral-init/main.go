@@ -1,8 +1,5 @@
 //go:build linux
 
-// Command corral-init is /init, PID 1, in corral's guest images: it runs the
-// job appended to the initramfs and powers the VM off. scripts/build-image.sh
-// builds it statically (CGO_ENABLED=0); see package guestinit.
 package main
 
 import "corral/vmimage/guestinit"

@@ -92,34 +92,13 @@ func accountPut(ctx context.Context, env *cliEnv, cmd string, args []string, mod
 }
 
 func accountDelete(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(o, cmd, "account", "account delete physics")
-	if err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	return cl.PutAccount(ctx, api.AccountRequest{Account: api.Account{Name: name}, Delete: true})
+	return deleteNamed(ctx, env, cmd, args, "account", "account delete physics", func(cl *api.Client, name string) error {
+		return cl.PutAccount(ctx, api.AccountRequest{Account: api.Account{Name: name}, Delete: true})
+	})
 }
 
 func accountList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the accounts and users as JSON"))
-	if err != nil {
-		return err
-	}
-	if err := noArgs(o, cmd); err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	p, err := cl.Policy(ctx)
+	o, p, err := listPolicy(ctx, env, cmd, args, flag(0, "json", "print the accounts and users as JSON"))
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,41 @@ func oneName(o *optSet, cmd, what, example string) (string, error) {
 }
 
 // noArgs refuses stray arguments to an action that takes none.
+// listPolicy parses a listing command's options (it takes no arguments)
+// and fetches the policy it lists.
+func listPolicy(ctx context.Context, env *cliEnv, cmd string, args []string, opts ...getopt.Option) (*optSet, *api.PolicyView, error) {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := noArgs(o, cmd); err != nil {
+		return nil, nil, err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := cl.Policy(ctx)
+	return o, p, err
+}
+
+// deleteNamed runs a delete command: one name, no options, then put.
+func deleteNamed(ctx context.Context, env *cliEnv, cmd string, args []string, what, example string, put func(*api.Client, string) error) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(o, cmd, what, example)
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	return put(cl, name)
+}
+
 func noArgs(o *optSet, cmd string) error {
 	if len(o.args) > 0 {
 		return fmt.Errorf("%s: unexpected argument %q (%s takes options only)", cmd, o.args[0], cmd)
@@ -130,18 +165,7 @@ func runConfig(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func configShow(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(o, cmd); err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	p, err := cl.Policy(ctx)
+	_, p, err := listPolicy(ctx, env, cmd, args)
 	if err != nil {
 		return err
 	}
@@ -316,34 +340,13 @@ func qosPut(ctx context.Context, env *cliEnv, cmd string, args []string, modify 
 }
 
 func qosDelete(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(o, cmd, "QoS", "qos delete besteffort")
-	if err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	return cl.PutQOS(ctx, api.QOSRequest{QOS: api.QOS{Name: name}, Delete: true})
+	return deleteNamed(ctx, env, cmd, args, "QoS", "qos delete besteffort", func(cl *api.Client, name string) error {
+		return cl.PutQOS(ctx, api.QOSRequest{QOS: api.QOS{Name: name}, Delete: true})
+	})
 }
 
 func qosList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the QoS as JSON"))
-	if err != nil {
-		return err
-	}
-	if err := noArgs(o, cmd); err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	p, err := cl.Policy(ctx)
+	o, p, err := listPolicy(ctx, env, cmd, args, flag(0, "json", "print the QoS as JSON"))
 	if err != nil {
 		return err
 	}
