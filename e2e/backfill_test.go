@@ -24,16 +24,7 @@ func TestBackfillThroughCluster(t *testing.T) {
 	work := t.TempDir()
 	cl := c.client(t)
 	sub := func(args ...string) uint64 {
-		t.Helper()
-		out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable", "--mem", "100M"}, args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-		if err != nil {
-			t.Fatalf("submit printed %q", out)
-		}
-		return id
+		return mustID(t, c.submit(t, work, append([]string{"--mem", "100M"}, args...)...))
 	}
 	running := sub("-c", "3", "--time", "10", "--wrap", "sleep 300")
 	r := waitJob(t, cl, running, api.StateRunning, 15*time.Second)

@@ -21,14 +21,7 @@ func TestAfterokChainWithFailure(t *testing.T) {
 	c.waitNodes(t, 1)
 	work := t.TempDir()
 	cl := c.client(t)
-	sub := func(args ...string) string {
-		t.Helper()
-		out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable", "--mem", "50M"}, args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out)
-	}
+	sub := func(args ...string) string { return c.submit(t, work, append([]string{"--mem", "50M"}, args...)...) }
 	a := sub("--wrap", "sleep 0.2")
 	b := sub("-d", "afterok:"+a, "--wrap", "exit 4")
 	cID := sub("-d", "afterok:"+b, "--wrap", "true")
@@ -69,14 +62,7 @@ func TestDependencyCycleRefused(t *testing.T) {
 	c := startControllers(t, 1)
 	c.leader(t, 15*time.Second)
 	work := t.TempDir()
-	sub := func(args ...string) string {
-		t.Helper()
-		out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable"}, args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out)
-	}
+	sub := func(args ...string) string { return c.submit(t, work, args...) }
 	a := sub("--hold", "--wrap", "true")
 	b := sub("-d", "afterok:"+a, "--wrap", "true")
 	_, err := cli(t, c.addr, work, "scontrol", "update", "JobId="+a, "Dependency=afterok:"+b)

@@ -257,3 +257,16 @@ func decodeJSON(t testing.TB, s string, v any) {
 		t.Fatalf("decoding %q: %v", s, err)
 	}
 }
+
+// submit runs `corral submit --parsable ARGS` in dir and returns the job id
+// it printed, as text (dependencies and task names are built from it).
+func (c *cluster) submit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := cli(t, c.addr, dir, append([]string{"submit", "--parsable"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(out)
+	mustID(t, id)
+	return id
+}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,12 +44,7 @@ func TestPreemptionModes(t *testing.T) {
 			setBesteffort(t, cl, mode)
 			work := t.TempDir()
 			sub := func(args ...string) uint64 {
-				t.Helper()
-				out, err := cli(t, c.addr, work, append([]string{"submit", "--parsable", "--mem", "100M", "-c", "2"}, args...)...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return mustID(t, strings.TrimSpace(out))
+				return mustID(t, c.submit(t, work, append([]string{"--mem", "100M", "-c", "2"}, args...)...))
 			}
 			victim := sub("--qos", "besteffort", "--wrap", "sleep 2")
 			waitJob(t, cl, victim, api.StateRunning, 15*time.Second)
@@ -170,5 +163,3 @@ func firstStarted(jobs []api.Job, n int) []api.Job {
 	}
 	return sorted[:min(n, len(sorted))]
 }
-
-var _ = strconv.Itoa
