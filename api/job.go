@@ -104,6 +104,8 @@ const (
 	ReasonNodeDown                 Reason = "NodeDown"
 	ReasonBadConstraints           Reason = "BadConstraints"
 	ReasonQOSLimit                 Reason = "QOSLimit"
+	ReasonGresUnavailable          Reason = "GresUnavailable"
+	ReasonHugepagesUnavailable     Reason = "HugepagesUnavailable"
 	ReasonQOSMaxJobsPerUserLimit   Reason = "QOSMaxJobsPerUserLimit"
 	ReasonQOSGrpCpuLimit           Reason = "QOSGrpCpuLimit"
 	ReasonQOSMaxWallDurationLimit  Reason = "QOSMaxWallDurationPerJobLimit"
@@ -203,9 +205,13 @@ type JobSpec struct {
 	Comment string    `json:"comment,omitempty"`
 	Nice    int       `json:"nice,omitempty"`
 
-	Gres       []Gres      `json:"gres,omitempty"`
-	Dependency *Dependency `json:"dependency,omitempty"`
-	Array      *ArraySpec  `json:"array,omitempty"`
+	Gres []Gres `json:"gres,omitempty"`
+	// Hugepages and NUMA are --hugepages and --numa (NUMAPrefer when
+	// empty).
+	Hugepages  []HugepageRequest `json:"hugepages,omitempty"`
+	NUMA       string            `json:"numa,omitempty"`
+	Dependency *Dependency       `json:"dependency,omitempty"`
+	Array      *ArraySpec        `json:"array,omitempty"`
 	// Image names the guest image for the vm runner; empty is the default.
 	Image string `json:"image,omitempty"`
 }
@@ -280,6 +286,10 @@ type Job struct {
 	ArrayJobID   uint64    `json:"array_job_id,omitempty"`
 	ArrayTaskID  int       `json:"array_task_id,omitempty"`
 	ArrayPending *IndexSet `json:"array_pending,omitempty"`
+
+	// Placement is the exact set of CPUs, NUMA nodes, devices and
+	// hugepages the job got on a node that reported its inventory.
+	Placement *Placement `json:"placement,omitempty"`
 
 	// CPUsLent is set while the job is suspended by preemption: its CPUs
 	// are lent to the preemptor (its memory stays held) until it resumes.

@@ -32,6 +32,9 @@ type NodeInfo struct {
 	// Images and Accel describe what the vm runner offers (empty for the
 	// process runner).
 	Images []string `json:"images,omitempty"`
+	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions;
+	// nil when the daemon reported none.
+	Inventory *Inventory `json:"inventory,omitempty"`
 	Accel  string   `json:"accel,omitempty"`
 	// OverheadMB is the memory the runner itself uses per job beyond the
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a

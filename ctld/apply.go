@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/sched"
 )
 
 // Business outcomes of applying a command. They are returned to the
@@ -195,6 +196,70 @@ func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
 	if st.CPUs < j.CPUs {
 		return "fewer CPUs than the job asked for"
 	}
+	if st.Placement != nil {
+		return s.checkPlacement(n, st.Placement)
+	}
+	return ""
+}
+
+// checkPlacement says why a placement cannot be applied on node n: a CPU,
+// GPU, MIG instance or VF it names does not exist there or is already held
+// by another job, or a NUMA node lacks the memory or hugepages. The plan
+// applier refuses a plan that double-books anything.
+func (s *State) checkPlacement(n *api.Node, p *api.Placement) string {
+	inv := n.Inventory
+	if inv == nil || inv.Topology == nil {
+		return fmt.Sprintf("node %s reported no topology", n.Name)
+	}
+	used := sched.NewUsed()
+	for _, id := range n.Jobs {
+		if j := s.Jobs[id]; j != nil && j.Placement != nil {
+			used.Add(j.Placement, 1)
+		}
+	}
+	cpus, mem, huge := map[int]bool{}, map[int]int64{}, map[[2]int64]int64{}
+	for _, node := range inv.Topology.Nodes {
+		for _, c := range node.CPUs {
+			cpus[c.ID] = true
+		}
+		mem[node.ID] = node.MemMB
+		for size, h := range node.Hugepages {
+			huge[[2]int64{int64(node.ID), size}] = h.Free
+		}
+	}
+	for _, c := range p.CPUs {
+		if !cpus[c] || used.CPUs[c] {
+			return fmt.Sprintf("CPU %d of node %s is missing or held", c, n.Name)
+		}
+	}
+	for _, m := range p.Mem {
+		if used.Mem[m.Node]+m.MB > mem[m.Node] {
+			return fmt.Sprintf("NUMA node %d of node %s lacks %d MiB", m.Node, n.Name, m.MB)
+		}
+	}
+	for _, h := range p.Hugepages {
+		k := [2]int64{int64(h.Node), h.SizeKB}
+		if used.Hugepages[k]+h.Count > huge[k] {
+			return fmt.Sprintf("NUMA node %d of node %s lacks %d hugepages of %d KiB", h.Node, n.Name, h.Count, h.SizeKB)
+		}
+	}
+	devices := map[string]bool{}
+	for _, g := range inv.GPUs {
+		devices[g.UUID] = true
+		for _, m := range g.MIG {
+			devices[m.UUID] = true
+		}
+	}
+	for _, pf := range inv.PFs {
+		for _, vf := range pf.VFs {
+			devices[vf.Addr] = true
+		}
+	}
+	for _, d := range slices.Concat(p.GPUs, p.MIG, p.VFs) {
+		if !devices[d] || used.Devices[d] {
+			return fmt.Sprintf("device %s of node %s is missing or held", d, n.Name)
+		}
+	}
 	return ""
 }
 
@@ -236,6 +301,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		j.CPUs = st.CPUs
 		j.MemMB = st.MemMB
 		j.OverheadMB = st.OverheadMB
+		j.Placement = st.Placement
 		j.StartTime = c.Now
 		j.EstStart = time.Time{}
 		j.EndTime = time.Time{}

@@ -115,6 +115,8 @@ type PlanStart struct {
 	Array bool   `json:"array,omitempty"`
 	Task  int    `json:"task,omitempty"`
 	NewID uint64 `json:"new_id,omitempty"`
+	// Placement is the exact set inside the node (nodes with inventory).
+	Placement *api.Placement `json:"placement,omitempty"`
 }
 
 // PlanReason sets the pending reason of a job the pass left pending.

@@ -328,7 +328,7 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 	c.fsm.Read(func(s *State) {
 		used := map[string][2]int64{}
 		for _, st := range plan.Starts {
-			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB}
+			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
 			if st.Array {
 				ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
 				nextID++

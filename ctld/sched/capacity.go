@@ -24,6 +24,7 @@ type nodeFree struct {
 	// overhead is the runner's own memory per job on this node.
 	overhead int64
 	usable   bool
+	inv      *api.Inventory
 }
 
 func newCapacity(nodes []*api.Node) *capacity {
@@ -37,7 +38,7 @@ func newCapacity(nodes []*api.Node) *capacity {
 			name: n.Name, partitions: parts,
 			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
 			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB,
-			usable: !n.Down && !n.Drain,
+			usable: !n.Down && !n.Drain, inv: n.Inventory,
 		})
 	}
 	slices.SortFunc(c.nodes, func(a, b nodeFree) int {

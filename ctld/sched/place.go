@@ -45,6 +45,9 @@ type placer struct {
 	prio map[uint64]int64
 	// deps evaluates aftercorr task by task.
 	deps *deps
+	// used is what each node's jobs hold inside it (placements), by node
+	// index, built on first use.
+	used map[int]*Used
 	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
 	// first use and counted up as jobs start.
 	qosJobs map[[2]string]int
@@ -171,8 +174,13 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
+	req := RequestOf(j, pl.s.DefMemPerCPU)
 	if !pl.free.anyCouldFit(part, cpus, mem) {
 		plan.Reasons[j.ID] = api.ReasonResources
+		return false
+	}
+	if r := pl.inventoryReason(part, req); r != "" {
+		plan.Reasons[j.ID] = r
 		return false
 	}
 	if r := pl.qosLimit(j, cpus); r != "" {
@@ -187,11 +195,15 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 		return false
 	}
 	dur := int64(jobLimit(j, pl.parts[part]))
-	if i := pl.fitNow(part, cpus, mem, dur); i >= 0 {
+	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
 		pl.countQOS(j, cpus)
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead, Array: task >= 0, Task: max(task, 0)})
+		if placement != nil {
+			pl.usedOf(i).Add(placement, 1)
+		}
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead,
+			Array: task >= 0, Task: max(task, 0), Placement: placement})
 		delete(plan.Reasons, j.ID)
 		return true
 	}
@@ -273,15 +285,22 @@ func (pl *placer) placeArray(j *api.Job, plan *Plan) {
 
 // fitNow returns the first usable node of the partition where the job can
 // start now and run dur without touching a reservation, or -1.
-func (pl *placer) fitNow(part string, cpus int, mem, dur int64) int {
+//
+// On nodes that reported their inventory the job also gets its exact
+// placement (PlaceInNode): the node with the best score wins, ties going
+// to the first in name order.
+func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (int, *api.Placement) {
 	req := shape{part, cpus, mem, dur}
-	for _, f := range pl.failed {
-		if f.covers(req) {
-			return -1
+	if !r.needsInventory() {
+		for _, f := range pl.failed {
+			if f.covers(req) {
+				return -1, nil
+			}
 		}
 	}
 	keep := pl.open[:0]
 	found := -1
+	var best *api.Placement
 	for k, i := range pl.open {
 		n := &pl.free.nodes[i]
 		if n.cpus <= 0 {
@@ -299,19 +318,74 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64) int {
 		if pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead) {
 			continue
 		}
-		found = i
+		if hasTopology(n.inv) || r.needsInventory() {
+			p, ok := PlaceInNode(n.inv, pl.usedOf(i), r)
+			if !ok || best != nil && p.Score <= best.Score {
+				continue
+			}
+			found, best = i, &p
+			if p.Score < 100 {
+				continue // a better node may follow
+			}
+		} else if best != nil {
+			continue // a node with a placement was found first
+		} else {
+			found = i
+		}
 		keep = append(keep, pl.open[k+1:]...)
 		break
 	}
 	pl.open = keep
-	if found < 0 {
+	if found < 0 && !r.needsInventory() {
 		if len(pl.failed) == 8 {
 			copy(pl.failed, pl.failed[1:])
 			pl.failed = pl.failed[:7]
 		}
 		pl.failed = append(pl.failed, req)
 	}
-	return found
+	return found, best
+}
+
+func hasTopology(inv *api.Inventory) bool { return inv != nil && inv.Topology != nil }
+
+// inventoryReason says why no node of the partition could ever hold the
+// request's devices or hugepages, even empty; "" when one could.
+func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
+	if !r.needsInventory() {
+		return ""
+	}
+	for i := range pl.free.nodes {
+		n := &pl.free.nodes[i]
+		if slices.Contains(n.partitions, part) && hasTopology(n.inv) {
+			if _, ok := PlaceInNode(n.inv, NewUsed(), r); ok {
+				return ""
+			}
+		}
+	}
+	if r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 {
+		return api.ReasonGresUnavailable
+	}
+	return api.ReasonHugepagesUnavailable
+}
+
+// usedOf returns what node i's jobs hold inside it, built on first use
+// from the running jobs' placements.
+func (pl *placer) usedOf(i int) *Used {
+	if pl.used == nil {
+		pl.used = map[int]*Used{}
+	}
+	if u := pl.used[i]; u != nil {
+		return u
+	}
+	u := NewUsed()
+	name := pl.free.nodes[i].name
+	for _, j := range pl.s.Running {
+		if j.Node == name && j.Placement != nil {
+			u.Add(j.Placement, 1)
+		}
+	}
+	pl.used[i] = u
+	return u
 }
 
 // earliest returns the usable node of the partition where the job can start

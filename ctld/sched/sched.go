@@ -103,6 +103,9 @@ type Start struct {
 	// array's pending record and Task the task's index.
 	Array bool
 	Task  int
+	// Placement is the exact set inside the node, for nodes that reported
+	// their inventory.
+	Placement *api.Placement
 }
 
 // Plan is the outcome of a pass.

@@ -1,0 +1,309 @@
+package sched
+
+import (
+	"math"
+	"math/bits"
+	"regexp"
+	"slices"
+	"strings"
+
+	"corral/api"
+)
+
+// NodeRequest is what a job needs inside one node.
+type NodeRequest struct {
+	CPUs  int
+	MemMB int64
+	// GPUs whole GPUs, of GPUType when set (matched against the model,
+	// case-insensitively); MIG instances of profile MIGProfile.
+	GPUs       int
+	GPUType    string
+	MIG        int
+	MIGProfile string
+	VFs        int
+	Hugepages  []api.HugepageRequest
+	// NUMA is api.NUMAPrefer (""), api.NUMAStrict or api.NUMANone.
+	NUMA string
+}
+
+// migProfile matches MIG profile names such as 1g.10gb or 3g.40gb.
+var migProfile = regexp.MustCompile(`^[0-9]+g\.[0-9]+gb$`)
+
+// RequestOf reads a job's in-node request from its spec: --gres=gpu[:type]:N
+// (a type like 1g.10gb asks for MIG instances), --gres=vf:N, --hugepages and
+// --numa.
+func RequestOf(j *api.Job, defMemPerCPU int64) NodeRequest {
+	r := NodeRequest{CPUs: j.Spec.CPUs(), MemMB: MemRequest(j, defMemPerCPU), Hugepages: j.Spec.Hugepages, NUMA: j.Spec.NUMA}
+	for _, g := range j.Spec.Gres {
+		switch {
+		case g.Name == "gpu" && migProfile.MatchString(g.Type):
+			r.MIG, r.MIGProfile = r.MIG+g.Count, g.Type
+		case g.Name == "gpu":
+			r.GPUs, r.GPUType = r.GPUs+g.Count, g.Type
+		case g.Name == "vf":
+			r.VFs += g.Count
+		}
+	}
+	return r
+}
+
+// needsInventory reports whether the request asks for devices or
+// hugepages, which only a node that reported its inventory can give.
+func (r NodeRequest) needsInventory() bool {
+	return r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 || len(r.Hugepages) > 0
+}
+
+// Used is what the jobs on a node already hold inside it.
+type Used struct {
+	CPUs map[int]bool
+	Mem  map[int]int64 // MiB by NUMA node
+	// Hugepages by NUMA node and page size (KiB).
+	Hugepages map[[2]int64]int64
+	Devices   map[string]bool // GPU and MIG UUIDs, VF addresses
+}
+
+// NewUsed returns an empty Used.
+func NewUsed() *Used {
+	return &Used{CPUs: map[int]bool{}, Mem: map[int]int64{}, Hugepages: map[[2]int64]int64{}, Devices: map[string]bool{}}
+}
+
+// Add records a placement as held (or, with sign -1, released).
+func (u *Used) Add(p *api.Placement, sign int64) {
+	for _, c := range p.CPUs {
+		u.CPUs[c] = sign > 0
+	}
+	for _, m := range p.Mem {
+		u.Mem[m.Node] += sign * m.MB
+	}
+	for _, h := range p.Hugepages {
+		u.Hugepages[[2]int64{int64(h.Node), h.SizeKB}] += sign * h.Count
+	}
+	for _, d := range slices.Concat(p.GPUs, p.MIG, p.VFs) {
+		u.Devices[d] = sign > 0
+	}
+}
+
+// device is a GPU, MIG instance or VF that is free, with its NUMA node.
+type device struct {
+	id   string
+	numa int
+}
+
+// PlaceInNode chooses the exact CPUs, NUMA nodes, memory, hugepages, GPUs,
+// MIG instances and VFs for a request on a node with inventory inv, given
+// what is already used; false when it cannot fit.
+//
+// Every set of NUMA nodes that can hold the CPUs, memory and hugepages is a
+// candidate; its devices are the free ones nearest to it (strict: only on
+// it). A candidate's score is 100 when its CPUs, memory and devices are all
+// on one NUMA node, else round(100 × 10 / d) where d is the largest SLIT
+// distance between any two NUMA nodes it touches (local distance is 10):
+// two nodes 12 apart score 83, 21 apart 48, 31 apart 32. The best score
+// wins; then fewer NUMA nodes; then packing (fewest free CPUs left on the
+// chosen nodes); then the lowest node ids.
+func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, bool) {
+	if inv == nil || inv.Topology == nil || len(inv.Topology.Nodes) == 0 {
+		return api.Placement{}, false
+	}
+	t := inv.Topology
+	k := len(t.Nodes)
+	freeCPUs := make([][]int, k)
+	freeMem := make([]int64, k)
+	for i, n := range t.Nodes {
+		cpus := slices.Clone(n.CPUs)
+		// Whole cores first: siblings next to each other.
+		slices.SortFunc(cpus, func(a, b api.CPU) int {
+			if a.Socket != b.Socket {
+				return a.Socket - b.Socket
+			}
+			if a.Core != b.Core {
+				return a.Core - b.Core
+			}
+			return a.ID - b.ID
+		})
+		for _, c := range cpus {
+			if !used.CPUs[c.ID] {
+				freeCPUs[i] = append(freeCPUs[i], c.ID)
+			}
+		}
+		freeMem[i] = n.MemMB - used.Mem[n.ID]
+	}
+	freeHuge := func(i int, size int64) int64 {
+		n := t.Nodes[i]
+		return n.Hugepages[size].Free - used.Hugepages[[2]int64{int64(n.ID), size}]
+	}
+	index := make(map[int]int, k) // NUMA id → index in t.Nodes
+	for i, n := range t.Nodes {
+		index[n.ID] = i
+	}
+	dist := func(a, b int) int {
+		ia, oka := index[a]
+		ib, okb := index[b]
+		if !oka || !okb || ia >= len(t.Distances) || ib >= len(t.Distances[ia]) {
+			return 10 * 10 // unknown: far
+		}
+		return t.Distances[ia][ib]
+	}
+	gpus, migs, vfs := freeDevices(inv, used, r)
+
+	var best api.Placement
+	bestKey := [4]int{-1}
+	limit := uint(1) << k
+	if k > 12 {
+		limit = 1 << 12 // hosts with more NUMA nodes: the first twelve
+	}
+	for mask := uint(1); mask < limit; mask++ {
+		var set []int // indexes into t.Nodes
+		for i := 0; i < k; i++ {
+			if mask&(1<<i) != 0 {
+				set = append(set, i)
+			}
+		}
+		p, leftover, ok := fill(t, set, freeCPUs, freeMem, freeHuge, r)
+		if !ok {
+			continue
+		}
+		numaIDs := p.NUMANodes
+		near := func(d device) int {
+			if d.numa < 0 {
+				return 1000
+			}
+			m := math.MaxInt
+			for _, n := range numaIDs {
+				m = min(m, dist(d.numa, n))
+			}
+			return m
+		}
+		touched := slices.Clone(numaIDs)
+		pick := func(from []device, n int) ([]string, bool) {
+			if n == 0 {
+				return nil, true
+			}
+			cands := slices.Clone(from)
+			if r.NUMA == api.NUMAStrict {
+				cands = slices.DeleteFunc(cands, func(d device) bool { return !slices.Contains(numaIDs, d.numa) })
+			}
+			if len(cands) < n {
+				return nil, false
+			}
+			slices.SortStableFunc(cands, func(a, b device) int { return near(a) - near(b) })
+			var ids []string
+			for _, d := range cands[:n] {
+				ids = append(ids, d.id)
+				if d.numa >= 0 && !slices.Contains(touched, d.numa) {
+					touched = append(touched, d.numa)
+				}
+			}
+			return ids, true
+		}
+		var okG, okM, okV bool
+		p.GPUs, okG = pick(gpus, r.GPUs)
+		p.MIG, okM = pick(migs, r.MIG)
+		p.VFs, okV = pick(vfs, r.VFs)
+		if !okG || !okM || !okV {
+			continue
+		}
+		p.Score = 100
+		if len(touched) > 1 {
+			maxD := 10
+			for _, a := range touched {
+				for _, b := range touched {
+					maxD = max(maxD, dist(a, b))
+				}
+			}
+			p.Score = int(math.Round(100 * 10 / float64(maxD)))
+		}
+		if r.NUMA == api.NUMANone {
+			p.Score = 100 // the topology does not matter to this job
+		}
+		key := [4]int{p.Score, -bits.OnesCount(mask), -leftover, -int(mask)}
+		if bestKey[0] < 0 || cmpKey(key, bestKey) > 0 {
+			best, bestKey = p, key
+		}
+	}
+	return best, bestKey[0] >= 0
+}
+
+func cmpKey(a, b [4]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
+}
+
+// fill takes the request's CPUs, memory and hugepages from the NUMA nodes
+// of set, in order, and reports the free CPUs left on them.
+func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHuge func(int, int64) int64, r NodeRequest) (api.Placement, int, bool) {
+	var p api.Placement
+	cpusLeft, memLeft := r.CPUs, r.MemMB
+	total := 0
+	for _, i := range set {
+		total += len(freeCPUs[i])
+	}
+	if total < r.CPUs {
+		return p, 0, false
+	}
+	for _, i := range set {
+		id := t.Nodes[i].ID
+		p.NUMANodes = append(p.NUMANodes, id)
+		take := min(cpusLeft, len(freeCPUs[i]))
+		p.CPUs = append(p.CPUs, freeCPUs[i][:take]...)
+		cpusLeft -= take
+		if m := min(memLeft, max(freeMem[i], 0)); m > 0 {
+			p.Mem = append(p.Mem, api.NodeAmount{Node: id, MB: m})
+			memLeft -= m
+		}
+	}
+	if memLeft > 0 {
+		return p, 0, false
+	}
+	for _, h := range r.Hugepages {
+		left := h.Count
+		for _, i := range set {
+			if f := freeHuge(i, h.SizeKB); f > 0 && left > 0 {
+				n := min(f, left)
+				p.Hugepages = append(p.Hugepages, api.HugepageAmount{Node: t.Nodes[i].ID, SizeKB: h.SizeKB, Count: n})
+				left -= n
+			}
+		}
+		if left > 0 {
+			return p, 0, false
+		}
+	}
+	slices.Sort(p.CPUs)
+	return p, total - r.CPUs, true
+}
+
+// freeDevices lists the free GPUs (of the requested type), MIG instances
+// (of the requested profile) and VFs.
+func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs []device) {
+	for _, g := range inv.GPUs {
+		if r.MIG > 0 && g.MIGEnabled {
+			for _, m := range g.MIG {
+				if m.Profile == r.MIGProfile && !used.Devices[m.UUID] {
+					migs = append(migs, device{m.UUID, g.NUMANode})
+				}
+			}
+		}
+		if g.MIGEnabled || used.Devices[g.UUID] {
+			continue // a GPU in MIG mode is handed out by slices
+		}
+		if r.GPUType == "" || strings.Contains(strings.ToLower(g.Model), strings.ToLower(r.GPUType)) {
+			gpus = append(gpus, device{g.UUID, g.NUMANode})
+		}
+	}
+	for _, pf := range inv.PFs {
+		for _, vf := range pf.VFs {
+			if !used.Devices[vf.Addr] {
+				numa := vf.NUMANode
+				if numa < 0 {
+					numa = pf.NUMANode
+				}
+				vfs = append(vfs, device{vf.Addr, numa})
+			}
+		}
+	}
+	return gpus, migs, vfs
+}

@@ -1,0 +1,302 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"corral/api"
+)
+
+// quadHost is the fixture host of these tests: 2 sockets, 4 NUMA nodes
+// (0 and 1 on socket 0, 2 and 3 on socket 1), each with 4 cores × 2
+// threads and 64 GiB; SLIT distances
+//
+//	     0   1   2   3
+//	0   10  12  21  31
+//	1   12  10  31  21
+//	2   21  31  10  12
+//	3   31  21  12  10
+//
+// GPUs 0 and 1 (H100) on node 1, GPUs 2 and 3 (A100) on node 3, GPU 4 on
+// node 2 in MIG mode with two 1g.10gb slices; SR-IOV PF 0000:3b:00.0 on
+// node 0 with 4 VFs and PF 0000:af:00.0 on node 2 with 2; 512 free 2 MiB
+// hugepages on node 1 only.
+func quadHost() *api.Inventory {
+	t := &api.Topology{Sockets: 2, Distances: [][]int{
+		{10, 12, 21, 31}, {12, 10, 31, 21}, {21, 31, 10, 12}, {31, 21, 12, 10},
+	}}
+	cpu := 0
+	for n := 0; n < 4; n++ {
+		node := api.NUMANode{ID: n, MemMB: 64 << 10, FreeMB: 64 << 10}
+		for core := 0; core < 4; core++ {
+			a, b := cpu, cpu+1
+			node.CPUs = append(node.CPUs,
+				api.CPU{ID: a, Core: n*4 + core, Socket: n / 2, Siblings: []int{b}},
+				api.CPU{ID: b, Core: n*4 + core, Socket: n / 2, Siblings: []int{a}})
+			cpu += 2
+		}
+		if n == 1 {
+			node.Hugepages = map[int64]api.Hugepages{2048: {Total: 512, Free: 512}}
+		}
+		t.Nodes = append(t.Nodes, node)
+	}
+	inv := &api.Inventory{Topology: t}
+	for i, g := range []struct {
+		model string
+		numa  int
+	}{{"NVIDIA H100 80GB HBM3", 1}, {"NVIDIA H100 80GB HBM3", 1}, {"NVIDIA A100-SXM4-40GB", 3}, {"NVIDIA A100-SXM4-40GB", 3}} {
+		inv.GPUs = append(inv.GPUs, api.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Model: g.model, NUMANode: g.numa})
+	}
+	inv.GPUs = append(inv.GPUs, api.GPU{Index: 4, UUID: "GPU-4", Model: "NVIDIA A100-SXM4-40GB", NUMANode: 2, MIGEnabled: true,
+		MIG: []api.MIGInstance{{UUID: "MIG-4a", Profile: "1g.10gb"}, {UUID: "MIG-4b", Profile: "1g.10gb"}}})
+	pf := func(addr string, numa, vfs int) api.PF {
+		p := api.PF{Addr: addr, NUMANode: numa, TotalVFs: vfs}
+		for v := 0; v < vfs; v++ {
+			p.VFs = append(p.VFs, api.VF{Addr: fmt.Sprintf("%s-vf%d", addr, v), NUMANode: numa})
+		}
+		return p
+	}
+	inv.PFs = []api.PF{pf("0000:3b:00.0", 0, 4), pf("0000:af:00.0", 2, 2)}
+	return inv
+}
+
+// cpusOf lists node n's CPU ids in quadHost (8 per node, in order).
+func cpusOf(n, count int) []int {
+	var out []int
+	for i := 0; i < count; i++ {
+		out = append(out, n*8+i)
+	}
+	return out
+}
+
+func TestPlaceInNode(t *testing.T) {
+	usedNode0 := NewUsed()
+	for _, c := range cpusOf(0, 8) {
+		usedNode0.CPUs[c] = true
+	}
+	tests := map[string]struct {
+		req   NodeRequest
+		used  *Used
+		numa  []int
+		cpus  []int
+		gpus  []string
+		mig   []string
+		vfs   []string
+		huge  []api.HugepageAmount
+		score int
+		fails bool
+	}{
+		// Node 1 holds both H100s: CPUs and memory go there too; score 100.
+		"a 2-GPU job lands with its CPUs and memory on the GPUs' node": {
+			req:  NodeRequest{CPUs: 4, MemMB: 8192, GPUs: 2, GPUType: "h100"},
+			numa: []int{1}, cpus: cpusOf(1, 4), gpus: []string{"GPU-0", "GPU-1"}, score: 100,
+		},
+		// Any single node fits 8 CPUs; all are equal, so the lowest id.
+		"a job that fits on one NUMA node is never split": {
+			req:  NodeRequest{CPUs: 8, MemMB: 1024},
+			numa: []int{0}, cpus: cpusOf(0, 8), score: 100,
+		},
+		// 12 CPUs need two nodes: {0,1} are 12 apart → round(100×10/12) =
+		// 83; {0,2} 21 → 48; {0,3} 31 → 32. Node 0 gives 8, node 1 the rest.
+		"a job needing two NUMA nodes gets the two closest": {
+			req:  NodeRequest{CPUs: 12, MemMB: 1024},
+			numa: []int{0, 1}, cpus: append(cpusOf(0, 8), cpusOf(1, 4)...), score: 83,
+		},
+		"hugepages go only where free hugepages exist": {
+			req:  NodeRequest{CPUs: 2, Hugepages: []api.HugepageRequest{{SizeKB: 2048, Count: 256}}},
+			numa: []int{1}, cpus: cpusOf(1, 2), huge: []api.HugepageAmount{{Node: 1, SizeKB: 2048, Count: 256}}, score: 100,
+		},
+		"more hugepages than any node has free: no fit": {
+			req:   NodeRequest{CPUs: 2, Hugepages: []api.HugepageRequest{{SizeKB: 2048, Count: 600}}},
+			fails: true,
+		},
+		"a VF job gets a VF of the PF on its CPUs' node": {
+			req:  NodeRequest{CPUs: 2, VFs: 1},
+			numa: []int{0}, cpus: cpusOf(0, 2), vfs: []string{"0000:3b:00.0-vf0"}, score: 100,
+		},
+		// Node 0's CPUs are taken: on node 1 its nearest VF (node 0, 12
+		// away) would score 83; node 2 has CPUs and its own VFs: 100.
+		"with node 0 full the VF job moves to node 2 and its PF": {
+			req: NodeRequest{CPUs: 2, VFs: 1}, used: usedNode0,
+			numa: []int{2}, cpus: cpusOf(2, 2), vfs: []string{"0000:af:00.0-vf0"}, score: 100,
+		},
+		"MIG slices come from the MIG GPU, CPUs from its node": {
+			req:  NodeRequest{CPUs: 1, MIG: 2, MIGProfile: "1g.10gb"},
+			numa: []int{2}, cpus: cpusOf(2, 1), mig: []string{"MIG-4a", "MIG-4b"}, score: 100,
+		},
+		// strict: with node 1's CPUs... the GPU must be on a chosen node:
+		// the A100s are on node 3.
+		"strict keeps devices on the chosen nodes": {
+			req:  NodeRequest{CPUs: 2, GPUs: 1, GPUType: "a100", NUMA: api.NUMAStrict},
+			numa: []int{3}, cpus: cpusOf(3, 2), gpus: []string{"GPU-2"}, score: 100,
+		},
+		"more GPUs of a type than exist: no fit": {
+			req:   NodeRequest{CPUs: 1, GPUs: 3, GPUType: "h100"},
+			fails: true,
+		},
+		"none ignores distances": {
+			req:  NodeRequest{CPUs: 12, NUMA: api.NUMANone},
+			numa: []int{0, 1}, cpus: append(cpusOf(0, 8), cpusOf(1, 4)...), score: 100,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			used := tc.used
+			if used == nil {
+				used = NewUsed()
+			}
+			p, ok := PlaceInNode(quadHost(), used, tc.req)
+			if ok == tc.fails {
+				t.Fatalf("ok = %v, want %v (placement %+v)", ok, !tc.fails, p)
+			}
+			if tc.fails {
+				return
+			}
+			if !slices.Equal(p.NUMANodes, tc.numa) || !slices.Equal(p.CPUs, tc.cpus) || p.Score != tc.score {
+				t.Errorf("numa %v cpus %v score %d, want numa %v cpus %v score %d", p.NUMANodes, p.CPUs, p.Score, tc.numa, tc.cpus, tc.score)
+			}
+			if !slices.Equal(p.GPUs, tc.gpus) || !slices.Equal(p.MIG, tc.mig) || !slices.Equal(p.VFs, tc.vfs) || !slices.Equal(p.Hugepages, tc.huge) {
+				t.Errorf("gpus %v mig %v vfs %v huge %v, want %v %v %v %v", p.GPUs, p.MIG, p.VFs, p.Hugepages, tc.gpus, tc.mig, tc.vfs, tc.huge)
+			}
+		})
+	}
+}
+
+// MIG slices are allocated and freed: with one slice held, a request for
+// two fails; once it is released, it fits again.
+func TestPlaceInNodeMIGAllocateAndFree(t *testing.T) {
+	inv, used := quadHost(), NewUsed()
+	req := NodeRequest{CPUs: 1, MIG: 1, MIGProfile: "1g.10gb"}
+	first, ok := PlaceInNode(inv, used, req)
+	if !ok || !slices.Equal(first.MIG, []string{"MIG-4a"}) {
+		t.Fatalf("first slice: %v %+v", ok, first)
+	}
+	used.Add(&first, 1)
+	if _, ok := PlaceInNode(inv, used, NodeRequest{CPUs: 1, MIG: 2, MIGProfile: "1g.10gb"}); ok {
+		t.Error("two slices fit while one of the two is held")
+	}
+	second, ok := PlaceInNode(inv, used, req)
+	if !ok || !slices.Equal(second.MIG, []string{"MIG-4b"}) {
+		t.Fatalf("second slice: %v %+v", ok, second)
+	}
+	used.Add(&second, 1)
+	used.Add(&first, -1)
+	if _, ok := PlaceInNode(inv, used, NodeRequest{CPUs: 1, MIG: 2, MIGProfile: "1g.10gb"}); ok {
+		t.Error("two slices fit while the second is held")
+	}
+	used.Add(&second, -1)
+	if _, ok := PlaceInNode(inv, used, NodeRequest{CPUs: 1, MIG: 2, MIGProfile: "1g.10gb"}); !ok {
+		t.Error("two slices do not fit once both are free")
+	}
+}
+
+// TestPropertyNoDoubleBooking runs random workloads on the fixture host
+// through whole passes: no CPU, GPU, MIG instance, VF or hugepage is ever
+// held twice, and no NUMA node's memory or hugepages go below zero.
+func TestPropertyNoDoubleBooking(t *testing.T) {
+	forEachSeed(t, func(t *testing.T, r *rand.Rand) {
+		inv := quadHost()
+		n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
+		held := map[string]uint64{} // resource → job
+		var running []*api.Job
+		var pending []*api.Job
+		next := uint64(1)
+		for round := 0; round < 20; round++ {
+			for range r.IntN(4) {
+				j := job(next).cpus(1 + r.IntN(10)).mem(int64(r.IntN(64)) << 10).j
+				switch r.IntN(5) {
+				case 0:
+					j.Spec.Gres = []api.Gres{{Name: "gpu", Count: 1 + r.IntN(2)}}
+				case 1:
+					j.Spec.Gres = []api.Gres{{Name: "gpu", Type: "1g.10gb", Count: 1}}
+				case 2:
+					j.Spec.Gres = []api.Gres{{Name: "vf", Count: 1 + r.IntN(3)}}
+				case 3:
+					j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: int64(1 + r.IntN(300))}}
+				}
+				j.Spec.NUMA = pick(r, "", api.NUMAStrict, api.NUMANone)
+				pending = append(pending, j)
+				next++
+			}
+			// End some running jobs.
+			for _, j := range slices.Clone(running) {
+				if r.IntN(3) == 0 {
+					for k, id := range held {
+						if id == j.ID {
+							delete(held, k)
+						}
+					}
+					n.AllocCPUs -= j.CPUs
+					n.AllocMemMB -= j.MemMB
+					running = slices.DeleteFunc(running, func(x *api.Job) bool { return x == j })
+					j.State = api.StateCompleted
+				}
+			}
+			s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Pending: pending, Running: running}
+			p := Schedule(s)
+			checkPlan(t, s, p)
+			for _, st := range p.Starts {
+				pl := st.Placement
+				if pl == nil {
+					t.Fatalf("round %d: job %d started without a placement on a node with topology", round, st.JobID)
+				}
+				var j *api.Job
+				for _, pj := range pending {
+					if pj.ID == st.JobID {
+						j = pj
+					}
+				}
+				keys := []string{}
+				for _, c := range pl.CPUs {
+					keys = append(keys, fmt.Sprintf("cpu%d", c))
+				}
+				for _, d := range slices.Concat(pl.GPUs, pl.MIG, pl.VFs) {
+					keys = append(keys, d)
+				}
+				for _, h := range pl.Hugepages {
+					for i := int64(0); i < h.Count; i++ {
+						keys = append(keys, fmt.Sprintf("huge%d/%d/%d", h.Node, h.SizeKB, i))
+					}
+				}
+				for _, k := range keys {
+					if strings.HasPrefix(k, "huge") {
+						// Pages are interchangeable: take the first free index.
+						base := k[:strings.LastIndex(k, "/")]
+						for i := 0; ; i++ {
+							kk := fmt.Sprintf("%s/%d", base, i)
+							if _, taken := held[kk]; !taken {
+								k = kk
+								break
+							}
+						}
+					}
+					if other, taken := held[k]; taken {
+						t.Fatalf("round %d: %s given to job %d, already held by job %d", round, k, st.JobID, other)
+					}
+					held[k] = st.JobID
+				}
+				j.State, j.Node, j.CPUs, j.MemMB, j.Placement = api.StateRunning, st.Node, st.CPUs, st.MemMB, pl
+				n.AllocCPUs += st.CPUs
+				n.AllocMemMB += st.MemMB
+				running = append(running, j)
+			}
+			pending = slices.DeleteFunc(pending, func(j *api.Job) bool { return j.State != api.StatePending })
+			// Free counts never go negative.
+			used := NewUsed()
+			for _, j := range running {
+				used.Add(j.Placement, 1)
+			}
+			for _, node := range inv.Topology.Nodes {
+				if used.Mem[node.ID] > node.MemMB {
+					t.Fatalf("round %d: NUMA node %d holds %d MiB of %d", round, node.ID, used.Mem[node.ID], node.MemMB)
+				}
+				if h := used.Hugepages[[2]int64{int64(node.ID), 2048}]; h > node.Hugepages[2048].Free {
+					t.Fatalf("round %d: NUMA node %d holds %d hugepages of %d", round, node.ID, h, node.Hugepages[2048].Free)
+				}
+			}
+		}
+	})
+}
