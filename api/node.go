@@ -35,7 +35,7 @@ type NodeInfo struct {
 	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions;
 	// nil when the daemon reported none.
 	Inventory *Inventory `json:"inventory,omitempty"`
-	Accel  string   `json:"accel,omitempty"`
+	Accel     string     `json:"accel,omitempty"`
 	// OverheadMB is the memory the runner itself uses per job beyond the
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
 	// node never over-commits its RAM.
