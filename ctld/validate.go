@@ -66,6 +66,14 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
 		}
 	}
+	for _, g := range sp.Gres {
+		if g.Name != "gpu" && g.Name != "vf" {
+			return refuse(i, "gres", "--gres=%s: unknown generic resource %q (corral knows gpu, gpu:TYPE, gpu:MIGPROFILE and vf)", g.Name, g.Name)
+		}
+	}
+	if sp.NUMA != "" && sp.NUMA != api.NUMAPrefer && sp.NUMA != api.NUMAStrict && sp.NUMA != api.NUMANone {
+		return refuse(i, "numa", "--numa=%s: use prefer, strict or none", sp.NUMA)
+	}
 	if sp.QOS != "" {
 		q := s.QOS[sp.QOS]
 		if q == nil {

@@ -345,7 +345,8 @@ func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
 			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true}, cell{"PARTITION", pw, true},
 				cell{"STATE", 11, true}, cell{"CPUS", 4, true}, cell{"S:C:T", 8, true}, cell{"MEMORY", 6, true},
 				cell{"TMP_DISK", 8, true}, cell{"WEIGHT", 6, true}, cell{"AVAIL_FE", 8, true}, cell{"REASON", 20, false},
-				cell{"RUNNER", 7, false}, cell{"ACCEL", 5, false}, cell{"IMAGES", 0, false})
+				cell{"RUNNER", 7, false}, cell{"ACCEL", 5, false}, cell{"NUMA", 4, true}, cell{"GPUS", 4, true},
+				cell{"VFS", 4, true}, cell{"IMAGES", 0, false})
 		} else {
 			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true},
 				cell{"PARTITION", pw, true}, cell{"STATE", 6, false})
@@ -363,13 +364,57 @@ func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
 		if reason == "" {
 			reason = "none"
 		}
+		numa, gpus, vfs := inventoryCounts(n.Inventory)
 		dst = appendLine(dst, cell{n.Name, nw, false}, cell{"1", 6, true}, cell{l.part.label(), pw, true},
-			cell{stateLong(st), 11, true}, cell{cpus, 4, true}, cell{"1:" + strconv.Itoa(n.CPUs) + ":1", 8, true},
+			cell{stateLong(st), 11, true}, cell{cpus, 4, true}, cell{socketsCoresThreads(n), 8, true},
 			cell{strconv.FormatInt(n.MemMB, 10), 6, true}, cell{"0", 8, true}, cell{"1", 6, true},
 			cell{nullStr, 8, true}, cell{reason, 20, false},
-			cell{orNone(n.Runner), 7, false}, cell{orNone(n.Accel), 5, false}, cell{orNone(strings.Join(n.Images, ",")), 0, false})
+			cell{orNone(n.Runner), 7, false}, cell{orNone(n.Accel), 5, false}, cell{numa, 4, true}, cell{gpus, 4, true},
+			cell{vfs, 4, true}, cell{orNone(strings.Join(n.Images, ",")), 0, false})
 	}
 	return dst
+}
+
+// inventoryCounts gives a node's NUMA nodes, GPUs (MIG slices counted as
+// GPUs) and VFs for sinfo -l, "-" when it reported no inventory.
+func inventoryCounts(inv *api.Inventory) (numa, gpus, vfs string) {
+	if inv == nil {
+		return "-", "-", "-"
+	}
+	g, v := 0, 0
+	for _, gpu := range inv.GPUs {
+		if gpu.MIGEnabled {
+			g += len(gpu.MIG)
+		} else {
+			g++
+		}
+	}
+	for _, pf := range inv.PFs {
+		v += len(pf.VFs)
+	}
+	numa = "-"
+	if inv.Topology != nil {
+		numa = strconv.Itoa(len(inv.Topology.Nodes))
+	}
+	return numa, strconv.Itoa(g), strconv.Itoa(v)
+}
+
+// socketsCoresThreads is sinfo's S:C:T: from the node's topology when it
+// reported one, else 1:CPUS:1.
+func socketsCoresThreads(n *api.Node) string {
+	t := (*api.Topology)(nil)
+	if n.Inventory != nil {
+		t = n.Inventory.Topology
+	}
+	if t == nil || t.Sockets < 1 || len(t.Nodes) == 0 || len(t.Nodes[0].CPUs) == 0 {
+		return "1:" + strconv.Itoa(n.CPUs) + ":1"
+	}
+	threads := len(t.Nodes[0].CPUs[0].Siblings) + 1
+	cpus := 0
+	for _, nd := range t.Nodes {
+		cpus += len(nd.CPUs)
+	}
+	return strconv.Itoa(t.Sockets) + ":" + strconv.Itoa(cpus/(t.Sockets*threads)) + ":" + strconv.Itoa(threads)
 }
 
 // orNone prints "-" for an empty cell, so columns stay aligned.

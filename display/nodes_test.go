@@ -51,14 +51,14 @@ func TestNodes(t *testing.T) {
 			"n5             1       gpu idle  \n" +
 			"n10            1    batch* drain \n"},
 		"node oriented long": {NodesOptions{NodeOriented: true, Long: true}, "" +
-			"NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON               RUNNER  ACCEL IMAGES\n" +
-			"n1             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -     -\n" +
-			"n2             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -     -\n" +
-			"n3             1    batch*       mixed    4    1:4:1   8000        0      1   (null) none                 process -     -\n" +
-			"n3             1       gpu       mixed    4    1:4:1   8000        0      1   (null) none                 process -     -\n" +
-			"n4             1    batch*        down    4    1:4:1   8000        0      1   (null) none                 process -     -\n" +
-			"n5             1       gpu        idle    8    1:8:1   8000        0      1   (null) none                 vm      tcg   default,cuda\n" +
-			"n10            1    batch*     drained    4    1:4:1   8000        0      1   (null) disk swap            process -     -\n"},
+			"NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON               RUNNER  ACCEL NUMA GPUS  VFS IMAGES\n" +
+			"n1             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
+			"n2             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
+			"n3             1    batch*       mixed    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
+			"n3             1       gpu       mixed    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
+			"n4             1    batch*        down    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
+			"n5             1       gpu        idle    8    1:8:1   8000        0      1   (null) none                 vm      tcg      -    -    - default,cuda\n" +
+			"n10            1    batch*     drained    4    1:4:1   8000        0      1   (null) disk swap            process -        -    -    - -\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package display
 
 import (
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +173,33 @@ func showJobResources(k *kvWriter, j *api.Job) {
 	k.int("NumCPUs", int64(cpusOf(j)))
 	k.int("NumTasks", int64(max(j.Spec.NTasks, 1)))
 	k.int("CPUs/Task", int64(max(j.Spec.CPUsPerTask, 1)))
+	if p := j.Placement; p != nil {
+		k.newLine()
+		k.str("CPU_IDs", intRanges(p.CPUs))
+		k.str("NUMANodes", intRanges(p.NUMANodes))
+		k.int("PlacementScore", int64(p.Score))
+		var mem []string
+		for _, m := range p.Mem {
+			mem = append(mem, fmt.Sprintf("%d:%dM", m.Node, m.MB))
+		}
+		k.str("MemByNode", orNull(strings.Join(mem, ",")))
+		if len(p.GPUs)+len(p.MIG) > 0 {
+			k.newLine()
+			k.str("GPUs", strings.Join(append(append([]string(nil), p.GPUs...), p.MIG...), ","))
+		}
+		if len(p.VFs) > 0 {
+			k.newLine()
+			k.str("VFs", strings.Join(p.VFs, ","))
+		}
+		if len(p.Hugepages) > 0 {
+			var hp []string
+			for _, h := range p.Hugepages {
+				hp = append(hp, fmt.Sprintf("%d:%dK*%d", h.Node, h.SizeKB, h.Count))
+			}
+			k.newLine()
+			k.str("Hugepages", strings.Join(hp, ","))
+		}
+	}
 	tres := jobTRES(j)
 	k.newLine()
 	k.str("ReqTRES", tres)
@@ -301,6 +330,7 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	} else {
 		k.buf = appendLongSecs(k.buf, max(int64(now.Sub(n.LastSeen)/time.Second), 0))
 	}
+	showInventory(k, n.Inventory)
 	k.newLine()
 	k.str("Jobs", orNull(jobList(n.Jobs)))
 	if n.Reason != "" {
@@ -308,6 +338,102 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 		k.str("Reason", n.Reason)
 	}
 	k.done(w)
+}
+
+// showInventory writes a node's NUMA nodes (CPUs, memory, hugepages), the
+// distances between them, its GPUs (NUMA node, MIG slices) and VFs.
+func showInventory(k *kvWriter, inv *api.Inventory) {
+	if inv == nil {
+		return
+	}
+	if t := inv.Topology; t != nil {
+		k.newLine()
+		k.int("Sockets", int64(t.Sockets))
+		k.int("NUMANodes", int64(len(t.Nodes)))
+		var rows []string
+		for _, d := range t.Distances {
+			rows = append(rows, intList(d))
+		}
+		k.str("Distances", strings.Join(rows, ";"))
+		for _, nd := range t.Nodes {
+			ids := make([]int, len(nd.CPUs))
+			for i, c := range nd.CPUs {
+				ids[i] = c.ID
+			}
+			k.newLine()
+			k.str("NUMA", strconv.Itoa(nd.ID))
+			k.str("CPUs", intRanges(ids))
+			k.str("Mem", fmt.Sprintf("%dM", nd.MemMB))
+			k.str("FreeMem", fmt.Sprintf("%dM", nd.FreeMB))
+			var hp []string
+			for _, size := range sortedSizes(nd.Hugepages) {
+				h := nd.Hugepages[size]
+				hp = append(hp, fmt.Sprintf("%dK:%d/%d", size, h.Free, h.Total))
+			}
+			k.str("Hugepages", orNull(strings.Join(hp, ",")))
+		}
+	}
+	for _, g := range inv.GPUs {
+		k.newLine()
+		k.str("GPU", strconv.Itoa(g.Index))
+		k.str("UUID", g.UUID)
+		k.str("Model", g.Model)
+		k.str("NUMA", strconv.Itoa(g.NUMANode))
+		k.str("Bus", orNull(g.PCIBusID))
+		if g.MIGEnabled {
+			var mig []string
+			for _, m := range g.MIG {
+				mig = append(mig, m.Profile+"("+m.UUID+")")
+			}
+			k.str("MIG", orNull(strings.Join(mig, ",")))
+		}
+	}
+	for _, pf := range inv.PFs {
+		var vfs []string
+		for _, vf := range pf.VFs {
+			vfs = append(vfs, vf.Addr)
+		}
+		k.newLine()
+		k.str("PF", pf.Addr)
+		k.str("NUMA", strconv.Itoa(pf.NUMANode))
+		k.str("VFs", orNull(strings.Join(vfs, ",")))
+	}
+}
+
+func sortedSizes(m map[int64]api.Hugepages) []int64 {
+	out := make([]int64, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+// intRanges writes sorted ids compactly: 0-3,8,10-11.
+func intRanges(ids []int) string {
+	s := slices.Sorted(slices.Values(ids))
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(s[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 func jobList(ids []uint64) string {

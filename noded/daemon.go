@@ -26,6 +26,9 @@ type Config struct {
 	// Partitions the node serves; empty leaves the choice to the
 	// controllers (their default partition).
 	Partitions []string
+	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions,
+	// reported at registration; nil when not discovered.
+	Inventory *api.Inventory
 	// DataDir holds the daemon's state: jobs/<jobid>-<startindex>/ per
 	// allocation. Required.
 	DataDir string

@@ -88,7 +88,26 @@ func jobVars(job *api.Job, node string) []jobVar {
 		{[]string{"CORRAL_JOB_USER", "SLURM_JOB_USER"}, s.User},
 		{[]string{"CORRAL_JOB_QOS", "SLURM_JOB_QOS"}, s.QOS},
 		{[]string{"CORRAL_RESTART_COUNT", "SLURM_RESTART_COUNT"}, itoa(job.Restarts)},
-	}, arrayVars(job)...)
+	}, append(arrayVars(job), placementVars(job)...)...)
+}
+
+// placementVars tell a job what it got inside its node: its GPUs (as
+// UUIDs, which CUDA_VISIBLE_DEVICES accepts), MIG slices, VFs and CPUs.
+func placementVars(job *api.Job) []jobVar {
+	p := job.Placement
+	if p == nil {
+		return nil
+	}
+	gpus := strings.Join(append(append([]string(nil), p.GPUs...), p.MIG...), ",")
+	cpus := make([]string, len(p.CPUs))
+	for i, c := range p.CPUs {
+		cpus[i] = strconv.Itoa(c)
+	}
+	return []jobVar{
+		{[]string{"CORRAL_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS"}, gpus},
+		{[]string{"CORRAL_VFS"}, strings.Join(p.VFs, ",")},
+		{[]string{"CORRAL_CPUS"}, strings.Join(cpus, ",")},
+	}
 }
 
 // arrayVars are the variables of a task of an array; none for other jobs.

@@ -110,6 +110,7 @@ func (d *Daemon) nodeInfo() api.NodeInfo {
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
 		Running:    *d.running.Load(),
+		Inventory:  d.cfg.Inventory,
 	}
 	if o, ok := d.runner.(imageOffer); ok {
 		info.Images, info.Accel = o.Images(), o.Accel()

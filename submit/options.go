@@ -2,9 +2,11 @@ package submit
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"corral/api"
 	"corral/internal/getopt"
 )
 
@@ -82,6 +84,26 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, _ string, _ bool) error { b.parsable = true; return nil }},
 	{Option: getopt.Option{Short: 'W', Long: "wait", Help: "wait for the job to end and exit with its exit code"},
 		apply: func(b *builder, _ string, _ bool) error { b.wait = true; return nil }},
+	{Option: getopt.Option{Short: 'G', Long: "gpus", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs for the job, e.g. --gpus=2 or --gpus=h100:2 (same as --gres=gpu:[TYPE:]N)"},
+		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus", v, 1) }},
+	{Option: getopt.Option{Long: "gpus-per-task", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs per task: N × --ntasks GPUs for the job"},
+		apply: func(b *builder, v string, _ bool) error {
+			b.gpusPerTask = v
+			_, count, ok := strings.Cut(v, ":")
+			if !ok {
+				count = v
+			}
+			if n, err := strconv.Atoi(count); err != nil || n < 1 {
+				return optionError("--gpus-per-task", v, nil, "give a GPU count ≥ 1, optionally with a type: e.g. --gpus-per-task=1 or --gpus-per-task=h100:1")
+			}
+			return nil
+		}},
+	{Option: getopt.Option{Long: "sriov", Arg: req, ArgName: "N", Help: "SR-IOV virtual functions for the job (same as --gres=vf:N)"},
+		apply: applySRIOV},
+	{Option: getopt.Option{Long: "hugepages", Arg: req, ArgName: "SIZE:COUNT", Help: "hugepages for the job's memory, e.g. 2M:512 or 1G:4 (comma-separated for both)"},
+		apply: applyHugepages},
+	{Option: getopt.Option{Long: "numa", Arg: req, ArgName: "POLICY", Help: "prefer (default: as local as possible), strict (CPUs, memory and devices on the chosen NUMA nodes only) or none"},
+		apply: applyNUMA},
 	{Option: getopt.Option{Long: "image", Arg: req, ArgName: "NAME", Help: "guest image for jobs run in a VM"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
 	{Option: getopt.Option{Short: 'h', Long: "help", Help: "show this help"},
@@ -165,6 +187,69 @@ func applyGres(b *builder, v string, _ bool) error {
 	}
 	b.spec.Gres = g
 	return nil
+}
+
+// addGPUs adds a gpu entry to --gres from --gpus ([TYPE:]N) or, with
+// perTask 0, --gpus-per-task (N per task, counted when the job is built).
+func addGPUs(b *builder, opt, v string, perTask int) error {
+	typ, count, hasType := strings.Cut(v, ":")
+	if !hasType {
+		typ, count = "", v
+	}
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 1 {
+		return optionError(opt, v, nil, "give a GPU count ≥ 1, optionally with a type: e.g. %s=2 or %s=h100:2", opt, opt)
+	}
+	if perTask == 0 {
+		n *= max(b.spec.NTasks, 1)
+	}
+	for i, g := range b.spec.Gres {
+		if g.Name == "gpu" && g.Type == typ {
+			b.spec.Gres[i].Count = n
+			return nil
+		}
+	}
+	b.spec.Gres = append(b.spec.Gres, api.Gres{Name: "gpu", Type: typ, Count: n})
+	return nil
+}
+
+func applySRIOV(b *builder, v string, _ bool) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return optionError("--sriov", v, nil, "give a number of virtual functions ≥ 1, e.g. --sriov=2")
+	}
+	b.spec.Gres = append(slices.DeleteFunc(b.spec.Gres, func(g api.Gres) bool { return g.Name == "vf" }), api.Gres{Name: "vf", Count: n})
+	return nil
+}
+
+// applyHugepages reads --hugepages=2M:COUNT[,1G:COUNT].
+func applyHugepages(b *builder, v string, _ bool) error {
+	b.spec.Hugepages = nil
+	for _, item := range strings.Split(v, ",") {
+		size, count, ok := strings.Cut(item, ":")
+		n, err := strconv.ParseInt(count, 10, 64)
+		var kb int64
+		switch strings.ToUpper(size) {
+		case "2M", "2MB", "2048K":
+			kb = 2048
+		case "1G", "1GB", "1048576K":
+			kb = 1 << 20
+		}
+		if !ok || err != nil || n < 1 || kb == 0 {
+			return optionError("--hugepages", v, nil, "use SIZE:COUNT with SIZE 2M or 1G and COUNT ≥ 1, e.g. --hugepages=2M:512 or --hugepages=1G:4")
+		}
+		b.spec.Hugepages = append(b.spec.Hugepages, api.HugepageRequest{SizeKB: kb, Count: n})
+	}
+	return nil
+}
+
+func applyNUMA(b *builder, v string, _ bool) error {
+	switch p := strings.ToLower(v); p {
+	case api.NUMAPrefer, api.NUMAStrict, api.NUMANone:
+		b.spec.NUMA = p
+		return nil
+	}
+	return optionError("--numa", v, nil, "use prefer, strict or none")
 }
 
 func applyKillOnInvalidDep(b *builder, v string, _ bool) error {

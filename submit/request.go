@@ -76,6 +76,9 @@ type builder struct {
 	chdir     string
 	parsable  bool
 	wait      bool
+	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
+	// --ntasks in finish.
+	gpusPerTask string
 }
 
 // setMemory applies --mem or --mem-per-cpu. As in sbatch, giving both at
@@ -180,6 +183,11 @@ func Parse(args []string, c Context) (*Request, error) {
 // directory and the exported environment.
 func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	b.resolveMemory()
+	if b.gpusPerTask != "" {
+		if err := addGPUs(b, "--gpus-per-task", b.gpusPerTask, 0); err != nil {
+			return nil, err
+		}
+	}
 	b.spec.WorkDir = c.Cwd
 	if b.chdir != "" {
 		b.spec.WorkDir = b.chdir

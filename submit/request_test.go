@@ -57,7 +57,18 @@ type optionCase struct {
 }
 
 var optionCases = map[string]optionCase{
-	"defaults":               {},
+	"defaults":      {},
+	"--gpus=2":      {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
+	"--gpus=h100:1": {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},
+	"--gpus-per-task before -n": {args: []string{"--gpus-per-task=2", "-n", "3"}, spec: func(s *api.JobSpec) {
+		s.NTasks, s.Gres = 3, []api.Gres{{Name: "gpu", Count: 6}}
+	}},
+	"--sriov":     {args: []string{"--sriov=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Count: 2}} }},
+	"--gres=vf:1": {args: []string{"--gres=vf:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Count: 1}} }},
+	"--hugepages both sizes": {args: []string{"--hugepages=2M:512,1G:4"}, spec: func(s *api.JobSpec) {
+		s.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: 512}, {SizeKB: 1 << 20, Count: 4}}
+	}},
+	"--numa=strict":          {args: []string{"--numa=strict"}, spec: func(s *api.JobSpec) { s.NUMA = api.NUMAStrict }},
 	"-J":                     {args: []string{"-J", "train"}, spec: func(s *api.JobSpec) { s.Name = "train" }},
 	"--job-name with spaces": {args: []string{"--job-name=my job"}, spec: func(s *api.JobSpec) { s.Name = "my job" }},
 	"-p":                     {args: []string{"-p", "debug"}, spec: func(s *api.JobSpec) { s.Partition = "debug" }},
@@ -257,7 +268,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("Usage() lacks %q", want)
 		}
 	}
-	for _, hidden := range []string{"--exclusive", "--gpus", "--nodelist"} {
+	for _, hidden := range []string{"--exclusive", "--gpus-per-node", "--nodelist"} {
 		if strings.Contains(u, hidden) {
 			t.Errorf("Usage() shows unsupported option %s", hidden)
 		}

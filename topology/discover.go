@@ -61,8 +61,8 @@ func Discover(root string) (*api.Topology, error) {
 	}
 	if len(info.Nodes) == 0 {
 		return nil, fmt.Errorf("topology of %q: %w%s (each sys/devices/system/node/nodeN needs "+
-			"meminfo, distance and hugepages/, and proc/meminfo needs Hugepagesize: and Hugetlb: lines; "+
-			"on a kernel without them, pass --topology-root a fixture tree)",
+			"meminfo, distance and hugepages/, and proc/meminfo needs Hugepagesize: and Hugetlb: lines, "+
+			"which kernels before 4.16 do not write)",
 			root, ErrNoNUMANodes, warnings.suffix())
 	}
 	cpuInfo, err := ghw.CPU(opts...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,10 +16,12 @@ import (
 	"corral/api"
 	"corral/ctld"
 	"corral/ctld/sched"
+	"corral/gpu"
 	"corral/internal/getopt"
 	"corral/noded"
 	"corral/noded/vmrun"
 	"corral/submit"
+	"corral/topology"
 )
 
 // defaultDevAddr is where `corral dev` serves and where the CLI looks when
@@ -172,6 +175,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
+		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -215,7 +220,18 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		}
 		name = h
 	}
+	inv, err := discoverInventory(o.get("topology-root"), o.get("gpus-file"), log)
+	if err != nil {
+		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
+	}
 	cpus := noded.HostCPUs()
+	if o.get("topology-root") != "" && inv.Topology != nil {
+		// A fixture host offers what its topology holds, unless told.
+		cpus = 0
+		for _, n := range inv.Topology.Nodes {
+			cpus += len(n.CPUs)
+		}
+	}
 	if v := o.get("cpus"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -224,6 +240,12 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		cpus = n
 	}
 	mem := noded.HostMemMB()
+	if o.get("topology-root") != "" && inv.Topology != nil {
+		mem = 0
+		for _, n := range inv.Topology.Nodes {
+			mem += n.MemMB
+		}
+	}
 	if v := o.get("mem"); v != "" {
 		m, err := submit.ParseMemory(v)
 		if err != nil {
@@ -232,9 +254,45 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		mem = m
 	}
 	return noded.Config{
-		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"),
+		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 	}, nil
+}
+
+// discoverInventory reads the node's NUMA topology and SR-IOV functions
+// (from root when given, else the host) and its GPUs (from gpusFile when
+// given, else NVML). A host whose topology cannot be read runs without
+// one, saying so: its jobs get no NUMA placement, and no GPUs or VFs.
+func discoverInventory(root, gpusFile string, log *slog.Logger) (*api.Inventory, error) {
+	inv := &api.Inventory{}
+	t, err := topology.Discover(root)
+	switch {
+	case err != nil && root != "":
+		return nil, fmt.Errorf("--topology-root=%s: %w", root, err)
+	case err != nil:
+		log.Warn("NUMA topology unknown: jobs get no NUMA placement", "err", err)
+	default:
+		inv.Topology = t
+	}
+	if inv.PFs, err = gpu.SRIOV(root); err != nil {
+		log.Warn("SR-IOV functions unknown", "err", err)
+	}
+	if gpusFile != "" {
+		data, err := os.ReadFile(gpusFile)
+		if err != nil {
+			return nil, fmt.Errorf("--gpus-file: %w", err)
+		}
+		if err := json.Unmarshal(data, &inv.GPUs); err != nil {
+			return nil, fmt.Errorf("--gpus-file=%s: not a JSON list of GPUs: %w", gpusFile, err)
+		}
+	} else if inv.GPUs, err = gpu.Discover(); err != nil {
+		log.Warn("GPUs unknown (NVML)", "err", err)
+	}
+	if inv.Topology == nil {
+		return nil, nil
+	}
+	log.Info("inventory", "numa_nodes", len(inv.Topology.Nodes), "gpus", len(inv.GPUs), "sriov_pfs", len(inv.PFs))
+	return inv, nil
 }
 
 func runDev(ctx context.Context, env *cliEnv, args []string) error {
