@@ -213,8 +213,8 @@ func (s *State) checkPlacement(n *api.Node, p *api.Placement) string {
 	}
 	used := sched.NewUsed()
 	for _, id := range n.Jobs {
-		if j := s.Jobs[id]; j != nil && j.Placement != nil {
-			used.Add(j.Placement, 1)
+		if j := s.Jobs[id]; j != nil {
+			used.AddJob(j)
 		}
 	}
 	cpus, mem, huge := map[int]bool{}, map[int]int64{}, map[[2]int64]int64{}

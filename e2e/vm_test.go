@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -241,4 +242,57 @@ func waitNoQEMU(t *testing.T, c *cluster) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestVMPinnedToPlacement: on a node that reported this host's topology, a
+// 1-CPU job's VM has its vCPU thread pinned to exactly the CPU the
+// scheduler placed it on (Cpus_allowed_list of the thread QEMU names
+// "CPU 0/TCG" or "CPU 0/KVM").
+func TestVMPinnedToPlacement(t *testing.T) {
+	root := imageRoot(t)
+	if _, err := os.Stat("/sys/devices/system/node/node0"); err != nil {
+		t.Skip("this host has no NUMA topology in sysfs")
+	}
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "vm1", "--cpus", strconv.Itoa(runtime.NumCPU()), "--mem", "2G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	id := c.submit(t, work, "-c", "1", "--mem", "256M", "-o", "/dev/null", "--wrap", "sleep 30")
+	j := waitJob(t, c.client(t), mustID(t, id), api.StateRunning, 60*time.Second)
+	if j.Placement == nil || len(j.Placement.CPUs) != 1 {
+		t.Fatalf("job placement %+v, want one CPU", j.Placement)
+	}
+	want := strconv.Itoa(j.Placement.CPUs[0])
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir).Output()
+		pids := strings.Fields(string(out))
+		if len(pids) == 1 {
+			tasks, _ := filepath.Glob("/proc/" + pids[0] + "/task/*")
+			found := 0
+			for _, task := range tasks {
+				comm, _ := os.ReadFile(task + "/comm")
+				if !strings.HasPrefix(string(comm), "CPU ") {
+					continue
+				}
+				found++
+				status, _ := os.ReadFile(task + "/status")
+				for _, line := range strings.Split(string(status), "\n") {
+					if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) != want {
+						t.Errorf("vCPU thread %s (%s): Cpus_allowed_list %q, want %q", filepath.Base(task), strings.TrimSpace(string(comm)), strings.TrimSpace(v), want)
+					}
+				}
+			}
+			if found > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no QEMU vCPU thread found for the job (pgrep: %q)", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cli(t, c.addr, work, "cancel", id)
+	waitNoQEMU(t, c)
 }

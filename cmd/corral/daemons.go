@@ -201,7 +201,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Runner, err = makeRunner(ctx, env, o, log); err != nil {
+	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory); err != nil {
 		return err
 	}
 	d, err := noded.New(cfg)
@@ -225,12 +225,8 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
 	}
 	cpus := noded.HostCPUs()
-	if o.get("topology-root") != "" && inv.Topology != nil {
-		// A fixture host offers what its topology holds, unless told.
-		cpus = 0
-		for _, n := range inv.Topology.Nodes {
-			cpus += len(n.CPUs)
-		}
+	if o.get("topology-root") != "" && inv != nil {
+		cpus = topologyCPUs(inv) // a fixture host offers what its topology holds, unless told
 	}
 	if v := o.get("cpus"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -240,7 +236,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		cpus = n
 	}
 	mem := noded.HostMemMB()
-	if o.get("topology-root") != "" && inv.Topology != nil {
+	if o.get("topology-root") != "" && inv != nil {
 		mem = 0
 		for _, n := range inv.Topology.Nodes {
 			mem += n.MemMB
@@ -253,10 +249,25 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		}
 		mem = m
 	}
+	if inv != nil && topologyCPUs(inv) != cpus {
+		// The node offers more or fewer CPUs than its topology holds (an
+		// oversubscribed test node, say): CPU ids could not be honoured.
+		log.Warn("--cpus differs from the NUMA topology's CPUs: jobs get no NUMA placement on this node",
+			"node", name, "cpus", cpus, "topology_cpus", topologyCPUs(inv))
+		inv = nil
+	}
 	return noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 	}, nil
+}
+
+func topologyCPUs(inv *api.Inventory) int {
+	n := 0
+	for _, node := range inv.Topology.Nodes {
+		n += len(node.CPUs)
+	}
+	return n
 }
 
 // discoverInventory reads the node's NUMA topology and SR-IOV functions
@@ -357,7 +368,7 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 		cfgs = append(cfgs, cfg)
 	}
 	// One runner serves every node: the vm runner's probe boots a guest.
-	runner, err := makeRunner(ctx, env, o, log)
+	runner, err := makeRunner(ctx, env, o, log, nil)
 	if err != nil {
 		return err
 	}
@@ -432,7 +443,7 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error
 // makeRunner builds the runner --runner names: vm (the default), whose
 // accelerator probe boots a test guest, or process (nil: the daemon's
 // built-in runner), for hosts without QEMU.
-func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger) (noded.Runner, error) {
+func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory) (noded.Runner, error) {
 	switch o.get("runner") {
 	case "process":
 		return nil, nil
@@ -441,7 +452,7 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger) (
 		if root == "" {
 			root = defaultImageRoot()
 		}
-		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log})
+		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv})
 		if err != nil {
 			return nil, fmt.Errorf("--runner vm: %w (on a host without QEMU, use --runner process)", err)
 		}

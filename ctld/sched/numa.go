@@ -83,6 +83,19 @@ func (u *Used) Add(p *api.Placement, sign int64) {
 	}
 }
 
+// AddJob records what a job on the node holds: its placement, less its CPUs
+// while they are lent to a preemptor (suspend-mode preemption).
+func (u *Used) AddJob(j *api.Job) {
+	if j.Placement == nil {
+		return
+	}
+	p := *j.Placement
+	if j.CPUsLent {
+		p.CPUs = nil
+	}
+	u.Add(&p, 1)
+}
+
 // device is a GPU, MIG instance or VF that is free, with its NUMA node.
 type device struct {
 	id   string

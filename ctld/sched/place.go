@@ -380,8 +380,8 @@ func (pl *placer) usedOf(i int) *Used {
 	u := NewUsed()
 	name := pl.free.nodes[i].name
 	for _, j := range pl.s.Running {
-		if j.Node == name && j.Placement != nil {
-			u.Add(j.Placement, 1)
+		if j.Node == name {
+			u.AddJob(j)
 		}
 	}
 	pl.used[i] = u

@@ -77,11 +77,20 @@ func (pl *placer) resume(plan *Plan) {
 		}
 		for i := range pl.free.nodes {
 			n := &pl.free.nodes[i]
-			if n.name == j.Node && n.cpus >= j.CPUs {
-				n.cpus -= j.CPUs
-				plan.Resumes = append(plan.Resumes, j.ID)
-				break
+			if n.name != j.Node || n.cpus < j.CPUs {
+				continue
 			}
+			if p := j.Placement; p != nil {
+				// Its own CPU ids must be free again, not just as many.
+				u := pl.usedOf(i)
+				if slices.ContainsFunc(p.CPUs, func(c int) bool { return u.CPUs[c] }) {
+					break
+				}
+				u.Add(&api.Placement{CPUs: p.CPUs}, 1)
+			}
+			n.cpus -= j.CPUs
+			plan.Resumes = append(plan.Resumes, j.ID)
+			break
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"corral/api"
 	"corral/noded"
 	"corral/vmimage"
 )
@@ -28,6 +29,9 @@ type Config struct {
 	// Logger receives the probe's outcome and the VMs' lifecycle; slog's
 	// default logger when nil.
 	Logger *slog.Logger
+	// Inventory is the node's hardware (as it reports it): the runner finds
+	// a placed GPU's PCI address in it for -device vfio-pci.
+	Inventory *api.Inventory
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of

@@ -120,7 +120,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string)
 		return nil, err
 	}
 	argv := r.argv(vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
-		out: out, node: job.Node})
+		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA})
 	v, err := r.launch(argv, f, img.Name, accel)
 	if err != nil {
 		os.Remove(f.initrd)
@@ -130,6 +130,12 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string)
 		killProc(v.proc)
 		<-v.done
 		return nil, err
+	}
+	if p := job.Placement; p != nil && len(p.CPUs) > 0 {
+		if err := v.pin(p.CPUs); err != nil {
+			// A VM running unpinned still runs the job; say so.
+			r.log.Warn("pinning the job VM's vCPUs failed", "job", job.ID, "cpus", p.CPUs, "err", err)
+		}
 	}
 	r.log.Info("job VM started", "job", job.ID, "pid", v.st.PID, "image", img.Name, "accel", accel,
 		"cpus", cpus, "mem_mb", memMB, "dir", dir)
@@ -243,6 +249,10 @@ type vmArgs struct {
 	f     vmFiles
 	out   outputs
 	node  string
+	// placement is the job's exact set inside the node (nil: none); numa
+	// its --numa policy.
+	placement *api.Placement
+	numa      string
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -258,10 +268,21 @@ func (r *Runner) argv(a vmArgs) []string {
 	if a.accel == "kvm" {
 		cpu = "host"
 	}
+	machine := "microvm"
+	var backend []string
+	if a.placement != nil {
+		if obj := memoryBackend(a.placement, a.numa, a.memMB); obj != "" {
+			machine += ",memory-backend=ram"
+			backend = []string{"-object", obj}
+		}
+	}
 	argv := []string{r.cfg.QEMU,
-		"-M", "microvm", "-accel", a.accel, "-cpu", cpu,
+		"-M", machine, "-accel", a.accel, "-cpu", cpu,
 		"-m", strconv.FormatInt(a.memMB, 10), "-smp", strconv.Itoa(a.cpus),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		// Named threads ("CPU 0/TCG") let an operator see which host
+		// thread runs which vCPU (top -H, /proc/PID/task/*/comm).
+		"-name", "corral,debug-threads=on",
 		"-chardev", fileChardev("con", a.f.console), "-serial", "chardev:con",
 		"-chardev", fileChardev("out", a.out.stdout), "-device", vmimage.StdoutPort.DeviceArg("out"),
 	}
@@ -273,6 +294,10 @@ func (r *Runner) argv(a vmArgs) []string {
 		"-qmp", "unix:"+qemuEscape(a.f.qmp)+",server=on,wait=off",
 		"-kernel", a.img.Kernel, "-initrd", a.f.initrd,
 	)
+	argv = append(argv, backend...)
+	if a.placement != nil {
+		argv = append(argv, r.passthrough(a.placement)...)
+	}
 	var extra []string
 	if hostnameRE.MatchString(a.node) {
 		extra = append(extra, "corral.hostname="+a.node)
