@@ -37,6 +37,11 @@ type Result struct {
 	Wall time.Duration
 	// Outcomes hold every simulated job in queue order.
 	Outcomes []Outcome
+	// With a cluster: the placed jobs' mean placement score and the share
+	// of them on a single NUMA node.
+	Placed          int
+	MeanScore       float64
+	SingleNUMAShare float64
 }
 
 // Skipped counts the trace's jobs a simulation leaves out, by cause.
@@ -75,6 +80,12 @@ type Outcome struct {
 	// End is when the job ended or was killed at its time limit.
 	End      int64
 	TimedOut bool
+	// With a cluster: whether the job got a placement inside its node,
+	// its score (100: all on one NUMA node), and whether it spans one NUMA
+	// node.
+	Placed     bool
+	Score      int
+	SingleNUMA bool
 }
 
 // Wait returns the seconds from submit to start.
@@ -114,6 +125,17 @@ func summarize(jobs []simJob, procs int) Result {
 		bsldSum += bslds[i]
 		work += float64(o.Size) * float64(o.Run())
 		last = max(last, o.End)
+		if o.Placed {
+			res.Placed++
+			res.MeanScore += float64(o.Score)
+			if o.SingleNUMA {
+				res.SingleNUMAShare++
+			}
+		}
+	}
+	if res.Placed > 0 {
+		res.MeanScore /= float64(res.Placed)
+		res.SingleNUMAShare /= float64(res.Placed)
 	}
 	slices.Sort(waits)
 	slices.Sort(bslds)
@@ -147,6 +169,9 @@ func WriteText(w io.Writer, r Result) error {
 	row("slowdown", "mean %.2f, p95 %.2f (bounded: runs under %d s count as %d s)", r.MeanBSLD, r.P95BSLD, bsldFloor, bsldFloor)
 	row("utilization", "%.3f", r.Utilization)
 	row("makespan", "%s", seconds(float64(r.Makespan)))
+	if r.Placed > 0 {
+		row("placement", "%d jobs placed inside their node: mean score %.1f, %.1f %% on one NUMA node", r.Placed, r.MeanScore, 100*r.SingleNUMAShare)
+	}
 	row("passes", "%d", r.Passes)
 	row("wall time", "%s", r.Wall.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
@@ -186,6 +211,9 @@ type resultJSON struct {
 	Makespan    int64   `json:"makespan_s"`
 	Passes      int     `json:"passes"`
 	Wall        float64 `json:"wall_s"`
+	Placed      int     `json:"placed,omitempty"`
+	MeanScore   float64 `json:"mean_placement_score,omitempty"`
+	SingleNUMA  float64 `json:"single_numa_share,omitempty"`
 }
 
 // WriteJSON prints a result's figures as one indented JSON object; the
@@ -198,5 +226,6 @@ func WriteJSON(w io.Writer, r Result) error {
 		Skipped: r.Skipped, Timeouts: r.Timeouts, MeanWait: r.MeanWait, MedianWait: r.MedianWait,
 		MeanBSLD: r.MeanBSLD, P95BSLD: r.P95BSLD, Utilization: r.Utilization,
 		Makespan: r.Makespan, Passes: r.Passes, Wall: r.Wall.Seconds(),
+		Placed: r.Placed, MeanScore: r.MeanScore, SingleNUMA: r.SingleNUMAShare,
 	})
 }

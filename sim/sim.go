@@ -23,6 +23,9 @@ type Options struct {
 	// Stop, when set, ends the simulation with ErrStopped once closed. It
 	// is checked once per simulated second.
 	Stop <-chan struct{}
+	// Cluster, when set, replaces the trace's machine with heterogeneous
+	// nodes (see Cluster): each job runs on one node, placed inside it.
+	Cluster *Cluster
 }
 
 // ErrStopped is returned when Options.Stop closed before the simulation
@@ -51,9 +54,10 @@ type simJob struct {
 
 // simulation is the state of one Run.
 type simulation struct {
-	opts  Options
-	epoch int64
-	node  *api.Node
+	opts   Options
+	epoch  int64
+	nodes  []*api.Node
+	byName map[string]*api.Node
 	snap  sched.Snapshot
 	// jobs are in queue order (submit time, then job number); next is the
 	// index of the first one not yet submitted.
@@ -90,14 +94,44 @@ func Run(tr *Trace, opts Options) (Result, error) {
 	if procs <= 0 {
 		procs = tr.MaxNodes
 	}
+	// One node of P CPUs: the model of the package doc.
+	nodes := []*api.Node{{NodeInfo: api.NodeInfo{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}}}
+	largest, largestGPU := procs, 0
+	if opts.Cluster != nil {
+		nodes = opts.Cluster.nodes()
+		procs, largest = 0, 0
+		for _, n := range nodes {
+			procs += n.CPUs
+			largest = max(largest, n.CPUs)
+			if len(n.Inventory.GPUs) > 0 {
+				largestGPU = max(largestGPU, n.CPUs)
+			}
+		}
+	}
 	if procs <= 0 {
 		return Result{}, errors.New(`the trace gives no machine size: add a header line such as "; MaxProcs: 128"`)
 	}
-	jobs, skipped, err := queueJobs(tr, procs)
+	jobs, skipped, err := queueJobs(tr, largest)
 	if err != nil {
 		return Result{}, err
 	}
-	s := newSimulation(jobs, procs, tr.UnixStartTime, policy, opts)
+	if c := opts.Cluster; c != nil && c.GPUJobEvery > 0 {
+		// Every Nth job asks for a GPU; one no GPU node can hold is
+		// skipped as too large.
+		kept := jobs[:0]
+		for _, sj := range jobs {
+			if sj.job.ID%uint64(c.GPUJobEvery) == 0 {
+				if sj.out.Size > largestGPU {
+					skipped.TooLarge++
+					continue
+				}
+				sj.job.Spec.Gres = []api.Gres{{Name: "gpu", Count: 1}}
+			}
+			kept = append(kept, sj)
+		}
+		jobs = kept
+	}
+	s := newSimulation(jobs, nodes, tr.UnixStartTime, policy, opts)
 	if err := s.run(); err != nil {
 		return Result{}, err
 	}
@@ -169,13 +203,17 @@ func newSimJob(sw SWFJob, size int) simJob {
 	}
 }
 
-func newSimulation(jobs []simJob, procs int, epoch int64, policy sched.Policy, opts Options) *simulation {
+func newSimulation(jobs []simJob, nodes []*api.Node, epoch int64, policy sched.Policy, opts Options) *simulation {
 	s := &simulation{
-		opts:  opts,
-		epoch: epoch,
-		node:  &api.Node{NodeInfo: api.NodeInfo{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}},
-		jobs:  jobs,
-		byID:  make(map[uint64]*simJob, len(jobs)),
+		opts:   opts,
+		epoch:  epoch,
+		nodes:  nodes,
+		byName: make(map[string]*api.Node, len(nodes)),
+		jobs:   jobs,
+		byID:   make(map[uint64]*simJob, len(jobs)),
+	}
+	for _, n := range nodes {
+		s.byName[n.Name] = n
 	}
 	for i := range s.jobs {
 		sj := &s.jobs[i]
@@ -183,7 +221,7 @@ func newSimulation(jobs []simJob, procs int, epoch int64, policy sched.Policy, o
 		s.byID[sj.job.ID] = sj
 	}
 	s.snap = sched.Snapshot{
-		Nodes:      []*api.Node{s.node},
+		Nodes:      nodes,
 		Partitions: []api.Partition{{Name: partition, Default: true}},
 		Lookup: func(id uint64) *api.Job {
 			if sj := s.byID[id]; sj != nil {
@@ -256,8 +294,9 @@ func (s *simulation) endJobs() bool {
 	ended := false
 	for len(s.ends) > 0 && s.ends[0].out.End <= s.now {
 		sj := heap.Pop(&s.ends).(*simJob)
-		s.node.AllocCPUs -= sj.job.CPUs
-		s.node.AllocMemMB -= sj.job.MemMB + sj.job.OverheadMB
+		n := s.byName[sj.job.Node]
+		n.AllocCPUs -= sj.job.CPUs
+		n.AllocMemMB -= sj.job.MemMB + sj.job.OverheadMB
 		sj.job.State = api.StateCompleted
 		if sj.out.TimedOut {
 			sj.job.State = api.StateTimeout
@@ -319,21 +358,25 @@ func (s *simulation) pass() error {
 // simulation's state: a scheduler bug must stop the run, not skew it.
 func (s *simulation) start(st sched.Start) error {
 	sj := s.byID[st.JobID]
+	n := s.byName[st.Node]
 	switch {
 	case sj == nil || sj.job.State != api.StatePending || sj.out.Submit > s.now:
 		return fmt.Errorf("second %d: the plan starts job %d, which is not pending", s.now, st.JobID)
-	case st.Node != s.node.Name:
-		return fmt.Errorf("second %d: the plan starts job %d on node %q; the only node is %q", s.now, st.JobID, st.Node, s.node.Name)
+	case n == nil:
+		return fmt.Errorf("second %d: the plan starts job %d on node %q, which is not in the machine", s.now, st.JobID, st.Node)
 	case st.CPUs != sj.out.Size:
 		return fmt.Errorf("second %d: the plan gives job %d %d CPUs; it asked for %d", s.now, st.JobID, st.CPUs, sj.out.Size)
-	case s.node.AllocCPUs+st.CPUs > s.node.CPUs:
-		return fmt.Errorf("second %d: the plan starts job %d on %d CPUs while only %d of %d are free", s.now, st.JobID, st.CPUs, s.node.FreeCPUs(), s.node.CPUs)
+	case n.AllocCPUs+st.CPUs > n.CPUs:
+		return fmt.Errorf("second %d: the plan starts job %d on %d CPUs while only %d of %d are free on %s", s.now, st.JobID, st.CPUs, n.FreeCPUs(), n.CPUs, n.Name)
 	}
 	j := &sj.job
 	j.State, j.StartTime = api.StateRunning, s.at(s.now)
-	j.Node, j.CPUs, j.MemMB, j.OverheadMB = st.Node, st.CPUs, st.MemMB, st.OverheadMB
-	s.node.AllocCPUs += st.CPUs
-	s.node.AllocMemMB += st.MemMB + st.OverheadMB
+	j.Node, j.CPUs, j.MemMB, j.OverheadMB, j.Placement = st.Node, st.CPUs, st.MemMB, st.OverheadMB, st.Placement
+	n.AllocCPUs += st.CPUs
+	n.AllocMemMB += st.MemMB + st.OverheadMB
+	if p := st.Placement; p != nil {
+		sj.out.Placed, sj.out.Score, sj.out.SingleNUMA = true, p.Score, len(p.NUMANodes) == 1
+	}
 	s.running = append(s.running, j)
 	sj.out.Start, sj.out.End = s.now, s.now+sj.run
 	heap.Push(&s.ends, sj)

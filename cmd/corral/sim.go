@@ -17,6 +17,7 @@ import (
 func runSim(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "sim", getopt.Permute, args,
 		valued(0, "policy", "POLICY", "scheduling policy: fcfs, easy (the default) or conservative"),
+		valued(0, "cluster", "FILE", "simulate heterogeneous nodes (NUMA, GPUs) described in FILE instead of the trace's machine (see docs/placement.md)"),
 		flag(0, "json", "print the results as JSON"),
 		flag(0, "progress", "draw a progress bar on stderr even when it is not a terminal"),
 	)
@@ -37,6 +38,17 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	// Ctrl-C stops the run: main catches the signal into ctx.
 	opts := sim.Options{Policy: policy, Stop: ctx.Done()}
+	if file := o.get("cluster"); file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("--cluster: %w", err)
+		}
+		opts.Cluster, err = sim.ReadCluster(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--cluster=%s: %w", file, err)
+		}
+	}
 	bar := &progressBar{w: env.stderr, now: time.Now}
 	if o.has("progress") || isTerminal(env.stderr) {
 		opts.Progress = bar.update

@@ -122,18 +122,23 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 	k := len(t.Nodes)
 	freeCPUs := make([][]int, k)
 	freeMem := make([]int64, k)
+	byCore := func(a, b api.CPU) int {
+		if a.Socket != b.Socket {
+			return a.Socket - b.Socket
+		}
+		if a.Core != b.Core {
+			return a.Core - b.Core
+		}
+		return a.ID - b.ID
+	}
 	for i, n := range t.Nodes {
-		cpus := slices.Clone(n.CPUs)
 		// Whole cores first: siblings next to each other.
-		slices.SortFunc(cpus, func(a, b api.CPU) int {
-			if a.Socket != b.Socket {
-				return a.Socket - b.Socket
-			}
-			if a.Core != b.Core {
-				return a.Core - b.Core
-			}
-			return a.ID - b.ID
-		})
+		cpus := n.CPUs
+		if !slices.IsSortedFunc(cpus, byCore) {
+			cpus = slices.Clone(cpus)
+			slices.SortFunc(cpus, byCore)
+		}
+		freeCPUs[i] = make([]int, 0, len(cpus))
 		for _, c := range cpus {
 			if !used.CPUs[c.ID] {
 				freeCPUs[i] = append(freeCPUs[i], c.ID)
@@ -165,7 +170,18 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 	if k > 12 {
 		limit = 1 << 12 // hosts with more NUMA nodes: the first twelve
 	}
+	// Sets by size: once a set scores 100 no larger set can win (fewer
+	// NUMA nodes are preferred at equal score), so larger sizes are
+	// skipped.
+	masks := make([]uint, 0, limit-1)
 	for mask := uint(1); mask < limit; mask++ {
+		masks = append(masks, mask)
+	}
+	slices.SortStableFunc(masks, func(a, b uint) int { return bits.OnesCount(a) - bits.OnesCount(b) })
+	for _, mask := range masks {
+		if bestKey[0] == 100 && -bits.OnesCount(mask) < bestKey[1] {
+			break
+		}
 		var set []int // indexes into t.Nodes
 		for i := 0; i < k; i++ {
 			if mask&(1<<i) != 0 {
@@ -319,4 +335,41 @@ func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs
 		}
 	}
 	return gpus, migs, vfs
+}
+
+// mayFit is PlaceInNode's cheap first filter: whether the node has enough
+// free CPUs, GPUs, MIG slices, VFs and hugepages at all, whatever their
+// NUMA nodes.
+func mayFit(inv *api.Inventory, used *Used, r NodeRequest) bool {
+	if inv == nil || inv.Topology == nil {
+		return false
+	}
+	cpus := 0
+	var huge map[int64]int64
+	for _, n := range inv.Topology.Nodes {
+		for _, c := range n.CPUs {
+			if !used.CPUs[c.ID] {
+				cpus++
+			}
+		}
+		for size, h := range n.Hugepages {
+			if huge == nil {
+				huge = map[int64]int64{}
+			}
+			huge[size] += h.Free - used.Hugepages[[2]int64{int64(n.ID), size}]
+		}
+	}
+	if cpus < r.CPUs {
+		return false
+	}
+	for _, h := range r.Hugepages {
+		if huge[h.SizeKB] < h.Count {
+			return false
+		}
+	}
+	if r.GPUs == 0 && r.MIG == 0 && r.VFs == 0 {
+		return true
+	}
+	gpus, migs, vfs := freeDevices(inv, used, r)
+	return len(gpus) >= r.GPUs && len(migs) >= r.MIG && len(vfs) >= r.VFs
 }

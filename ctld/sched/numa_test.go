@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"corral/api"
 )
@@ -299,4 +300,47 @@ func TestPropertyNoDoubleBooking(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkScheduleGPUNodes is one pass over 100,000 pending jobs on
+// 10,000 GPU nodes shaped like quadHost (4 NUMA nodes, 32 CPUs, 4 GPUs and
+// 2 MIG slices, 6 VFs): a fifth of the jobs ask for 1–2 GPUs, a tenth for a
+// VF, the rest for 1–8 CPUs; a quarter of the nodes are half busy.
+func BenchmarkScheduleGPUNodes(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 7))
+	s := &Snapshot{Now: t0, Config: api.DefaultSchedConfig()}
+	for i := range 10_000 {
+		inv := quadHost()
+		for g := range inv.GPUs {
+			inv.GPUs[g].UUID = fmt.Sprintf("GPU-%d-%d", i, g)
+			for m := range inv.GPUs[g].MIG {
+				inv.GPUs[g].MIG[m].UUID = fmt.Sprintf("MIG-%d-%d-%d", i, g, m)
+			}
+		}
+		n := &api.Node{NodeInfo: api.NodeInfo{Name: fmt.Sprintf("g%05d", i), CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
+		if r.IntN(4) == 0 {
+			j := job(uint64(1_000_000+i)).cpus(16).mem(64 << 10).limit(time.Hour).j
+			j.State, j.Node, j.CPUs, j.MemMB, j.StartTime = api.StateRunning, n.Name, 16, 64<<10, t0
+			p, _ := PlaceInNode(inv, NewUsed(), RequestOf(j, 0))
+			j.Placement = &p
+			n.AllocCPUs, n.AllocMemMB = 16, 64<<10
+			s.Running = append(s.Running, j)
+		}
+		s.Nodes = append(s.Nodes, n)
+	}
+	for i := range 100_000 {
+		j := job(uint64(i + 1)).cpus(1 + r.IntN(8)).mem(int64(1+r.IntN(16)) << 10).limit(time.Duration(1+r.IntN(48)) * time.Hour).j
+		switch r.IntN(10) {
+		case 0, 1:
+			j.Spec.Gres = []api.Gres{{Name: "gpu", Count: 1 + r.IntN(2)}}
+		case 2:
+			j.Spec.Gres = []api.Gres{{Name: "vf", Count: 1}}
+		}
+		s.Pending = append(s.Pending, j)
+	}
+	var p Plan
+	for b.Loop() {
+		p = Schedule(s)
+	}
+	b.ReportMetric(float64(len(p.Starts)), "starts")
 }

@@ -68,20 +68,47 @@ type kept struct {
 	mem        int64
 }
 
-// shape is a request: partition, CPUs, memory (with overhead excluded) and
-// planned duration.
+// shape is a request: partition, CPUs, memory (with overhead excluded),
+// planned duration, and what it asks for inside a node.
 type shape struct {
 	part string
 	cpus int
 	mem  int64
 	dur  int64
+	in   NodeRequest
 }
 
 // covers reports whether a request as large as s in every way must fail
 // wherever s failed.
 func (s shape) covers(o shape) bool {
-	return s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur
+	a, b := s.in, o.in
+	return s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
+		a.GPUType == b.GPUType && a.MIGProfile == b.MIGProfile && a.NUMA == b.NUMA &&
+		b.GPUs >= a.GPUs && b.MIG >= a.MIG && b.VFs >= a.VFs && hugeCovers(a.Hugepages, b.Hugepages)
 }
+
+// hugeCovers reports whether hugepage request b asks for at least a's
+// pages of every size.
+func hugeCovers(a, b []api.HugepageRequest) bool {
+	for _, x := range a {
+		n := int64(0)
+		for _, y := range b {
+			if y.SizeKB == x.SizeKB {
+				n += y.Count
+			}
+		}
+		if n < x.Count {
+			return false
+		}
+	}
+	return true
+}
+
+// lookAhead is how many more nodes the pass examines, after a first node
+// that can hold a job with a placement scoring under 100, for a better one.
+// It bounds the pass on large clusters where a request can score 100
+// nowhere (a job wider than any NUMA node).
+const lookAhead = 8
 
 func newPlacer(s *Snapshot) *placer {
 	pl := &placer{
@@ -290,14 +317,13 @@ func (pl *placer) placeArray(j *api.Job, plan *Plan) {
 // placement (PlaceInNode): the node with the best score wins, ties going
 // to the first in name order.
 func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (int, *api.Placement) {
-	req := shape{part, cpus, mem, dur}
-	if !r.needsInventory() {
-		for _, f := range pl.failed {
-			if f.covers(req) {
-				return -1, nil
-			}
+	req := shape{part, cpus, mem, dur, r}
+	for _, f := range pl.failed {
+		if f.covers(req) {
+			return -1, nil
 		}
 	}
+	extra := -1 // nodes left to examine once a placement was found
 	keep := pl.open[:0]
 	found := -1
 	var best *api.Placement
@@ -319,12 +345,25 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			continue
 		}
 		if hasTopology(n.inv) || r.needsInventory() {
+			if extra == 0 {
+				keep = append(keep, pl.open[k+1:]...)
+				break
+			}
+			if extra > 0 {
+				extra--
+			}
+			if !mayFit(n.inv, pl.usedOf(i), r) {
+				continue
+			}
 			p, ok := PlaceInNode(n.inv, pl.usedOf(i), r)
 			if !ok || best != nil && p.Score <= best.Score {
 				continue
 			}
 			found, best = i, &p
 			if p.Score < 100 {
+				if extra < 0 {
+					extra = lookAhead
+				}
 				continue // a better node may follow
 			}
 		} else if best != nil {
@@ -336,7 +375,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		break
 	}
 	pl.open = keep
-	if found < 0 && !r.needsInventory() {
+	if found < 0 {
 		if len(pl.failed) == 8 {
 			copy(pl.failed, pl.failed[1:])
 			pl.failed = pl.failed[:7]
