@@ -58,7 +58,7 @@ type simulation struct {
 	epoch  int64
 	nodes  []*api.Node
 	byName map[string]*api.Node
-	snap  sched.Snapshot
+	snap   sched.Snapshot
 	// jobs are in queue order (submit time, then job number); next is the
 	// index of the first one not yet submitted.
 	jobs []simJob

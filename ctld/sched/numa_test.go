@@ -319,7 +319,7 @@ func BenchmarkScheduleGPUNodes(b *testing.B) {
 		}
 		n := &api.Node{NodeInfo: api.NodeInfo{Name: fmt.Sprintf("g%05d", i), CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
 		if r.IntN(4) == 0 {
-			j := job(uint64(1_000_000+i)).cpus(16).mem(64 << 10).limit(time.Hour).j
+			j := job(uint64(1_000_000 + i)).cpus(16).mem(64 << 10).limit(time.Hour).j
 			j.State, j.Node, j.CPUs, j.MemMB, j.StartTime = api.StateRunning, n.Name, 16, 64<<10, t0
 			p, _ := PlaceInNode(inv, NewUsed(), RequestOf(j, 0))
 			j.Placement = &p
