@@ -29,6 +29,11 @@ type Config struct {
 	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions,
 	// reported at registration; nil when not discovered.
 	Inventory *api.Inventory
+	// Rediscover, when set, is called every RediscoverInterval (default
+	// 1m); when the inventory it returns differs from the last one (free
+	// hugepages, a GPU gone), the daemon registers again to report it.
+	Rediscover         func() *api.Inventory
+	RediscoverInterval time.Duration
 	// DataDir holds the daemon's state: jobs/<jobid>-<startindex>/ per
 	// allocation. Required.
 	DataDir string
@@ -60,6 +65,8 @@ type Daemon struct {
 
 	reg  *registration
 	rep  *reporter
+	// inv is the inventory the daemon reports (see Config.Rediscover).
+	inv atomic.Pointer[api.Inventory]
 	dirs *runDirs
 	// reusable says the runner implements ReusableState.
 	reusable bool
@@ -119,6 +126,9 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Runner == nil {
 		cfg.Runner = NewProcessRunner()
 	}
+	if cfg.RediscoverInterval <= 0 {
+		cfg.RediscoverInterval = time.Minute
+	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
@@ -159,6 +169,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.dirs = newRunDirs(d.root, spares, cfg.Logger)
 	d.running.Store(&[]uint64{})
+	d.inv.Store(cfg.Inventory)
 	return d, nil
 }
 

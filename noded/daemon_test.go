@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -501,5 +502,38 @@ func TestNewChecksConfig(t *testing.T) {
 	if d.cfg.Name == "" || d.cfg.CPUs < 1 || d.cfg.KillGrace != 5*time.Second || d.cfg.WaitTimeout != 30*time.Second ||
 		d.cfg.HeartbeatInterval != time.Second || d.runner.Name() != "process" {
 		t.Errorf("defaults not applied: %+v", d.cfg)
+	}
+}
+
+// TestDaemonReportsInventoryChanges: when re-discovery finds a different
+// inventory (hugepages freed, say), the daemon registers again with it;
+// an unchanged one causes no registration.
+func TestDaemonReportsInventoryChanges(t *testing.T) {
+	f := newFakeCtl(t)
+	inv := func(free int64) *api.Inventory {
+		return &api.Inventory{Topology: &api.Topology{Sockets: 1, Distances: [][]int{{10}}, Nodes: []api.NUMANode{
+			{ID: 0, MemMB: 1024, Hugepages: map[int64]api.Hugepages{2048: {Total: 64, Free: free}}}}}}
+	}
+	var calls atomic.Int32
+	startDaemon(t, f, t.TempDir(), func(c *Config) {
+		c.Inventory = inv(64)
+		c.RediscoverInterval = 20 * time.Millisecond
+		c.Rediscover = func() *api.Inventory {
+			if calls.Add(1) < 5 {
+				return inv(64) // unchanged
+			}
+			return inv(32)
+		}
+	})
+	f.waitRegistrations(t, 2)
+	regs := f.registrations()
+	if got := regs[0].Inventory.Topology.Nodes[0].Hugepages[2048].Free; got != 64 {
+		t.Errorf("first registration reports %d free hugepages, want 64", got)
+	}
+	if got := regs[1].Inventory.Topology.Nodes[0].Hugepages[2048].Free; got != 32 {
+		t.Errorf("re-registration reports %d free hugepages, want 32", got)
+	}
+	if calls.Load() < 5 {
+		t.Errorf("registered again after %d unchanged re-discoveries", calls.Load())
 	}
 }

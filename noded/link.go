@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
@@ -110,7 +111,7 @@ func (d *Daemon) nodeInfo() api.NodeInfo {
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
 		Running:    *d.running.Load(),
-		Inventory:  d.cfg.Inventory,
+		Inventory:  d.inv.Load(),
 	}
 	if o, ok := d.runner.(imageOffer); ok {
 		info.Images, info.Accel = o.Images(), o.Accel()
@@ -127,6 +128,12 @@ func (d *Daemon) nodeInfo() api.NodeInfo {
 func (d *Daemon) maintain(ctx context.Context) {
 	t := time.NewTicker(d.cfg.HeartbeatInterval)
 	defer t.Stop()
+	var rediscover <-chan time.Time
+	if d.cfg.Rediscover != nil {
+		rt := time.NewTicker(d.cfg.RediscoverInterval)
+		defer rt.Stop()
+		rediscover = rt.C
+	}
 	need := true
 	for {
 		if need {
@@ -140,6 +147,13 @@ func (d *Daemon) maintain(ctx context.Context) {
 			return
 		case <-d.reg.want:
 			need = true
+			continue
+		case <-rediscover:
+			if inv := d.cfg.Rediscover(); !reflect.DeepEqual(inv, d.inv.Load()) {
+				d.log.Info("inventory changed; registering again to report it")
+				d.inv.Store(inv)
+				need = true
+			}
 			continue
 		case <-t.C:
 		}

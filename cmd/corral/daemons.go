@@ -256,10 +256,24 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 			"node", name, "cpus", cpus, "topology_cpus", topologyCPUs(inv))
 		inv = nil
 	}
-	return noded.Config{
+	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
-	}, nil
+	}
+	if inv != nil {
+		// Free hugepages and GPUs change while the node runs: look again
+		// every minute (quietly) and report what changed.
+		root, gpusFile := o.get("topology-root"), o.get("gpus-file")
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Rediscover = func() *api.Inventory {
+			again, err := discoverInventory(root, gpusFile, quiet)
+			if err != nil || again == nil || topologyCPUs(again) != cpus {
+				return inv
+			}
+			return again
+		}
+	}
+	return cfg, nil
 }
 
 func topologyCPUs(inv *api.Inventory) int {
