@@ -307,3 +307,26 @@ func vcpuAffinities(dir string) []string {
 	}
 	return seen
 }
+
+// TestVMKilledOnNodeShutdown: a node daemon started with --on-exit=kill
+// and stopped with SIGTERM ends its job's VM (QMP quit, then SIGKILL)
+// before it exits; no QEMU is left.
+func TestVMKilledOnNodeShutdown(t *testing.T) {
+	root := imageRoot(t)
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	nd := c.startNode(t, "vm1", "--cpus", "2", "--mem", "1G", "--runner", "vm", "--images", root, "--on-exit", "kill")
+	c.waitNodes(t, 1)
+	work := t.TempDir()
+	id := c.submit(t, work, "-c", "1", "--mem", "256M", "-o", "/dev/null", "--wrap", "sleep 60")
+	waitJob(t, c.client(t), mustID(t, id), api.StateRunning, 60*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(vcpuAffinities(c.dir)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job's VM never came up")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	nd.kill(syscall.SIGTERM)
+	waitNoQEMU(t, c)
+}

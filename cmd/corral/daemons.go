@@ -177,6 +177,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
+		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -184,6 +185,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if o.get("data") == "" {
 		return fmt.Errorf("noded: --data is required: a directory for per-job state")
+	}
+	if v := o.get("on-exit"); v != "" && v != "keep" && v != "kill" {
+		return fmt.Errorf("noded: --on-exit=%s: use keep or kill", v)
 	}
 	addrs := orString(o.get("ctld"), env.getenv("CORRAL_ADDR"))
 	if addrs == "" {
@@ -208,6 +212,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	d.Shutdown(o.get("on-exit") == "kill")
 	return d.Run(ctx)
 }
 
