@@ -63,10 +63,10 @@ type Daemon struct {
 	bootID string
 	root   string // DataDir/jobs
 
-	reg  *registration
-	rep  *reporter
+	reg *registration
+	rep *reporter
 	// inv is the inventory the daemon reports (see Config.Rediscover).
-	inv atomic.Pointer[api.Inventory]
+	inv  atomic.Pointer[api.Inventory]
 	dirs *runDirs
 	// reusable says the runner implements ReusableState.
 	reusable bool
