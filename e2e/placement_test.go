@@ -11,20 +11,19 @@ import (
 	"time"
 
 	"corral/api"
-	"corral/gpu"
-	"corral/topology"
+	"corral/noded/hardware"
 )
 
 // fixtureNode writes a fixture host for `corral noded --topology-root`:
 // its sys/ and proc/ trees, SR-IOV functions, and a GPU list.
-func fixtureNode(t *testing.T, h topology.FixtureHost, pfs []api.PF, gpus []api.GPU) (root, gpusFile string) {
+func fixtureNode(t *testing.T, h hardware.FixtureHost, pfs []api.PF, gpus []api.GPU) (root, gpusFile string) {
 	t.Helper()
 	root = filepath.Join(t.TempDir(), "host")
-	if err := topology.WriteFixture(root, h); err != nil {
+	if err := hardware.WriteTopologyFixture(root, h); err != nil {
 		t.Fatal(err)
 	}
 	if len(pfs) > 0 {
-		if err := gpu.WriteSRIOVFixture(root, pfs); err != nil {
+		if err := hardware.WriteSRIOVFixture(root, pfs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +40,7 @@ func fixtureNode(t *testing.T, h topology.FixtureHost, pfs []api.PF, gpus []api.
 // CPUs and nothing else. Jobs land where the placement rules say, with the
 // exact CPUs, devices and hugepages in their records and environment.
 func TestPlacementOnFixtureHosts(t *testing.T) {
-	bigRoot, bigGPUs := fixtureNode(t, topology.FixtureHost{
+	bigRoot, bigGPUs := fixtureNode(t, hardware.FixtureHost{
 		Sockets: 2, NodesPerSocket: 2, CoresPerNode: 4, ThreadsPerCore: 2, MemMBPerNode: 16 << 10,
 		Distances:   [][]int{{10, 12, 21, 31}, {12, 10, 31, 21}, {21, 31, 10, 12}, {31, 21, 12, 10}},
 		Hugepages2M: []int64{0, 512, 0, 0},
@@ -52,7 +51,7 @@ func TestPlacementOnFixtureHosts(t *testing.T) {
 		{Index: 0, UUID: "GPU-aaaa", Model: "NVIDIA H100 80GB HBM3", MemMB: 81559, PCIBusID: "0000:1b:00.0", NUMANode: 1},
 		{Index: 1, UUID: "GPU-bbbb", Model: "NVIDIA H100 80GB HBM3", MemMB: 81559, PCIBusID: "0000:43:00.0", NUMANode: 1},
 	})
-	smallRoot, smallGPUs := fixtureNode(t, topology.FixtureHost{
+	smallRoot, smallGPUs := fixtureNode(t, hardware.FixtureHost{
 		Sockets: 1, NodesPerSocket: 1, CoresPerNode: 2, ThreadsPerCore: 1, MemMBPerNode: 4096,
 	}, nil, nil)
 

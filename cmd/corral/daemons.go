@@ -16,12 +16,11 @@ import (
 	"corral/api"
 	"corral/ctld"
 	"corral/ctld/sched"
-	"corral/gpu"
 	"corral/internal/getopt"
 	"corral/noded"
+	"corral/noded/hardware"
 	"corral/noded/vmrun"
 	"corral/submit"
-	"corral/topology"
 )
 
 // defaultDevAddr is where `corral dev` serves and where the CLI looks when
@@ -295,7 +294,7 @@ func topologyCPUs(inv *api.Inventory) int {
 // one, saying so: its jobs get no NUMA placement, and no GPUs or VFs.
 func discoverInventory(root, gpusFile string, log *slog.Logger) (*api.Inventory, error) {
 	inv := &api.Inventory{}
-	t, err := topology.Discover(root)
+	t, err := hardware.Topology(root)
 	switch {
 	case err != nil && root != "":
 		return nil, fmt.Errorf("--topology-root=%s: %w", root, err)
@@ -304,7 +303,7 @@ func discoverInventory(root, gpusFile string, log *slog.Logger) (*api.Inventory,
 	default:
 		inv.Topology = t
 	}
-	if inv.PFs, err = gpu.SRIOV(root); err != nil {
+	if inv.PFs, err = hardware.SRIOV(root); err != nil {
 		log.Warn("SR-IOV functions unknown", "err", err)
 	}
 	if gpusFile != "" {
@@ -315,7 +314,7 @@ func discoverInventory(root, gpusFile string, log *slog.Logger) (*api.Inventory,
 		if err := json.Unmarshal(data, &inv.GPUs); err != nil {
 			return nil, fmt.Errorf("--gpus-file=%s: not a JSON list of GPUs: %w", gpusFile, err)
 		}
-	} else if inv.GPUs, err = gpu.Discover(); err != nil {
+	} else if inv.GPUs, err = hardware.GPUs(); err != nil {
 		log.Warn("GPUs unknown (NVML)", "err", err)
 	}
 	if inv.Topology == nil {

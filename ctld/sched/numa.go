@@ -1,13 +1,12 @@
 package sched
 
 import (
-	"math"
 	"math/bits"
-	"regexp"
 	"slices"
-	"strings"
 
 	"corral/api"
+	"corral/gpu"
+	"corral/topology"
 )
 
 // NodeRequest is what a job needs inside one node.
@@ -26,9 +25,6 @@ type NodeRequest struct {
 	NUMA string
 }
 
-// migProfile matches MIG profile names such as 1g.10gb or 3g.40gb.
-var migProfile = regexp.MustCompile(`^[0-9]+g\.[0-9]+gb$`)
-
 // RequestOf reads a job's in-node request from its spec: --gres=gpu[:type]:N
 // (a type like 1g.10gb asks for MIG instances), --gres=vf:N, --hugepages and
 // --numa.
@@ -36,7 +32,7 @@ func RequestOf(j *api.Job, defMemPerCPU int64) NodeRequest {
 	r := NodeRequest{CPUs: j.Spec.CPUs(), MemMB: MemRequest(j, defMemPerCPU), Hugepages: j.Spec.Hugepages, NUMA: j.Spec.NUMA}
 	for _, g := range j.Spec.Gres {
 		switch {
-		case g.Name == "gpu" && migProfile.MatchString(g.Type):
+		case g.Name == "gpu" && gpu.IsMIGProfile(g.Type):
 			r.MIG, r.MIGProfile = r.MIG+g.Count, g.Type
 		case g.Name == "gpu":
 			r.GPUs, r.GPUType = r.GPUs+g.Count, g.Type
@@ -96,12 +92,6 @@ func (u *Used) AddJob(j *api.Job) {
 	u.Add(&p, 1)
 }
 
-// device is a GPU, MIG instance or VF that is free, with its NUMA node.
-type device struct {
-	id   string
-	numa int
-}
-
 // PlaceInNode chooses the exact CPUs, NUMA nodes, memory, hugepages, GPUs,
 // MIG instances and VFs for a request on a node with inventory inv, given
 // what is already used; false when it cannot fit.
@@ -122,22 +112,9 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 	k := len(t.Nodes)
 	freeCPUs := make([][]int, k)
 	freeMem := make([]int64, k)
-	byCore := func(a, b api.CPU) int {
-		if a.Socket != b.Socket {
-			return a.Socket - b.Socket
-		}
-		if a.Core != b.Core {
-			return a.Core - b.Core
-		}
-		return a.ID - b.ID
-	}
 	for i, n := range t.Nodes {
 		// Whole cores first: siblings next to each other.
-		cpus := n.CPUs
-		if !slices.IsSortedFunc(cpus, byCore) {
-			cpus = slices.Clone(cpus)
-			slices.SortFunc(cpus, byCore)
-		}
+		cpus := topology.CPUsByCore(n)
 		freeCPUs[i] = make([]int, 0, len(cpus))
 		for _, c := range cpus {
 			if !used.CPUs[c.ID] {
@@ -149,18 +126,6 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 	freeHuge := func(i int, size int64) int64 {
 		n := t.Nodes[i]
 		return n.Hugepages[size].Free - used.Hugepages[[2]int64{int64(n.ID), size}]
-	}
-	index := make(map[int]int, k) // NUMA id → index in t.Nodes
-	for i, n := range t.Nodes {
-		index[n.ID] = i
-	}
-	dist := func(a, b int) int {
-		ia, oka := index[a]
-		ib, okb := index[b]
-		if !oka || !okb || ia >= len(t.Distances) || ib >= len(t.Distances[ia]) {
-			return 10 * 10 // unknown: far
-		}
-		return t.Distances[ia][ib]
 	}
 	gpus, migs, vfs := freeDevices(inv, used, r)
 
@@ -193,34 +158,26 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 			continue
 		}
 		numaIDs := p.NUMANodes
-		near := func(d device) int {
-			if d.numa < 0 {
-				return 1000
-			}
-			m := math.MaxInt
-			for _, n := range numaIDs {
-				m = min(m, dist(d.numa, n))
-			}
-			return m
-		}
 		touched := slices.Clone(numaIDs)
-		pick := func(from []device, n int) ([]string, bool) {
+		pick := func(from []gpu.Device, n int) ([]string, bool) {
 			if n == 0 {
 				return nil, true
 			}
 			cands := slices.Clone(from)
 			if r.NUMA == api.NUMAStrict {
-				cands = slices.DeleteFunc(cands, func(d device) bool { return !slices.Contains(numaIDs, d.numa) })
+				cands = slices.DeleteFunc(cands, func(d gpu.Device) bool { return !slices.Contains(numaIDs, d.NUMA) })
 			}
 			if len(cands) < n {
 				return nil, false
 			}
-			slices.SortStableFunc(cands, func(a, b device) int { return near(a) - near(b) })
+			slices.SortStableFunc(cands, func(a, b gpu.Device) int {
+				return topology.Nearest(t, a.NUMA, numaIDs) - topology.Nearest(t, b.NUMA, numaIDs)
+			})
 			var ids []string
 			for _, d := range cands[:n] {
-				ids = append(ids, d.id)
-				if d.numa >= 0 && !slices.Contains(touched, d.numa) {
-					touched = append(touched, d.numa)
+				ids = append(ids, d.ID)
+				if d.NUMA >= 0 && !slices.Contains(touched, d.NUMA) {
+					touched = append(touched, d.NUMA)
 				}
 			}
 			return ids, true
@@ -232,16 +189,7 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 		if !okG || !okM || !okV {
 			continue
 		}
-		p.Score = 100
-		if len(touched) > 1 {
-			maxD := 10
-			for _, a := range touched {
-				for _, b := range touched {
-					maxD = max(maxD, dist(a, b))
-				}
-			}
-			p.Score = int(math.Round(100 * 10 / float64(maxD)))
-		}
+		p.Score = topology.Score(t, touched)
 		if r.NUMA == api.NUMANone {
 			p.Score = 100 // the topology does not matter to this job
 		}
@@ -305,36 +253,14 @@ func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHug
 	return p, total - r.CPUs, true
 }
 
-// freeDevices lists the free GPUs (of the requested type), MIG instances
-// (of the requested profile) and VFs.
-func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs []device) {
-	for _, g := range inv.GPUs {
-		if r.MIG > 0 && g.MIGEnabled {
-			for _, m := range g.MIG {
-				if m.Profile == r.MIGProfile && !used.Devices[m.UUID] {
-					migs = append(migs, device{m.UUID, g.NUMANode})
-				}
-			}
-		}
-		if g.MIGEnabled || used.Devices[g.UUID] {
-			continue // a GPU in MIG mode is handed out by slices
-		}
-		if r.GPUType == "" || strings.Contains(strings.ToLower(g.Model), strings.ToLower(r.GPUType)) {
-			gpus = append(gpus, device{g.UUID, g.NUMANode})
-		}
+// freeDevices lists the free GPUs (of the requested type), MIG slices (of
+// the requested profile) and VFs.
+func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs []gpu.Device) {
+	profile := ""
+	if r.MIG > 0 {
+		profile = r.MIGProfile
 	}
-	for _, pf := range inv.PFs {
-		for _, vf := range pf.VFs {
-			if !used.Devices[vf.Addr] {
-				numa := vf.NUMANode
-				if numa < 0 {
-					numa = pf.NUMANode
-				}
-				vfs = append(vfs, device{vf.Addr, numa})
-			}
-		}
-	}
-	return gpus, migs, vfs
+	return gpu.Free(inv, func(id string) bool { return used.Devices[id] }, r.GPUType, profile)
 }
 
 // mayFit is PlaceInNode's cheap first filter: whether the node has enough

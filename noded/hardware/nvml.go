@@ -1,6 +1,6 @@
 //go:build cgo
 
-package gpu
+package hardware
 
 import (
 	"fmt"
@@ -18,12 +18,12 @@ import (
 // 4096 covers every x86 and Arm server Linux ships a default NR_CPUS for.
 const maxCPUs = 4096
 
-// Discover returns the host's GPUs through NVML. A host without the NVIDIA
+// GPUs returns the host's GPUs through NVML. A host without the NVIDIA
 // library (nvml.Init returns ERROR_LIBRARY_NOT_FOUND) has no GPUs: nil, nil —
 // the normal case, not an error. When the driver cannot tell a GPU's NUMA
-// node (GetNumaNodeId is missing or unsupported), Discover reads it from
+// node (GetNumaNodeId is missing or unsupported), GPUs reads it from
 // /sys/bus/pci/devices/<bus id>/numa_node instead.
-func Discover() ([]api.GPU, error) {
+func GPUs() ([]api.GPU, error) {
 	lib := nvml.New()
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:
@@ -110,7 +110,7 @@ func readGPU(dev nvml.Device, index int, hasNUMA bool) (api.GPU, error) {
 	}
 	switch mask, ret := dev.GetCpuAffinity(maxCPUs); {
 	case ret == nvml.SUCCESS:
-		g.CPUAffinity = cpuList(mask)
+		g.CPUAffinity = cpusFromMask(mask)
 	case !unknowable(ret):
 		return g, fmt.Errorf("cpu affinity: %w", ret)
 	}
@@ -174,7 +174,7 @@ func cString(b []int8) string {
 
 // cpuList expands NVML's CPU bitmask (CPU w*64+b is bit b of word w, words
 // being C unsigned longs) into a sorted list of CPU ids.
-func cpuList(mask []uint) []int {
+func cpusFromMask(mask []uint) []int {
 	var cpus []int
 	for w, word := range mask {
 		for word != 0 {

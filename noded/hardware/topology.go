@@ -1,4 +1,4 @@
-package topology
+package hardware
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ const (
 // SLIT whose diagonal is anything else.
 const localDistance = 10
 
-// Errors Discover wraps; check them with errors.Is.
+// Errors Topology wraps; check them with errors.Is.
 var (
 	// ErrNoNUMANodes means ghw found no NUMA node under the root.
 	ErrNoNUMANodes = errors.New("no NUMA nodes found")
@@ -39,16 +39,16 @@ var (
 	ErrIncomplete = errors.New("incomplete CPU or memory data")
 )
 
-// Discover reads the topology of the host whose filesystem is at root: ""
+// Topology reads the topology of the host whose filesystem is at root: ""
 // or "/" is this host; any other directory is a fixture tree holding sys/
-// and proc/ laid out as on a real host (see WriteFixture). It reads through
+// and proc/ laid out as on a real host (see WriteTopologyFixture). It reads through
 // ghw's chroot option, so GHW_CHROOT does not apply.
 //
-// Discover returns an error naming root when ghw finds no NUMA node (ghw
+// Topology returns an error naming root when ghw finds no NUMA node (ghw
 // itself returns err == nil then), when distances are missing or
 // inconsistent, or when a CPU's package or core id, or a node's MemFree,
 // cannot be read.
-func Discover(root string) (*api.Topology, error) {
+func Topology(root string) (*api.Topology, error) {
 	if root == "" {
 		root = "/"
 	}

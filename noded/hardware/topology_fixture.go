@@ -1,4 +1,4 @@
-package topology
+package hardware
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// FixtureHost is the shape of a fake host for WriteFixture: Sockets ×
+// FixtureHost is the shape of a fake host for WriteTopologyFixture: Sockets ×
 // NodesPerSocket NUMA nodes, each with CoresPerNode cores of ThreadsPerCore
 // hardware threads.
 //
@@ -177,15 +177,15 @@ func (p fixturePageSize) counts(node int) (total, free int64) {
 	return total, perNode(p.free, node, total)
 }
 
-// WriteFixture writes a fake sys/ + proc/ tree for host h into dir, which
-// must be absent or empty; Discover(dir) then reads h back.
+// WriteTopologyFixture writes a fake sys/ + proc/ tree for host h into dir, which
+// must be absent or empty; Topology(dir) then reads h back.
 //
-// What ghw reads, and so what Discover depends on:
+// What ghw reads, and so what Topology depends on:
 //
 //	sys/devices/system/node/nodeN/                   one directory per node
 //	  cpuK -> ../../cpu/cpuK                        the node's CPUs (symlinks, as on a host)
 //	  distance                                       the node's SLIT row
-//	  meminfo                                        MemTotal (ghw), MemFree (Discover)
+//	  meminfo                                        MemTotal (ghw), MemFree (Topology)
 //	  hugepages/hugepages-SkB/{nr,free,surplus}_hugepages
 //	sys/devices/system/cpu/cpuK/online               1
 //	sys/devices/system/cpu/cpuK/topology/{physical_package_id,core_id}
@@ -196,7 +196,7 @@ func (p fixturePageSize) counts(node int) (total, free int64) {
 // tools) use: node/{online,possible,has_cpu,has_memory}, nodeN/cpulist,
 // cpu/{online,possible,present}, topology/{thread_siblings_list,
 // core_cpus_list}, sys/kernel/mm/hugepages and the totals of proc/meminfo.
-func WriteFixture(dir string, h FixtureHost) error {
+func WriteTopologyFixture(dir string, h FixtureHost) error {
 	if err := h.validate(); err != nil {
 		return err
 	}

@@ -1,15 +1,15 @@
 //go:build !cgo
 
-package gpu
+package hardware
 
 import "corral/api"
 
-// Discover returns the host's GPUs. This binary was built with
+// GPUs returns the host's GPUs. This binary was built with
 // CGO_ENABLED=0, and NVML can only be reached through cgo, so it cannot see
-// GPUs: Discover returns nil, nil, exactly as on a host without the NVIDIA
+// GPUs: GPUs returns nil, nil, exactly as on a host without the NVIDIA
 // library. Build with CGO_ENABLED=1 (and gcc) to discover GPUs. FromNVML
 // does not exist in such a build, because go-nvml's nvml package does not
 // compile without cgo.
-func Discover() ([]api.GPU, error) {
+func GPUs() ([]api.GPU, error) {
 	return nil, nil
 }

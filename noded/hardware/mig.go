@@ -1,6 +1,6 @@
 //go:build cgo
 
-package gpu
+package hardware
 
 import (
 	"fmt"
