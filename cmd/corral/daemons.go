@@ -260,6 +260,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 			"node", name, "cpus", cpus, "topology_cpus", topologyCPUs(inv))
 		inv = nil
 	}
+	scaleNUMAMemory(inv, mem)
 	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
@@ -274,10 +275,33 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 			if err != nil || again == nil || topologyCPUs(again) != cpus {
 				return inv
 			}
+			scaleNUMAMemory(again, mem)
 			return again
 		}
 	}
 	return cfg, nil
+}
+
+// scaleNUMAMemory makes the NUMA nodes' memory add up to what the node
+// offers (--mem, or its share of the host in `corral dev`): each keeps its
+// proportion. Placement then never promises a NUMA node more than the node
+// as a whole accounts for.
+func scaleNUMAMemory(inv *api.Inventory, offered int64) {
+	if inv == nil || inv.Topology == nil {
+		return
+	}
+	var total int64
+	for _, n := range inv.Topology.Nodes {
+		total += n.MemMB
+	}
+	if total <= 0 || total == offered {
+		return
+	}
+	for i := range inv.Topology.Nodes {
+		n := &inv.Topology.Nodes[i]
+		n.MemMB = n.MemMB * offered / total
+		n.FreeMB = min(n.FreeMB*offered/total, n.MemMB)
+	}
 }
 
 func topologyCPUs(inv *api.Inventory) int {
