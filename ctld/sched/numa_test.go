@@ -344,3 +344,32 @@ func BenchmarkScheduleGPUNodes(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(p.Starts)), "starts")
 }
+
+// TestDeviceJobsQueueInOrder: a 2-GPU job waits because one of the two
+// H100s is held; a later 1-GPU job must not take the free one (it would
+// delay the first), while a CPU-only job still backfills.
+func TestDeviceJobsQueueInOrder(t *testing.T) {
+	inv := quadHost()
+	n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
+	running := job(9).cpus(1).limit(time.Hour).runningFor(time.Minute).j
+	running.Node, running.CPUs = "n1", 1
+	running.Placement = &api.Placement{CPUs: []int{8}, NUMANodes: []int{1}, GPUs: []string{"GPU-0"}}
+	n.AllocCPUs = 1
+	s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Running: []*api.Job{running}}
+	gpus := func(b jobB, count int, typ string) jobB {
+		return b.with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Type: typ, Count: count}} })
+	}
+	s.Pending = []*api.Job{
+		gpus(job(1).limit(time.Hour), 2, "h100").j,
+		gpus(job(2).limit(time.Minute).submitted(t0.Add(time.Second)), 1, "h100").j,
+		job(3).limit(time.Minute).submitted(t0.Add(2 * time.Second)).j,
+	}
+	p := Schedule(s)
+	checkPlan(t, s, p)
+	if got := startsOf(p); !slices.Equal(got, []string{"3@n1"}) {
+		t.Errorf("starts = %v, want only the CPU job 3", got)
+	}
+	if p.Reasons[1] != api.ReasonResources || p.Reasons[2] != api.ReasonPriority {
+		t.Errorf("reasons = %v, want 1 Resources and 2 Priority", p.Reasons)
+	}
+}

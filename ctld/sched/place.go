@@ -48,6 +48,9 @@ type placer struct {
 	// used is what each node's jobs hold inside it (placements), by node
 	// index, built on first use.
 	used map[int]*Used
+	// deviceHeld marks partitions where a job asking for devices waits:
+	// later device jobs there wait behind it.
+	deviceHeld map[string]bool
 	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
 	// first use and counted up as jobs start.
 	qosJobs map[[2]string]int
@@ -221,6 +224,14 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonPriority
 		return false
 	}
+	if req.needsInventory() && pl.deviceHeld[part] {
+		// Reservations plan CPUs and memory over time, not devices: a
+		// later device job could take the GPUs or VFs an earlier one is
+		// waiting for. So device jobs queue in priority order per
+		// partition group; jobs without devices still backfill.
+		plan.Reasons[j.ID] = api.ReasonPriority
+		return false
+	}
 	dur := int64(jobLimit(j, pl.parts[part]))
 	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
@@ -241,6 +252,9 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 	plan.Reasons[j.ID] = reason
 	if pl.preempt(j, part, cpus, mem, plan) {
 		return false
+	}
+	if req.needsInventory() {
+		pl.holdDevices(part)
 	}
 	if pl.policy == PolicyEASY && held {
 		return false
@@ -405,6 +419,21 @@ func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
 		return api.ReasonGresUnavailable
 	}
 	return api.ReasonHugepagesUnavailable
+}
+
+// holdDevices stops later device jobs in every partition that shares a node
+// with part (see place).
+func (pl *placer) holdDevices(part string) {
+	if pl.deviceHeld == nil {
+		pl.deviceHeld = map[string]bool{}
+	}
+	for i := range pl.free.nodes {
+		if slices.Contains(pl.free.nodes[i].partitions, part) {
+			for _, p := range pl.free.nodes[i].partitions {
+				pl.deviceHeld[p] = true
+			}
+		}
+	}
 }
 
 // usedOf returns what node i's jobs hold inside it, built on first use
