@@ -131,23 +131,16 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 
 	var best api.Placement
 	bestKey := [4]int{-1}
-	limit := uint(1) << k
-	if k > 12 {
-		limit = 1 << 12 // hosts with more NUMA nodes: the first twelve
-	}
 	// Sets by size: once a set scores 100 no larger set can win (fewer
 	// NUMA nodes are preferred at equal score), so larger sizes are
 	// skipped.
-	masks := make([]uint, 0, limit-1)
-	for mask := uint(1); mask < limit; mask++ {
-		masks = append(masks, mask)
-	}
-	slices.SortStableFunc(masks, func(a, b uint) int { return bits.OnesCount(a) - bits.OnesCount(b) })
-	for _, mask := range masks {
+	// Hosts with more than twelve NUMA nodes: sets of the first twelve.
+	var setBuf [12]int
+	for _, mask := range masksBySize(min(k, 12)) {
 		if bestKey[0] == 100 && -bits.OnesCount(mask) < bestKey[1] {
 			break
 		}
-		var set []int // indexes into t.Nodes
+		set := setBuf[:0] // indexes into t.Nodes
 		for i := 0; i < k; i++ {
 			if mask&(1<<i) != 0 {
 				set = append(set, i)
@@ -201,6 +194,33 @@ func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, 
 	return best, bestKey[0] >= 0
 }
 
+// subsetsBySize holds, for k = 0..8 NUMA nodes, every non-empty subset as
+// a bit mask, smallest sets first; built once, read only.
+var subsetsBySize = func() [9][]uint {
+	var t [9][]uint
+	for k := range t {
+		t[k] = makeMasks(k)
+	}
+	return t
+}()
+
+func makeMasks(k int) []uint {
+	masks := make([]uint, 0, 1<<k)
+	for mask := uint(1); mask < 1<<k; mask++ {
+		masks = append(masks, mask)
+	}
+	slices.SortStableFunc(masks, func(a, b uint) int { return bits.OnesCount(a) - bits.OnesCount(b) })
+	return masks
+}
+
+// masksBySize returns the subsets of k NUMA nodes, smallest first.
+func masksBySize(k int) []uint {
+	if k < len(subsetsBySize) {
+		return subsetsBySize[k]
+	}
+	return makeMasks(k)
+}
+
 func cmpKey(a, b [4]int) int {
 	for i := range a {
 		if a[i] != b[i] {
@@ -213,15 +233,15 @@ func cmpKey(a, b [4]int) int {
 // fill takes the request's CPUs, memory and hugepages from the NUMA nodes
 // of set, in order, and reports the free CPUs left on them.
 func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHuge func(int, int64) int64, r NodeRequest) (api.Placement, int, bool) {
-	var p api.Placement
-	cpusLeft, memLeft := r.CPUs, r.MemMB
 	total := 0
 	for _, i := range set {
 		total += len(freeCPUs[i])
 	}
 	if total < r.CPUs {
-		return p, 0, false
+		return api.Placement{}, 0, false
 	}
+	p := api.Placement{CPUs: make([]int, 0, r.CPUs), NUMANodes: make([]int, 0, len(set))}
+	cpusLeft, memLeft := r.CPUs, r.MemMB
 	for _, i := range set {
 		id := t.Nodes[i].ID
 		p.NUMANodes = append(p.NUMANodes, id)
