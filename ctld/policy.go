@@ -103,7 +103,8 @@ func (s *State) checkQOS(q *api.QOS, del bool) error {
 		if s.QOS[q.Name] == nil {
 			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.qosNames(), ", "))
 		}
-		for _, other := range s.QOS {
+		for _, name := range sortedKeys(s.QOS) { // sorted: the same error on every replica
+			other := s.QOS[name]
 			if other.Name != q.Name && slices.Contains(other.Preempt, q.Name) {
 				return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, other.Name, other.Name)
 			}
@@ -166,15 +167,25 @@ func (s *State) checkAccount(a *api.Account, del bool) error {
 	case del && s.Accounts[a.Name] == nil:
 		return fmt.Errorf("account %s: no such account", a.Name)
 	case del:
-		for _, o := range s.Accounts {
+		for _, name := range sortedKeys(s.Accounts) {
+			o := s.Accounts[name]
 			if o.Parent == a.Name {
 				return fmt.Errorf("account %s: account %s is under it; delete or move that first", a.Name, o.Name)
 			}
 		}
+		var members []string
 		for k := range s.Users {
 			if k.Account == a.Name {
-				return fmt.Errorf("account %s: user %s is in it; delete that first (corral user delete %s --account %s)", a.Name, k.User, k.User, a.Name)
+				members = append(members, k.User)
 			}
+		}
+		if len(members) > 0 {
+			sort.Strings(members)
+			who := "user " + members[0] + " is"
+			if len(members) > 1 {
+				who = "users " + strings.Join(members, ", ") + " are"
+			}
+			return fmt.Errorf("account %s: %s in it; delete that first (corral user delete %s --account %s)", a.Name, who, members[0], a.Name)
 		}
 		return nil
 	case a.Parent == "":
