@@ -122,9 +122,8 @@ func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// priorityRows computes sprio's view: every pending job's factors now.
-func (c *Controller) priorityRows(now time.Time) []api.PriorityRow {
-	snap := c.snapshotForSched(now)
+// priorityRows computes sprio's view: every pending job's factors in snap.
+func priorityRows(snap *sched.Snapshot) []api.PriorityRow {
 	total := 0
 	for _, n := range snap.Nodes {
 		total += n.CPUs
@@ -149,7 +148,7 @@ func (c *Controller) priorityRows(now time.Time) []api.PriorityRow {
 }
 
 func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, c.priorityRows(time.Now().UTC()))
+	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(time.Now().UTC())))
 	return nil
 }
 

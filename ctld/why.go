@@ -3,7 +3,6 @@ package ctld
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,11 +83,11 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 	default:
 		say("Job %s is PENDING.", j.Ref())
 	}
-	if reason == api.ReasonResources && !couldEverFit(j, snap) {
+	if reason == api.ReasonResources && !sched.CouldEverFit(snap, j) {
 		say("No node of partition %s could hold it even when idle (%d CPUs, %d MiB): it stays pending until a larger node joins; cancel it or ask for less.",
 			j.Spec.Partition, j.Spec.CPUs(), sched.MemRequest(j, snap.DefMemPerCPU))
 	}
-	rows := c.priorityRows(now)
+	rows := priorityRows(snap)
 	for i, r := range rows {
 		if r.JobID != j.ID {
 			continue
@@ -145,22 +144,6 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 			say("It is preempting job %d (%s) to make room.", p.Victim, p.Mode)
 		}
 	}
-}
-
-// couldEverFit reports whether some node of the job's partition has the
-// CPUs and memory the job asks for when empty (down nodes included).
-func couldEverFit(j *api.Job, snap *sched.Snapshot) bool {
-	cpus, mem := j.Spec.CPUs(), sched.MemRequest(j, snap.DefMemPerCPU)
-	for _, n := range snap.Nodes {
-		parts := n.Partitions
-		if len(parts) == 0 {
-			parts = []string{api.DefaultPartition}
-		}
-		if slices.Contains(parts, j.Spec.Partition) && n.CPUs >= cpus && n.MemMB >= mem+n.OverheadMB {
-			return true
-		}
-	}
-	return false
 }
 
 func limitText(secs int64) string {

@@ -19,10 +19,7 @@ import (
 // pending task cancelled by ARRAYID_TASK never runs, and every other task
 // writes its own output file (%A_%a) with the array variables set.
 func TestArrayThroughCLI(t *testing.T) {
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "n1", "--cpus", "4", "--mem", "2G")
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "n1", "--cpus", "4", "--mem", "2G")
 	work := t.TempDir()
 	script := filepath.Join(work, "task.sh")
 	writeFile(t, script, "#!/bin/sh\necho \"$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $CORRAL_ARRAY_TASK_COUNT $SLURM_JOB_ID\"\nsleep 0.3\n")
@@ -124,10 +121,7 @@ func fileExists(path string) bool {
 // TestDependencyOnWholeArray: a job afterok on an array starts only once
 // every task of the array completed.
 func TestDependencyOnWholeArray(t *testing.T) {
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "n1", "--cpus", "2", "--mem", "1G")
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "n1", "--cpus", "2", "--mem", "1G")
 	work := t.TempDir()
 	cl := c.client(t)
 	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem", "50M", "--array=0-3", "-o", "/dev/null", "--wrap", "sleep 0.3")

@@ -17,10 +17,7 @@ import (
 // before the reservation), while a 1-CPU job with a 20-minute limit, which
 // would delay the reservation, waits with reason Priority.
 func TestBackfillThroughCluster(t *testing.T) {
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "n1", "--cpus", "4", "--mem", "4G")
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "n1", "--cpus", "4", "--mem", "4G")
 	work := t.TempDir()
 	cl := c.client(t)
 	sub := func(args ...string) uint64 {

@@ -15,10 +15,7 @@ import (
 // and stays pending, while D (afterok on C, --kill-on-invalid-dep=yes) is
 // cancelled by the scheduler.
 func TestAfterokChainWithFailure(t *testing.T) {
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "n1", "--cpus", "2", "--mem", "1G")
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "n1", "--cpus", "2", "--mem", "1G")
 	work := t.TempDir()
 	cl := c.client(t)
 	sub := func(args ...string) string { return c.submit(t, work, append([]string{"--mem", "50M"}, args...)...) }

@@ -270,3 +270,14 @@ func (c *cluster) submit(t *testing.T, dir string, args ...string) string {
 	mustID(t, id)
 	return id
 }
+
+// oneNodeCluster starts one controller and one node daemon (name, with
+// args) and waits until both serve.
+func oneNodeCluster(t *testing.T, name string, args ...string) *cluster {
+	t.Helper()
+	c := startControllers(t, 1)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, name, args...)
+	c.waitNodes(t, 1)
+	return c
+}

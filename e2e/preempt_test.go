@@ -36,10 +36,7 @@ func setBesteffort(t *testing.T, cl *api.Client, mode api.PreemptMode) {
 func TestPreemptionModes(t *testing.T) {
 	for _, mode := range []api.PreemptMode{api.PreemptCancel, api.PreemptRequeue, api.PreemptSuspend} {
 		t.Run(string(mode), func(t *testing.T) {
-			c := startControllers(t, 1)
-			c.leader(t, 15*time.Second)
-			c.startNode(t, "n1", "--cpus", "2", "--mem", "1G")
-			c.waitNodes(t, 1)
+			c := oneNodeCluster(t, "n1", "--cpus", "2", "--mem", "1G")
 			cl := c.client(t)
 			setBesteffort(t, cl, mode)
 			work := t.TempDir()
@@ -90,10 +87,7 @@ func TestFairShareBetweenTenants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 80 jobs")
 	}
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "n1", "--cpus", "2", "--mem", "2G")
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "n1", "--cpus", "2", "--mem", "2G")
 	cl := c.client(t)
 	ctx := context.Background()
 	for _, a := range []api.Account{{Name: "tenant-a", Shares: 1}, {Name: "tenant-b", Shares: 1}} {

@@ -254,10 +254,7 @@ func TestVMPinnedToPlacement(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/node/node0"); err != nil {
 		t.Skip("this host has no NUMA topology in sysfs")
 	}
-	c := startControllers(t, 1)
-	c.leader(t, 15*time.Second)
-	c.startNode(t, "vm1", "--cpus", strconv.Itoa(runtime.NumCPU()), "--mem", "2G", "--runner", "vm", "--images", root)
-	c.waitNodes(t, 1)
+	c := oneNodeCluster(t, "vm1", "--cpus", strconv.Itoa(runtime.NumCPU()), "--mem", "2G", "--runner", "vm", "--images", root)
 	work := t.TempDir()
 	id := c.submit(t, work, "-c", "1", "--mem", "256M", "-o", "/dev/null", "--wrap", "sleep 30")
 	j := waitJob(t, c.client(t), mustID(t, id), api.StateRunning, 60*time.Second)

@@ -515,16 +515,28 @@ func TestDaemonReportsInventoryChanges(t *testing.T) {
 			{ID: 0, MemMB: 1024, Hugepages: map[int64]api.Hugepages{2048: {Total: 64, Free: free}}}}}}
 	}
 	var calls atomic.Int32
+	changed := make(chan struct{})
 	startDaemon(t, f, t.TempDir(), func(c *Config) {
 		c.Inventory = inv(64)
 		c.RediscoverInterval = 20 * time.Millisecond
 		c.Rediscover = func() *api.Inventory {
-			if calls.Add(1) < 5 {
+			calls.Add(1)
+			select {
+			case <-changed:
+				return inv(32)
+			default:
 				return inv(64) // unchanged
 			}
-			return inv(32)
 		}
 	})
+	f.waitRegistered(t)
+	for calls.Load() < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(f.registrations()); n != 1 {
+		t.Fatalf("%d registrations after %d unchanged re-discoveries, want 1", n, calls.Load())
+	}
+	close(changed)
 	f.waitRegistrations(t, 2)
 	regs := f.registrations()
 	if got := regs[0].Inventory.Topology.Nodes[0].Hugepages[2048].Free; got != 64 {
@@ -532,8 +544,5 @@ func TestDaemonReportsInventoryChanges(t *testing.T) {
 	}
 	if got := regs[1].Inventory.Topology.Nodes[0].Hugepages[2048].Free; got != 32 {
 		t.Errorf("re-registration reports %d free hugepages, want 32", got)
-	}
-	if calls.Load() < 5 {
-		t.Errorf("registered again after %d unchanged re-discoveries", calls.Load())
 	}
 }

@@ -65,6 +65,17 @@ func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
 	return false
 }
 
+// CouldEverFit reports whether some node of the job's partition could hold
+// it when idle (a down node counts): false means it waits for Resources
+// until a larger node joins.
+func CouldEverFit(s *Snapshot, j *api.Job) bool {
+	part := j.Spec.Partition
+	if part == "" {
+		part = defaultPartition(s.Partitions)
+	}
+	return newCapacity(s.Nodes).anyCouldFit(part, j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU))
+}
+
 // firstFit returns the first usable node of the partition with room now
 // (the job's memory plus the node runner's own overhead per job), and that
 // overhead.
@@ -80,11 +91,15 @@ func (c *capacity) firstFit(part string, cpus int, mem int64) (string, int64) {
 
 // hold keeps every node of the partition for the job that waits there: first
 // come, first served lets no later job of any partition take them.
-func (c *capacity) hold(part string) {
+func (c *capacity) hold(part string) { c.markGroup(c.heldParts, part) }
+
+// markGroup sets into[p] for every partition p that shares a node with
+// part: the group a waiting job's partition blocks.
+func (c *capacity) markGroup(into map[string]bool, part string) {
 	for i := range c.nodes {
 		if slices.Contains(c.nodes[i].partitions, part) {
 			for _, p := range c.nodes[i].partitions {
-				c.heldParts[p] = true
+				into[p] = true
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -371,5 +372,25 @@ func TestDeviceJobsQueueInOrder(t *testing.T) {
 	}
 	if p.Reasons[1] != api.ReasonResources || p.Reasons[2] != api.ReasonPriority {
 		t.Errorf("reasons = %v, want 1 Resources and 2 Priority", p.Reasons)
+	}
+}
+
+// TestInventoryReasons: requests no node could ever hold get their reason
+// (the answer is remembered per request within a pass: both 8-GPU jobs).
+func TestInventoryReasons(t *testing.T) {
+	n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: quadHost()}}
+	gres := func(id uint64, g api.Gres) *api.Job {
+		return job(id).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{g} }).j
+	}
+	huge := job(4).with(func(j *api.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1}} }).j
+	s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Pending: []*api.Job{
+		gres(1, api.Gres{Name: "gpu", Count: 8}), gres(2, api.Gres{Name: "gpu", Count: 8}),
+		gres(3, api.Gres{Name: "vf", Count: 7}), huge, gres(5, api.Gres{Name: "gpu", Count: 1}),
+	}}
+	p := Schedule(s)
+	want := map[uint64]api.Reason{1: api.ReasonGresUnavailable, 2: api.ReasonGresUnavailable,
+		3: api.ReasonGresUnavailable, 4: api.ReasonHugepagesUnavailable}
+	if !maps.Equal(p.Reasons, want) || !slices.Equal(startsOf(p), []string{"5@n1"}) {
+		t.Errorf("reasons %v starts %v, want %v and [5@n1]", p.Reasons, startsOf(p), want)
 	}
 }

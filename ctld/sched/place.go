@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -48,6 +49,8 @@ type placer struct {
 	// used is what each node's jobs hold inside it (placements), by node
 	// index, built on first use.
 	used map[int]*Used
+	// never remembers, by request, inventoryReason's answer this pass.
+	never map[requestKey]api.Reason
 	// deviceHeld marks partitions where a job asking for devices waits:
 	// later device jobs there wait behind it.
 	deviceHeld map[string]bool
@@ -403,22 +406,50 @@ func hasTopology(inv *api.Inventory) bool { return inv != nil && inv.Topology !=
 
 // inventoryReason says why no node of the partition could ever hold the
 // request's devices or hugepages, even empty; "" when one could.
+//
+// The answer depends only on the request and the nodes' inventories, so it
+// is remembered for the pass: every task of an array, and every job of the
+// same shape, asks once.
 func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
 	if !r.needsInventory() {
 		return ""
+	}
+	k := requestKey{part, r.CPUs, r.MemMB, r.GPUs, r.GPUType, r.MIG, r.MIGProfile, r.VFs, r.NUMA, fmt.Sprint(r.Hugepages)}
+	if reason, ok := pl.never[k]; ok {
+		return reason
+	}
+	reason := api.ReasonHugepagesUnavailable
+	if r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 {
+		reason = api.ReasonGresUnavailable
 	}
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
 		if slices.Contains(n.partitions, part) && hasTopology(n.inv) {
 			if _, ok := PlaceInNode(n.inv, NewUsed(), r); ok {
-				return ""
+				reason = ""
+				break
 			}
 		}
 	}
-	if r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 {
-		return api.ReasonGresUnavailable
+	if pl.never == nil {
+		pl.never = map[requestKey]api.Reason{}
 	}
-	return api.ReasonHugepagesUnavailable
+	pl.never[k] = reason
+	return reason
+}
+
+// requestKey is a NodeRequest in a partition, comparable (the hugepage
+// list as text), for inventoryReason's memory.
+type requestKey struct {
+	part            string
+	cpus            int
+	mem             int64
+	gpus            int
+	gpuType         string
+	mig             int
+	migProfile      string
+	vfs             int
+	numa, hugepages string
 }
 
 // holdDevices stops later device jobs in every partition that shares a node
@@ -427,13 +458,7 @@ func (pl *placer) holdDevices(part string) {
 	if pl.deviceHeld == nil {
 		pl.deviceHeld = map[string]bool{}
 	}
-	for i := range pl.free.nodes {
-		if slices.Contains(pl.free.nodes[i].partitions, part) {
-			for _, p := range pl.free.nodes[i].partitions {
-				pl.deviceHeld[p] = true
-			}
-		}
-	}
+	pl.free.markGroup(pl.deviceHeld, part)
 }
 
 // usedOf returns what node i's jobs hold inside it, built on first use
