@@ -314,6 +314,19 @@ func TestDaemonReportsJobEndedWhileDown(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		matches, _ = filepath.Glob(filepath.Join(data, "jobs", "6-*", exitFile))
 	}
+	// The shim writes the exit file just before it exits: wait until it
+	// is gone too, or the next daemon may still find it alive (slow under
+	// -race) and re-adopt the run for an instant.
+	if len(matches) > 0 {
+		var ls launchState
+		if procref.ReadJSON(filepath.Join(filepath.Dir(matches[0]), stateFile), &ls) == nil {
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", ls.PID)); err != nil {
+					break
+				}
+			}
+		}
+	}
 	if len(f.reportsFor(6)) != 0 {
 		t.Fatal("a stopped daemon reported")
 	}
