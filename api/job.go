@@ -110,6 +110,10 @@ const (
 	ReasonQOSGrpCpuLimit           Reason = "QOSGrpCpuLimit"
 	ReasonQOSMaxWallDurationLimit  Reason = "QOSMaxWallDurationPerJobLimit"
 	ReasonNodeFail                 Reason = "NodeFail"
+	// ReasonInvalidJob holds a job the scheduler cannot handle: its
+	// request is outside what a pass computes with (see sched.CheckJob),
+	// or placing it failed. The job's Message says why.
+	ReasonInvalidJob Reason = "InvalidJob"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by

@@ -322,6 +322,12 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		j := s.editJob(r.JobID)
 		j.Reason = r.Reason
 		j.EstStart = r.Start
+		if r.Reason == api.ReasonInvalidJob {
+			// The scheduler cannot handle the job: hold it, so no pass
+			// tries again until someone releases it.
+			j.Spec.Hold = true
+			j.Message = r.Message
+		}
 		s.putJob(j)
 	}
 	return res

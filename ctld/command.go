@@ -126,6 +126,9 @@ type PlanReason struct {
 	// Start is the job's expected start under its reservation; zero when
 	// it holds none.
 	Start time.Time `json:"start,omitempty"`
+	// Message says why, for api.ReasonInvalidJob: the job is held with it
+	// (see sched.Plan.Invalid).
+	Message string `json:"message,omitempty"`
 }
 
 // ApplyPlan commits a scheduling pass: jobs to start and pending reasons that

@@ -61,6 +61,9 @@ type Controller struct {
 	// until each can move earlier; leader memory only (a new leader
 	// plans afresh).
 	reservations map[uint64]sched.Reservation
+	// badNodes are the nodes the last pass left out (sched.CheckNode),
+	// so each problem is logged once.
+	badNodes map[string]string
 }
 
 // New starts Raft and the HTTP listener; Run serves until its context ends.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -62,13 +63,28 @@ func (f *FSM) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("ctld: raft entry %d: %v", l.Index, err))
 	}
 	f.mu.Lock()
-	res := f.applyLocked(cmd, l.Index)
+	res := f.applyContained(t, cmd, l.Index)
 	f.state.Index = l.Index
 	changed := f.state.touched
 	f.state.touched = nil
 	f.mu.Unlock()
 	f.notify(t, changed, res)
 	return res
+}
+
+// applyContained applies a decoded command and turns a panic inside its
+// apply into the entry's error result. The panic is a bug, but a
+// deterministic one: every replica fails the same entry at the same point,
+// so the replicas stay equal, and a leader that crashed on it would crash
+// again on every restart and every new leader after it.
+func (f *FSM) applyContained(t CommandType, cmd any, index uint64) (res any) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.log.Error("applying a raft entry failed; its effect may be partial", "index", index, "command", t, "panic", r, "stack", string(debug.Stack()))
+			res = fmt.Errorf("applying %s at index %d failed: %v", t, index, r)
+		}
+	}()
+	return f.applyLocked(cmd, index)
 }
 
 func (f *FSM) applyLocked(cmd any, index uint64) any {

@@ -290,13 +290,17 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	jobs := c.selectJobs(&f)
+	prio := c.priorityFunc(time.Now())
 	switch r.URL.Query().Get("format") {
 	case "rows":
 		w.Header().Set("Content-Type", api.JobRowsType)
+		for i, j := range jobs {
+			jobs[i] = withPriority(j, prio)
+		}
 		return api.EncodeJobRows(w, jobs)
 	case "", "json":
 		w.Header().Set("Content-Type", "application/json")
-		return writeJobList(w, jobs)
+		return writeJobList(w, jobs, prio)
 	}
 	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
@@ -311,7 +315,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	if j == nil {
 		return notFound("job %d: no such job", id)
 	}
-	writeJSON(w, http.StatusOK, j)
+	writeJSON(w, http.StatusOK, withPriority(j, c.priorityFunc(time.Now())))
 	return nil
 }
 

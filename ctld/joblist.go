@@ -10,7 +10,7 @@ import (
 
 // writeJobList streams a job list as a JSON array without the scripts and
 // environments, which listings never show and which dominate their size.
-func writeJobList(w io.Writer, jobs []*api.Job) error {
+func writeJobList(w io.Writer, jobs []*api.Job, prio func(*api.Job) int64) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	if _, err := bw.WriteString("["); err != nil {
@@ -25,6 +25,7 @@ func writeJobList(w io.Writer, jobs []*api.Job) error {
 		slim := *j
 		slim.Spec.Script = ""
 		slim.Spec.Env = nil
+		slim.Priority = prio(j)
 		if err := enc.Encode(&slim); err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package ctld
 import (
 	"context"
 	"fmt"
+	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -120,7 +122,16 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 	c.mu.Lock()
 	snap.Reservations = c.reservations
 	c.mu.Unlock()
-	plan := sched.Schedule(snap)
+	plan, err := runPass(snap)
+	if err != nil {
+		// The pass contains failures per job; this is one outside any job.
+		// Nothing is committed; the next change or a minute brings a
+		// retry, and the rest of the leader keeps serving.
+		c.log.Error("scheduling pass failed; no plan committed", "err", err)
+		wake.Reset(time.Minute)
+		return
+	}
+	c.noteInvalid(plan)
 	c.mu.Lock()
 	c.reservations = plan.Reservations
 	c.mu.Unlock()
@@ -350,7 +361,7 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 				est = time.Time{} // behind a job without a time limit: unknown
 			}
 			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && (cur.Reason != r || estimateMoved(cur.EstStart, est)) {
-				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r, Start: est})
+				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r, Start: est, Message: plan.Invalid[j.ID]})
 			}
 		}
 	})
@@ -408,4 +419,38 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 			_, _ = c.propose(CmdNodeHeartbeats, &NodeHeartbeats{Seen: seen})
 		}
 	}
+}
+
+// runPass runs sched.Schedule, turning a panic outside the pass's own
+// per-job containment into an error, so that no state can stop a leader.
+func runPass(snap *sched.Snapshot) (plan sched.Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return sched.Schedule(snap), nil
+}
+
+// noteInvalid logs, once per job and per node problem, what the pass left
+// out: invalid jobs are held by the plan (their reason and message say why,
+// and `corral why` explains), invalid nodes are skipped until they
+// register again with a sane inventory.
+func (c *Controller) noteInvalid(plan sched.Plan) {
+	if len(plan.Invalid) == 0 && len(plan.InvalidNodes) == 0 && len(c.badNodes) == 0 {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(plan.Invalid)) {
+		var cur *api.Job
+		c.fsm.Read(func(s *State) { cur = s.Jobs[id] })
+		if cur != nil && cur.Reason != api.ReasonInvalidJob {
+			c.log.Error("the scheduler cannot handle a job; holding it as InvalidJob", "job", id, "why", plan.Invalid[id])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(plan.InvalidNodes)) {
+		if why := plan.InvalidNodes[name]; c.badNodes[name] != why {
+			c.log.Error("the scheduler leaves out a node whose record it cannot handle", "node", name, "why", why)
+		}
+	}
+	c.badNodes = plan.InvalidNodes
 }

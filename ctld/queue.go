@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"corral/api"
+	"corral/ctld/sched"
 	"corral/display"
 )
 
@@ -21,10 +23,45 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := display.ParseQueueFormat(orDefaultFormat(opts)); err != nil {
 		return badRequest("--format: %v", err)
 	}
+	now := time.Now()
+	opts.Priority = c.priorityFunc(now)
 	jobs := c.matchJobs(&f)
-	display.SortJobRefs(jobs)
+	display.SortJobRefsBy(jobs, opts.Priority)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	return display.QueueRefs(w, jobs, opts, time.Now())
+	return display.QueueRefs(w, jobs, opts, now)
+}
+
+// priorityFunc returns each job's priority as squeue's %Q and scontrol show
+// job print it: a job that has not finished gets the multifactor priority
+// the scheduler would give it at now (sched.Priority, the same weights,
+// QoS and fair-share); a finished one keeps its stored value.
+func (c *Controller) priorityFunc(now time.Time) func(*api.Job) int64 {
+	snap := &sched.Snapshot{Now: now.UTC()}
+	total := 0
+	c.fsm.Read(func(s *State) {
+		snap.Config = s.Config
+		snap.QOS = make(map[string]*api.QOS, len(s.QOS))
+		for k, q := range s.QOS {
+			snap.QOS[k] = q
+		}
+		snap.Fairshare = s.fairshareFactors(snap.Now)
+		for _, n := range s.Nodes {
+			total += n.CPUs
+		}
+	})
+	return func(j *api.Job) int64 {
+		if j.State.Terminal() {
+			return j.Priority
+		}
+		return sched.Priority(j, snap, total).Priority
+	}
+}
+
+// withPriority returns a copy of j carrying prio's priority.
+func withPriority(j *api.Job, prio func(*api.Job) int64) *api.Job {
+	c := *j
+	c.Priority = prio(j)
+	return &c
 }
 
 func orDefaultFormat(o display.QueueOptions) string {

@@ -23,6 +23,10 @@ var reasonText = map[api.Reason]string{
 	api.ReasonQOSMaxJobsPerUserLimit:   "its user already runs as many jobs in its QoS as the QoS allows (MaxJobsPerUser)",
 	api.ReasonQOSGrpCpuLimit:           "the jobs of its QoS already use the CPUs the QoS allows (GrpCPUs)",
 	api.ReasonQOSMaxWallDurationLimit:  "its time limit is longer than its QoS allows (MaxWall); it will not start",
+	api.ReasonGresUnavailable:          "no node of its partition has the GPUs, MIG slices or SR-IOV VFs it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer devices",
+	api.ReasonHugepagesUnavailable:     "no node of its partition has the hugepages it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer",
+	api.ReasonInvalidJob:               "the scheduler cannot handle its request, so the job is held; cancel it and submit it again with a valid request (`corral release` tries again)",
+	api.ReasonJobHeldAdmin:             "an administrator holds it; `corral release` lets it run",
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
@@ -69,7 +73,11 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 	c.mu.Lock()
 	snap.Reservations = c.reservations
 	c.mu.Unlock()
-	plan := sched.Schedule(snap)
+	plan, err := runPass(snap)
+	if err != nil {
+		say("Job %s is PENDING; the scheduling pass could not be run to explain it: %v", j.Ref(), err)
+		return
+	}
 	reason := plan.Reasons[j.ID]
 	started := false
 	for _, st := range plan.Starts {
@@ -78,14 +86,23 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 	switch {
 	case started:
 		say("Job %s is PENDING but starts at the next scheduling pass: there is room for it now.", j.Ref())
-	case reason != "":
+	case reason != "" && reasonText[reason] != "":
 		say("Job %s is PENDING, reason %s: %s.", j.Ref(), reason, reasonText[reason])
+	case reason != "":
+		say("Job %s is PENDING, reason %s.", j.Ref(), reason)
 	default:
 		say("Job %s is PENDING.", j.Ref())
 	}
 	if reason == api.ReasonResources && !sched.CouldEverFit(snap, j) {
 		say("No node of partition %s could hold it even when idle (%d CPUs, %d MiB): it stays pending until a larger node joins; cancel it or ask for less.",
 			j.Spec.Partition, j.Spec.CPUs(), sched.MemRequest(j, snap.DefMemPerCPU))
+	}
+	if reason == api.ReasonInvalidJob {
+		why := plan.Invalid[j.ID]
+		if why == "" {
+			why = j.Message
+		}
+		say("What the scheduler found: %s.", why)
 	}
 	rows := priorityRows(snap)
 	for i, r := range rows {

@@ -211,6 +211,24 @@ func SortJobRefs(jobs []*api.Job) {
 	slices.SortFunc(jobs, func(a, b *api.Job) int { return compareKeys(keyOf(a), keyOf(b)) })
 }
 
+// SortJobRefsBy is SortJobRefs with each job's priority given by prio
+// (see QueueOptions.Priority); it computes each priority once.
+func SortJobRefsBy(jobs []*api.Job, prio func(*api.Job) int64) {
+	if prio == nil {
+		SortJobRefs(jobs)
+		return
+	}
+	keys := make([]sortKey, len(jobs))
+	for i, j := range jobs {
+		keys[i] = sortKey{stateRank(j.State), prio(j), j.ID}
+	}
+	sorted := make([]*api.Job, len(jobs))
+	for i, k := range sortOrder(keys) {
+		sorted[i] = jobs[k]
+	}
+	copy(jobs, sorted)
+}
+
 type sortKey struct {
 	rank int
 	prio int64

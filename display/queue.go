@@ -26,6 +26,10 @@ const maxWidth = 4096
 
 // QueueOptions are squeue's display options.
 type QueueOptions struct {
+	// Priority, when set, gives each job's priority for %Q and %p (the
+	// controller computes pending jobs' multifactor priority as the
+	// scheduler does); nil shows the job's Priority field.
+	Priority func(*api.Job) int64
 	// Format is -o/--format; empty selects the default, -l or --start
 	// format. A Format wins over the formats of Long and Start (squeue
 	// refuses -o with -l; the CLI may do the same), while Long still prints
@@ -170,7 +174,7 @@ func QueueRefs(w io.Writer, jobs []*api.Job, opts QueueOptions, now time.Time) e
 	if !opts.NoHeader {
 		rw.buf = f.appendHeader(rw.buf)
 	}
-	c := rowCtx{now: now, loc: now.Location()}
+	c := rowCtx{now: now, loc: now.Location(), prio: opts.Priority}
 	for i := range jobs {
 		if opts.Start && !pendingLike(jobs[i].State) {
 			continue

@@ -28,6 +28,16 @@ const (
 type rowCtx struct {
 	now time.Time
 	loc *time.Location
+	// prio is QueueOptions.Priority, or nil.
+	prio func(*api.Job) int64
+}
+
+// priority is a job's priority as the row shows it (%Q, %p).
+func (c *rowCtx) priority(j *api.Job) int64 {
+	if c.prio != nil {
+		return c.prio(j)
+	}
+	return j.Priority
 }
 
 type fieldDef struct {
@@ -131,8 +141,8 @@ func init() {
 		'p': {header: "PRIORITY", value: valuePriorityFraction},
 		'P': {header: "PARTITION", value: str(partitionOf)},
 		'q': {header: "QOS", value: str(func(j *api.Job) string { return orNull(j.Spec.QOS) })},
-		'Q': {header: "PRIORITY", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
-			return strconv.AppendInt(dst, j.Priority, 10)
+		'Q': {header: "PRIORITY", value: func(dst []byte, j *api.Job, c *rowCtx) []byte {
+			return strconv.AppendInt(dst, c.priority(j), 10)
 		}},
 		'r': {header: "REASON", value: str(reasonOf)},
 		'R': {header: "NODELIST(REASON)", headerNoCut: true, cut: cutReason, value: valueReasonList},
@@ -215,9 +225,9 @@ func valueTimeLeft(dst []byte, j *api.Job, c *rowCtx) []byte {
 
 // valuePriorityFraction is %p: the priority as a fraction of 2^32-1, printed
 // with squeue's "%16.14f".
-func valuePriorityFraction(dst []byte, j *api.Job, _ *rowCtx) []byte {
+func valuePriorityFraction(dst []byte, j *api.Job, c *rowCtx) []byte {
 	start := len(dst)
-	dst = strconv.AppendFloat(dst, float64(j.Priority)/float64(uint32(0xffffffff)), 'f', 14, 64)
+	dst = strconv.AppendFloat(dst, float64(c.priority(j))/float64(uint32(0xffffffff)), 'f', 14, 64)
 	return appendCell(dst, start, 16, true, false)
 }
 

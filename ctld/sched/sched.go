@@ -131,6 +131,12 @@ type Plan struct {
 	// suspended by preemption whose CPUs are free again.
 	Preemptions []Preemption
 	Resumes     []uint64
+	// Invalid gives the jobs the pass cannot handle (Reasons holds
+	// ReasonInvalidJob for them) and why: a request outside CheckJob's
+	// bounds, or a failure while handling it. The controller holds them.
+	Invalid map[uint64]string
+	// InvalidNodes gives the nodes the pass left out and why (CheckNode).
+	InvalidNodes map[string]string
 }
 
 // Preemption is one victim: the job to preempt, how, and for which job.
@@ -148,13 +154,29 @@ func MemRequest(j *api.Job, defPerCPU int64) int64 {
 	return defPerCPU * int64(j.Spec.CPUs())
 }
 
-// Schedule runs one pass over the snapshot.
+// Schedule runs one pass over the snapshot. A job or node the pass cannot
+// handle (see CheckJob and CheckNode) is left out and named in
+// Plan.Invalid or Plan.InvalidNodes; a failure while handling one job is
+// contained the same way, so one record never stops the pass.
 func Schedule(s *Snapshot) Plan {
 	plan := Plan{Reasons: make(map[uint64]api.Reason, len(s.Pending))}
+	s = checkSnapshot(s, &plan)
 	ready := make([]*api.Job, 0, len(s.Pending))
 	dp := &deps{s: s}
+	prio := make(map[uint64]int64, len(s.Pending))
+	total := totalCPUs(s.Nodes)
 	for _, j := range s.Pending {
-		if r, wake := dp.notReady(j); r != "" {
+		var r api.Reason
+		var wake time.Time
+		if err := contained(func() {
+			if r, wake = dp.notReady(j); r == "" {
+				prio[j.ID] = Priority(j, s, total).Priority
+			}
+		}); err != nil {
+			plan.invalid(j.ID, err)
+			continue
+		}
+		if r != "" {
 			plan.Reasons[j.ID] = r
 			if r == api.ReasonDependencyNeverSatisfied && j.Spec.KillOnInvalidDep {
 				plan.Cancels = append(plan.Cancels, j.ID)
@@ -166,11 +188,6 @@ func Schedule(s *Snapshot) Plan {
 		}
 		ready = append(ready, j)
 	}
-	prio := make(map[uint64]int64, len(ready))
-	total := totalCPUs(s.Nodes)
-	for _, j := range ready {
-		prio[j.ID] = Priority(j, s, total).Priority
-	}
 	sort.Slice(ready, func(a, b int) bool {
 		ja, jb := ready[a], ready[b]
 		if pa, pb := prio[ja.ID], prio[jb.ID]; pa != pb {
@@ -181,14 +198,14 @@ func Schedule(s *Snapshot) Plan {
 
 	pl := newPlacer(s)
 	pl.prio, pl.deps = prio, dp
-	pl.resume(&plan)
-	pl.keepReservations(ready)
+	if err := contained(func() { pl.resume(&plan) }); err != nil {
+		plan.Resumes = nil // retried by the next pass
+	}
+	if err := contained(func() { pl.keepReservations(ready) }); err != nil {
+		pl.kept = nil
+	}
 	for _, j := range ready {
-		if j.IsArrayPending() {
-			pl.placeArray(j, &plan)
-			continue
-		}
-		pl.place(j, &plan, -1)
+		pl.placeContained(j, &plan)
 	}
 	if len(pl.estimates) > 0 {
 		plan.Estimates = pl.estimates
@@ -255,6 +272,11 @@ type singletonState struct {
 // when that changes by itself (begin time), or "" when it is ready.
 func (d *deps) notReady(j *api.Job) (api.Reason, time.Time) {
 	if j.Spec.Hold {
+		if j.Reason == api.ReasonInvalidJob {
+			// Held by the controller because a pass failed on it: the
+			// reason stays, so `corral why` can say so.
+			return api.ReasonInvalidJob, time.Time{}
+		}
 		return api.ReasonJobHeldUser, time.Time{}
 	}
 	if !j.Spec.Begin.IsZero() && d.s.Now.Before(j.Spec.Begin) {

@@ -1,0 +1,331 @@
+package sched
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"corral/api"
+)
+
+// The bounds of what one pass computes with. The controller refuses
+// requests beyond tighter bounds at submit (package submit); these are the
+// pass's own defence against a record that reached the state anyway (an
+// older controller's entry, a bug): such a job is reported InvalidJob and
+// held instead of being scheduled, so one record can never stop the pass.
+const (
+	// MaxCPUs bounds a job's CPUs (ntasks × cpus-per-task) and a node's.
+	MaxCPUs = 1 << 20
+	// MaxMemMB bounds a job's memory and a node's (1 EiB in MiB).
+	MaxMemMB = 1 << 40
+	// MaxDevices bounds a job's GPUs, MIG instances and VFs, and a
+	// node's.
+	MaxDevices = 1 << 16
+	// MaxHugepages bounds one hugepage request's page count.
+	MaxHugepages = 1 << 40
+	// MaxTimeLimit bounds a time limit (seconds): a century, far below
+	// what time.Duration can hold.
+	MaxTimeLimit = 100 * 365 * 24 * 3600
+	// MaxNice bounds |nice| so that priority arithmetic cannot overflow.
+	MaxNice = 1 << 31
+	// MaxDelayMinutes bounds after:<id>+<minutes>.
+	MaxDelayMinutes = 1 << 24
+	// MaxNUMANodes bounds a node's NUMA nodes.
+	MaxNUMANodes = 1 << 10
+)
+
+// knownDependencyTypes are the clause types the pass evaluates.
+var knownDependencyTypes = map[string]bool{
+	"after": true, "afterany": true, "afterok": true, "afternotok": true, "aftercorr": true, "singleton": true,
+}
+
+// CheckJob reports why the pass cannot handle a pending job, or nil. It
+// checks what the pass computes with: counts in range and their products
+// without overflow, index sets in canonical form, dependency types it
+// knows.
+func CheckJob(j *api.Job) error {
+	sp := &j.Spec
+	switch {
+	case sp.NTasks < 0 || sp.NTasks > MaxCPUs:
+		return fmt.Errorf("ntasks=%d is outside 0..%d", sp.NTasks, MaxCPUs)
+	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > MaxCPUs:
+		return fmt.Errorf("cpus_per_task=%d is outside 0..%d", sp.CPUsPerTask, MaxCPUs)
+	case int64(max(sp.NTasks, 1))*int64(max(sp.CPUsPerTask, 1)) > MaxCPUs:
+		return fmt.Errorf("ntasks × cpus_per_task = %d × %d is more than %d CPUs", sp.NTasks, sp.CPUsPerTask, MaxCPUs)
+	case sp.Nodes < 0 || sp.Nodes > 1:
+		return fmt.Errorf("nodes=%d: a pass places jobs on one node", sp.Nodes)
+	case sp.MemPerNode < 0 || sp.MemPerNode > MaxMemMB:
+		return fmt.Errorf("mem_per_node_mb=%d is outside 0..%d", sp.MemPerNode, MaxMemMB)
+	case sp.MemPerCPU < 0 || sp.MemPerCPU > MaxMemMB || sp.MemPerCPU*int64(sp.CPUs()) > MaxMemMB:
+		return fmt.Errorf("mem_per_cpu_mb=%d for %d CPUs is outside 0..%d MiB", sp.MemPerCPU, sp.CPUs(), MaxMemMB)
+	case sp.TimeLimit < 0 || sp.TimeLimit > MaxTimeLimit:
+		return fmt.Errorf("time_limit_s=%d is outside 0..%d", sp.TimeLimit, MaxTimeLimit)
+	case sp.Nice < -MaxNice || sp.Nice > MaxNice:
+		return fmt.Errorf("nice=%d is outside ±%d", sp.Nice, MaxNice)
+	}
+	if err := checkDevices(sp); err != nil {
+		return err
+	}
+	if err := checkDependency(sp.Dependency); err != nil {
+		return err
+	}
+	if a := sp.Array; a != nil && a.Throttle < 0 {
+		return fmt.Errorf("array task limit %%%d is negative", a.Throttle)
+	}
+	if j.ArrayPending != nil {
+		if err := checkIndexSet(j.ArrayPending); err != nil {
+			return fmt.Errorf("array tasks %s: %w", j.ArrayPending, err)
+		}
+	}
+	return nil
+}
+
+func checkDevices(sp *api.JobSpec) error {
+	var gres int64
+	for _, g := range sp.Gres {
+		if g.Count < 1 || g.Count > MaxDevices {
+			return fmt.Errorf("gres %s count %d is outside 1..%d", g.Name, g.Count, MaxDevices)
+		}
+		if gres += int64(g.Count); gres > MaxDevices {
+			return fmt.Errorf("gres counts add up to more than %d devices", MaxDevices)
+		}
+	}
+	for _, h := range sp.Hugepages {
+		if h.SizeKB < 1 || h.Count < 1 || h.Count > MaxHugepages {
+			return fmt.Errorf("hugepages %d × %d KiB is outside 1..%d pages of a positive size", h.Count, h.SizeKB, int64(MaxHugepages))
+		}
+	}
+	return nil
+}
+
+func checkDependency(d *api.Dependency) error {
+	if d == nil {
+		return nil
+	}
+	for _, c := range d.Clauses {
+		if !knownDependencyTypes[c.Type] {
+			return fmt.Errorf("dependency type %q is unknown", c.Type)
+		}
+		if c.Minutes < 0 || c.Minutes > MaxDelayMinutes {
+			return fmt.Errorf("dependency delay +%d minutes is outside 0..%d", c.Minutes, MaxDelayMinutes)
+		}
+	}
+	return nil
+}
+
+// checkIndexSet checks the form IndexSet's methods rely on: ranges sorted
+// and disjoint, positive steps, no negative index, Last on the step grid.
+func checkIndexSet(s *api.IndexSet) error {
+	for i, r := range s.Ranges {
+		switch {
+		case r.Step < 1:
+			return fmt.Errorf("range %d-%d has step %d", r.First, r.Last, r.Step)
+		case r.First < 0 || r.Last < r.First:
+			return fmt.Errorf("range %d-%d is not ascending from 0 or more", r.First, r.Last)
+		case (r.Last-r.First)%r.Step != 0:
+			return fmt.Errorf("range %d-%d:%d ends off its step", r.First, r.Last, r.Step)
+		case i > 0 && r.First <= s.Ranges[i-1].Last:
+			return fmt.Errorf("ranges overlap or are out of order at %d", r.First)
+		}
+	}
+	return nil
+}
+
+// CheckNode reports why the pass cannot place jobs on a node, or nil: its
+// size and its inventory must be what placement indexes and adds up
+// safely.
+func CheckNode(n *api.Node) error {
+	switch {
+	case n.CPUs < 1 || n.CPUs > MaxCPUs:
+		return fmt.Errorf("cpus=%d is outside 1..%d", n.CPUs, MaxCPUs)
+	case n.MemMB < 0 || n.MemMB > MaxMemMB:
+		return fmt.Errorf("mem_mb=%d is outside 0..%d", n.MemMB, MaxMemMB)
+	case n.OverheadMB < 0 || n.OverheadMB > MaxMemMB:
+		return fmt.Errorf("overhead_mb=%d is outside 0..%d", n.OverheadMB, MaxMemMB)
+	}
+	if n.Inventory == nil {
+		return nil
+	}
+	if err := checkTopology(n.Inventory.Topology); err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	inv := n.Inventory
+	if len(inv.GPUs) > MaxDevices || len(inv.PFs) > MaxDevices {
+		return fmt.Errorf("%d GPUs and %d SR-IOV functions: at most %d each", len(inv.GPUs), len(inv.PFs), MaxDevices)
+	}
+	for _, pf := range inv.PFs {
+		if len(pf.VFs) > MaxDevices {
+			return fmt.Errorf("SR-IOV function %s has %d VFs: at most %d", pf.Addr, len(pf.VFs), MaxDevices)
+		}
+	}
+	return nil
+}
+
+func checkTopology(t *api.Topology) error {
+	if t == nil {
+		return nil
+	}
+	k := len(t.Nodes)
+	if k > MaxNUMANodes {
+		return fmt.Errorf("%d NUMA nodes: at most %d", k, MaxNUMANodes)
+	}
+	if len(t.Distances) != 0 && len(t.Distances) != k {
+		return fmt.Errorf("distance matrix has %d rows for %d NUMA nodes", len(t.Distances), k)
+	}
+	for i, row := range t.Distances {
+		if len(row) != k {
+			return fmt.Errorf("distance row %d has %d entries for %d NUMA nodes", i, len(row), k)
+		}
+		for _, d := range row {
+			if d < 1 {
+				return fmt.Errorf("distance %d in row %d is not positive", d, i)
+			}
+		}
+	}
+	ids, cpus := map[int]bool{}, map[int]bool{}
+	for _, nn := range t.Nodes {
+		if nn.ID < 0 || ids[nn.ID] {
+			return fmt.Errorf("NUMA node id %d is negative or repeated", nn.ID)
+		}
+		ids[nn.ID] = true
+		if nn.MemMB < 0 || nn.MemMB > MaxMemMB {
+			return fmt.Errorf("NUMA node %d: mem_mb=%d is outside 0..%d", nn.ID, nn.MemMB, MaxMemMB)
+		}
+		for _, c := range nn.CPUs {
+			if c.ID < 0 || cpus[c.ID] {
+				return fmt.Errorf("NUMA node %d: CPU id %d is negative or repeated", nn.ID, c.ID)
+			}
+			cpus[c.ID] = true
+		}
+		if len(cpus) > MaxCPUs {
+			return fmt.Errorf("more than %d CPUs", MaxCPUs)
+		}
+		for size, h := range nn.Hugepages {
+			if size < 1 || h.Total < 0 || h.Free < 0 || h.Free > MaxHugepages || h.Total > MaxHugepages {
+				return fmt.Errorf("NUMA node %d: hugepages of %d KiB (%d total, %d free) are out of range", nn.ID, size, h.Total, h.Free)
+			}
+		}
+	}
+	return nil
+}
+
+// contained runs f, which handles one job (or one node's jobs), and turns a
+// panic into an error carrying the first lines of its stack: a bug that one
+// record triggers must not stop every other job's scheduling.
+func contained(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the scheduler failed on it: %v (at %s)", r, panicSite())
+		}
+	}()
+	f()
+	return nil
+}
+
+// panicSite names the function that panicked, from the stack of a
+// recovering goroutine.
+func panicSite() string {
+	lines := strings.Split(string(debug.Stack()), "\n")
+	// The stack reads: goroutine header, then pairs of function and file
+	// lines; skip past runtime frames and this package's recovery.
+	for i := 1; i+1 < len(lines); i += 2 {
+		fn := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(fn, "runtime") || strings.Contains(fn, "sched.panicSite") ||
+			strings.Contains(fn, "sched.contained") || strings.HasPrefix(fn, "panic(") {
+			continue
+		}
+		return fn + " " + strings.TrimSpace(lines[i+1])
+	}
+	return "unknown"
+}
+
+// checkSnapshot leaves out of the pass the pending jobs and nodes it cannot
+// handle, naming them in the plan. It returns s itself when all are fine,
+// else a shallow copy with the lists filtered (the caller's slices are
+// never changed).
+func checkSnapshot(s *Snapshot, plan *Plan) *Snapshot {
+	var badJobs map[uint64]bool
+	for _, j := range s.Pending {
+		if err := CheckJob(j); err != nil {
+			plan.invalid(j.ID, err)
+			if badJobs == nil {
+				badJobs = map[uint64]bool{}
+			}
+			badJobs[j.ID] = true
+		}
+	}
+	var badNodes map[string]bool
+	for _, n := range s.Nodes {
+		if err := CheckNode(n); err != nil {
+			if plan.InvalidNodes == nil {
+				plan.InvalidNodes = map[string]string{}
+			}
+			plan.InvalidNodes[n.Name] = err.Error()
+			if badNodes == nil {
+				badNodes = map[string]bool{}
+			}
+			badNodes[n.Name] = true
+		}
+	}
+	if badJobs == nil && badNodes == nil {
+		return s
+	}
+	c := *s
+	if badJobs != nil {
+		c.Pending = make([]*api.Job, 0, len(s.Pending)-len(badJobs))
+		for _, j := range s.Pending {
+			if !badJobs[j.ID] {
+				c.Pending = append(c.Pending, j)
+			}
+		}
+	}
+	if badNodes != nil {
+		c.Nodes = make([]*api.Node, 0, len(s.Nodes)-len(badNodes))
+		for _, n := range s.Nodes {
+			if !badNodes[n.Name] {
+				c.Nodes = append(c.Nodes, n)
+			}
+		}
+		c.Running = make([]*api.Job, 0, len(s.Running))
+		for _, j := range s.Running {
+			if !badNodes[j.Node] {
+				c.Running = append(c.Running, j)
+			}
+		}
+	}
+	return &c
+}
+
+// invalid records that the pass cannot handle job id.
+func (p *Plan) invalid(id uint64, err error) {
+	if p.Invalid == nil {
+		p.Invalid = map[uint64]string{}
+	}
+	p.Invalid[id] = err.Error()
+	p.Reasons[id] = api.ReasonInvalidJob
+}
+
+// placeContained places one ready job; when placing it fails, whatever the
+// attempt added to the plan is taken back and the job is named invalid.
+// Resources the attempt took in the pass's own accounting stay taken for
+// the rest of the pass, which can only delay another job by one pass (the
+// plan applier re-checks every start against the state).
+func (pl *placer) placeContained(j *api.Job, plan *Plan) {
+	starts, preempts, cancels := len(plan.Starts), len(plan.Preemptions), len(plan.Cancels)
+	err := contained(func() {
+		if j.IsArrayPending() {
+			pl.placeArray(j, plan)
+			return
+		}
+		pl.place(j, plan, -1)
+	})
+	if err == nil {
+		return
+	}
+	plan.Starts = plan.Starts[:starts]
+	plan.Preemptions = plan.Preemptions[:preempts]
+	plan.Cancels = plan.Cancels[:cancels]
+	delete(pl.estimates, j.ID)
+	delete(pl.reservations, j.ID)
+	plan.invalid(j.ID, err)
+}
