@@ -3,6 +3,7 @@ package ctld
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,27 @@ func waitReason(t testing.TB, cl *api.Client, id uint64, r api.Reason) *api.Job 
 	}
 	t.Fatalf("job %d did not get reason %s within 10s (last: %+v)", id, r, last)
 	return nil
+}
+
+// TestApplyFailureIsContained gives the state a record that an apply cannot
+// handle (an array whose pending tasks have step 0, which no submission can
+// produce) and applies an entry that trips over it: the entry answers with
+// an error instead of stopping the replica, and later entries apply.
+func TestApplyFailureIsContained(t *testing.T) {
+	f := NewFSM(quietLog())
+	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
+	f.mu.Lock()
+	bad := *f.state.Jobs[1]
+	bad.ArrayJobID, bad.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 0}}}
+	f.state.putJob(&bad)
+	f.mu.Unlock()
+
+	res := f.Apply(entry(t, 2, CmdCancelJobs, &CancelJobs{Now: t0, Tasks: []api.TaskRef{{Array: 1, Task: 3}}}))
+	if err, ok := res.(error); !ok || !strings.Contains(err.Error(), "CancelJobs") {
+		t.Fatalf("apply result %v, want an error naming the command", res)
+	}
+	res = f.Apply(entry(t, 3, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []api.JobSpec{spec("b")}}))
+	if sr, ok := res.(*SubmitResult); !ok || sr.Results[0].JobID != 2 {
+		t.Fatalf("the next entry gave %v, want job 2 submitted", res)
+	}
 }
