@@ -49,7 +49,7 @@ func runAttach(ctx context.Context, env *cliEnv, args []string) error {
 func waitStarted(ctx context.Context, env *cliEnv, cl *api.Client, id uint64) (*api.Job, error) {
 	told := false
 	for {
-		j, err := cl.Job(ctx, id, false)
+		j, err := cl.Job(ctx, id, true)
 		if err != nil {
 			return nil, err
 		}

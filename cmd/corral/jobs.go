@@ -71,11 +71,14 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// waitJob polls a job until it ends, as sbatch --wait does.
+// waitJob polls a job until it ends, as sbatch --wait does. The reads are
+// consistent (the leader answers): a follower may not have applied the
+// submission yet when the first read reaches it, and would say "no such
+// job".
 func waitJob(ctx context.Context, cl *api.Client, id uint64) (*api.Job, error) {
 	delay := 20 * time.Millisecond
 	for {
-		j, err := cl.Job(ctx, id, false)
+		j, err := cl.Job(ctx, id, true)
 		if err != nil {
 			return nil, fmt.Errorf("waiting for job %d: %w", id, err)
 		}
