@@ -39,7 +39,7 @@ func (d directive) locate(err error) error {
 // sbatch does: after the "#!" line, lines are read until the first one that
 // is neither blank nor a comment (its first non-blank character is '#');
 // of those, the ones that start, in column one, with "#SBATCH" or "#CORRAL"
-// followed by a blank carry options. An indented "#SBATCH" is a comment, and
+// followed by a blank or by an option's '-' carry options. An indented "#SBATCH" is a comment, and
 // directives after the first command are ignored, as in Slurm. On a
 // directive line, quotes group words ("-J 'my job'"), and a word that
 // starts with '#' begins a comment.
@@ -85,11 +85,14 @@ func scanDirectives(text, file string) ([]directive, error) {
 }
 
 // cutDirectivePrefix returns what follows "#SBATCH" or "#CORRAL" at the
-// very start of line, when a blank or the end of the line follows it.
+// very start of line, when a blank, the end of the line or an option's '-'
+// follows it: sbatch reads "#SBATCH--time=1" as "#SBATCH --time=1" (it
+// parses whatever follows the magic word), so corral does too rather than
+// ignore the line.
 func cutDirectivePrefix(line string) (string, bool) {
 	for _, prefix := range directivePrefixes {
 		rest, ok := strings.CutPrefix(line, prefix)
-		if ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		if ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '-') {
 			return rest, true
 		}
 	}

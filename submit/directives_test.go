@@ -63,6 +63,10 @@ var directiveCases = map[string]directiveCase{
 	"magic word must end": {
 		script: "#!/bin/bash\n#SBATCHX -p ignored\n#SBATCH\n",
 	},
+	"option right after the magic word, as sbatch reads it": {
+		script: "#!/bin/bash\n#SBATCH--time=1\n#CORRAL-p nospace\n",
+		want:   func(s *api.JobSpec) { s.TimeLimit, s.Partition = 60, "nospace" },
+	},
 	"tab after magic word": {
 		script: "#!/bin/bash\n#SBATCH\t-p tabbed\n",
 		want:   func(s *api.JobSpec) { s.Partition = "tabbed" },

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func ParseTimeLimit(s string) (int64, error) {
 		}
 		n, err := timeField(d)
 		if err != nil {
-			return 0, bad(err, fmt.Sprintf("days %q are not a whole number", d))
+			return 0, bad(err, fieldProblem("days "+strconv.Quote(d), err))
 		}
 		days, clock, hasDays = n, rest, true
 	}
@@ -45,7 +46,7 @@ func ParseTimeLimit(s string) (int64, error) {
 	for i, p := range parts {
 		n, err := timeField(p)
 		if err != nil {
-			return 0, bad(err, fmt.Sprintf("%q is not a whole number", p))
+			return 0, bad(err, fieldProblem(strconv.Quote(p), err))
 		}
 		nums[i] = n
 	}
@@ -65,6 +66,15 @@ func ParseTimeLimit(s string) (int64, error) {
 		return 0, bad(nil, "too many fields")
 	}
 	return ((days*24+h)*60+m)*60 + sec, nil
+}
+
+// fieldProblem says what is wrong with a time-limit field that timeField
+// refused: not a number, or a number too large.
+func fieldProblem(what string, err error) string {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("%s is too large: each field is at most %d", what, maxTimeField)
+	}
+	return what + " is not a whole number"
 }
 
 // timeField parses one non-negative field of a time limit.

@@ -61,7 +61,9 @@ func TestParseTimeLimitErrors(t *testing.T) {
 		"decimal":           {"1.5", `"1.5"`},
 		"space":             {" 10", `" 10"`},
 		"plus sign":         {"+10", `"+10"`},
-		"huge":              {"99999999999999999999", "not a whole number"},
+		"huge":              {"99999999999999999999", "too large: each field is at most 1000000000"},
+		"eleven digits":     {"99999999999", `"99999999999" is too large`},
+		"huge days":         {"99999999999-0", `days "99999999999" is too large`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
