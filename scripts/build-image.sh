@@ -27,6 +27,7 @@ self=$root/scripts/build-image.sh
 name=$(basename "$out")
 
 say() { echo "build-image: $*"; }
+. "$root/scripts/apt-wait.sh"
 die() {
 	echo "build-image: error: $*" >&2
 	exit 1
@@ -41,8 +42,8 @@ apt_install() {
 		die "missing $*: run as root, or install them first: apt-get install -y $*"
 	fi
 	say "installing $* with apt-get"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; } ||
+	apt_get install -y -qq "$@" >/dev/null ||
+		{ apt_get update -qq && apt_get install -y -qq "$@" >/dev/null; } ||
 		die "apt-get install $* failed"
 }
 
@@ -55,7 +56,7 @@ fetch_deb() {
 	# back to root, which works but is noisy.
 	chown _apt "$dir" 2>/dev/null || true
 	(cd "$dir" && apt-get download -qq "$1" >/dev/null 2>&1) ||
-		(apt-get update -qq >/dev/null 2>&1 && cd "$dir" && apt-get download -qq "$1" >/dev/null 2>&1) ||
+		(apt_get update -qq >/dev/null 2>&1 && cd "$dir" && apt-get download -qq "$1" >/dev/null 2>&1) ||
 		return 1
 	ls -t "$dir/$1"_*.deb 2>/dev/null | head -n 1
 }
@@ -93,7 +94,7 @@ if [ -z "$kdeb" ] || [ -n "${CORRAL_IMAGE_REFRESH:-}" ]; then
 	kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
 	if [ -z "$kpkg" ]; then
 		say "apt-get update (linux-image-cloud-amd64 unknown to apt)"
-		apt-get update -qq >/dev/null 2>&1 || true
+		apt_get update -qq >/dev/null 2>&1 || true
 		kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
 	fi
 	if [ -n "$kpkg" ]; then

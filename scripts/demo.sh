@@ -6,8 +6,27 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 corral="$root/bin/corral"
 work=$(mktemp -d /tmp/corral-demo.XXXXXX)
-http=${CORRAL_DEMO_HTTP:-127.0.0.1:6817}
-raft=${CORRAL_DEMO_RAFT:-127.0.0.1:6820}
+# listening HOST:PORT: whether something accepts connections there.
+listening() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+# free_port START: the first port from START up that nothing listens on.
+free_port() {
+	local p=$1
+	while listening "127.0.0.1:$p"; do p=$((p + 1)); done
+	echo "$p"
+}
+# The demo runs its own cluster: a corral (or anything) already on the
+# default ports must not receive its jobs, so busy ports are skipped.
+if [ -n "${CORRAL_DEMO_HTTP:-}" ]; then
+	http=$CORRAL_DEMO_HTTP
+	if listening "$http"; then
+		echo "demo: something already listens on $http (CORRAL_DEMO_HTTP); stop it or choose another address" >&2
+		exit 1
+	fi
+else
+	http=127.0.0.1:$(free_port 6817)
+fi
+raft=${CORRAL_DEMO_RAFT:-127.0.0.1:$(free_port $((${http##*:} + 3)))}
+[ "$http" = 127.0.0.1:6817 ] || echo "demo: port 6817 is taken; the demo cluster listens on $http"
 export CORRAL_ADDR="http://$http"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -26,6 +45,9 @@ for _ in $(seq 200); do
   kill -0 "$dev" 2>/dev/null || { cat "$work/dev.log"; exit 1; }
   sleep 0.1
 done
+# The cluster that answers must be the one just started (its state
+# directory is this demo's), not one that took the port meanwhile.
+kill -0 "$dev" 2>/dev/null || { echo "demo: the embedded cluster exited:" >&2; cat "$work/dev.log" >&2; exit 1; }
 "$corral" status
 
 mkdir -p "$work/jobs" && cd "$work/jobs"

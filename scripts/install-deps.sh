@@ -14,7 +14,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "corral: install them as root: apt-get install -y ${missing[*]}" >&2
   exit 1
 fi
+. "$(dirname "$0")/apt-wait.sh"
 echo "corral: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-  { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+apt_get install -y -qq "${missing[@]}" >/dev/null ||
+  { apt_get update -qq && apt_get install -y -qq "${missing[@]}" >/dev/null; }
