@@ -42,6 +42,13 @@ type NodeGroup struct {
 	GPUModel       string  `json:"gpu_model,omitempty"`
 }
 
+// Bounds of a cluster file: far above the clusters simulated (10,000 GPU
+// nodes), low enough that building the nodes cannot exhaust memory.
+const (
+	maxClusterNodes = 200_000
+	maxClusterCPUs  = 20_000_000
+)
+
 // ReadCluster reads a cluster file and checks every group.
 func ReadCluster(r io.Reader) (*Cluster, error) {
 	var c Cluster
@@ -53,13 +60,31 @@ func ReadCluster(r io.Reader) (*Cluster, error) {
 	if len(c.Groups) == 0 {
 		return nil, fmt.Errorf("cluster file: no groups: give at least one {\"name\": ..., \"count\": ...}")
 	}
+	if c.GPUJobEvery < 0 {
+		return nil, fmt.Errorf("cluster file: gpu_job_every %d is negative (0: no job asks for a GPU)", c.GPUJobEvery)
+	}
+	nodes, cpus := 0, 0
 	for i, g := range c.Groups {
-		numa := g.Sockets * g.NUMAPerSocket
 		switch {
 		case g.Name == "" || g.Count < 1:
 			return nil, fmt.Errorf("cluster file: group %d needs a name and a count ≥ 1", i+1)
 		case g.Sockets < 1 || g.NUMAPerSocket < 1 || g.CoresPerNUMA < 1 || g.ThreadsPerCore < 1 || g.MemMBPerNUMA < 1:
 			return nil, fmt.Errorf("cluster file: group %s: sockets, numa_per_socket, cores_per_numa, threads_per_core and mem_mb_per_numa must be ≥ 1", g.Name)
+		case g.Count > maxClusterNodes || g.Sockets > 64 || g.NUMAPerSocket > 64 || g.CoresPerNUMA > 4096 || g.ThreadsPerCore > 8 || g.MemMBPerNUMA > 1<<30:
+			return nil, fmt.Errorf("cluster file: group %s: at most %d nodes, 64 sockets, 64 NUMA nodes per socket, 4096 cores per NUMA node, 8 threads per core and 1 PiB per NUMA node", g.Name, maxClusterNodes)
+		}
+		numa := g.Sockets * g.NUMAPerSocket
+		perNode := numa * g.CoresPerNUMA * g.ThreadsPerCore
+		if numa > 64 || perNode > 4096 {
+			return nil, fmt.Errorf("cluster file: group %s: a node of %d NUMA nodes and %d CPUs; at most 64 and 4096", g.Name, numa, perNode)
+		}
+		if nodes += g.Count; nodes > maxClusterNodes {
+			return nil, fmt.Errorf("cluster file: more than %d nodes in all", maxClusterNodes)
+		}
+		if cpus += g.Count * perNode; cpus > maxClusterCPUs {
+			return nil, fmt.Errorf("cluster file: more than %d CPUs in all", maxClusterCPUs)
+		}
+		switch {
 		case g.Distances != nil && len(g.Distances) != numa:
 			return nil, fmt.Errorf("cluster file: group %s: distances has %d rows for %d NUMA nodes", g.Name, len(g.Distances), numa)
 		case g.GPUsPerNUMA != nil && len(g.GPUsPerNUMA) != numa:
@@ -68,6 +93,16 @@ func ReadCluster(r io.Reader) (*Cluster, error) {
 		for _, row := range g.Distances {
 			if len(row) != numa {
 				return nil, fmt.Errorf("cluster file: group %s: a distances row has %d entries for %d NUMA nodes", g.Name, len(row), numa)
+			}
+			for _, d := range row {
+				if d < 1 || d > 255 {
+					return nil, fmt.Errorf("cluster file: group %s: distance %d is outside 1..255 (SLIT distances; 10 is local)", g.Name, d)
+				}
+			}
+		}
+		for _, n := range g.GPUsPerNUMA {
+			if n < 0 || n > 64 {
+				return nil, fmt.Errorf("cluster file: group %s: gpus_per_numa %d is outside 0..64", g.Name, n)
 			}
 		}
 	}

@@ -60,6 +60,14 @@ func TestReadClusterRejects(t *testing.T) {
 		"short distances":   `{"groups": [{"name": "a", "count": 1, "sockets": 1, "numa_per_socket": 2, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1, "distances": [[10]]}]}`,
 		"unknown field":     `{"groups": [], "nodes": 3}`,
 		"gpus per numa off": `{"groups": [{"name": "a", "count": 1, "sockets": 1, "numa_per_socket": 2, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1, "gpus_per_numa": [1]}]}`,
+		// Found by FuzzReadCluster: building a billion nodes ran the
+		// process out of memory.
+		"a billion nodes":   `{"groups": [{"name": "a", "count": 1000000000, "sockets": 1, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1}]}`,
+		"a huge node":       `{"groups": [{"name": "a", "count": 1, "sockets": 64, "numa_per_socket": 64, "cores_per_numa": 4096, "threads_per_core": 8, "mem_mb_per_numa": 1}]}`,
+		"too many CPUs":     `{"groups": [{"name": "a", "count": 10000, "sockets": 1, "numa_per_socket": 1, "cores_per_numa": 4096, "threads_per_core": 1, "mem_mb_per_numa": 1}]}`,
+		"zero distance":     `{"groups": [{"name": "a", "count": 1, "sockets": 1, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1, "distances": [[0]]}]}`,
+		"negative gpus":     `{"groups": [{"name": "a", "count": 1, "sockets": 1, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1, "gpus_per_numa": [-1]}]}`,
+		"negative gpu rate": `{"groups": [{"name": "a", "count": 1, "sockets": 1, "numa_per_socket": 1, "cores_per_numa": 1, "threads_per_core": 1, "mem_mb_per_numa": 1}], "gpu_job_every": -2}`,
 	} {
 		if _, err := ReadCluster(strings.NewReader(text)); err == nil {
 			t.Errorf("%s: ReadCluster accepted %s", name, text)
