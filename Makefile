@@ -7,7 +7,7 @@ export PATH := $(dir $(GO)):$(PATH)
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./api/... ./ctld/... ./noded/...
 
-.PHONY: all build demo test test-race vet bench clean image deps
+.PHONY: all build demo test test-race vet bench clean image deps fuzz
 
 all: build
 
@@ -32,6 +32,14 @@ vet:
 test: vet image
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	FUZZTIME=$(QUICK_FUZZTIME) scripts/fuzz.sh
+
+# Every fuzz target for FUZZTIME each (FUZZ=REGEXP picks targets); `make
+# test` runs each for QUICK_FUZZTIME.
+FUZZTIME ?= 30s
+QUICK_FUZZTIME ?= 3s
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...

@@ -1,0 +1,219 @@
+package ctld
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/ctld/sched"
+)
+
+// The fuzz targets here feed the controller what crosses its trust
+// boundaries: Raft entries (any replica applies whatever the log holds),
+// snapshots (a member restores whatever a peer sends), and request bodies.
+// A committed entry must never crash a member: apply and the scheduling
+// pass that follows must not panic. They are called here without the
+// containment that production wraps around them, so that the bugs
+// containment would hide are found.
+
+// fuzzState builds a small cluster at index 20: a node with an inventory,
+// a plain node, and pending, held, running, suspended and array jobs.
+func fuzzState(tb testing.TB) *FSM {
+	f := NewFSM(quietLog())
+	inv := smallInventory()
+	arr := spec("arr")
+	arr.Array = &api.ArraySpec{Raw: "0-9", Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 1}}}
+	dep := spec("dep")
+	dep.Dependency = &api.Dependency{Raw: "afterok:1", Clauses: []api.DepClause{{Type: "afterok", JobIDs: []string{"1"}}}}
+	held := spec("held")
+	held.Hold = true
+	gpu := spec("gpu")
+	gpu.Gres = []api.Gres{{Name: "gpu", Count: 1}}
+	for i, c := range fuzzSeedCommands(inv, arr, dep, held, gpu) {
+		data, err := encodeCommand(c.t, c.p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f.Apply(rlog(uint64(i+1), data))
+	}
+	return f
+}
+
+type fuzzCommand struct {
+	t CommandType
+	p any
+}
+
+// fuzzSeedCommands is a log that builds fuzzState and also serves as the
+// seed corpus: one entry of every command type.
+func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuzzCommand {
+	n1 := api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, Runner: "test", BootID: "b1", Partitions: []string{"batch"}, Inventory: inv}
+	n2 := api.NodeInfo{Name: "n2", CPUs: 4, MemMB: 8192, Runner: "test", BootID: "b2", Partitions: []string{"batch"}}
+	return []fuzzCommand{
+		{CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: n1}},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: n2}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), arr, dep, held, gpu, spec("c")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{
+			{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512, Placement: &api.Placement{CPUs: []int{0}, NUMANodes: []int{0}, Mem: []api.NodeAmount{{Node: 0, MB: 512}}}},
+			{JobID: 2, Node: "n2", CPUs: 1, MemMB: 512},
+			{JobID: 3, Node: "n2", CPUs: 1, MemMB: 512, Array: true, Task: 0, NewID: 8},
+		}}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{2}, Suspend: true}},
+		{CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
+		{CmdHoldRelease, &HoldRelease{Now: t0.Add(3 * time.Second), IDs: []uint64{5}, Hold: true}},
+		{CmdJobReports, &JobReports{Now: t0.Add(3 * time.Second), Node: "n2", BootID: "b2", Reports: []api.JobReport{{JobID: 8, StartIndex: 5, State: api.StateFailed, ExitCode: 7}}}},
+		{CmdCancelJobs, &CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{7}, Tasks: []api.TaskRef{{Array: 3, Task: 4}}, By: "alice"}},
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(5 * time.Second), Node: "n2", Drain: true, Reason: "maintenance"}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(6 * time.Second), Nodes: []string{"n9"}, Reason: "Not responding"}},
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"PriorityWeightAge", "500"}}}},
+		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "high", Priority: 100}}},
+		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 1}}},
+		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &api.Dependency{Raw: "afterany:1", Clauses: []api.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+	}
+}
+
+// fuzzController wraps an FSM the way the leader uses it, without Raft.
+func fuzzController(f *FSM) *Controller {
+	c := &Controller{cfg: Config{DefMemPerCPU: 512, Partitions: []api.Partition{{Name: api.DefaultPartition, Default: true}}}, fsm: f, log: quietLog()}
+	f.Read(func(s *State) { c.nextJobID = s.NextJobID })
+	return c
+}
+
+// passAndApply runs one scheduling pass on f's state and applies its plan,
+// as the leader does, failing on any panic the pass contained.
+func passAndApply(t *testing.T, f *FSM, now time.Time, index uint64) {
+	c := fuzzController(f)
+	snap := c.snapshotForSched(now)
+	plan := sched.Schedule(snap)
+	for id, why := range plan.Invalid {
+		if strings.Contains(why, "the scheduler failed on it") {
+			t.Fatalf("the pass failed on job %d: %s", id, why)
+		}
+	}
+	cmd := c.planCommand(now, snap, plan)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applyLocked(cmd, index)
+	f.state.Index = index
+}
+
+// roundTrip checks that a snapshot of f restores to the same state hash.
+func roundTrip(t *testing.T, f *FSM) {
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.(*fsmSnapshot).write(&buf); err != nil {
+		t.Fatalf("persisting a snapshot: %v", err)
+	}
+	s, err := readSnapshot(&buf)
+	if err != nil {
+		t.Fatalf("a snapshot this build wrote does not read back: %v", err)
+	}
+	g := NewFSM(quietLog())
+	g.state = s
+	if a, b := f.Hash(), g.Hash(); a != b {
+		t.Fatalf("state hash %s, after a snapshot round trip %s", a, b)
+	}
+}
+
+// FuzzApplyCommand applies an arbitrary Raft entry to a small cluster's
+// state, then runs a scheduling pass and applies its plan, then checks the
+// snapshot round trip.
+func FuzzApplyCommand(f *testing.F) {
+	arr := spec("x")
+	arr.Array = &api.ArraySpec{Raw: "0-100,5-7", Ranges: []api.ArrayRange{{First: 0, Last: 100, Step: 1}, {First: 5, Last: 7, Step: 1}}}
+	for _, c := range fuzzSeedCommands(smallInventory(), arr, spec("y"), spec("z"), spec("w")) {
+		if sj, ok := c.p.(*SubmitJobs); ok {
+			fresh := *sj
+			fresh.FirstID = 100 // past fuzzState's ids, so the jobs are created
+			c.p = &fresh
+		}
+		data, err := encodeCommand(c.t, c.p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, sp := range poisonSpecs() {
+		data, _ := encodeCommand(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 100, Jobs: []api.JobSpec{sp}})
+		f.Add(data)
+	}
+	f.Add([]byte{0})
+	f.Add([]byte{255, '{', '}'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, cmd, err := decodeCommand(data)
+		if err != nil {
+			return // the FSM stops loudly on these, by design
+		}
+		fsm := fuzzState(t)
+		fsm.mu.Lock()
+		fsm.applyLocked(cmd, 21)
+		fsm.state.Index, fsm.state.touched = 21, nil
+		fsm.mu.Unlock()
+		passAndApply(t, fsm, t0.Add(time.Minute), 22)
+		roundTrip(t, fsm)
+	})
+}
+
+// FuzzReadSnapshot restores arbitrary snapshot bytes; what reads back must
+// survive a scheduling pass and a round trip of its own.
+func FuzzReadSnapshot(f *testing.F) {
+	snap, err := fuzzState(f).Snapshot()
+	if err != nil {
+		f.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.(*fsmSnapshot).write(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"format":1,"index":3,"next_job_id":2}` + "\n" + `{"job":{"id":1,"state":"PENDING","spec":{"ntasks":-1}}}`))
+	f.Add([]byte(`{"format":99}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := readSnapshot(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		fsm := NewFSM(quietLog())
+		fsm.state = s
+		passAndApply(t, fsm, t0.Add(time.Minute), s.Index+1)
+		roundTrip(t, fsm)
+	})
+}
+
+// FuzzDecodeRequest decodes arbitrary bodies as each API request type,
+// as the handlers do.
+func FuzzDecodeRequest(f *testing.F) {
+	targets := []func() any{
+		func() any { return &api.SubmitRequest{} }, func() any { return &api.CancelRequest{} },
+		func() any { return &api.HoldRequest{} }, func() any { return &api.SuspendRequest{} },
+		func() any { return &api.NodeInfo{} }, func() any { return &api.NodeStatus{} },
+		func() any { return &api.DrainRequest{} }, func() any { return &SetMember{} },
+		func() any { return &api.ConfigRequest{} }, func() any { return &api.QOSRequest{} },
+		func() any { return &api.AccountRequest{} }, func() any { return &api.UserRequest{} },
+		func() any { return &api.UpdateJobRequest{} },
+	}
+	for i, body := range []string{
+		`{"jobs":[{"name":"a","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1}]}`,
+		`{"filter":{"ids":[1,2]},"by":"u"}`, `{"ids":[1],"hold":true}`, `{"ids":[1],"suspend":true}`,
+		`{"name":"n1","cpus":2,"mem_mb":1024,"runner":"process","boot_id":"b"}`,
+		`{"name":"n1","boot_id":"b","reports":[{"job_id":1,"start_index":2,"state":"COMPLETED","exit_code":0}]}`,
+		`{"node":"n1","drain":true,"reason":"x"}`, `{"id":"c1","http_addr":"127.0.0.1:1"}`,
+		`{"settings":[["PriorityWeightAge","1"]]}`, `{"qos":{"name":"q"}}`, `{"account":{"name":"a"}}`,
+		`{"user":{"account":"a","name":"u"}}`, `{"id":1,"dependency":"afterok:2"}`,
+	} {
+		f.Add(uint8(i), []byte(body))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		v := targets[int(which)%len(targets)]()
+		r := httptest.NewRequest("POST", "/v1/x", bytes.NewReader(body))
+		_ = decode(r, v)
+	})
+}
