@@ -12,6 +12,9 @@ cd "$root"
 fuzztime=${FUZZTIME:-30s}
 go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 only=${FUZZ:-}   # a regular expression: run only the targets it matches
+# FUZZPARALLEL=N runs N fuzzing workers per target (default: one per CPU).
+parallel=()
+[ -z "${FUZZPARALLEL:-}" ] || parallel=(-parallel "$FUZZPARALLEL")
 
 targets=$(git ls-files --cached --others --exclude-standard '*_test.go' | while read -r f; do
 	grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |$(dirname "$f") |" || true
@@ -33,7 +36,7 @@ while read -r dir name; do
 	before=$(inputs "$corpus")
 	status=ok
 	for try in 1 2; do
-		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "./$dir" >"$log" 2>&1 && break
+		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" "./$dir" >"$log" 2>&1 && break
 		grep -v '^fuzz: elapsed' "$log" | tail -40
 		if [ "$(inputs "$corpus")" != "$before" ] || [ "$try" = 2 ]; then
 			status=FAILED
