@@ -133,7 +133,10 @@ type tick struct {
 func readTicks(t *testing.T, path string) []tick {
 	t.Helper()
 	var out []tick
-	for _, line := range strings.Split(strings.TrimSpace(readFileOr(path)), "\n") {
+	for _, line := range strings.Split(readFileOr(path), "\n") {
+		if line == "" {
+			continue
+		}
 		var tk tick
 		var n int
 		if _, err := fmt.Sscanf(line, "run %d on %s tick %d at %d", &tk.run, &tk.node, &n, &tk.at); err != nil {
