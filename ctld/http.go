@@ -505,7 +505,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	c.mu.Lock()
-	c.seen[info.Name] = now
+	c.seen[info.Name] = time.Now() // with its monotonic reading (see livenessLoop)
 	c.seenDirty = true
 	c.mu.Unlock()
 	ack := c.nodeAck()

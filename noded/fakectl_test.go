@@ -28,6 +28,10 @@ type fakeCtl struct {
 	// refuse answers reports with 503 and drops them, as a controller that
 	// lost its leader while the node's watch was still answered would.
 	refuse atomic.Bool
+	// mute answers the node's messages (register, heartbeat, status) with
+	// 503 but still serves its desired state, as a member cut off from
+	// the leader does.
+	mute atomic.Bool
 	// leaseMS and timeoutMS are the lease and node timeout the answers to
 	// registrations and heartbeats carry (0: none).
 	leaseMS, timeoutMS atomic.Int64
@@ -56,7 +60,7 @@ func newFakeCtl(t *testing.T) *fakeCtl {
 	mux.HandleFunc("POST /v1/nodes/status", f.status)
 	mux.HandleFunc("GET /v1/nodes/{name}/desired", f.desired)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.down.Load() {
+		if f.down.Load() || (f.mute.Load() && r.Method == http.MethodPost) {
 			writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: "no leader"})
 			return
 		}

@@ -44,10 +44,19 @@ func (r *registration) index() uint64 {
 	return r.at
 }
 
-func (r *registration) registered(index uint64) {
+// answered records the Raft index of a registration the controllers
+// applied, before anything acts on it: canLaunch compares desired states
+// with it once the lease the registration renewed holds again.
+func (r *registration) answered(index uint64) {
+	r.mu.Lock()
+	r.at = index
+	r.mu.Unlock()
+}
+
+// registered counts a successful registration and wakes the waiters.
+func (r *registration) registered() {
 	r.mu.Lock()
 	r.gen++
-	r.at = index
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
@@ -163,6 +172,13 @@ func (d *Daemon) maintain(ctx context.Context) {
 		defer rt.Stop()
 		rediscover = rt.C
 	}
+	// Four heartbeats per lease at least, from the first registration on.
+	pace := func() {
+		if terms, _ := d.lease.current(); terms.heartbeat(d.cfg.HeartbeatInterval) != every {
+			every = terms.heartbeat(d.cfg.HeartbeatInterval)
+			t.Reset(every)
+		}
+	}
 	need := true
 	for {
 		if need {
@@ -170,6 +186,7 @@ func (d *Daemon) maintain(ctx context.Context) {
 				return
 			}
 			need = false
+			pace()
 		}
 		select {
 		case <-ctx.Done():
@@ -202,11 +219,7 @@ func (d *Daemon) maintain(ctx context.Context) {
 			d.log.Warn("the controller does not know this node; registering again")
 			need = true
 		}
-		// Four heartbeats per lease at least.
-		if terms, _ = d.lease.current(); terms.heartbeat(d.cfg.HeartbeatInterval) != every {
-			every = terms.heartbeat(d.cfg.HeartbeatInterval)
-			t.Reset(every)
-		}
+		pace()
 	}
 }
 
@@ -224,6 +237,7 @@ func (d *Daemon) registerLoop(ctx context.Context) bool {
 		}
 		d.noteCall("register", err)
 		if err == nil {
+			d.reg.answered(ack.Index)
 			d.renewLease(sent, ack)
 			terms, _ := d.lease.current()
 			d.log.Info("registered", "boot_id", d.bootID, "runner", info.Runner, "cpus", info.CPUs,
@@ -239,7 +253,7 @@ func (d *Daemon) registerLoop(ctx context.Context) bool {
 					return false
 				}
 			}
-			d.reg.registered(ack.Index)
+			d.reg.registered()
 			return true
 		}
 		if !sleepCtx(ctx, b.next()) {
