@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -272,4 +274,68 @@ func killScript(pid int, script string) {
 	if processLive(pid) && strings.Contains(string(cmdline), script) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// TestLeaseFencesFrozenVMNode freezes a vm runner's daemon (SIGSTOP) under
+// a --requeue job: the node's lease keeper must end the job's QEMU before
+// the controllers declare the node DOWN. After SIGCONT the node comes back
+// and runs the requeued job once more, in a new VM.
+func TestLeaseFencesFrozenVMNode(t *testing.T) {
+	root := imageRoot(t)
+	if testing.Short() {
+		t.Skip("boots two VMs and waits for a node timeout")
+	}
+	c := startControllers(t, 1, "--node-timeout", "6s")
+	c.leader(t, 15*time.Second)
+	n1 := c.startNode(t, "vm1", "--cpus", "2", "--mem", "1G", "--runner", "vm", "--images", root)
+	c.waitNodes(t, 1)
+	t.Cleanup(func() { n1.cmd.Process.Signal(syscall.SIGCONT) })
+	work := t.TempDir()
+	cl := c.client(t)
+	id := submitParsable(t, c.addr, work, "--requeue", "--mem=256M", "-o", work+"/out", "--wrap",
+		`if [ "$SLURM_RESTART_COUNT" -ge 1 ]; then echo second; exit 0; fi; echo first; sleep 1000`)
+	eventually(t, 60*time.Second, func() string {
+		if !strings.Contains(readFileOr(work+"/out"), "first") {
+			return "the job's first run did not start in its VM"
+		}
+		return ""
+	})
+	out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir).Output()
+	qemu, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if qemu <= 0 {
+		t.Fatalf("no single QEMU process for the job: %q", out)
+	}
+
+	if err := n1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	var gone time.Duration
+	eventually(t, 30*time.Second, func() string {
+		if gone == 0 && !processLive(qemu) {
+			gone = time.Since(frozen)
+		}
+		n, err := cl.Node(t.Context(), "vm1")
+		if err != nil || n.State() != api.NodeDown {
+			return fmt.Sprintf("vm1 not DOWN: %+v %v", n, err)
+		}
+		return ""
+	})
+	down := time.Since(frozen)
+	if gone == 0 || gone >= down {
+		t.Fatalf("the frozen node's QEMU (pid %d) gone after %s, the node DOWN after %s: it must go first", qemu, gone, down)
+	}
+	t.Logf("QEMU gone %s after the daemon froze, the node DOWN after %s", gone.Round(time.Millisecond), down.Round(time.Millisecond))
+
+	if err := n1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, cl, id, api.StateCompleted, 90*time.Second)
+	if j.Restarts != 1 {
+		t.Errorf("job after the node came back: restarts %d, want 1", j.Restarts)
+	}
+	if got := readFileOr(work + "/out"); got != "second\n" {
+		t.Errorf("output %q, want the second run's only", got)
+	}
+	waitNoQEMU(t, c)
 }
