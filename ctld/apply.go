@@ -371,9 +371,10 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 		if slices.Contains(info.Running, id) {
 			continue
 		}
-		j := s.Jobs[id]
-		s.releaseJob(j, index)
-		s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)
+		if j := s.Jobs[id]; j != nil {
+			s.releaseJob(j, index)
+			s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)
+		}
 	}
 }
 
@@ -399,6 +400,17 @@ func (s *State) failJob(old *api.Job, now time.Time, msg string, index uint64) {
 	}
 	j.Message = msg
 	s.putJob(&j)
+}
+
+// joinNonEmpty joins the non-empty ones of a and b with "; ".
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // requeue resets a job that held a node to PENDING for another run.
@@ -440,11 +452,16 @@ func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
 // was stopped for. A run reported NODE_FAIL was lost to the node (its daemon
 // lost it, or stopped it when its lease ran out), as on a node declared
 // DOWN: a job that asked for it is requeued, as failJob does. Any other
-// outcome is final: a job that completed is never requeued.
+// outcome is final: a job that completed is never requeued. A run reported
+// in a state that is not an end (no daemon sends one) is taken as FAILED,
+// so that the job never stays active without a run.
 func (s *State) applyReport(node string, r api.JobReport, now time.Time, index uint64) bool {
 	old := s.Jobs[r.JobID]
 	if old == nil || old.Node != node || old.StartIndex != r.StartIndex || !old.State.Active() {
 		return false
+	}
+	if !r.State.Terminal() {
+		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
 	}
 	j := *old
 	switch {

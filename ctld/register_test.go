@@ -89,6 +89,13 @@ func TestRegisterAppliesCarriedReports(t *testing.T) {
 			},
 			want: map[uint64]jobOutcome{1: {api.StateCancelled, 143, 0}, 2: {api.StateCancelled, 0, 0}},
 		},
+		"a run reported in a state that is not an end fails": {
+			reg: func(i uint64) *raft.Log {
+				return reregister(t, i, "b1", nil, api.JobReport{JobID: 1, StartIndex: 3, State: api.StateRunning})
+			},
+			want:     map[uint64]jobOutcome{1: {api.StateFailed, 0, 0}, 2: {api.StateRunning, 0, 0}},
+			nodeJobs: 1,
+		},
 		"a node that was DOWN reports runs the controllers already took as lost": {
 			before: []*raft.Log{entry(t, 4, CmdNodeDown, &NodeDown{Now: t0.Add(4 * time.Second), Nodes: []string{"n1"}, Reason: "Not responding"})},
 			reg: func(i uint64) *raft.Log {

@@ -13,8 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"corral/api"
-
-	"corral/internal/procref"
 )
 
 // leaseFile (in DataDir) holds the node's lease for the lease keeper and for
@@ -162,7 +160,14 @@ func (l *lease) write() error {
 	t := l.terms
 	line := fmt.Sprintf("%d %d %d %.2f %d %d\n", at(0), at(t.Timeout/10), at(t.Timeout/5),
 		t.keeperPeriod().Seconds(), t.Lease.Milliseconds(), t.Timeout.Milliseconds())
-	return procref.WriteInPlace(l.path, []byte(line), 0o600)
+	// Replaced whole (a new file, then a rename), at most a few times a
+	// second: the keeper must never read half of one deadline and half of
+	// the next.
+	tmp := l.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(line), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.path)
 }
 
 // load takes the lease an earlier daemon left: its deadline holds until a
