@@ -116,11 +116,13 @@ func (l *lease) current() (leaseTerms, time.Time) {
 }
 
 // held reports whether the node may run jobs at now: it has no lease, or
-// its lease has not run out.
+// its lease has not run out, and did not lapse since the loop last heard
+// (the loop kills every run when it hears of a lapse, so none may start
+// before).
 func (l *lease) held(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.terms.known() || now.Before(l.deadline)
+	return !l.terms.known() || (now.Before(l.deadline) && !l.lapsed)
 }
 
 // renew extends the lease to sent + L (never shortens it) and writes it for
@@ -228,13 +230,16 @@ func (d *Daemon) watchLease(ctx context.Context) {
 		l := d.lease
 		l.mu.Lock()
 		lapsed, terms, deadline := l.lapsed, l.terms, l.deadline
-		l.lapsed = false
 		l.mu.Unlock()
 		now := time.Now()
 		if lapsed && held && !d.sendLease(ctx, false) {
 			return
 		}
 		if lapsed {
+			// Only once the loop has heard: until then held is false.
+			l.mu.Lock()
+			l.lapsed = false
+			l.mu.Unlock()
 			held = false
 		}
 		if h := !terms.known() || now.Before(deadline); h != held {
