@@ -294,15 +294,17 @@ func (d *Daemon) onLeaseLost() {
 	t, _ := d.lease.current()
 	grace := t.killGrace(d.cfg.KillGrace)
 	msg := d.fenceMessage()
-	n := 0
+	var stop []*localJob
 	for _, lj := range d.sortedJobs() {
 		if lj.alive() && lj.rec.Kill == nil {
-			d.killWithin(lj, api.StateNodeFail, msg, grace)
-			n++
+			stop = append(stop, lj)
 		}
 	}
 	d.log.Warn("lease expired: no controller acknowledged this node for longer than its lease; stopping its jobs so that none runs twice",
-		"lease", t.Lease, "jobs", n, "kill_grace", grace, "node_timeout", t.Timeout)
+		"lease", t.Lease, "jobs", len(stop), "kill_grace", grace, "node_timeout", t.Timeout)
+	for _, lj := range stop {
+		d.killWithin(lj, api.StateNodeFail, msg, grace)
+	}
 }
 
 // onLeaseRenewed lets jobs start again, from a desired state read since
