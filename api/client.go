@@ -306,13 +306,31 @@ func (c *Client) status(ctx context.Context, path string) (*ClusterStatus, error
 
 // Register records a node daemon with the cluster.
 func (c *Client) Register(ctx context.Context, info NodeInfo) error {
-	return c.do(ctx, http.MethodPost, "/v1/nodes/register", info, nil)
+	_, err := c.RegisterNode(ctx, info)
+	return err
+}
+
+// RegisterNode records a node daemon with the cluster and returns the
+// controllers' answer: the node's lease and the registration's index.
+func (c *Client) RegisterNode(ctx context.Context, info NodeInfo) (NodeAck, error) {
+	var ack NodeAck
+	err := c.do(ctx, http.MethodPost, "/v1/nodes/register", info, &ack)
+	return ack, err
 }
 
 // Heartbeat tells the cluster the node daemon is alive. A 404 answer means
 // the cluster does not know the node and it must register again.
 func (c *Client) Heartbeat(ctx context.Context, name, bootID string) error {
-	return c.do(ctx, http.MethodPost, "/v1/nodes/heartbeat", NodeStatus{Name: name, BootID: bootID}, nil)
+	_, err := c.HeartbeatNode(ctx, name, bootID)
+	return err
+}
+
+// HeartbeatNode is Heartbeat that returns the controllers' answer: the
+// node's lease.
+func (c *Client) HeartbeatNode(ctx context.Context, name, bootID string) (NodeAck, error) {
+	var ack NodeAck
+	err := c.do(ctx, http.MethodPost, "/v1/nodes/heartbeat", NodeStatus{Name: name, BootID: bootID}, &ack)
+	return ack, err
 }
 
 // Report sends job reports from a node.

@@ -27,8 +27,19 @@ type NodeInfo struct {
 	// tell a restart from a heartbeat.
 	BootID  string `json:"boot_id"`
 	Version string `json:"version,omitempty"`
-	// Running lists the jobs the daemon found still running on start.
+	// Running lists the jobs of which the daemon holds a run: one that is
+	// still running, or one that ended and whose report did not fit in
+	// Reports (it follows as a report). The controllers fail the other
+	// jobs they placed on the node when its boot id changed: those runs
+	// were lost with the daemon's previous incarnation.
 	Running []uint64 `json:"running,omitempty"`
+	// Reports are the daemon's reports not acknowledged yet, at most
+	// MaxRegisterReports of them: how the runs that ended while no daemon
+	// (or no controller) listened ended. The controllers apply them as
+	// reports before they decide what the node lost, and a successful
+	// registration acknowledges exactly these. They are not kept in the
+	// node's record.
+	Reports []JobReport `json:"reports,omitempty"`
 	// Images and Accel describe what the vm runner offers (empty for the
 	// process runner).
 	Images []string `json:"images,omitempty"`
@@ -40,6 +51,35 @@ type NodeInfo struct {
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
 	// node never over-commits its RAM.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+}
+
+// MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
+// reports names the rest's jobs in NodeInfo.Running and sends them after it
+// registered.
+const MaxRegisterReports = 512
+
+// MaxReportMessage bounds JobReport.Message in bytes; a daemon shortens a
+// longer one.
+const MaxReportMessage = 1024
+
+// NodeAck is the controllers' answer to a registration or a heartbeat: the
+// node's lease, and for a registration the Raft index it was applied at.
+type NodeAck struct {
+	// Index is the Raft index at or after which the node's registration is
+	// applied (0 in a heartbeat's answer). The daemon reads its desired
+	// state at this index or later, so that a member that lags cannot hand
+	// a restarted daemon a state from before its registration.
+	Index uint64 `json:"index,omitempty"`
+	// LeaseMS is the node's lease in milliseconds: a node that has not had
+	// a registration, heartbeat or report acknowledged by a leader for
+	// that long stops its jobs itself. 0 means the controllers did not say
+	// (the daemon keeps what it knew).
+	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// NodeTimeoutMS is how long after the last message they acknowledged
+	// the controllers declare the node DOWN and requeue its jobs. The
+	// daemon sizes its kill grace so that a stopped job is gone well
+	// before then.
+	NodeTimeoutMS int64 `json:"node_timeout_ms,omitempty"`
 }
 
 // Node is a node as the controllers hold it.

@@ -333,35 +333,54 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	return res
 }
 
+// applyRegister records a node daemon's registration. The reports it
+// carries are applied first, exactly as reports are (see applyReport): how
+// the runs that ended while no daemon or no controller listened ended. Then,
+// when the daemon is a new incarnation (another boot id), every job placed on
+// the node that it neither holds a run of (Running) nor reported was lost
+// with the previous one and fails. The same daemon registering again (its
+// inventory changed, or a controller forgot it) keeps all its jobs.
 func (s *State) applyRegister(c *RegisterNode, index uint64) {
 	info := c.Info
+	reports := info.Reports
+	info.Reports = nil // applied here, not kept in the node's record
 	old := s.Nodes[info.Name]
 	n := &api.Node{NodeInfo: info, Registered: c.Now, LastSeen: c.Now}
 	n.Name = s.intern(n.Name)
-	s.putNode(n, index)
-	if old == nil {
-		return
-	}
-	// Keep operator state and the jobs the daemon still runs; anything it
-	// no longer knows about was lost with its previous incarnation.
-	n.Drain, n.Reason = old.Drain, old.Reason
-	if old.Down && !old.Drain {
-		n.Reason = ""
-	}
-	for _, id := range old.Jobs {
-		j := s.Jobs[id]
-		if j == nil {
-			continue
+	if old != nil {
+		// Operator state and the node's jobs stay; a node that was DOWN
+		// holds none (applyNodeDown took them off).
+		n.Drain, n.Reason = old.Drain, old.Reason
+		if old.Down && !old.Drain {
+			n.Reason = ""
 		}
-		if old.BootID == info.BootID || slices.Contains(info.Running, id) {
+		for _, id := range old.Jobs {
+			j := s.Jobs[id]
+			if j == nil {
+				continue
+			}
 			n.Jobs = append(n.Jobs, id)
 			if !j.CPUsLent {
 				n.AllocCPUs += j.CPUs
 			}
 			n.AllocMemMB += j.MemMB + j.OverheadMB
+		}
+	}
+	s.putNode(n, index)
+	for _, r := range reports {
+		s.applyReport(n.Name, r, c.Now, index)
+	}
+	if old == nil || old.BootID == info.BootID {
+		return
+	}
+	for _, id := range slices.Clone(s.Nodes[n.Name].Jobs) {
+		if slices.Contains(info.Running, id) {
 			continue
 		}
-		s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)
+		if j := s.Jobs[id]; j != nil {
+			s.releaseJob(j, index)
+			s.failJob(j, c.Now, "node "+info.Name+" restarted without the job", index)
+		}
 	}
 }
 
@@ -389,6 +408,17 @@ func (s *State) failJob(old *api.Job, now time.Time, msg string, index uint64) {
 	s.putJob(&j)
 }
 
+// joinNonEmpty joins the non-empty ones of a and b with "; ".
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
 // requeue resets a job that held a node to PENDING for another run.
 func (s *State) requeue(j *api.Job) {
 	j.State, j.Reason = api.StatePending, api.ReasonNone
@@ -411,43 +441,66 @@ func (s *State) applyHeartbeats(c *NodeHeartbeats) {
 func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
 	res := &IDsResult{Errors: map[uint64]string{}}
 	for _, r := range c.Reports {
-		old := s.Jobs[r.JobID]
-		if old == nil || old.Node != c.Node || old.StartIndex != r.StartIndex || !old.State.Active() {
+		if !s.applyReport(c.Node, r, c.Now, index) {
 			// A stale or duplicate report: the daemon may forget it.
 			res.Errors[r.JobID] = "stale report"
 			continue
 		}
-		j := *old
-		if j.State == api.StateCompleting && j.FinalState != "" {
-			j.State = j.FinalState
-		} else {
-			j.State = r.State
-		}
-		j.FinalState = ""
-		if !j.SuspendTime.IsZero() {
-			j.SuspendedFor += c.Now.Sub(j.SuspendTime)
-			j.SuspendTime = time.Time{}
-		}
-		s.chargeUsage(&j, c.Now)
-		s.releaseJob(&j, index)
-		j.CPUsLent = false
-		if j.State == api.StatePending {
-			// Requeued by preemption: back in the queue with its original
-			// submit time, ready to run again at once.
-			s.requeue(&j)
-			s.putJob(&j)
-			res.Changed = append(res.Changed, j.ID)
-			continue
-		}
-		j.ExitCode, j.Signal = r.ExitCode, r.Signal
-		if r.Message != "" {
-			j.Message = r.Message
-		}
-		j.EndTime = c.Now
-		s.putJob(&j)
-		res.Changed = append(res.Changed, j.ID)
+		res.Changed = append(res.Changed, r.JobID)
 	}
 	return res
+}
+
+// applyReport applies node's report of how one run ended and says whether
+// it changed anything: a report of a run the job no longer has (its node or
+// StartIndex differ: a duplicate, or a run the controllers already took as
+// lost) changes nothing. A job being stopped (COMPLETING) takes the state it
+// was stopped for. A run reported NODE_FAIL was lost to the node (its daemon
+// lost it, or stopped it when its lease ran out), as on a node declared
+// DOWN: a job that asked for it is requeued, as failJob does. Any other
+// outcome is final: a job that completed is never requeued. A run reported
+// in a state that is not an end (no daemon sends one) is taken as FAILED,
+// so that the job never stays active without a run.
+func (s *State) applyReport(node string, r api.JobReport, now time.Time, index uint64) bool {
+	old := s.Jobs[r.JobID]
+	if old == nil || old.Node != node || old.StartIndex != r.StartIndex || !old.State.Active() {
+		return false
+	}
+	if !r.State.Terminal() {
+		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
+	}
+	j := *old
+	switch {
+	case j.State == api.StateCompleting && j.FinalState != "":
+		j.State = j.FinalState
+	case r.State == api.StateNodeFail && j.Spec.Requeue:
+		j.State = api.StatePending
+		j.Message = r.Message
+	default:
+		j.State = r.State
+	}
+	j.FinalState = ""
+	if !j.SuspendTime.IsZero() {
+		j.SuspendedFor += now.Sub(j.SuspendTime)
+		j.SuspendTime = time.Time{}
+	}
+	s.chargeUsage(&j, now)
+	s.releaseJob(&j, index)
+	j.CPUsLent = false
+	if j.State == api.StatePending {
+		// Requeued (by preemption, or a lost run): back in the queue with
+		// its original submit time, ready to run again at once.
+		s.requeue(&j)
+		s.putJob(&j)
+		return true
+	}
+	j.ExitCode, j.Signal = r.ExitCode, r.Signal
+	if r.Message != "" {
+		j.Message = r.Message
+	}
+	j.EndTime = now
+	s.putJob(&j)
+	return true
 }
 
 func (s *State) applyNodeDown(c *NodeDown, index uint64) {

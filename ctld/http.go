@@ -497,6 +497,10 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	case info.MemMB < 1:
 		return &fieldError{Field: "mem", Msg: fmt.Sprintf("node %s: memory must be at least 1 MiB", info.Name)}
 	}
+	if len(info.Reports) > api.MaxRegisterReports {
+		return &fieldError{Field: "reports", Msg: fmt.Sprintf("node %s: the registration carries %d job reports, at most %d (send the rest as reports after registering)",
+			info.Name, len(info.Reports), api.MaxRegisterReports)}
+	}
 	if len(info.Partitions) == 0 {
 		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
 	}
@@ -505,12 +509,31 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	c.mu.Lock()
-	c.seen[info.Name] = now
+	c.seen[info.Name] = time.Now() // with its monotonic reading (see livenessLoop)
 	c.seenDirty = true
 	c.mu.Unlock()
-	c.log.Info("node registered", "node", info.Name, "cpus", info.CPUs, "mem_mb", info.MemMB, "runner", info.Runner, "running", len(info.Running))
-	writeJSON(w, http.StatusOK, struct{}{})
+	ack := c.nodeAck()
+	// The node's allocation index is the registration's or a later one.
+	c.fsm.Read(func(s *State) {
+		if n := s.Nodes[info.Name]; n != nil {
+			ack.Index = n.AllocIndex
+		}
+	})
+	c.log.Info("node registered", "node", info.Name, "cpus", info.CPUs, "mem_mb", info.MemMB, "runner", info.Runner,
+		"running", len(info.Running), "reports", len(info.Reports), "index", ack.Index)
+	writeJSON(w, http.StatusOK, ack)
 	return nil
+}
+
+// nodeAck is the answer to a node's registration or heartbeat: its lease.
+// The lease is half the node timeout, so that a node cut off from the
+// controllers has stopped its jobs (lease, then its kill grace, which the
+// daemon keeps under a fifth of the timeout) well before the controllers
+// declare it DOWN and requeue them; docs/architecture.md has the timeline.
+// The controllers tell it rather than each daemon being configured, so the
+// two can never disagree.
+func (c *Controller) nodeAck() api.NodeAck {
+	return api.NodeAck{LeaseMS: (c.cfg.NodeTimeout / 2).Milliseconds(), NodeTimeoutMS: c.cfg.NodeTimeout.Milliseconds()}
 }
 
 // knownNode checks that a reporting daemon is the node's current
@@ -550,7 +573,7 @@ func (c *Controller) handleHeartbeat(w http.ResponseWriter, r *http.Request) err
 	if _, err := c.nodeMessage(r); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	writeJSON(w, http.StatusOK, c.nodeAck())
 	return nil
 }
 

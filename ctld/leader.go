@@ -384,7 +384,11 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		now := time.Now().UTC()
+		// The timeout is measured on the monotonic clock, as a node's
+		// lease is (see nodeAck): a step of the wall clock must not
+		// declare a node DOWN while it still holds its lease.
+		mono := time.Now()
+		now := mono.UTC()
 		var down []string
 		var seen map[string]time.Time
 		c.mu.Lock()
@@ -392,10 +396,10 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 			for name, n := range s.Nodes {
 				last, ok := c.seen[name]
 				if !ok {
-					c.seen[name] = now
+					c.seen[name] = mono
 					continue
 				}
-				if !n.Down && now.Sub(last) > c.cfg.NodeTimeout {
+				if !n.Down && mono.Sub(last) > c.cfg.NodeTimeout {
 					down = append(down, name)
 				}
 			}

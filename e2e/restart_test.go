@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,4 +136,67 @@ func waitJob(t *testing.T, cl *api.Client, id uint64, want api.JobState, limit t
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestRestartReportsRunsThatEndedWhileDaemonDown SIGKILLs a node daemon
+// under two running jobs, lets both end while no daemon runs (one exits 7,
+// one, submitted with --requeue, completes), and starts the daemon again well
+// within the node timeout. The registration must carry both outcomes: the
+// first is FAILED with exit code 7, not NODE_FAIL, and the second is
+// COMPLETED after one run, not requeued and run again.
+func TestRestartReportsRunsThatEndedWhileDaemonDown(t *testing.T) {
+	c := oneNodeCluster(t, "n1", "--cpus", "2", "--mem", "1G")
+	n1 := c.nodeds[0]
+	work := t.TempDir()
+	cl := c.client(t)
+	// Each job records its start, waits for its go file, records its
+	// end and exits with the code it was given.
+	script := work + "/gated.sh"
+	writeFile(t, script, "#!/bin/sh\necho run >> \"$1.runs\"\nwhile [ ! -e \"$1.go\" ]; do sleep 0.02; done\necho end >> \"$1.runs\"\nexit \"$2\"\n")
+	failing := submitParsable(t, c.addr, work, "-o", work+"/failing.out", script, work+"/failing", "7")
+	requeued := submitParsable(t, c.addr, work, "--requeue", "-o", work+"/requeued.out", script, work+"/requeued", "0")
+	for _, id := range []uint64{failing, requeued} {
+		waitJob(t, cl, id, api.StateRunning, 20*time.Second)
+	}
+	for _, name := range []string{"failing", "requeued"} {
+		waitFileContent(t, work+"/"+name+".runs", "run\n", 10*time.Second)
+	}
+
+	if err := n1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-n1.done
+	for _, name := range []string{"failing", "requeued"} {
+		writeFile(t, work+"/"+name+".go", "")
+		waitFileContent(t, work+"/"+name+".runs", "run\nend\n", 10*time.Second)
+	}
+	n1.start(t)
+
+	j := waitJob(t, cl, failing, api.StateFailed, 20*time.Second)
+	if j.ExitCode != 7 || j.Signal != 0 {
+		t.Errorf("job that exited 7 while its daemon was down: exit code %d signal %d (%s), want 7", j.ExitCode, j.Signal, j.Message)
+	}
+	j = waitJob(t, cl, requeued, api.StateCompleted, 20*time.Second)
+	if j.Restarts != 0 {
+		t.Errorf("--requeue job that completed while its daemon was down: restarts %d, want 0", j.Restarts)
+	}
+	// A second run would start at once; give it the time to show.
+	time.Sleep(time.Second)
+	if got := readFile(t, work+"/requeued.runs"); got != "run\nend\n" {
+		t.Errorf("--requeue job that completed while its daemon was down ran again: %q", got)
+	}
+	if j, _ := cl.Job(context.Background(), requeued, false); j == nil || j.State != api.StateCompleted || j.Restarts != 0 {
+		t.Errorf("--requeue job after a second: %+v, want COMPLETED with no restart", j)
+	}
+}
+
+// waitFileContent waits until path holds exactly want.
+func waitFileContent(t *testing.T, path, want string, limit time.Duration) {
+	t.Helper()
+	eventually(t, limit, func() string {
+		if got := readFileOr(path); got != want {
+			return fmt.Sprintf("%s holds %q, want %q", path, got, want)
+		}
+		return ""
+	})
 }

@@ -136,13 +136,15 @@ func readFileOr(path string) string {
 
 // TestVMReadoptedAfterNodeDaemonKill kills the node daemon with SIGKILL
 // while a VM runs and restarts it: the job still completes, and no QEMU
-// remains afterwards.
+// remains afterwards. A restarted daemon must register within the node's
+// lease (half the node timeout) or its jobs are stopped; the vm runner's
+// accelerator probe alone takes seconds under TCG, so the timeout is 30 s.
 func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	root := imageRoot(t)
 	if testing.Short() {
 		t.Skip("boots a VM and restarts a node daemon")
 	}
-	c := startControllers(t, 1)
+	c := startControllers(t, 1, "--node-timeout", "30s")
 	c.leader(t, 15*time.Second)
 	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
 	c.waitNodes(t, 1)

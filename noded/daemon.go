@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -48,6 +49,8 @@ type Config struct {
 	WaitTimeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL when a job is
 	// cancelled or runs out of time; default 5s (Slurm's KillWait is 30s).
+	// When the node's lease runs out it is at most a fifth of the
+	// controllers' node timeout (see leaseTerms).
 	KillGrace time.Duration
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
@@ -63,8 +66,9 @@ type Daemon struct {
 	bootID string
 	root   string // DataDir/jobs
 
-	reg *registration
-	rep *reporter
+	reg   *registration
+	rep   *reporter
+	lease *lease
 	// inv is the inventory the daemon reports (see Config.Rediscover).
 	inv  atomic.Pointer[api.Inventory]
 	dirs *runDirs
@@ -78,6 +82,8 @@ type Daemon struct {
 	timeoutCh chan jobKey
 	ackCh     chan []jobKey
 	killAllCh chan chan struct{}
+	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
+	keeperCh  chan *keeperProc
 	// loopDone is closed when Run has returned; events sent after that
 	// are dropped.
 	loopDone chan struct{}
@@ -99,7 +105,10 @@ type Daemon struct {
 	deferred    bool
 	lastDesired *api.Desired
 	killWaiters []chan struct{}
-	killMu      sync.Mutex
+	// leaseLost is set while the lease has run out: no run starts.
+	leaseLost bool
+	keeper    *keeperProc
+	killMu    sync.Mutex
 }
 
 // New checks cfg, fills in its defaults and returns a daemon.
@@ -155,12 +164,15 @@ func New(cfg Config) (*Daemon, error) {
 		timeoutCh: make(chan jobKey),
 		ackCh:     make(chan []jobKey, 16),
 		killAllCh: make(chan chan struct{}),
+		leaseCh:   make(chan bool),
+		keeperCh:  make(chan *keeperProc),
 		loopDone:  make(chan struct{}),
 		jobs:      make(map[jobKey]*localJob),
 		done:      make(map[jobKey]time.Time),
 	}
 	d.reg = newRegistration()
 	d.rep = newReporter(d)
+	d.lease = newLease(cfg.DataDir)
 	// A spare per job slot, and as many again for the runs whose reports
 	// are acknowledged after their successors started.
 	spares := max(4, 2*cfg.CPUs)
@@ -193,14 +205,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer close(d.loopDone)
 	defer d.dirs.close()
 
+	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("noded: creating the data directory: %w", err)
+	}
+	if err := d.lease.load(); err != nil {
+		d.log.Warn("cannot read the lease an earlier daemon left; the node has none until it registers", "err", err)
+	}
+	d.stopOldKeeper()
 	if err := d.recoverJobs(); err != nil {
 		return err
 	}
+	d.ensureKeeper()
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.maintain(runCtx) })
 	wg.Go(func() { d.watch(runCtx) })
 	wg.Go(func() { d.rep.run(runCtx) })
+	wg.Go(func() { d.watchLease(runCtx) })
 	d.loop(runCtx)
 	cancel()
 	wg.Wait()
@@ -214,6 +235,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	} else {
 		// Reports that ended just now (KillAll's, say) get one more try.
 		d.flushReports()
+	}
+	if d.liveCount() == 0 {
+		// Nothing left to guard; jobs left running keep their keeper.
+		d.stopKeeper()
 	}
 	d.log.Info("node daemon stopped", "jobs_left_running", d.liveCount())
 	return nil
@@ -277,6 +302,14 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.onTimeout(k)
 		case keys := <-d.ackCh:
 			d.onAcked(keys)
+		case held := <-d.leaseCh:
+			if held {
+				d.onLeaseRenewed()
+			} else {
+				d.onLeaseLost()
+			}
+		case k := <-d.keeperCh:
+			d.onKeeperExited(k)
 		case reply := <-d.killAllCh:
 			d.stopping = true
 			d.killWaiters = append(d.killWaiters, reply)

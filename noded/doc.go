@@ -13,7 +13,8 @@
 // The entry points are New and Daemon.Run; Runner, NewProcessRunner and
 // JobEnv are usable on their own.
 //
-//	register ─► heartbeat every HeartbeatInterval (404 ⇒ register again)
+//	register (+ pending reports) ─► heartbeat every HeartbeatInterval (404 ⇒ register again)
+//	   └─ every acknowledged message renews the lease ─► watchLease ─► loop (lost: kill all; keeper backs it up)
 //	watch: Desired(index, WaitTimeout) ─► loop ─► reconcile ─► Runner.Start / Handle.Kill
 //	Handle.Wait ─► loop ─► reporter ─► Report ─► ack ─► dir to a dot-name ─► reused or removed
 //
@@ -79,6 +80,27 @@
 //     (the node rebooted) is reported NODE_FAIL. When Run's context ends,
 //     jobs keep running unless Shutdown(true) was called; KillAll kills them
 //     and waits.
+//   - Every registration carries the reports not acknowledged yet
+//     (NodeInfo.Reports, at most api.MaxRegisterReports; the jobs of the
+//     rest go in Running), so the controllers learn how the runs that ended
+//     while they could not hear of it ended before they decide what the
+//     node lost. Its success acknowledges exactly those reports. The
+//     reporter sends nothing before the first registration, which carries
+//     what an earlier daemon left. The registration's answer carries its
+//     Raft index; no run starts from a desired state older than that.
+//   - The node holds a lease (see leaseTerms and docs/architecture.md):
+//     every registration, heartbeat and report a leader acknowledges renews
+//     it from the message's send time, for the lease the controllers tell
+//     (half their node timeout T). When it runs out the daemon kills every
+//     run (reported NODE_FAIL, with a grace of at most T/5), logs it at
+//     Warn, and starts none until it is renewed. The lease is kept in
+//     DataDir/lease, so a restarted daemon counts from the lease the
+//     earlier one held, and a lease keeper (keeperScript, one /bin/sh
+//     process per node in a session of its own) stops the runs' process
+//     groups when the daemon cannot: frozen, dead or stuck. The runner's
+//     handle names its process group (ProcessGroup), which the daemon writes
+//     to the run's session file for the keeper. Until a controller tells a
+//     lease the node has none and stops nothing.
 //   - Reported runs are remembered (tombstones, at least five minutes and
 //     until the desired state drops them) so that a desired state read
 //     before the controllers applied the report cannot start the run again.

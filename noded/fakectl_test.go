@@ -17,7 +17,8 @@ import (
 // fakeCtl is a controller reduced to the node endpoints api.Client calls:
 // register, heartbeat, status (reports) and the blocking desired-state
 // query. A report removes its run from the node's allocations, as the real
-// controller's FSM does.
+// controller's FSM does; so do the reports a registration carries. It tells
+// no lease unless leaseMS is set.
 type fakeCtl struct {
 	srv  *httptest.Server
 	down atomic.Bool // answer everything with 503, as a cluster without a leader does
@@ -27,6 +28,15 @@ type fakeCtl struct {
 	// refuse answers reports with 503 and drops them, as a controller that
 	// lost its leader while the node's watch was still answered would.
 	refuse atomic.Bool
+	// mute answers the node's messages (register, heartbeat, status) with
+	// 503 but still serves its desired state, as a member cut off from
+	// the leader does.
+	mute atomic.Bool
+	// leaseMS and timeoutMS are the lease and node timeout the answers to
+	// registrations and heartbeats carry (0: none).
+	leaseMS, timeoutMS atomic.Int64
+	// heartbeats counts the heartbeats answered.
+	heartbeats atomic.Int64
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change
@@ -50,7 +60,7 @@ func newFakeCtl(t *testing.T) *fakeCtl {
 	mux.HandleFunc("POST /v1/nodes/status", f.status)
 	mux.HandleFunc("GET /v1/nodes/{name}/desired", f.desired)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.down.Load() {
+		if f.down.Load() || (f.mute.Load() && r.Method == http.MethodPost) {
 			writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: "no leader"})
 			return
 		}
@@ -90,9 +100,31 @@ func (f *fakeCtl) register(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.boot[info.Name] = info.BootID
 	f.regs = append(f.regs, info)
+	f.takeReports(info.Name, info.Reports)
 	f.bump()
+	ack := f.ack()
+	ack.Index = f.index
 	f.mu.Unlock()
-	writeJSON(w, 200, struct{}{})
+	writeJSON(w, 200, ack)
+}
+
+// ack is the answer to a registration or heartbeat.
+func (f *fakeCtl) ack() api.NodeAck {
+	return api.NodeAck{LeaseMS: f.leaseMS.Load(), NodeTimeoutMS: f.timeoutMS.Load()}
+}
+
+// takeReports records reports and drops their runs from the node's
+// allocations; callers hold f.mu.
+func (f *fakeCtl) takeReports(node string, reps []api.JobReport) {
+	f.reports = append(f.reports, reps...)
+	for _, rep := range reps {
+		if f.lag.Load() {
+			break
+		}
+		f.allocs[node] = slices.DeleteFunc(f.allocs[node], func(j api.Job) bool {
+			return j.ID == rep.JobID && j.StartIndex == rep.StartIndex
+		})
+	}
 }
 
 // known answers 404 unless the node registered with this boot id.
@@ -110,7 +142,8 @@ func (f *fakeCtl) heartbeat(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.known(w, st) {
-		writeJSON(w, 200, struct{}{})
+		f.heartbeats.Add(1)
+		writeJSON(w, 200, f.ack())
 	}
 }
 
@@ -126,15 +159,7 @@ func (f *fakeCtl) status(w http.ResponseWriter, r *http.Request) {
 	if !f.known(w, st) {
 		return
 	}
-	f.reports = append(f.reports, st.Reports...)
-	for _, rep := range st.Reports {
-		if f.lag.Load() {
-			break
-		}
-		f.allocs[st.Name] = slices.DeleteFunc(f.allocs[st.Name], func(j api.Job) bool {
-			return j.ID == rep.JobID && j.StartIndex == rep.StartIndex
-		})
-	}
+	f.takeReports(st.Name, st.Reports)
 	f.bump()
 	writeJSON(w, 200, struct{}{})
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"corral/api"
 	"corral/submit"
@@ -144,7 +145,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 			delete(d.done, k)
 		}
 	}
-	if !d.stopping {
+	if d.canLaunch(des) {
 		d.launchWanted(want)
 	}
 	d.publishRunning()
@@ -260,8 +261,16 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	lj.handle = ev.handle
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
+	d.recordSession(lj)
+	d.ensureKeeper()
 	if lj.rec.Kill != nil {
 		ev.handle.Kill(d.cfg.KillGrace)
+		return
+	}
+	if d.leaseLost || !d.lease.held(time.Now()) {
+		// The lease ran out while the run was being launched.
+		t, _ := d.lease.current()
+		d.killWithin(lj, api.StateNodeFail, d.fenceMessage(), t.killGrace(d.cfg.KillGrace))
 		return
 	}
 	// The job may have been suspended while it was being launched.
@@ -336,7 +345,7 @@ func (d *Daemon) onExited(ev exitedEvent) {
 		return
 	}
 	lj.handle = nil
-	d.finish(lj, reportFor(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
+	d.finish(lj, d.endReport(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
 
@@ -394,6 +403,11 @@ func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
 // written first, so a daemon restarted while the job dies still reports it
 // as killed.
 func (d *Daemon) kill(lj *localJob, state api.JobState, msg string) {
+	d.killWithin(lj, state, msg, d.cfg.KillGrace)
+}
+
+// killWithin is kill with another grace between SIGTERM and SIGKILL.
+func (d *Daemon) killWithin(lj *localJob, state api.JobState, msg string, grace time.Duration) {
 	if lj.rec.Kill != nil {
 		return
 	}
@@ -401,7 +415,7 @@ func (d *Daemon) kill(lj *localJob, state api.JobState, msg string) {
 	d.saveRecord(lj, "cannot record a job's kill")
 	d.log.Info("killing job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "state", state)
 	if lj.handle != nil {
-		lj.handle.Kill(d.cfg.KillGrace)
+		lj.handle.Kill(grace)
 	}
 }
 
@@ -413,6 +427,17 @@ func (d *Daemon) saveRecord(lj *localJob, msg string) {
 	if err != nil {
 		d.log.Warn(msg, "job", lj.key.ID, "err", err)
 	}
+}
+
+// endReport is reportFor for a run that ended by itself or was killed: a
+// run the lease keeper stopped (see keeperScript) is reported as stopped for
+// the lease, which the keeper's mark in its directory proves after a restart
+// too.
+func (d *Daemon) endReport(lj *localJob, res Result) api.JobReport {
+	if lj.rec.Kill == nil && fencedByKeeper(lj.dir) {
+		lj.rec.Kill = &killRecord{State: api.StateNodeFail, Message: d.fenceMessage()}
+	}
+	return reportFor(lj, res)
 }
 
 // reportFor turns how a run ended into its report.
@@ -438,6 +463,21 @@ func reportFor(lj *localJob, res Result) api.JobReport {
 	return r
 }
 
+// clipMessage shortens a report's message to api.MaxReportMessage bytes of
+// valid UTF-8, so that the controllers take it whatever a runner said.
+func clipMessage(m string) string {
+	m = strings.ToValidUTF8(m, "?")
+	if len(m) <= api.MaxReportMessage {
+		return m
+	}
+	const more = " [...]"
+	cut := api.MaxReportMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + more
+}
+
 func joinMessages(a, b string) string {
 	switch {
 	case a == "":
@@ -459,6 +499,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	rep.Message = clipMessage(rep.Message)
 	lj.report = &rep
 	if !proven {
 		if err := procref.WriteJSON(filepath.Join(lj.dir, reportFile), rep); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ const callTimeout = 10 * time.Second
 type registration struct {
 	mu      sync.Mutex
 	gen     uint64        // successful registrations so far
+	at      uint64        // the Raft index of the last one (see api.NodeAck.Index)
 	changed chan struct{} // closed at the next successful registration
 	want    chan struct{} // a request to register again
 	down    bool          // an outage is under way and was logged
@@ -34,6 +36,24 @@ func (r *registration) current() uint64 {
 	return r.gen
 }
 
+// index returns the Raft index of the last successful registration, 0 when
+// the controllers did not say.
+func (r *registration) index() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at
+}
+
+// answered records the Raft index of a registration the controllers
+// applied, before anything acts on it: canLaunch compares desired states
+// with it once the lease the registration renewed holds again.
+func (r *registration) answered(index uint64) {
+	r.mu.Lock()
+	r.at = index
+	r.mu.Unlock()
+}
+
+// registered counts a successful registration and wakes the waiters.
 func (r *registration) registered() {
 	r.mu.Lock()
 	r.gen++
@@ -102,7 +122,14 @@ type overheadOffer interface {
 	OverheadMB() int64
 }
 
-func (d *Daemon) nodeInfo() api.NodeInfo {
+// nodeInfo builds a registration. It carries the runs that are alive
+// (Running) and the reports not acknowledged yet (Reports, and the jobs of
+// those beyond api.MaxRegisterReports in Running), so that the controllers
+// learn how every run they placed here fares; keys and the reports are
+// returned for acknowledging them. Running is read before the reports: a
+// run's report is queued before it leaves the running list (see finish), so
+// a run that ends meanwhile is in one of the two.
+func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 	info := api.NodeInfo{
 		Name:       d.cfg.Name,
 		CPUs:       d.cfg.CPUs,
@@ -110,29 +137,47 @@ func (d *Daemon) nodeInfo() api.NodeInfo {
 		Partitions: d.cfg.Partitions,
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
-		Running:    *d.running.Load(),
+		Running:    slices.Clone(*d.running.Load()),
 		Inventory:  d.inv.Load(),
 	}
+	keys, reports := d.rep.snapshot()
+	if len(keys) > api.MaxRegisterReports {
+		for _, k := range keys[api.MaxRegisterReports:] {
+			info.Running = append(info.Running, k.ID)
+		}
+		slices.Sort(info.Running)
+		info.Running = slices.Compact(info.Running)
+		keys, reports = keys[:api.MaxRegisterReports], reports[:api.MaxRegisterReports]
+	}
+	info.Reports = reports
 	if o, ok := d.runner.(imageOffer); ok {
 		info.Images, info.Accel = o.Images(), o.Accel()
 	}
 	if o, ok := d.runner.(overheadOffer); ok {
 		info.OverheadMB = o.OverheadMB()
 	}
-	return info
+	return info, keys
 }
 
 // maintain registers, then heartbeats every interval; it registers again
 // whenever a heartbeat (or another goroutine) finds that the controller lost
 // the node.
 func (d *Daemon) maintain(ctx context.Context) {
-	t := time.NewTicker(d.cfg.HeartbeatInterval)
+	every := d.cfg.HeartbeatInterval
+	t := time.NewTicker(every)
 	defer t.Stop()
 	var rediscover <-chan time.Time
 	if d.cfg.Rediscover != nil {
 		rt := time.NewTicker(d.cfg.RediscoverInterval)
 		defer rt.Stop()
 		rediscover = rt.C
+	}
+	// Four heartbeats per lease at least, from the first registration on.
+	pace := func() {
+		if terms, _ := d.lease.current(); terms.heartbeat(d.cfg.HeartbeatInterval) != every {
+			every = terms.heartbeat(d.cfg.HeartbeatInterval)
+			t.Reset(every)
+		}
 	}
 	need := true
 	for {
@@ -141,6 +186,7 @@ func (d *Daemon) maintain(ctx context.Context) {
 				return
 			}
 			need = false
+			pace()
 		}
 		select {
 		case <-ctx.Done():
@@ -157,17 +203,23 @@ func (d *Daemon) maintain(ctx context.Context) {
 			continue
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := d.cfg.Client.Heartbeat(cctx, d.cfg.Name, d.bootID)
+		terms, _ := d.lease.current()
+		cctx, cancel := context.WithTimeout(ctx, terms.callTimeout())
+		sent := time.Now()
+		ack, err := d.cfg.Client.HeartbeatNode(cctx, d.cfg.Name, d.bootID)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		d.noteCall("heartbeat", err)
+		if err == nil {
+			d.renewLease(sent, ack)
+		}
 		if isNotFound(err) {
 			d.log.Warn("the controller does not know this node; registering again")
 			need = true
 		}
+		pace()
 	}
 }
 
@@ -175,18 +227,32 @@ func (d *Daemon) maintain(ctx context.Context) {
 func (d *Daemon) registerLoop(ctx context.Context) bool {
 	b := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
-		info := d.nodeInfo()
+		info, keys := d.nodeInfo()
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := d.cfg.Client.Register(cctx, info)
+		sent := time.Now()
+		ack, err := d.cfg.Client.RegisterNode(cctx, info)
 		cancel()
 		if ctx.Err() != nil {
 			return false
 		}
 		d.noteCall("register", err)
 		if err == nil {
+			d.reg.answered(ack.Index)
+			d.renewLease(sent, ack)
+			terms, _ := d.lease.current()
 			d.log.Info("registered", "boot_id", d.bootID, "runner", info.Runner, "cpus", info.CPUs,
 				"mem_mb", info.MemMB, "images", info.Images, "accel", info.Accel,
-				"overhead_mb", info.OverheadMB, "running", info.Running)
+				"overhead_mb", info.OverheadMB, "running", info.Running, "reports", len(info.Reports),
+				"index", ack.Index, "lease", terms.Lease, "node_timeout", terms.Timeout)
+			// The registration acknowledges the reports it carried, and
+			// only those.
+			if acked := d.rep.acked(keys, info.Reports); len(acked) > 0 {
+				select {
+				case d.ackCh <- acked:
+				case <-ctx.Done():
+					return false
+				}
+			}
 			d.reg.registered()
 			return true
 		}
@@ -202,7 +268,9 @@ func (d *Daemon) watch(ctx context.Context) {
 	if !d.reg.waitPast(ctx, 0) {
 		return
 	}
-	var index uint64
+	// The first answer must be no older than the registration: a member
+	// that has not applied it yet waits until it has.
+	index := max(d.reg.index(), 1) - 1
 	fresh := true // the next answer is handed over even if its index did not move
 	b := newBackoff(50*time.Millisecond, 5*time.Second)
 	for {
@@ -223,7 +291,7 @@ func (d *Daemon) watch(ctx context.Context) {
 			if !d.reregister(ctx) || !sleepCtx(ctx, b.next()) {
 				return
 			}
-			index, fresh = 0, true
+			index, fresh = max(d.reg.index(), 1)-1, true
 			continue
 		case err != nil:
 			d.noteCall("watch", err)
@@ -234,10 +302,11 @@ func (d *Daemon) watch(ctx context.Context) {
 		}
 		d.noteCall("watch", nil)
 		b.reset()
-		if !fresh && des.Index == index {
-			// Only a wait that ran out answers with an unchanged index; a
-			// short pause keeps a controller that does not block from
-			// turning this into a busy loop.
+		if des.Index <= index && !(fresh && index == 0) {
+			// Only a wait that ran out answers with an unchanged (or, from
+			// a member that lags, an older) index; a short pause keeps a
+			// controller that does not block from turning this into a
+			// busy loop.
 			sleepCtx(ctx, 20*time.Millisecond)
 			continue
 		}

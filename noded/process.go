@@ -361,6 +361,10 @@ func (h *procHandle) sweep() {
 	}
 }
 
+// ProcessGroup names the shim, which leads the job's session and process
+// group, for the lease keeper.
+func (h *procHandle) ProcessGroup() (int, uint64) { return h.ref.PID(), h.ref.StartTicks() }
+
 func (h *procHandle) Kill(grace time.Duration) {
 	h.killOnce.Do(func() {
 		if h.ref.Exited() {

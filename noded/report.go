@@ -54,6 +54,12 @@ func (r *reporter) snapshot() ([]jobKey, []api.JobReport) {
 }
 
 func (r *reporter) run(ctx context.Context) {
+	// The first registration carries the reports pending at start (those
+	// an earlier daemon left); sending them before it would only be
+	// refused, or sent twice.
+	if !r.d.reg.waitPast(ctx, 0) {
+		return
+	}
 	b := newBackoff(50*time.Millisecond, 5*time.Second)
 	for {
 		r.mu.Lock()
@@ -139,9 +145,12 @@ func (r *reporter) sendPending(ctx context.Context) ([]jobKey, error) {
 func (r *reporter) send(ctx context.Context, batch []api.JobReport) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	sent := time.Now()
 	err := r.d.cfg.Client.Report(cctx, api.NodeStatus{Name: r.d.cfg.Name, BootID: r.d.bootID, Reports: batch})
 	if err == nil {
 		r.d.noteCall("report", nil)
+		// The leader that took the report heard from the node.
+		r.d.renewLease(sent, api.NodeAck{})
 	}
 	return err
 }

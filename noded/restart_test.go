@@ -170,8 +170,12 @@ func TestDaemonSIGKILL(t *testing.T) {
 	waitContent(t, filepath.Join(runDir(data, j3), exitFile), 5*time.Second)
 	startDaemon(t, f, data)
 	f.waitRegistrations(t, 2)
-	if got := f.registrations()[1].Running; !slices.Equal(got, []uint64{2}) {
-		t.Errorf("the restarted daemon registered running jobs %v, want [2]", got)
+	reg := f.registrations()[1]
+	if !slices.Equal(reg.Running, []uint64{2}) {
+		t.Errorf("the restarted daemon registered running jobs %v, want [2]", reg.Running)
+	}
+	if len(reg.Reports) != 1 || reg.Reports[0].JobID != 3 || reg.Reports[0].ExitCode != 42 {
+		t.Errorf("the restarted daemon's registration carried reports %+v, want job 3's (exit code 42)", reg.Reports)
 	}
 	if r := f.waitReport(t, 3, 10*time.Second); r.State != api.StateFailed || r.ExitCode != 42 {
 		t.Errorf("job 3 report %+v, want FAILED with exit code 42", r)

@@ -85,6 +85,7 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		lj.handle = h
 		d.log.Info("re-adopted a running job", "job", k.ID, "start_index", k.StartIndex, "paused", rec.paused())
 		go d.waitJob(k, h)
+		d.recordSession(lj)
 		d.recoverPaused(lj)
 		d.armTimer(lj)
 		if rec.Kill != nil {
@@ -96,7 +97,7 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		d.log.Error("cannot re-attach to a job; reporting it lost", "job", k.ID, "err", err)
 	}
 	if res != nil {
-		d.finish(lj, reportFor(lj, *res), d.reusable && res.Message == "")
+		d.finish(lj, d.endReport(lj, *res), d.reusable && res.Message == "")
 		return
 	}
 	rep = reportFor(lj, Result{Message: "the node lost the job while its daemon was down (" + err.Error() + ")"})

@@ -176,7 +176,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
-		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
+		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {

@@ -35,7 +35,10 @@ type VM struct {
 	res      noded.Result
 }
 
-var _ noded.Handle = (*VM)(nil)
+var (
+	_ noded.Handle       = (*VM)(nil)
+	_ noded.ProcessGroup = (*VM)(nil)
+)
 
 func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd) *VM {
 	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, done: make(chan struct{})}
@@ -54,6 +57,10 @@ func (v *VM) Done() <-chan struct{} { return v.done }
 
 // PID returns the QEMU process's id.
 func (v *VM) PID() int { return v.st.PID }
+
+// ProcessGroup names QEMU, which leads a session and process group of its
+// own, for the node's lease keeper: SIGTERM ends a VM as QMP quit does.
+func (v *VM) ProcessGroup() (int, uint64) { return v.st.PID, v.st.Start }
 
 // watch waits for QEMU to exit, reads how the job ended and removes the
 // VM's socket and initrd.
