@@ -215,9 +215,17 @@ func TestKeeperFencesFrozenDaemon(t *testing.T) {
 	j := f.addJob("n1", shJob(5, work, `trap '' TERM; touch started; while [ -e started ]; do sleep 0.01; done`))
 	waitFile(t, filepath.Join(work, "started"), 10*time.Second)
 	waitContent(t, filepath.Join(runDir(data, j), sessionFile), 5*time.Second)
+	// The keeper may be between an idle exit and its restart by the loop:
+	// wait for the one that guards the run.
 	var keeper keeperRecord
-	if err := procref.ReadJSON(filepath.Join(data, keeperFile), &keeper); err != nil {
-		t.Fatalf("no lease keeper recorded: %v", err)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := procref.ReadJSON(filepath.Join(data, keeperFile), &keeper)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease keeper recorded: %v", err)
+		}
 	}
 	for beats := f.heartbeats.Load(); f.heartbeats.Load() < beats+2; {
 		time.Sleep(5 * time.Millisecond)
