@@ -54,6 +54,7 @@ type optionCase struct {
 	args []string // job.sh is appended
 	spec func(s *api.JobSpec)
 	req  func(r *Request)
+	root bool // submit as a privileged user (Context.Privileged)
 }
 
 var optionCases = map[string]optionCase{
@@ -113,7 +114,7 @@ var optionCases = map[string]optionCase{
 	"--comment empty":        {args: []string{"--comment="}},
 	"--nice bare":            {args: []string{"--nice"}, spec: func(s *api.JobSpec) { s.Nice = 100 }},
 	"--nice=N":               {args: []string{"--nice=5"}, spec: func(s *api.JobSpec) { s.Nice = 5 }},
-	"--nice negative":        {args: []string{"--nice=-5"}, spec: func(s *api.JobSpec) { s.Nice = -5 }},
+	"--nice negative as root": {args: []string{"--nice=-5"}, root: true, spec: func(s *api.JobSpec) { s.Nice = -5 }},
 	"--nice=0":               {args: []string{"--nice=10", "--nice=0"}},
 	"--gres":                 {args: []string{"--gres=gpu:a100:2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "a100", Count: 2}} }},
 	"--gres=none clears":     {args: []string{"--gres=gpu:1", "--gres=none"}},
@@ -136,7 +137,9 @@ func TestParseOptions(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			args := append(append([]string(nil), tc.args...), "job.sh")
-			got, err := Parse(args, testContext(map[string]string{"job.sh": basicScript}))
+			c := testContext(map[string]string{"job.sh": basicScript})
+			c.Privileged = tc.root
+			got, err := Parse(args, c)
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", args, err)
 			}
