@@ -40,40 +40,42 @@ var badSpecs = map[string]struct {
 	"nodes 2":                {func(s *api.JobSpec) { s.Nodes = 2 }, "nodes", "jobs span one node"},
 
 	// Memory.
-	"mem negative":          {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},
-	"mem too large":         {func(s *api.JobSpec) { s.MemPerNode = 1<<40 + 1 }, "mem_per_node_mb", "1 EiB"},
-	"mem per cpu × cpus":    {func(s *api.JobSpec) { s.MemPerCPU, s.NTasks = 1<<39, 4 }, "mem_per_cpu_mb", "× 4 CPUs is more than"},
-	"mem and mem per cpu":   {func(s *api.JobSpec) { s.MemPerNode, s.MemPerCPU = 1, 1 }, "mem_per_cpu_mb", "mutually exclusive"},
-	"mem per cpu MinInt64":  {func(s *api.JobSpec) { s.MemPerCPU = math.MinInt64 }, "mem_per_cpu_mb", "between 1 and"},
-	"time limit 2^63-1":     {func(s *api.JobSpec) { s.TimeLimit = math.MaxInt64 }, "time_limit_s", "100 years"},
-	"time limit negative":   {func(s *api.JobSpec) { s.TimeLimit = -1 }, "time_limit_s", "between 1 and 3153600000 seconds"},
-	"begin before 1970":     {func(s *api.JobSpec) { s.Begin = time.Date(1969, 7, 20, 0, 0, 0, 0, time.UTC) }, "begin", "after 1970"},
-	"begin in 11 years":     {func(s *api.JobSpec) { s.Begin = validateNow.AddDate(11, 0, 0) }, "begin", "at most 10 years ahead"},
-	"nice -2^63":            {func(s *api.JobSpec) { s.Nice = math.MinInt }, "nice", "between -10000 and 10000"},
-	"nice 10001":            {func(s *api.JobSpec) { s.Nice = 10001 }, "nice", "between -10000 and 10000"},
-	"gres negative count":   {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: -5}} }, "gres", `gres "gpu:-5": the count must be between 1 and 1000000`},
-	"gres zero count":       {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Count: 0}} }, "gres", "between 1"},
-	"gres unknown name":     {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "fpga", Count: 1}} }, "gres", `unknown generic resource "fpga"`},
-	"gres bad type":         {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "../x", Count: 1}} }, "gres", "type"},
-	"gres listed twice":     {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 1}, {Name: "gpu", Count: 2}} }, "gres", "listed twice"},
-	"gres vf with a type":   {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Type: "x", Count: 1}} }, "gres", "vf takes no type"},
-	"hugepages negative":    {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -1}} }, "hugepages", "between 1 and"},
-	"hugepages 3M":          {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 3072, Count: 1}} }, "hugepages", "2M (size_kb 2048) or 1G"},
-	"hugepages too many":    {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1<<40 + 1}} }, "hugepages", "between 1 and 1073741824 pages"},
-	"hugepages size twice":  {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{2048, 1}, {2048, 2}} }, "hugepages", "listed twice"},
+	"mem negative":         {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},
+	"mem too large":        {func(s *api.JobSpec) { s.MemPerNode = 1<<40 + 1 }, "mem_per_node_mb", "1 EiB"},
+	"mem per cpu × cpus":   {func(s *api.JobSpec) { s.MemPerCPU, s.NTasks = 1<<39, 4 }, "mem_per_cpu_mb", "× 4 CPUs is more than"},
+	"mem and mem per cpu":  {func(s *api.JobSpec) { s.MemPerNode, s.MemPerCPU = 1, 1 }, "mem_per_cpu_mb", "mutually exclusive"},
+	"mem per cpu MinInt64": {func(s *api.JobSpec) { s.MemPerCPU = math.MinInt64 }, "mem_per_cpu_mb", "between 1 and"},
+	"time limit 2^63-1":    {func(s *api.JobSpec) { s.TimeLimit = math.MaxInt64 }, "time_limit_s", "100 years"},
+	"time limit negative":  {func(s *api.JobSpec) { s.TimeLimit = -1 }, "time_limit_s", "between 1 and 3153600000 seconds"},
+	"begin before 1970":    {func(s *api.JobSpec) { s.Begin = time.Date(1969, 7, 20, 0, 0, 0, 0, time.UTC) }, "begin", "after 1970"},
+	"begin in 11 years":    {func(s *api.JobSpec) { s.Begin = validateNow.AddDate(11, 0, 0) }, "begin", "at most 10 years ahead"},
+	"nice -2^63":           {func(s *api.JobSpec) { s.Nice = math.MinInt }, "nice", "between -10000 and 10000"},
+	"nice 10001":           {func(s *api.JobSpec) { s.Nice = 10001 }, "nice", "between -10000 and 10000"},
+	"gres negative count":  {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: -5}} }, "gres", `gres "gpu:-5": the count must be between 1 and 1000000`},
+	"gres zero count":      {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Count: 0}} }, "gres", "between 1"},
+	"gres unknown name":    {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "fpga", Count: 1}} }, "gres", `unknown generic resource "fpga"`},
+	"gres bad type":        {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "../x", Count: 1}} }, "gres", "type"},
+	"gres listed twice":    {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 1}, {Name: "gpu", Count: 2}} }, "gres", "listed twice"},
+	"gres vf with a type":  {func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "vf", Type: "x", Count: 1}} }, "gres", "vf takes no type"},
+	"hugepages negative":   {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -1}} }, "hugepages", "between 1 and"},
+	"hugepages 3M":         {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 3072, Count: 1}} }, "hugepages", "2M (size_kb 2048) or 1G"},
+	"hugepages too many":   {func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1<<40 + 1}} }, "hugepages", "between 1 and 1073741824 pages"},
+	"hugepages size twice": {func(s *api.JobSpec) {
+		s.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: 1}, {SizeKB: 2048, Count: 2}}
+	}, "hugepages", "listed twice"},
 	"numa unknown":          {func(s *api.JobSpec) { s.NUMA = "sometimes" }, "numa", "use prefer, strict or none"},
 	"numa in capitals":      {func(s *api.JobSpec) { s.NUMA = "STRICT" }, "numa", "use prefer"},
-	"array 10-5":            {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{10, 5, 1}}} }, "array", "the last index is below the first"},
-	"array step 0":          {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, 5, 0}}} }, "array", "the step 0 must be between 1"},
-	"array step negative":   {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, 5, -1}}} }, "array", "the step -1"},
-	"array index negative":  {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{-1, 5, 1}}} }, "array", "indexes must be 0 to 1000000"},
-	"array huge overlap":    {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, 1 << 40, 1}, {1, 2, 1}}} }, "array", "indexes must be 0 to"},
+	"array 10-5":            {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(10, 5, 1))} }, "array", "the last index is below the first"},
+	"array step 0":          {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(0, 5, 0))} }, "array", "the step 0 must be between 1"},
+	"array step negative":   {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(0, 5, -1))} }, "array", "the step -1"},
+	"array index negative":  {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(-1, 5, 1))} }, "array", "indexes must be 0 to 1000000"},
+	"array huge overlap":    {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(0, 1<<40, 1), rng(1, 2, 1))} }, "array", "indexes must be 0 to"},
 	"array no ranges":       {func(s *api.JobSpec) { s.Array = &api.ArraySpec{} }, "array", "names no task"},
-	"array throttle < 0":    {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, 5, 1}}, Throttle: -1} }, "array", "task limit"},
-	"array raw disagrees":   {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Raw: "0-9", Ranges: []api.ArrayRange{{0, 5, 1}}} }, "array", "does not say what the ranges say"},
+	"array throttle < 0":    {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: ranges(rng(0, 5, 1)), Throttle: -1} }, "array", "task limit"},
+	"array raw disagrees":   {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Raw: "0-9", Ranges: ranges(rng(0, 5, 1))} }, "array", "does not say what the ranges say"},
 	"array too many ranges": {func(s *api.JobSpec) { s.Array = &api.ArraySpec{Ranges: make([]api.ArrayRange, MaxArrayRanges+1)} }, "array", "10001 ranges"},
 	"array interleaves": {func(s *api.JobSpec) {
-		s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, 1_000_000, 2}, {1, 1_000_000, 3}}}
+		s.Array = &api.ArraySpec{Ranges: ranges(rng(0, 1_000_000, 2), rng(1, 1_000_000, 3))}
 	}, "array", "interleave on different steps"},
 
 	// Dependencies.
@@ -186,7 +188,7 @@ func atBounds(s *api.JobSpec) {
 	s.Begin = validateNow.Add(MaxBeginAhead)
 	s.Gres = []api.Gres{{Name: "gpu", Count: MaxGresCount}, {Name: "vf", Count: MaxGresCount}}
 	s.Hugepages = []api.HugepageRequest{{SizeKB: Hugepage1G, Count: MaxMemoryMiB / 1024}}
-	s.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{0, MaxArrayIndex, 1}}, Throttle: MaxArrayIndex + 1}
+	s.Array = &api.ArraySpec{Ranges: ranges(rng(0, MaxArrayIndex, 1)), Throttle: MaxArrayIndex + 1}
 	s.RequestID = strings.Repeat("r", MaxRequestIDBytes)
 	s.Name = strings.Repeat("n", MaxNameBytes)
 	s.WorkDir = "/" + strings.Repeat("w", MaxPathBytes-1)
@@ -201,3 +203,9 @@ func TestShownCutsLongValues(t *testing.T) {
 		t.Fatalf("Shown split a character: %q", got)
 	}
 }
+
+func rng(first, last, step int) api.ArrayRange {
+	return api.ArrayRange{First: first, Last: last, Step: step}
+}
+
+func ranges(rs ...api.ArrayRange) []api.ArrayRange { return rs }
