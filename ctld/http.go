@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/submit"
 )
 
 // maxBodyBytes bounds a request body: a batch of scripts at most.
@@ -147,9 +148,14 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
+	if len(req.Jobs) > maxJobsPerRequest {
+		return &fieldError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one request; the most is %d: send several requests", len(req.Jobs), maxJobsPerRequest)}
+	}
 	var verr error
+	now := time.Now()
 	c.fsm.Read(func(s *State) {
 		parts := s.Partitions(c.cfg.Partitions)
+		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
 		for i := range req.Jobs {
 			sp := &req.Jobs[i]
 			if sp.Partition == "" {
@@ -165,8 +171,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			if sp.Account == "" {
 				sp.Account = s.defaultAccount(sp.User)
 			}
-			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
+			if verr = c.validateSpec(i, &req.Jobs[i], s, parts, now, fits); verr != nil {
 				return
+			}
+			if a := sp.Array; a != nil && a.Raw == "" {
+				a.Raw = arrayText(a)
 			}
 		}
 	})
@@ -194,6 +203,9 @@ func defaultPartitionName(parts []api.Partition) string {
 func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 	q := r.URL.Query()
 	var f api.JobFilter
+	if len(q["id"]) > maxIDs {
+		return f, &fieldError{Field: "id", Msg: fmt.Sprintf("%d job ids; the most is %d", len(q["id"]), maxIDs)}
+	}
 	for _, s := range q["id"] {
 		ref, err := ParseJobRef(s)
 		if err != nil {
@@ -213,7 +225,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		f.States = append(f.States, st)
 	}
 	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
-	return f, nil
+	return f, validateFilter(&f)
 }
 
 func matches(j *api.Job, f *api.JobFilter) bool {
@@ -301,15 +313,27 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
 
+// handleGetJob answers GET /v1/jobs/{id}: a job ("12") or one task of an
+// array ("12_5"). A task not started yet is answered with the array's
+// pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	id, ok := parseJobRef(r.PathValue("id"))
-	if !ok {
-		return badRequest("%q is not a job id", r.PathValue("id"))
+	ref, err := ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		return &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *api.Job
-	c.fsm.Read(func(s *State) { j = s.Jobs[id] })
-	if j == nil {
-		return notFound("job %d: no such job", id)
+	c.fsm.Read(func(s *State) {
+		if ref.HasTask {
+			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+		} else {
+			j = s.Jobs[ref.ID]
+		}
+	})
+	switch {
+	case j == nil && ref.HasTask:
+		return notFound("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)
+	case j == nil:
+		return notFound("job %d: no such job", ref.ID)
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil
@@ -321,6 +345,12 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	f := req.Filter
+	if err := validateFilter(&f); err != nil {
+		return err
+	}
+	if why := submit.TextProblem(req.By, submit.MaxNameBytes); why != "" {
+		return &fieldError{Field: "by", Msg: fmt.Sprintf("by %q %s", submit.Shown(req.By), why)}
+	}
 	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
 		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
 	}
@@ -386,6 +416,9 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if len(req.IDs) == 0 {
 		return badRequest("no job ids given")
 	}
+	if err := validateIDs("ids", req.IDs); err != nil {
+		return err
+	}
 	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
 	if err != nil {
 		return err
@@ -402,6 +435,9 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	}
 	if len(req.IDs) == 0 {
 		return badRequest("no job ids given")
+	}
+	if err := validateIDs("ids", req.IDs); err != nil {
+		return err
 	}
 	res, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
@@ -428,6 +464,9 @@ func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) err
 
 func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
+	if why := submit.NameProblem(name, maxNodeNameBytes); why != "" {
+		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(name), why)}
+	}
 	var n *api.Node
 	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
 	if n == nil {
@@ -450,7 +489,15 @@ func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) er
 func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	q := r.URL.Query()
-	index, _ := strconv.ParseUint(q.Get("index"), 10, 64)
+	if why := submit.NameProblem(name, maxNodeNameBytes); why != "" {
+		writeError(w, http.StatusBadRequest, "name", fmt.Sprintf("node %q %s", submit.Shown(name), why))
+		return
+	}
+	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
+	if q.Get("index") != "" && err != nil {
+		writeError(w, http.StatusBadRequest, "index", "index must be a Raft index, a whole number ≥ 0")
+		return
+	}
 	wait, err := time.ParseDuration(q.Get("wait"))
 	if q.Get("wait") == "" {
 		wait, err = 0, nil
@@ -485,13 +532,8 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if err := decode(r, &info); err != nil {
 		return err
 	}
-	switch {
-	case info.Name == "":
-		return &fieldError{Field: "name", Msg: "node registration without a name: give --name"}
-	case info.CPUs < 1:
-		return &fieldError{Field: "cpus", Msg: fmt.Sprintf("node %s: cpus must be at least 1", info.Name)}
-	case info.MemMB < 1:
-		return &fieldError{Field: "mem", Msg: fmt.Sprintf("node %s: memory must be at least 1 MiB", info.Name)}
+	if err := validateNodeInfo(&info); err != nil {
+		return err
 	}
 	if len(info.Partitions) == 0 {
 		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
@@ -532,6 +574,9 @@ func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 	if err := decode(r, &st); err != nil {
 		return st, err
 	}
+	if err := validateNodeStatus(&st); err != nil {
+		return st, err
+	}
 	if err := c.knownNode(st.Name, st.BootID); err != nil {
 		return st, err
 	}
@@ -570,6 +615,9 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := validateDrain(&req); err != nil {
+		return err
+	}
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
@@ -590,6 +638,12 @@ func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) err
 	}
 	if m.ID == "" || m.HTTPAddr == "" {
 		return badRequest("member id and http_addr are required")
+	}
+	if why := submit.NameProblem(m.ID, submit.MaxNameBytes); why != "" {
+		return &fieldError{Field: "id", Msg: fmt.Sprintf("member id %q %s", submit.Shown(m.ID), why)}
+	}
+	if why := submit.TextProblem(m.HTTPAddr, submit.MaxNameBytes); why != "" || strings.ContainsAny(m.HTTPAddr, " /") {
+		return &fieldError{Field: "http_addr", Msg: fmt.Sprintf("http_addr %q must be HOST:PORT", submit.Shown(m.HTTPAddr))}
 	}
 	if _, err := c.propose(CmdSetMember, &m); err != nil {
 		return err

@@ -187,7 +187,7 @@ func checkTexts(sp *api.JobSpec, _ time.Time) error {
 		name         bool // NameProblem's character set
 		abs          bool // an absolute path when given
 	}{
-		{field: "request_id", value: sp.RequestID, limit: MaxRequestIDBytes, word: true},
+		{field: "request_id", value: sp.RequestID, limit: MaxRequestIDBytes},
 		{field: "name", value: sp.Name, limit: MaxNameBytes},
 		{field: "user", value: sp.User, limit: MaxNameBytes, word: true},
 		{field: "account", value: sp.Account, limit: MaxNameBytes, name: true},

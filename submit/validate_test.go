@@ -124,7 +124,6 @@ var badSpecs = map[string]struct {
 	"args with a NUL":       {func(s *api.JobSpec) { s.Args = []string{"a", "b\x00"} }, "args", "argument 2"},
 	"comment with a tab":    {func(s *api.JobSpec) { s.Comment = "a\tb" }, "comment", "control character '\\t'"},
 	"qos with a space":      {func(s *api.JobSpec) { s.QOS = "high prio" }, "qos", "may hold only letters"},
-	"request id with space": {func(s *api.JobSpec) { s.RequestID = "a b" }, "request_id", "must not contain spaces"},
 }
 
 func dep(typ string, ids ...string) *api.Dependency {
