@@ -18,10 +18,8 @@ import (
 	"corral/submit"
 )
 
-// maxBodyBytes bounds a request body: a batch of scripts at most.
-const maxBodyBytes = 64 << 20
-
-func (c *Controller) routes() http.Handler {
+// routes maps the API; limitRequests answers what no route takes.
+func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", c.write(c.handleSubmit))
 	mux.HandleFunc("GET /v1/jobs", c.read(c.handleListJobs))
@@ -41,9 +39,6 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
 	mux.HandleFunc("POST /v1/internal/members", c.write(c.handleSetMember))
 	c.policyRoutes(mux)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
-	})
 	return mux
 }
 
@@ -54,7 +49,6 @@ func (c *Controller) write(h func(http.ResponseWriter, *http.Request) error) htt
 			c.proxy.forward(w, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		if err := h(w, r); err != nil {
 			c.writeErr(w, r, err)
 		}
@@ -88,7 +82,7 @@ func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Msg)
 	case errors.As(err, &he):
-		writeError(w, he.status, "", he.msg)
+		writeError(w, he.status, he.field, he.msg)
 	case errors.Is(err, errNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
 		writeError(w, http.StatusServiceUnavailable, "", "leadership changed while handling the request; retry (it is safe: submissions carry request ids)")
 	default:
@@ -99,6 +93,7 @@ func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error)
 
 type httpError struct {
 	status int
+	field  string
 	msg    string
 }
 
@@ -128,14 +123,16 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes; submit fewer jobs per request", mbe.Limit)}
+		if be := bodyError(err); be != nil {
+			return be
 		}
-		return badRequest("malformed JSON request body: %v", err)
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: fmt.Sprintf("malformed JSON request body: %v", err)}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("malformed JSON request body: unexpected data after the JSON value")
+		if be := bodyError(err); be != nil {
+			return be
+		}
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: "malformed JSON request body: unexpected data after the JSON value"}
 	}
 	return nil
 }

@@ -1,0 +1,271 @@
+package ctld
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// HTTP limits. Every request passes limitRequests before it reaches a
+// handler, or a follower forwards it: a client, careless or hostile, can
+// neither hold a connection open for free nor make the server read more
+// than a route needs.
+const (
+	// maxHeaderBytes bounds the request line and headers; it leaves room
+	// for a query of maxQueryParams parameters and more, so that such a
+	// query is refused with a JSON 400 rather than Go's plain 431.
+	maxHeaderBytes = 256 << 10
+	// maxQueryParams bounds the parameters of a query: more are refused,
+	// never dropped (url.Values would drop them all past Go's own limit).
+	maxQueryParams = 1000
+	// maxSubmitBytes bounds POST /v1/jobs: one job at every limit of
+	// package submit (a 4 MiB script, 1 MiB of environment, 1 MiB of
+	// arguments) with JSON's escaping, or a batch of ordinary jobs.
+	maxSubmitBytes = 16 << 20
+	// maxWriteBytes is the body limit of the routes not listed in
+	// bodyLimits.
+	maxWriteBytes = 64 << 10
+)
+
+// bodyLimits are the body limits of the routes that take more than
+// maxWriteBytes; a GET takes no body.
+var bodyLimits = map[string]int64{
+	"POST /v1/jobs":           maxSubmitBytes,
+	"POST /v1/nodes/register": 4 << 20,
+	"POST /v1/nodes/status":   4 << 20,
+	"POST /v1/jobs/cancel":    4 << 20,
+	"POST /v1/jobs/hold":      4 << 20,
+	"POST /v1/jobs/suspend":   4 << 20,
+	"POST /v1/jobs/update":    1 << 20,
+}
+
+// HTTPTimeouts bound how long a client may take; zero fields take the
+// defaults in parentheses.
+type HTTPTimeouts struct {
+	// Header is the time to send the request line and headers (10s).
+	Header time.Duration
+	// Body is the time to send a request body (30s: 16 MiB at 0.5 MB/s).
+	Body time.Duration
+	// Idle is how long a kept-alive connection may wait for its next
+	// request (120s).
+	Idle time.Duration
+	// Write is the time to take an answer; a long poll
+	// (GET /v1/nodes/{name}/desired) gets its wait on top (60s).
+	Write time.Duration
+}
+
+func (t HTTPTimeouts) withDefaults() HTTPTimeouts {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.Header, 10*time.Second)
+	def(&t.Body, 30*time.Second)
+	def(&t.Idle, 120*time.Second)
+	def(&t.Write, 60*time.Second)
+	return t
+}
+
+// newHTTPServer returns the API server with its timeouts and header limit.
+// There is no ReadTimeout: it would also cut the long polls of node
+// daemons; limitRequests gives each body its own deadline instead.
+func (c *Controller) newHTTPServer(t HTTPTimeouts) *http.Server {
+	return &http.Server{
+		Handler:           c.limitRequests(c.routes(), t),
+		ReadHeaderTimeout: t.Header,
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+}
+
+// limitRequests answers 404 and 405 (with Allow) in JSON, refuses a query
+// with more than maxQueryParams parameters or a malformed one (400), a
+// write that is not JSON (415), a body on a route that takes none (400) or
+// larger than the route's limit (413), and gives every body a read
+// deadline (408 when it passes), then hands the request to mux.
+func (c *Controller) limitRequests(mux *http.ServeMux, t HTTPTimeouts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern == "" {
+			unrouted(w, r, h)
+			return
+		}
+		rc := http.NewResponseController(w)
+		wait := time.Duration(0)
+		if strings.HasSuffix(pattern, "/desired") {
+			wait = 5 * time.Minute
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(t.Write + wait))
+		if err := checkQuery(r.URL.RawQuery); err != nil {
+			refuseRequest(w, r, http.StatusBadRequest, "query", err.Error())
+			return
+		}
+		if r.Method == http.MethodPost {
+			if why := jsonContentType(r.Header.Get("Content-Type")); why != "" {
+				refuseRequest(w, r, http.StatusUnsupportedMediaType, "Content-Type", why)
+				return
+			}
+		}
+		if hasBody(r) {
+			limit := bodyLimit(r.Method, pattern)
+			switch {
+			case limit == 0:
+				refuseRequest(w, r, http.StatusBadRequest, "body", fmt.Sprintf("%s %s takes no request body", r.Method, pattern[strings.IndexByte(pattern, ' ')+1:]))
+				return
+			case r.ContentLength > limit:
+				refuseRequest(w, r, http.StatusRequestEntityTooLarge, "body",
+					fmt.Sprintf("the request body is %d bytes; %s takes at most %d (submit fewer jobs per request)", r.ContentLength, pattern, limit))
+				return
+			}
+			_ = rc.SetReadDeadline(time.Now().Add(t.Body))
+			r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc}
+		}
+		// Served by the mux, not by h: the mux sets the path's values.
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// unrouted answers a request no route takes: 405 with the methods the path
+// allows, 404 otherwise, both as JSON. A redirect (a path to clean) is
+// passed on as the mux writes it.
+func unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		refuseRequest(w, r, http.StatusMethodNotAllowed, "method", fmt.Sprintf("%s is not allowed on %s; use %s (see docs/api.md)", r.Method, r.URL.Path, allow))
+	case http.StatusNotFound, 0:
+		refuseRequest(w, r, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+	}
+}
+
+// refuseRequest answers an error before the body is read; the connection
+// is closed after it, so the server does not wait for a body it refused.
+func refuseRequest(w http.ResponseWriter, r *http.Request, status int, field, msg string) {
+	if hasBody(r) {
+		w.Header().Set("Connection", "close")
+	}
+	writeError(w, status, field, msg)
+}
+
+// headerRecorder keeps what the mux's 404, 405 and redirect handlers
+// write.
+type headerRecorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (h *headerRecorder) Header() http.Header { return h.header }
+func (h *headerRecorder) WriteHeader(s int) {
+	if h.status == 0 {
+		h.status = s
+	}
+}
+func (h *headerRecorder) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	if len(h.body) < 4096 {
+		h.body = append(h.body, b...)
+	}
+	return len(b), nil
+}
+
+// checkQuery parses a query as url.ParseQuery does, refusing what
+// r.URL.Query() would silently drop: too many parameters, or a malformed
+// escape.
+func checkQuery(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if n := strings.Count(raw, "&") + strings.Count(raw, ";") + 1; n > maxQueryParams {
+		return fmt.Errorf("the query has %d parameters; the most is %d", n, maxQueryParams)
+	}
+	if _, err := url.ParseQuery(raw); err != nil {
+		return fmt.Errorf("malformed query: %v", err)
+	}
+	return nil
+}
+
+// jsonContentType says why a write's Content-Type is not JSON, or "":
+// application/json, with an optional charset that must be UTF-8. A form
+// or text/plain body (what a browser may POST cross-site without asking)
+// is refused.
+func jsonContentType(ct string) string {
+	const want = "send the body as Content-Type: application/json"
+	if ct == "" {
+		return "no Content-Type; " + want
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("malformed Content-Type %q; %s", ct, want)
+	case mt != "application/json":
+		return fmt.Sprintf("Content-Type %s is not accepted; %s", mt, want)
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return fmt.Sprintf("Content-Type parameter %s=%s is not accepted; %s (charset=utf-8 is allowed)", k, v, want)
+		}
+	}
+	return ""
+}
+
+// hasBody reports whether a request declares a body.
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
+}
+
+func bodyLimit(method, pattern string) int64 {
+	if method != http.MethodPost {
+		return 0
+	}
+	if n, ok := bodyLimits[pattern]; ok {
+		return n
+	}
+	return maxWriteBytes
+}
+
+// deadlineBody lifts the body's read deadline once the body is read to its
+// end: the connection's next read is the server's own wait for the client
+// to go away, which must not time out while a handler still works.
+type deadlineBody struct {
+	io.ReadCloser
+	rc *http.ResponseController
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// bodyError maps an error reading a body to its answer: 413 past the
+// route's limit, 408 past the body's deadline; nil for other errors.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return &httpError{status: http.StatusRequestEntityTooLarge, field: "body", msg: fmt.Sprintf("the request body exceeds %d bytes, this endpoint's limit; submit fewer jobs per request", mbe.Limit)}
+	case errors.As(err, &ne) && ne.Timeout():
+		return &httpError{status: http.StatusRequestTimeout, field: "body", msg: "the request body was not sent in time; send it at once"}
+	}
+	return nil
+}
