@@ -1,6 +1,7 @@
 package display
 
 import (
+	"strings"
 	"unicode/utf8"
 )
 
@@ -103,4 +104,25 @@ func Safe(s string) string {
 		return s
 	}
 	return string(appendSafe(nil, s))
+}
+
+// SafeText is Safe for text of several lines, such as an error message: it
+// keeps newlines and tabs and escapes every other control character.
+func SafeText(s string) string {
+	if safeASCII(strings.NewReplacer("\n", " ", "\t", " ").Replace(s)) {
+		return s
+	}
+	var b []byte
+	for line := range strings.SplitSeq(s, "\n") {
+		if b != nil {
+			b = append(b, '\n')
+		}
+		for i, part := range strings.Split(line, "\t") {
+			if i > 0 {
+				b = append(b, '\t')
+			}
+			b = appendSafe(b, part)
+		}
+	}
+	return string(b)
 }

@@ -32,6 +32,14 @@ func TestSafe(t *testing.T) {
 	}
 }
 
+func TestSafeTextKeepsLines(t *testing.T) {
+	in := "first line\n\tsecond \x1b[2J line\n"
+	want := "first line\n\tsecond \\x1b[2J line\n"
+	if got := SafeText(in); got != want {
+		t.Fatalf("SafeText(%q) = %q, want %q", in, got, want)
+	}
+}
+
 // hostile is a job whose every text field tries to reach the terminal.
 func hostile() api.Job {
 	j := runningJob()
@@ -55,13 +63,15 @@ func TestRenderersEscapeWhatTheyPrint(t *testing.T) {
 		Images: []string{"img\x1b"}}, Reason: "disk\x1b[31m bad", Drain: true}
 	all := "%a %A %b %B %c %C %d %D %e %E %f %F %h %H %i %I %j %J %k %K %l %L %m %M %n %N %o %O %p %P %q %Q %r %R %S %t %T %u %v %V %w %W %x %X %y %Y %z %Z"
 	renders := map[string]func(b *bytes.Buffer) error{
-		"squeue":          func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{}, t0) },
-		"squeue -o all":   func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{Format: all}, t0) },
-		"squeue -l":       func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{Long: true}, t0) },
-		"scontrol job":    func(b *bytes.Buffer) error { ShowJob(b, &j, t0); return nil },
-		"scontrol node":   func(b *bytes.Buffer) error { ShowNode(b, &n, t0); return nil },
-		"sinfo":           func(b *bytes.Buffer) error { return Nodes(b, []api.Node{n}, nil, NodesOptions{}) },
-		"sinfo -N -l":     func(b *bytes.Buffer) error { return Nodes(b, []api.Node{n}, nil, NodesOptions{NodeOriented: true, Long: true}) },
+		"squeue":        func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{}, t0) },
+		"squeue -o all": func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{Format: all}, t0) },
+		"squeue -l":     func(b *bytes.Buffer) error { return Queue(b, []api.Job{j}, QueueOptions{Long: true}, t0) },
+		"scontrol job":  func(b *bytes.Buffer) error { ShowJob(b, &j, t0); return nil },
+		"scontrol node": func(b *bytes.Buffer) error { ShowNode(b, &n, t0); return nil },
+		"sinfo":         func(b *bytes.Buffer) error { return Nodes(b, []api.Node{n}, nil, NodesOptions{}) },
+		"sinfo -N -l": func(b *bytes.Buffer) error {
+			return Nodes(b, []api.Node{n}, nil, NodesOptions{NodeOriented: true, Long: true})
+		},
 		"corral why":      func(b *bytes.Buffer) error { return Why(b, &api.Why{Lines: []string{"Job x\x1b[2J is PENDING"}}) },
 		"corral accounts": func(b *bytes.Buffer) error { return Accounts(b, []api.Account{{Name: "a\x1b"}}, nil) },
 		"sprio": func(b *bytes.Buffer) error {
