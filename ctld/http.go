@@ -328,9 +328,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	})
 	switch {
 	case j == nil && ref.HasTask:
-		return notFound("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)
+		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
 	case j == nil:
-		return notFound("job %d: no such job", ref.ID)
+		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // HTTP limits. Every request passes limitRequests before it reaches a
@@ -126,6 +127,7 @@ func (c *Controller) limitRequests(mux *http.ServeMux, t HTTPTimeouts) http.Hand
 			}
 			_ = rc.SetReadDeadline(time.Now().Add(t.Body))
 			r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc}
+			r.Body = &utf8Body{ReadCloser: r.Body}
 		}
 		// Served by the mux, not by h: the mux sets the path's values.
 		mux.ServeHTTP(w, r)
@@ -256,12 +258,106 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// utf8Body refuses a body that is not valid UTF-8 as it is read, in
+// chunks: JSON is UTF-8, and Go's decoder would otherwise replace each
+// invalid byte with U+FFFD, so that what is stored (a script, a name) is
+// not what was sent.
+type utf8Body struct {
+	io.ReadCloser
+	carry  [utf8.UTFMax]byte // the start of a character split between reads
+	nc     int
+	offset int64
+	// err is sticky: json.Decoder may not look at an error that comes
+	// with the bytes that complete its value, so every later read
+	// repeats it.
+	err *errNotUTF8
+}
+
+// errNotUTF8 is the error of a body that is not valid UTF-8.
+type errNotUTF8 struct{ offset int64 }
+
+func (e *errNotUTF8) Error() string {
+	return fmt.Sprintf("the request body is not valid UTF-8 (byte %d); JSON text must be UTF-8", e.offset)
+}
+
+func (b *utf8Body) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.check(p)
+	if nu, ok := err.(*errNotUTF8); ok {
+		b.err = nu
+	}
+	return n, err
+}
+
+func (b *utf8Body) check(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	chunk := p[:n]
+	if b.nc > 0 {
+		// Complete the character carried from the last read.
+		k := 0
+		for b.nc < utf8.UTFMax && k < len(chunk) && !utf8.FullRune(b.carry[:b.nc]) {
+			b.carry[b.nc] = chunk[k]
+			b.nc, k = b.nc+1, k+1
+		}
+		switch {
+		case utf8.FullRune(b.carry[:b.nc]):
+			if r, size := utf8.DecodeRune(b.carry[:b.nc]); (r == utf8.RuneError && size == 1) || size != b.nc {
+				return n, &errNotUTF8{offset: b.offset}
+			}
+			b.offset += int64(b.nc)
+			b.nc, chunk = 0, chunk[k:]
+		case err != nil:
+			return n, &errNotUTF8{offset: b.offset}
+		default:
+			return n, nil // still incomplete: wait for more
+		}
+	}
+	tail := incompleteTail(chunk)
+	if !utf8.Valid(chunk[:len(chunk)-tail]) {
+		bad := len(chunk[:len(chunk)-tail])
+		for i, size := 0, 0; i < bad; i += size {
+			var r rune
+			if r, size = utf8.DecodeRune(chunk[i:]); r == utf8.RuneError && size == 1 {
+				return n, &errNotUTF8{offset: b.offset + int64(i)}
+			}
+		}
+	}
+	b.offset += int64(len(chunk) - tail)
+	if tail > 0 {
+		if err != nil {
+			return n, &errNotUTF8{offset: b.offset}
+		}
+		b.nc = copy(b.carry[:], chunk[len(chunk)-tail:])
+	}
+	return n, err
+}
+
+// incompleteTail returns how many bytes at b's end begin a character that
+// continues past it.
+func incompleteTail(b []byte) int {
+	for k := 1; k < utf8.UTFMax && k <= len(b); k++ {
+		if c := b[len(b)-k]; utf8.RuneStart(c) {
+			if c >= utf8.RuneSelf && !utf8.FullRune(b[len(b)-k:]) {
+				return k
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
 // bodyError maps an error reading a body to its answer: 413 past the
-// route's limit, 408 past the body's deadline; nil for other errors.
+// route's limit, 408 past the body's deadline, 400 for a body that is not
+// UTF-8; nil for other errors.
 func bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
+	var nu *errNotUTF8
 	switch {
+	case errors.As(err, &nu):
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: nu.Error()}
 	case errors.As(err, &mbe):
 		return &httpError{status: http.StatusRequestEntityTooLarge, field: "body", msg: fmt.Sprintf("the request body exceeds %d bytes, this endpoint's limit; submit fewer jobs per request", mbe.Limit)}
 	case errors.As(err, &ne) && ne.Timeout():

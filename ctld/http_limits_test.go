@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"corral/api"
@@ -97,7 +99,8 @@ func TestHTTPLimits(t *testing.T) {
 		"a body on a GET":               {method: "GET", path: "/v1/jobs", body: "{}", status: 400, field: "body", want: "takes no request body"},
 		"a state that does not exist":   {method: "GET", path: "/v1/jobs?state=SLEEPING", status: 400, want: "unknown job state"},
 		"a job id that is not":          {method: "GET", path: "/v1/jobs/abc", status: 400, field: "id"},
-		"a task that does not exist":    {method: "GET", path: "/v1/jobs/1_5", status: 404, want: "array 1 has no task 5"},
+		"a task that does not exist":    {method: "GET", path: "/v1/jobs/1_5", status: 404, field: "id", want: "array 1 has no task 5"},
+		"a body that is not UTF-8":      {method: "POST", path: "/v1/jobs", ctype: "application/json", body: "{\"jobs\":[{\"name\":\"caf\xe9\"}]}", status: 400, field: "body", want: "not valid UTF-8 (byte 21)"},
 		"a node name that is a path":    {method: "GET", path: "/v1/nodes/..%2F..%2Fx", status: 400, field: "name"},
 		"a long poll index that is not": {method: "GET", path: "/v1/nodes/n1/desired?index=x", status: 400, field: "index"},
 	}
@@ -242,5 +245,40 @@ func TestLongPollOutlivesTheBodyTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took < 1400*time.Millisecond {
 		t.Fatalf("long poll answered after %s, want its wait of 1.5s", took)
+	}
+}
+
+// TestUTF8Body reads bodies through utf8Body in one piece, a byte at a
+// time and in halves, so characters split between reads are seen whole.
+func TestUTF8Body(t *testing.T) {
+	tests := map[string]struct {
+		body string
+		bad  int64 // offset of the first invalid byte; -1 when valid
+	}{
+		"ASCII":                        {`{"name":"job"}`, -1},
+		"multibyte":                    {`{"name":"計算 été 🚀"}`, -1},
+		"an invalid byte":              {"{\"name\":\"caf\xe9\"}", 12},
+		"a truncated character at EOF": {"ab\xe3\x81", 2},
+		"an overlong encoding":         {"a\xc0\xafb", 1},
+		"a lone continuation byte":     {"ab\x80", 2},
+	}
+	readers := map[string]func(io.Reader) io.Reader{
+		"whole":       func(r io.Reader) io.Reader { return r },
+		"byte a time": iotest.OneByteReader,
+		"halves":      iotest.HalfReader,
+	}
+	for name, tc := range tests {
+		for how, wrap := range readers {
+			t.Run(name+", "+how, func(t *testing.T) {
+				_, err := io.ReadAll(&utf8Body{ReadCloser: io.NopCloser(wrap(strings.NewReader(tc.body)))})
+				var nu *errNotUTF8
+				switch {
+				case tc.bad < 0 && err != nil:
+					t.Fatalf("valid body refused: %v", err)
+				case tc.bad >= 0 && (!errors.As(err, &nu) || nu.offset != tc.bad):
+					t.Fatalf("got %v, want invalid UTF-8 at byte %d", err, tc.bad)
+				}
+			})
+		}
 	}
 }

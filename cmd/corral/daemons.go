@@ -93,6 +93,8 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
 		valued(0, "queue-unfit", "LIST", "partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
+		valued(0, "http-header-timeout", "DURATION", "time an API client may take to send a request's headers (default 10s)"),
+		valued(0, "http-body-timeout", "DURATION", "time an API client may take to send a request's body (default 30s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
 		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
@@ -146,9 +148,17 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	var httpT ctld.HTTPTimeouts
+	if httpT.Header, err = parseDuration("http-header-timeout", o.get("http-header-timeout"), 0); err != nil {
+		return ctld.Config{}, err
+	}
+	if httpT.Body, err = parseDuration("http-body-timeout", o.get("http-body-timeout"), 0); err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
+		HTTP: httpT,
 	}, nil
 }
 
