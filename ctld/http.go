@@ -138,15 +138,12 @@ func decode(r *http.Request, v any) error {
 }
 
 func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error {
-	var req api.SubmitRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeSubmit(r)
+	if err != nil {
 		return err
 	}
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
-	}
-	if len(req.Jobs) > maxJobsPerRequest {
-		return &fieldError{Field: "jobs", Msg: fmt.Sprintf("%d jobs in one request; the most is %d: send several requests", len(req.Jobs), maxJobsPerRequest)}
 	}
 	var verr error
 	now := time.Now()

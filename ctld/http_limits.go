@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,9 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"corral/api"
 )
 
 // HTTP limits. Every request passes limitRequests before it reaches a
@@ -126,8 +131,13 @@ func (c *Controller) limitRequests(mux *http.ServeMux, t HTTPTimeouts) http.Hand
 				return
 			}
 			_ = rc.SetReadDeadline(time.Now().Add(t.Body))
-			r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc}
-			r.Body = &utf8Body{ReadCloser: r.Body}
+			body := &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc}
+			r.Body = &utf8Body{ReadCloser: body}
+			defer func() {
+				if body.n >= largeBody {
+					largeBodies.release()
+				}
+			}()
 		}
 		// Served by the mux, not by h: the mux sets the path's values.
 		mux.ServeHTTP(w, r)
@@ -248,10 +258,12 @@ func bodyLimit(method, pattern string) int64 {
 type deadlineBody struct {
 	io.ReadCloser
 	rc *http.ResponseController
+	n  int64 // bytes read
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
 	if errors.Is(err, io.EOF) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
@@ -364,4 +376,121 @@ func bodyError(err error) error {
 		return &httpError{status: http.StatusRequestTimeout, field: "body", msg: "the request body was not sent in time; send it at once"}
 	}
 	return nil
+}
+
+// decodeSubmit reads a POST /v1/jobs body ({"jobs": [...]}) one job at a
+// time, so that a request with more than maxJobsPerRequest jobs is refused
+// at the first job too many instead of after decoding them all. It is as
+// strict as decode: unknown fields and trailing data are refused.
+func decodeSubmit(r *http.Request) (api.SubmitRequest, error) {
+	var req api.SubmitRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	malformed := func(err error) error {
+		if be := bodyError(err); be != nil {
+			return be
+		}
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: fmt.Sprintf("malformed JSON request body: %v (send {\"jobs\": [JobSpec, ...]})", err)}
+	}
+	delim := func(want json.Delim) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return malformed(err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != want {
+			return malformed(fmt.Errorf("found %v where %q belongs", tok, want))
+		}
+		return nil
+	}
+	if err := delim('{'); err != nil {
+		return req, err
+	}
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return req, malformed(err)
+		}
+		if key, _ := tok.(string); key != "jobs" || seen {
+			return req, malformed(fmt.Errorf("unknown or repeated field %v", tok))
+		}
+		seen = true
+		if err := decodeJobs(dec, &req, malformed); err != nil {
+			return req, err
+		}
+	}
+	if err := delim('}'); err != nil {
+		return req, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if be := bodyError(err); be != nil {
+			return req, be
+		}
+		return req, malformed(errors.New("unexpected data after the JSON value"))
+	}
+	return req, nil
+}
+
+// decodeJobs reads the jobs array (or null) of a submission.
+func decodeJobs(dec *json.Decoder, req *api.SubmitRequest, malformed func(error) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return malformed(err)
+	}
+	if tok == nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return malformed(fmt.Errorf("jobs is %v, not a list", tok))
+	}
+	for dec.More() {
+		if len(req.Jobs) == maxJobsPerRequest {
+			return &fieldError{Field: "jobs", Msg: fmt.Sprintf("more than %d jobs in one request: send several requests", maxJobsPerRequest)}
+		}
+		req.Jobs = append(req.Jobs, api.JobSpec{})
+		if err := dec.Decode(&req.Jobs[len(req.Jobs)-1]); err != nil {
+			return malformed(fmt.Errorf("job %d: %w", len(req.Jobs), err))
+		}
+	}
+	_, err = dec.Token() // ']'
+	if err != nil {
+		return malformed(err)
+	}
+	return nil
+}
+
+// largeBody is the body size past which the memory a request needed is
+// handed back to the system once it is answered.
+const largeBody = 1 << 20
+
+// largeBodies hands back, soon after it is answered, the memory a large
+// request body needed (its JSON buffer and decoded strings can be three
+// times its size): the Go runtime otherwise keeps it until a later
+// collection, and a leader that refused a few large requests would hold
+// tens of MB for minutes. It forces at most one collection per
+// releaseEvery, the last one after the last large request, so a stream
+// of large requests costs a bounded share of the CPU.
+var largeBodies memReleaser
+
+const releaseEvery = 5 * time.Second
+
+type memReleaser struct {
+	mu      sync.Mutex
+	pending bool
+	last    time.Time
+}
+
+func (m *memReleaser) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending {
+		return
+	}
+	m.pending = true
+	time.AfterFunc(max(0, time.Until(m.last.Add(releaseEvery))), func() {
+		debug.FreeOSMemory()
+		m.mu.Lock()
+		m.pending, m.last = false, time.Now()
+		m.mu.Unlock()
+	})
 }

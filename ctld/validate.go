@@ -17,8 +17,9 @@ import (
 // CLI runs); this file adds the checks that need the cluster's state. The
 // other requests' checks are in validate_requests.go.
 
-// maxJobsPerRequest bounds the jobs of one POST /v1/jobs.
-const maxJobsPerRequest = 10_000
+// maxJobsPerRequest bounds the jobs of one POST /v1/jobs: as many as one
+// SubmitJobs entry holds.
+const maxJobsPerRequest = maxJobsPerEntry
 
 // fieldError is a refusal that names the offending field.
 type fieldError struct {
