@@ -11,19 +11,32 @@ import (
 // controller does with a request body, and checks that ValidateSpec never
 // panics and that what it accepts is safe to compute with: the derived
 // CPUs, memory and array size are positive and within the documented
-// bounds.
+// bounds. The numbers after the body, when not zero, replace the spec's
+// counts, memory, time limit, nice and one array range (a body that is not
+// JSON stands for a valid spec), so that the fuzzer explores the numbers
+// of specs that are otherwise valid.
 func FuzzValidateSpec(f *testing.F) {
 	good, _ := json.Marshal(goodSpec())
-	f.Add(good)
-	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"gres":[{"name":"gpu","count":-5}]}`))
-	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":4294967296,"cpus_per_task":4294967296}`))
-	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"array":{"raw":"","ranges":[{"first":0,"last":1099511627776,"step":1},{"first":1,"last":2,"step":1}]}}`))
-	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":2,"cpus_per_task":3,"mem_per_cpu_mb":1024,"time_limit_s":9223372036854775807,"nice":-9223372036854775808}`))
-	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"dependency":{"clauses":[{"type":"after","job_ids":["1"],"minutes":5}]},"hugepages":[{"size_kb":2048,"count":4}]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
+	f.Add(good, 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Add([]byte("x"), 1<<20, 1<<20, int64(1)<<40, int64(1)<<62, -1<<40, 0, 1<<40, 1)
+	f.Add([]byte("x"), 1000, 1000, int64(1)<<20, int64(MaxTimeLimit), MaxNice, 5, 3, -1)
+	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"gres":[{"name":"gpu","count":-5}]}`), 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":4294967296,"cpus_per_task":4294967296}`), 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"array":{"raw":"","ranges":[{"first":0,"last":1099511627776,"step":1},{"first":1,"last":2,"step":1}]}}`), 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":2,"cpus_per_task":3,"mem_per_cpu_mb":1024,"time_limit_s":9223372036854775807,"nice":-9223372036854775808}`), 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Add([]byte(`{"user":"a","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"dependency":{"clauses":[{"type":"after","job_ids":["1"],"minutes":5}]},"hugepages":[{"size_kb":2048,"count":4}]}`), 0, 0, int64(0), int64(0), 0, 0, 0, 0)
+	f.Fuzz(func(t *testing.T, body []byte, ntasks, cpus int, memPerCPU, timeLimit int64, nice, first, last, step int) {
 		var sp api.JobSpec
 		if json.Unmarshal(body, &sp) != nil {
-			return
+			sp = goodSpec()
+		}
+		setIf(&sp.NTasks, ntasks)
+		setIf(&sp.CPUsPerTask, cpus)
+		setIf(&sp.MemPerCPU, memPerCPU)
+		setIf(&sp.TimeLimit, timeLimit)
+		setIf(&sp.Nice, nice)
+		if first != 0 || last != 0 || step != 0 {
+			sp.Array = &api.ArraySpec{Ranges: []api.ArrayRange{{First: first, Last: last, Step: step}, {First: 0, Last: 3, Step: 1}}}
 		}
 		if ValidateSpec(&sp, validateNow) != nil {
 			return
@@ -49,4 +62,10 @@ func FuzzValidateSpec(f *testing.F) {
 			}
 		}
 	})
+}
+
+func setIf[T int | int64](dst *T, v T) {
+	if v != 0 {
+		*dst = v
+	}
 }
