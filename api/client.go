@@ -248,6 +248,20 @@ func (c *Client) Job(ctx context.Context, id uint64, consistent bool) (*Job, err
 	return &j, nil
 }
 
+// JobByRef returns a job as users name it: "12", or "12_5" for task 5 of
+// array 12 (the array's pending record while the task has not started).
+func (c *Client) JobByRef(ctx context.Context, ref string, consistent bool) (*Job, error) {
+	var j Job
+	path := "/v1/jobs/" + url.PathEscape(ref)
+	if consistent {
+		path += "?consistent=1"
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
 // Cancel cancels the jobs matching the request's filter.
 func (c *Client) Cancel(ctx context.Context, req CancelRequest) (*CancelResponse, error) {
 	var resp CancelResponse

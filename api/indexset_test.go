@@ -1,6 +1,8 @@
 package api
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"testing"
 )
@@ -75,5 +77,79 @@ func TestIndexSetWithout(t *testing.T) {
 	big := NewIndexSet([]ArrayRange{{0, 99_999, 1}})
 	if big.Len() != 100_000 || len(big.Ranges) != 1 {
 		t.Errorf("0-99999 is %d ranges, %d indexes", len(big.Ranges), big.Len())
+	}
+}
+
+func TestBuildIndexSet(t *testing.T) {
+	tests := map[string]struct {
+		ranges []ArrayRange
+		str    string
+		len    int
+	}{
+		"huge range absorbs a small one": {[]ArrayRange{{0, 1 << 40, 1}, {1, 2, 1}}, "0-1099511627776", 1<<40 + 1},
+		"same grid, same residue":        {[]ArrayRange{{0, 1 << 40, 2}, {1 << 20, 1 << 41, 2}}, "0-2199023255552:2", 1<<40 + 1},
+		"reversed range is empty":        {[]ArrayRange{{33, 9, 1}, {5, 7, 1}}, "5-7", 3},
+		"zero step counts as one":        {[]ArrayRange{{3, 5, 0}}, "3-5", 3},
+		"interleaved steps listed":       {[]ArrayRange{{0, 10, 2}, {3, 9, 3}}, "0-2:2,3-4,6,8-10", 8},
+		"odd and even make all":          {[]ArrayRange{{0, 10, 2}, {1, 9, 2}}, "0-10", 11},
+		"up to MaxInt":                   {[]ArrayRange{{math.MaxInt - 2, math.MaxInt, 1}, {math.MaxInt, math.MaxInt, 1}}, "9223372036854775805-9223372036854775807", 3},
+		"whole int range saturates Len":  {[]ArrayRange{{math.MinInt, math.MaxInt, 1}}, "-9223372036854775808-9223372036854775807", math.MaxInt},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := BuildIndexSet(tc.ranges)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.String() != tc.str || s.Len() != tc.len {
+				t.Errorf("got %q (Len %d), want %q (Len %d)", s, s.Len(), tc.str, tc.len)
+			}
+		})
+	}
+}
+
+func TestBuildIndexSetRefuses(t *testing.T) {
+	tests := map[string][]ArrayRange{
+		"interleave over 2^40":  {{0, 1 << 40, 2}, {1, 1 << 40, 3}},
+		"too many ranges":       make([]ArrayRange, MaxIndexRanges+1),
+		"interleave just above": {{0, 2 * MaxIndexExpand, 2}, {1, 2 * MaxIndexExpand, 3}},
+	}
+	for name, ranges := range tests {
+		t.Run(name, func(t *testing.T) {
+			if s, err := BuildIndexSet(ranges); !errors.Is(err, ErrIndexSetTooComplex) {
+				t.Fatalf("BuildIndexSet = %v, %v; want ErrIndexSetTooComplex", s, err)
+			}
+			if s := NewIndexSet(ranges); !s.Empty() {
+				t.Fatalf("NewIndexSet = %v, want the empty set", s)
+			}
+		})
+	}
+}
+
+func TestIndexSetLenOfNonCanonicalRanges(t *testing.T) {
+	s := &IndexSet{Ranges: []ArrayRange{{33, 9, 1}, {5, 7, 1}}}
+	if n := s.Len(); n != 3 {
+		t.Fatalf("Len() = %d, want 3: a reversed range is empty", n)
+	}
+}
+
+func TestParseIndexSetCanonicalises(t *testing.T) {
+	tests := map[string]struct{ in, want string }{
+		"as String writes": {"1,3,5-7", "1,3,5-7"},
+		"unsorted":         {"9,2-3", "2-3,9"},
+		"overlapping":      {"0-10,5", "0-10"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := ParseIndexSet(tc.in)
+			if err != nil || s.String() != tc.want {
+				t.Fatalf("ParseIndexSet(%q) = %q, %v; want %q", tc.in, s, err, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"+5", "5-", "5-3", "1-9:0", "a", "-1"} {
+		if _, err := ParseIndexSet(bad); err == nil {
+			t.Errorf("ParseIndexSet(%q) accepted", bad)
+		}
 	}
 }

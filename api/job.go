@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -149,12 +150,18 @@ type ArrayRange struct {
 	Step  int `json:"step"`
 }
 
-// Count returns how many indices the spec expands to (duplicates counted).
+// Count returns how many indices the spec expands to (duplicates counted),
+// computed without listing them and at most MaxInt; ranges with a Step
+// below 1 or a Last below their First count none.
 func (a *ArraySpec) Count() int {
 	n := 0
 	for _, r := range a.Ranges {
 		if r.Step > 0 && r.Last >= r.First {
-			n += (r.Last-r.First)/r.Step + 1
+			c := r.count()
+			if c > math.MaxInt-n {
+				return math.MaxInt
+			}
+			n += c
 		}
 	}
 	return n

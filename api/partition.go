@@ -16,4 +16,10 @@ type Partition struct {
 	// unlimited.
 	DefaultTime int64    `json:"default_time_s"`
 	Nodes       []string `json:"nodes"`
+	// QueueUnfit keeps a job that no node of the partition could ever hold
+	// (more CPUs, memory, GPUs, hugepages or VFs than any of its nodes
+	// offers) pending, waiting for Resources until a larger node joins.
+	// Unset, such a job is refused at submit, as Slurm refuses it:
+	// "Requested node configuration is not available".
+	QueueUnfit bool `json:"queue_unfit,omitempty"`
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -145,11 +146,23 @@ func (c *SchedConfig) Set(key, value string) error {
 	return fmt.Errorf("unknown setting %q (settings: %s)", key, strings.Join(ConfigKeys(), ", "))
 }
 
+// Bounds of the settings, so that a priority (a sum of weights × factors)
+// stays exact in an int64 and a duration converts to a time.Duration.
+const (
+	// MaxWeight is the largest priority weight (Slurm's are 32-bit).
+	MaxWeight = math.MaxUint32
+	// MaxBillingWeight bounds a billing weight.
+	MaxBillingWeight = 1e9
+	// MaxDurationSetting is the longest duration setting: 100 years, in
+	// seconds.
+	MaxDurationSetting = 100 * 365 * 24 * 3600
+)
+
 func intField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
 	return func(c *SchedConfig, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%q is not a whole number ≥ 0", v)
+		if err != nil || n < 0 || n > MaxWeight {
+			return fmt.Errorf("%q is not a whole number from 0 to %d", v, int64(MaxWeight))
 		}
 		*get(c) = n
 		return nil
@@ -159,8 +172,8 @@ func intField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
 func floatField(get func(*SchedConfig) *float64) func(*SchedConfig, string) error {
 	return func(c *SchedConfig, v string) error {
 		n, err := strconv.ParseFloat(v, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%q is not a number ≥ 0", v)
+		if err != nil || math.IsNaN(n) || n < 0 || n > MaxBillingWeight {
+			return fmt.Errorf("%q is not a number from 0 to %g", v, float64(MaxBillingWeight))
 		}
 		*get(c) = n
 		return nil
@@ -171,12 +184,18 @@ func floatField(get func(*SchedConfig) *float64) func(*SchedConfig, string) erro
 func durField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
 	return func(c *SchedConfig, v string) error {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			if n > MaxDurationSetting {
+				return fmt.Errorf("%q is more than %d seconds (100 years)", v, MaxDurationSetting)
+			}
 			*get(c) = n
 			return nil
 		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return fmt.Errorf("%q is neither seconds nor a duration such as 168h", v)
+		}
+		if d > MaxDurationSetting*time.Second {
+			return fmt.Errorf("%q is more than 100 years", v)
 		}
 		*get(c) = int64(d / time.Second)
 		return nil

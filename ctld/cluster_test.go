@@ -231,10 +231,10 @@ func TestBadRequestsStoreNothing(t *testing.T) {
 		job  api.JobSpec
 		want string
 	}{
-		"10 MB script":         {big, "limit"},
+		"10 MB script":         {big, "larger than 4194304 bytes"},
 		"script without #!":    {noShebang, "#!"},
 		"empty script":         {empty, "empty"},
-		"negative cpus":        {neg, "positive"},
+		"negative cpus":        {neg, "--cpus-per-task must be between 1"},
 		"dependency on no job": {dep, "job 999 does not exist"},
 		"unknown partition":    {part, "invalid partition"},
 	}

@@ -39,6 +39,8 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPListener, when set, is used instead of listening on HTTPAddr.
 	HTTPListener net.Listener
+	// HTTP bounds how long API clients may take (zero: the defaults).
+	HTTP HTTPTimeouts
 }
 
 // Controller is one running ctld member.
@@ -102,7 +104,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.node = node
 	c.proxy = newForwarder(c)
-	c.http = &http.Server{Handler: c.routes(), ReadHeaderTimeout: 10 * time.Second}
+	c.http = c.newHTTPServer(cfg.HTTP.withDefaults())
 	return c, nil
 }
 

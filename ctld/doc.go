@@ -18,6 +18,15 @@
 // mutating it, so readers and the scheduler can hold pointers taken under a
 // read lock without copying whole records.
 //
+// The HTTP API is the trust boundary. Every request passes limitRequests
+// (http_limits.go: timeouts, per-route body limits, JSON-only writes, a
+// query parameter cap, 404 and 405 in JSON) before a handler or the
+// forwarder sees it, and every request's content is validated before
+// anything is proposed: jobs by submit.ValidateSpec, the code the CLI runs,
+// then by the state (validate.go, and fit.go for jobs no node could ever
+// hold); every other request by validate_requests.go. Nothing a client
+// sends reaches the Raft log unchecked.
+//
 // ctld never makes policy decisions itself: placement and ordering come from
 // package ctld/sched. Its entry point is New (server.go), which returns a
 // Controller that Run serves until its context ends.

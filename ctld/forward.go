@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -19,7 +20,13 @@ type forwarder struct {
 }
 
 func newForwarder(c *Controller) *forwarder {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 60 * time.Second}
+	// A leader that accepts a connection but never answers must not hold
+	// the client forever: writes commit within seconds.
+	tr := &http.Transport{
+		MaxIdleConnsPerHost: 64, IdleConnTimeout: 60 * time.Second,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 60 * time.Second,
+	}
 	f := &forwarder{c: c, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
 	f.proxy = &httputil.ReverseProxy{
 		Transport: tr,

@@ -15,12 +15,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/submit"
 )
 
-// maxBodyBytes bounds a request body: a batch of scripts at most.
-const maxBodyBytes = 64 << 20
-
-func (c *Controller) routes() http.Handler {
+// routes maps the API; limitRequests answers what no route takes.
+func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", c.write(c.handleSubmit))
 	mux.HandleFunc("GET /v1/jobs", c.read(c.handleListJobs))
@@ -40,9 +39,6 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
 	mux.HandleFunc("POST /v1/internal/members", c.write(c.handleSetMember))
 	c.policyRoutes(mux)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
-	})
 	return mux
 }
 
@@ -53,7 +49,6 @@ func (c *Controller) write(h func(http.ResponseWriter, *http.Request) error) htt
 			c.proxy.forward(w, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		if err := h(w, r); err != nil {
 			c.writeErr(w, r, err)
 		}
@@ -87,7 +82,7 @@ func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Msg)
 	case errors.As(err, &he):
-		writeError(w, he.status, "", he.msg)
+		writeError(w, he.status, he.field, he.msg)
 	case errors.Is(err, errNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
 		writeError(w, http.StatusServiceUnavailable, "", "leadership changed while handling the request; retry (it is safe: submissions carry request ids)")
 	default:
@@ -98,6 +93,7 @@ func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error)
 
 type httpError struct {
 	status int
+	field  string
 	msg    string
 }
 
@@ -127,29 +123,33 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes; submit fewer jobs per request", mbe.Limit)}
+		if be := bodyError(err); be != nil {
+			return be
 		}
-		return badRequest("malformed JSON request body: %v", err)
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: fmt.Sprintf("malformed JSON request body: %v", err)}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("malformed JSON request body: unexpected data after the JSON value")
+		if be := bodyError(err); be != nil {
+			return be
+		}
+		return &httpError{status: http.StatusBadRequest, field: "body", msg: "malformed JSON request body: unexpected data after the JSON value"}
 	}
 	return nil
 }
 
 func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error {
-	var req api.SubmitRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeSubmit(r)
+	if err != nil {
 		return err
 	}
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
 	var verr error
+	now := time.Now()
 	c.fsm.Read(func(s *State) {
 		parts := s.Partitions(c.cfg.Partitions)
+		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
 		for i := range req.Jobs {
 			sp := &req.Jobs[i]
 			if sp.Partition == "" {
@@ -165,8 +165,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			if sp.Account == "" {
 				sp.Account = s.defaultAccount(sp.User)
 			}
-			if verr = c.validateSpec(i, &req.Jobs[i], s, parts); verr != nil {
+			if verr = c.validateSpec(i, &req.Jobs[i], s, parts, now, fits); verr != nil {
 				return
+			}
+			if a := sp.Array; a != nil && a.Raw == "" {
+				a.Raw = arrayText(a)
 			}
 		}
 	})
@@ -194,6 +197,9 @@ func defaultPartitionName(parts []api.Partition) string {
 func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 	q := r.URL.Query()
 	var f api.JobFilter
+	if len(q["id"]) > maxIDs {
+		return f, &fieldError{Field: "id", Msg: fmt.Sprintf("%d job ids; the most is %d", len(q["id"]), maxIDs)}
+	}
 	for _, s := range q["id"] {
 		ref, err := ParseJobRef(s)
 		if err != nil {
@@ -213,7 +219,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		f.States = append(f.States, st)
 	}
 	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
-	return f, nil
+	return f, validateFilter(&f)
 }
 
 func matches(j *api.Job, f *api.JobFilter) bool {
@@ -305,15 +311,27 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
 
+// handleGetJob answers GET /v1/jobs/{id}: a job ("12") or one task of an
+// array ("12_5"). A task not started yet is answered with the array's
+// pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	id, ok := parseJobRef(r.PathValue("id"))
-	if !ok {
-		return badRequest("%q is not a job id", r.PathValue("id"))
+	ref, err := ParseJobRef(r.PathValue("id"))
+	if err != nil {
+		return &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *api.Job
-	c.fsm.Read(func(s *State) { j = s.Jobs[id] })
-	if j == nil {
-		return notFound("job %d: no such job", id)
+	c.fsm.Read(func(s *State) {
+		if ref.HasTask {
+			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+		} else {
+			j = s.Jobs[ref.ID]
+		}
+	})
+	switch {
+	case j == nil && ref.HasTask:
+		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
+	case j == nil:
+		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
 	writeJSON(w, http.StatusOK, withPriority(j, c.priorityFunc(time.Now())))
 	return nil
@@ -325,6 +343,12 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	f := req.Filter
+	if err := validateFilter(&f); err != nil {
+		return err
+	}
+	if why := submit.TextProblem(req.By, submit.MaxNameBytes); why != "" {
+		return &fieldError{Field: "by", Msg: fmt.Sprintf("by %q %s", submit.Shown(req.By), why)}
+	}
 	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
 		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
 	}
@@ -390,6 +414,9 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if len(req.IDs) == 0 {
 		return badRequest("no job ids given")
 	}
+	if err := validateIDs("ids", req.IDs); err != nil {
+		return err
+	}
 	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
 	if err != nil {
 		return err
@@ -406,6 +433,9 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	}
 	if len(req.IDs) == 0 {
 		return badRequest("no job ids given")
+	}
+	if err := validateIDs("ids", req.IDs); err != nil {
+		return err
 	}
 	res, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
@@ -432,6 +462,9 @@ func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) err
 
 func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
+	if why := submit.NameProblem(name, maxNodeNameBytes); why != "" {
+		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(name), why)}
+	}
 	var n *api.Node
 	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
 	if n == nil {
@@ -454,7 +487,15 @@ func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) er
 func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	q := r.URL.Query()
-	index, _ := strconv.ParseUint(q.Get("index"), 10, 64)
+	if why := submit.NameProblem(name, maxNodeNameBytes); why != "" {
+		writeError(w, http.StatusBadRequest, "name", fmt.Sprintf("node %q %s", submit.Shown(name), why))
+		return
+	}
+	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
+	if q.Get("index") != "" && err != nil {
+		writeError(w, http.StatusBadRequest, "index", "index must be a Raft index, a whole number ≥ 0")
+		return
+	}
 	wait, err := time.ParseDuration(q.Get("wait"))
 	if q.Get("wait") == "" {
 		wait, err = 0, nil
@@ -489,13 +530,8 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if err := decode(r, &info); err != nil {
 		return err
 	}
-	switch {
-	case info.Name == "":
-		return &fieldError{Field: "name", Msg: "node registration without a name: give --name"}
-	case info.CPUs < 1:
-		return &fieldError{Field: "cpus", Msg: fmt.Sprintf("node %s: cpus must be at least 1", info.Name)}
-	case info.MemMB < 1:
-		return &fieldError{Field: "mem", Msg: fmt.Sprintf("node %s: memory must be at least 1 MiB", info.Name)}
+	if err := validateNodeInfo(&info); err != nil {
+		return err
 	}
 	if len(info.Reports) > api.MaxRegisterReports {
 		return &fieldError{Field: "reports", Msg: fmt.Sprintf("node %s: the registration carries %d job reports, at most %d (send the rest as reports after registering)",
@@ -559,6 +595,9 @@ func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 	if err := decode(r, &st); err != nil {
 		return st, err
 	}
+	if err := validateNodeStatus(&st); err != nil {
+		return st, err
+	}
 	if err := c.knownNode(st.Name, st.BootID); err != nil {
 		return st, err
 	}
@@ -597,6 +636,9 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := validateDrain(&req); err != nil {
+		return err
+	}
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
@@ -617,6 +659,12 @@ func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) err
 	}
 	if m.ID == "" || m.HTTPAddr == "" {
 		return badRequest("member id and http_addr are required")
+	}
+	if why := submit.NameProblem(m.ID, submit.MaxNameBytes); why != "" {
+		return &fieldError{Field: "id", Msg: fmt.Sprintf("member id %q %s", submit.Shown(m.ID), why)}
+	}
+	if why := submit.TextProblem(m.HTTPAddr, submit.MaxNameBytes); why != "" || strings.ContainsAny(m.HTTPAddr, " /") {
+		return &fieldError{Field: "http_addr", Msg: fmt.Sprintf("http_addr %q must be HOST:PORT", submit.Shown(m.HTTPAddr))}
 	}
 	if _, err := c.propose(CmdSetMember, &m); err != nil {
 		return err

@@ -56,6 +56,9 @@ func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Settings) == 0 {
 		return badRequest("no settings: give NAME=VALUE pairs (settings: %v)", api.ConfigKeys())
 	}
+	if err := validateSettings(req.Settings); err != nil {
+		return err
+	}
 	cmd := &SetConfig{Settings: req.Settings}
 	err := c.proposePolicy(CmdSetConfig, cmd, func(s *State) error {
 		cfg := s.Config
@@ -78,6 +81,9 @@ func (c *Controller) handleQOS(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := validateQOS(&req.QOS); err != nil {
+		return err
+	}
 	if err := c.proposePolicy(CmdPutQOS, &PutQOS{QOS: req.QOS, Delete: req.Delete}, func(s *State) error {
 		return s.checkQOS(&req.QOS, req.Delete)
 	}); err != nil {
@@ -90,6 +96,9 @@ func (c *Controller) handleQOS(w http.ResponseWriter, r *http.Request) error {
 func (c *Controller) handleAccount(w http.ResponseWriter, r *http.Request) error {
 	var req api.AccountRequest
 	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := validateAccount(&req.Account); err != nil {
 		return err
 	}
 	if err := c.proposePolicy(CmdPutAccount, &PutAccount{Account: req.Account, Delete: req.Delete}, func(s *State) error {
@@ -105,6 +114,9 @@ func (c *Controller) handleAccount(w http.ResponseWriter, r *http.Request) error
 func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
 	var req api.UserRequest
 	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := validateAccountUser(&req.User); err != nil {
 		return err
 	}
 	// The FSM's own checks are the whole validation; run them on a

@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/graph/topo"
 
 	"corral/api"
+	"corral/submit"
 )
 
 // UpdateJob changes a pending job's dependency (scontrol update
@@ -41,6 +43,9 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	var req api.UpdateJobRequest
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if err := submit.ValidateDependency(req.Dependency); err != nil {
+		return refuseUpdate(req.ID, err)
 	}
 	var err error
 	c.fsm.Read(func(s *State) {
@@ -189,4 +194,14 @@ func cycleText(cycle []uint64) string {
 	}
 	parts = append(parts, strconv.FormatUint(cycle[0], 10))
 	return strings.Join(parts, " → ")
+}
+
+// refuseUpdate names the job an update was refused for, keeping the field
+// of a *submit.Error.
+func refuseUpdate(id uint64, err error) error {
+	var se *submit.Error
+	if errors.As(err, &se) {
+		return &fieldError{Field: se.Field, Msg: fmt.Sprintf("job %d: %v", id, err)}
+	}
+	return badRequest("job %d: %v", id, err)
 }

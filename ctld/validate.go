@@ -1,16 +1,25 @@
 package ctld
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"corral/api"
+	"corral/submit"
 )
 
-// MaxScriptBytes is the largest job script accepted (Slurm's default
-// max_script_size is 4 MiB).
-const MaxScriptBytes = 4 << 20
+// The server is the trust boundary: every request is validated here before
+// anything is proposed, whoever the client is. The stateless rules of a
+// job request are package submit's (submit.ValidateSpec, the same code the
+// CLI runs); this file adds the checks that need the cluster's state. The
+// other requests' checks are in validate_requests.go.
+
+// maxJobsPerRequest bounds the jobs of one POST /v1/jobs: as many as one
+// SubmitJobs entry holds.
+const maxJobsPerRequest = maxJobsPerEntry
 
 // fieldError is a refusal that names the offending field.
 type fieldError struct {
@@ -18,62 +27,71 @@ type fieldError struct {
 	Msg   string
 }
 
-// MaxArrayIndex is the largest array task index a job may use (Slurm's
-// largest MaxArraySize less one). An array is one record however many
-// tasks it has, so the limit is about index width, not memory.
-const MaxArrayIndex = 4_000_000
-
 func (e *fieldError) Error() string { return e.Msg }
 
 func refuse(i int, field, format string, args ...any) error {
 	return &fieldError{Field: field, Msg: fmt.Sprintf("job %d of the batch: ", i+1) + fmt.Sprintf(format, args...)}
 }
 
-// validateSpec checks what the API must never accept, whoever the client
-// is; the CLI's own checks (package submit) come first and say more.
-func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.Partition) error {
-	switch {
-	case sp.Script == "":
-		return refuse(i, "script", "the script is empty; give a script file or --wrap")
-	case len(sp.Script) > MaxScriptBytes:
-		return refuse(i, "script", "the script is %d bytes; the limit is %d (4 MiB): stage large data in files instead", len(sp.Script), MaxScriptBytes)
-	case !strings.HasPrefix(sp.Script, "#!"):
-		return refuse(i, "script", "this does not look like a batch script: the first line must start with #! followed by the path to an interpreter, e.g. #!/bin/sh")
-	case sp.User == "":
-		return refuse(i, "user", "no user: set the user field")
-	case sp.NTasks < 0 || sp.CPUsPerTask < 0:
-		return refuse(i, "ntasks", "--ntasks and --cpus-per-task must be positive")
-	case sp.MemPerNode < 0 || sp.MemPerCPU < 0:
-		return refuse(i, "mem", "--mem must be positive")
-	case sp.TimeLimit < 0:
-		return refuse(i, "time", "--time must be positive")
-	case sp.Nodes > 1:
-		return refuse(i, "nodes", "--nodes=%d: jobs span one node for now; ask for --nodes=1", sp.Nodes)
+// refuseSpec turns a *submit.Error for job i of a batch into a refusal
+// that keeps its field.
+func refuseSpec(i int, err error) error {
+	var se *submit.Error
+	if errors.As(err, &se) {
+		return &fieldError{Field: se.Field, Msg: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 	}
-	if sp.Partition != "" {
-		found := false
-		var names []string
-		for _, p := range parts {
-			names = append(names, p.Name)
-			if p.Name == sp.Partition {
-				found = true
-				if p.MaxTime > 0 && sp.TimeLimit > p.MaxTime {
-					return refuse(i, "time", "--time=%ds exceeds partition %s's limit of %ds", sp.TimeLimit, p.Name, p.MaxTime)
-				}
-			}
-		}
-		if !found {
-			return refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
+	return refuse(i, "", "%v", err)
+}
+
+// validateSpec checks job i of a batch: the stateless rules shared with the
+// CLI first, then what the cluster's state decides — the partition, QoS,
+// account, image and dependency targets exist, a negative nice comes from
+// root, and some node of the partition could ever hold the job.
+func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.Partition, now time.Time, fits *fitChecker) error {
+	if err := submit.ValidateSpec(sp, now); err != nil {
+		return refuseSpec(i, err)
+	}
+	if sp.Nice < 0 && sp.User != "root" {
+		return refuse(i, "nice", "nice %d: only root may give a negative nice, which raises a job's priority; use 0 or more", sp.Nice)
+	}
+	part, err := findPartition(i, sp, parts)
+	if err != nil {
+		return err
+	}
+	if err := checkPolicy(i, sp, s); err != nil {
+		return err
+	}
+	if sp.Image != "" {
+		if err := checkImage(i, sp.Image, s); err != nil {
+			return err
 		}
 	}
-	for _, g := range sp.Gres {
-		if g.Name != "gpu" && g.Name != "vf" {
-			return refuse(i, "gres", "--gres=%s: unknown generic resource %q (corral knows gpu, gpu:TYPE, gpu:MIGPROFILE and vf)", g.Name, g.Name)
+	if err := checkDependencyTargets(i, sp.Dependency, s); err != nil {
+		return err
+	}
+	return fits.check(i, sp, part)
+}
+
+// findPartition returns the job's partition, refusing an unknown one and a
+// time limit above the partition's.
+func findPartition(i int, sp *api.JobSpec, parts []api.Partition) (*api.Partition, error) {
+	names := make([]string, 0, len(parts))
+	for k := range parts {
+		p := &parts[k]
+		names = append(names, p.Name)
+		if p.Name != sp.Partition {
+			continue
 		}
+		if p.MaxTime > 0 && sp.TimeLimit > p.MaxTime {
+			return nil, refuse(i, "time_limit_s", "--time=%ds exceeds partition %s's limit of %ds", sp.TimeLimit, p.Name, p.MaxTime)
+		}
+		return p, nil
 	}
-	if sp.NUMA != "" && sp.NUMA != api.NUMAPrefer && sp.NUMA != api.NUMAStrict && sp.NUMA != api.NUMANone {
-		return refuse(i, "numa", "--numa=%s: use prefer, strict or none", sp.NUMA)
-	}
+	return nil, refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
+}
+
+// checkPolicy checks the job's QoS and account against the policy objects.
+func checkPolicy(i int, sp *api.JobSpec, s *State) error {
 	if sp.QOS != "" {
 		q := s.QOS[sp.QOS]
 		if q == nil {
@@ -91,32 +109,23 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 			return refuse(i, "account", "user %s is not in account %s (corral user add %s --account %s)", sp.User, sp.Account, sp.User, sp.Account)
 		}
 	}
-	if a := sp.Array; a != nil {
-		set := api.NewIndexSet(a.Ranges)
-		switch {
-		case set.Empty():
-			return refuse(i, "array", "--array=%s names no task: give indexes such as 0-99", a.Raw)
-		case set.Min() < 0 || set.Max() > MaxArrayIndex:
-			return refuse(i, "array", "--array=%s: indexes must be 0 to %d", a.Raw, MaxArrayIndex)
-		case a.Throttle < 0:
-			return refuse(i, "array", "--array=%s: the %%N task limit must be positive", a.Raw)
-		}
+	return nil
+}
+
+// checkDependencyTargets refuses a dependency on a job that does not
+// exist; its syntax was checked by submit.ValidateSpec.
+func checkDependencyTargets(i int, d *api.Dependency, s *State) error {
+	if d == nil {
+		return nil
 	}
-	if sp.Image != "" {
-		if err := checkImage(i, sp.Image, s); err != nil {
-			return err
-		}
-	}
-	if sp.Dependency != nil {
-		for _, cl := range sp.Dependency.Clauses {
-			for _, ref := range cl.JobIDs {
-				id, ok := parseJobRef(ref)
-				if !ok {
-					return refuse(i, "dependency", "--dependency=%s: %q is not a job id", sp.Dependency.Raw, ref)
-				}
-				if _, exists := s.Jobs[id]; !exists {
-					return refuse(i, "dependency", "--dependency=%s: job %d does not exist", sp.Dependency.Raw, id)
-				}
+	for _, cl := range d.Clauses {
+		for _, ref := range cl.JobIDs {
+			id, ok := parseJobRef(ref)
+			if !ok {
+				return refuse(i, "dependency", "--dependency=%s: %q is not a job id", d.Raw, ref)
+			}
+			if _, exists := s.Jobs[id]; !exists {
+				return refuse(i, "dependency", "--dependency=%s: job %d does not exist", d.Raw, id)
 			}
 		}
 	}
@@ -145,4 +154,15 @@ func checkImage(i int, image string, s *State) error {
 		have = "images that exist: " + strings.Join(names, ", ")
 	}
 	return refuse(i, "image", "--image=%s: no node has this image; %s", image, have)
+}
+
+// arrayText writes an array given without its expression as one: the
+// canonical index set and the task limit, e.g. "0-12:4,20%2", so that
+// listings show what the ranges say.
+func arrayText(a *api.ArraySpec) string {
+	text := api.NewIndexSet(a.Ranges).String()
+	if a.Throttle > 0 {
+		text += fmt.Sprintf("%%%d", a.Throttle)
+	}
+	return text
 }

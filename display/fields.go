@@ -53,6 +53,7 @@ func (t *fieldsTable) row(cells ...string) {
 }
 
 func (t *fieldsTable) cell(s string, width int, cut bool) {
+	s = Safe(s)
 	n := absInt(width)
 	if cut && n > 0 && utf8.RuneCountInString(s) > n {
 		r := []rune(s)[:n]

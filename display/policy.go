@@ -165,7 +165,7 @@ func parentOf(a api.Account) string {
 func Why(w io.Writer, why *api.Why) error {
 	var b strings.Builder
 	for _, line := range why.Lines {
-		b.WriteString(line)
+		b.WriteString(Safe(line))
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())

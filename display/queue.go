@@ -207,6 +207,7 @@ func (f *QueueFormat) appendRow(dst []byte, j *api.Job, c *rowCtx) []byte {
 		}
 		start := len(dst)
 		dst = col.def.value(dst, j, c)
+		dst = escapeTail(dst, start)
 		if col.width > 0 {
 			cut := col.def.cut == cutAlways || (col.def.cut == cutReason && showsReason(j.State))
 			dst = appendCell(dst, start, col.width, col.right, cut)

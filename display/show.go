@@ -37,9 +37,10 @@ func (k *kvWriter) key(name string) {
 	k.buf = append(k.buf, '=')
 }
 
+// str writes a value made safe for a terminal (appendSafe).
 func (k *kvWriter) str(name, v string) {
 	k.key(name)
-	k.buf = append(k.buf, v...)
+	k.buf = appendSafe(k.buf, v)
 }
 
 func (k *kvWriter) int(name string, v int64) {

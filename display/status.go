@@ -48,7 +48,7 @@ func Status(w io.Writer, s *api.ClusterStatus) {
 
 func appendStatusLine(dst []byte, label, value string) []byte {
 	dst = appendPadded(dst, label, 8, false, false)
-	dst = append(dst, value...)
+	dst = appendSafe(dst, value)
 	return append(dst, '\n')
 }
 
@@ -79,7 +79,7 @@ func appendMembers(dst []byte, members []api.Member) []byte {
 	for _, r := range rows {
 		for i, c := range r {
 			if i == len(r)-1 {
-				dst = append(dst, c...)
+				dst = appendSafe(dst, c)
 				break
 			}
 			dst = appendPadded(dst, c, widths[i], false, false)

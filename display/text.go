@@ -50,10 +50,11 @@ func appendCell(dst []byte, start int, width int, right, cut bool) []byte {
 	return dst
 }
 
-// appendPadded appends s as a column (see appendCell).
+// appendPadded appends s, made safe for a terminal (appendSafe), as a
+// column (see appendCell).
 func appendPadded(dst []byte, s string, width int, right, cut bool) []byte {
 	start := len(dst)
-	dst = append(dst, s...)
+	dst = appendSafe(dst, s)
 	return appendCell(dst, start, width, right, cut)
 }
 

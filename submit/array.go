@@ -9,9 +9,6 @@ import (
 	"corral/api"
 )
 
-// MaxArrayIndex is the largest index an --array expression may name.
-const MaxArrayIndex = 1_000_000
-
 const arrayForms = "use comma-separated indices and FIRST-LAST[:STEP] ranges with an optional %LIMIT, e.g. --array=0-15:4%2 or --array=1,3,5-7"
 
 // ParseArray parses a Slurm --array expression: a comma-separated list of

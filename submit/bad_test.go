@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ type badSubmission struct {
 	args  []string
 	files map[string]string // job.sh defaults to good
 	stdin *string
+	env   []string // the submitting environment; testEnv when nil
 	want  string
 	exact bool
 	is    error  // errors.Is target, if any
@@ -70,7 +72,31 @@ var badSubmissions = map[string]badSubmission{
 	"--mem-per-cpu and --mem": {args: []string{"--mem-per-cpu=1G", "--mem=1G", "job.sh"},
 		want: "--mem and --mem-per-cpu are mutually exclusive"},
 	"--nice letters": {args: []string{"--nice=abc", "job.sh"},
-		want: "--nice=abc: must be a whole number between -2147483645 and 2147483645"},
+		want: "--nice=abc: must be a whole number between -10000 and 10000"},
+	"--nice out of range": {args: []string{"--nice=10001", "job.sh"},
+		want: "--nice=10001: must be a whole number between -10000 and 10000"},
+	"--nice negative without root": {args: []string{"--nice=-5", "job.sh"},
+		want: "--nice=-5: only root may give a negative nice", field: "--nice"},
+	"-n × -c too many CPUs": {args: []string{"-n", "1000000", "-c", "2", "job.sh"},
+		want: `cpus_per_task "2": ntasks × cpus_per_task = 1000000 × 2 CPUs: the most a job may ask for is 1000000`, field: "cpus_per_task"},
+	"--mem-per-cpu × CPUs too much": {args: []string{"--mem-per-cpu=1024T", "-n", "2000", "job.sh"},
+		want: "mem_per_cpu × 2000 CPUs is more than 1099511627776 MiB", field: "mem_per_cpu_mb"},
+	"--gpus too many": {args: []string{"--gpus=99999999999", "job.sh"},
+		want: "give a GPU count from 1 to 1000000"},
+	"--gpus-per-task × -n too many": {args: []string{"-n", "1000", "--gpus-per-task=2000", "job.sh"},
+		want: `gres "gpu:2000000": the count must be between 1 and 1000000`, field: "gres"},
+	"--begin too far ahead": {args: []string{"--begin=2100-01-01", "job.sh"},
+		want: "the begin time must be after 1970 and at most 10 years ahead", field: "begin"},
+	"-J not UTF-8": {args: []string{"-J", "caf\xe9", "job.sh"},
+		want: `name "caf\xe9": is not valid UTF-8 (byte 3 is 0xe9)`, field: "name"},
+	"-J escape sequence": {args: []string{"-J", "\x1b[2Jgotcha", "job.sh"},
+		want: `name "\x1b[2Jgotcha": contains the control character '\x1b' at byte 0`, field: "name"},
+	"--comment too long": {args: []string{"--comment=" + strings.Repeat("c", 300), "job.sh"},
+		want: "is 300 bytes long; the most is 256", field: "comment"},
+	"environment too large": {args: []string{"job.sh"}, env: []string{"BIG=" + strings.Repeat("x", 2<<20)},
+		want: "env: the environment is over 1048576 bytes (1 MiB)", field: "env"},
+	"too many variables": {args: []string{"job.sh"}, env: manyVars(MaxEnvEntries + 1),
+		want: "env: 10001 variables; the most is 10000", field: "env"},
 	"--nice too big": {args: []string{"--nice=9999999999", "job.sh"},
 		want: "--nice=9999999999: must be a whole number"},
 	"-J empty": {args: []string{"-J", "", "job.sh"},
@@ -117,7 +143,7 @@ var badSubmissions = map[string]badSubmission{
 		want: "--nodelist=node1: not supported by corral yet; choose where the job runs with -p PARTITION", exact: true, is: ErrUnsupported},
 	"--gpus-per-node": {args: []string{"--gpus-per-node=2", "job.sh"},
 		want: "--gpus-per-node=2: not supported by corral yet; ask for GPUs with --gres=gpu:N", is: ErrUnsupported},
-	"--gpus=0":         {args: []string{"--gpus=0", "job.sh"}, want: "give a GPU count ≥ 1"},
+	"--gpus=0":         {args: []string{"--gpus=0", "job.sh"}, want: "give a GPU count from 1 to 1000000"},
 	"--hugepages=3M:2": {args: []string{"--hugepages=3M:2", "job.sh"}, want: "SIZE 2M or 1G"},
 	"--numa=sometimes": {args: []string{"--numa=sometimes", "job.sh"}, want: "use prefer, strict or none"},
 	"--sriov=none":     {args: []string{"--sriov=none", "job.sh"}, want: "virtual functions ≥ 1"},
@@ -148,7 +174,9 @@ var badSubmissions = map[string]badSubmission{
 	"DOS line breaks": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\r\necho\r\n"},
 		want: `DOS line breaks (\r\n) instead of UNIX ones (\n); convert it, e.g. with dos2unix`},
 	"NUL byte": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\necho \x00\n"},
-		want: "contains a NUL byte"},
+		want: "contains a NUL byte (line 2)"},
+	"not UTF-8": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\n# caf\xe9\necho\n"},
+		want: "the batch script is not valid UTF-8 (line 2); convert it, e.g. with iconv -t UTF-8"},
 	"too large": {args: []string{"job.sh"}, files: map[string]string{"job.sh": "#!/bin/sh\n" + strings.Repeat("#", MaxScriptBytes)},
 		want: "the batch script is larger than 4194304 bytes (4 MiB)", is: ErrScriptTooLarge},
 	"too large on stdin": {stdin: ptr("#!/bin/sh\n" + strings.Repeat("#", MaxScriptBytes)),
@@ -227,6 +255,9 @@ func TestBadSubmissions(t *testing.T) {
 				files = map[string]string{"job.sh": good}
 			}
 			c := testContext(files)
+			if tc.env != nil {
+				c.Env = tc.env
+			}
 			if tc.stdin != nil {
 				c.Stdin = strings.NewReader(*tc.stdin)
 			}
@@ -305,4 +336,13 @@ func TestParseDefaultsNowAndReadFile(t *testing.T) {
 	if req.Spec.Script != basicScript || req.Spec.Begin.IsZero() || req.Spec.Name != "real.sh" {
 		t.Errorf("Parse = %+v", req.Spec)
 	}
+}
+
+// manyVars returns n distinct KEY=VALUE entries.
+func manyVars(n int) []string {
+	env := make([]string, n)
+	for i := range env {
+		env[i] = "V" + strconv.Itoa(i) + "=x"
+	}
+	return env
 }

@@ -93,8 +93,8 @@ var supportedOptions = []optionDef{
 			if !ok {
 				count = v
 			}
-			if n, err := strconv.Atoi(count); err != nil || n < 1 {
-				return optionError("--gpus-per-task", v, nil, "give a GPU count ≥ 1, optionally with a type: e.g. --gpus-per-task=1 or --gpus-per-task=h100:1")
+			if n, err := strconv.Atoi(count); err != nil || n < 1 || n > MaxGresCount {
+				return optionError("--gpus-per-task", v, nil, "give a GPU count from 1 to %d, optionally with a type: e.g. --gpus-per-task=1 or --gpus-per-task=h100:1", MaxGresCount)
 			}
 			return nil
 		}},
@@ -164,17 +164,14 @@ func applyBegin(b *builder, v string, _ bool) error {
 	return nil
 }
 
-// maxNice is Slurm's bound on a nice value (NICE_OFFSET - 3).
-const maxNice = 2147483645
-
 func applyNice(b *builder, v string, has bool) error {
 	if !has {
 		b.spec.Nice = 100
 		return nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < -maxNice || n > maxNice {
-		return optionError("--nice", v, err, "must be a whole number between -%d and %d (e.g. --nice=50)", maxNice, maxNice)
+	if err != nil || n < -MaxNice || n > MaxNice {
+		return optionError("--nice", v, err, "must be a whole number between -%d and %d (e.g. --nice=50)", MaxNice, MaxNice)
 	}
 	b.spec.Nice = n
 	return nil
@@ -197,8 +194,8 @@ func addGPUs(b *builder, opt, v string, perTask int) error {
 		typ, count = "", v
 	}
 	n, err := strconv.Atoi(count)
-	if err != nil || n < 1 {
-		return optionError(opt, v, nil, "give a GPU count ≥ 1, optionally with a type: e.g. %s=2 or %s=h100:2", opt, opt)
+	if err != nil || n < 1 || n > MaxGresCount {
+		return optionError(opt, v, nil, "give a GPU count from 1 to %d, optionally with a type: e.g. %s=2 or %s=h100:2", MaxGresCount, opt, opt)
 	}
 	if perTask == 0 {
 		n *= max(b.spec.NTasks, 1)
@@ -314,8 +311,8 @@ func setPath(dst *string, example, v string) error {
 // setCount stores a positive task or CPU count.
 func setCount(dst *int, field, example, v string) error {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1_000_000 {
-		return optionError(field, v, err, "must be a whole number between 1 and 1000000 (e.g. %s)", example)
+	if err != nil || n < 1 || n > MaxTasks {
+		return optionError(field, v, err, "must be a whole number between 1 and %d (e.g. %s)", MaxTasks, example)
 	}
 	*dst = n
 	return nil

@@ -6,16 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
 	"corral/api"
 	"corral/internal/getopt"
 )
-
-// MaxScriptBytes is the largest batch script Parse accepts (4 MiB, the
-// default of Slurm's max_script_size).
-const MaxScriptBytes = 4 << 20
 
 // Context is everything Parse may know about the submitting environment;
 // the CLI fills it from the process (os.Environ(), os.Getwd(), $USER,
@@ -32,9 +28,14 @@ type Context struct {
 	Stdin io.Reader
 	// Now anchors --begin; the zero time means time.Now().
 	Now time.Time
-	// ReadFile reads the script file; nil means os.ReadFile. Relative
+	// ReadFile reads the script file; nil means ReadScriptFile, which
+	// reads at most MaxScriptBytes+1 bytes of a regular file. Relative
 	// script paths are joined to Cwd before it is called.
 	ReadFile func(path string) ([]byte, error)
+	// Privileged says the submitting user may give a negative --nice,
+	// which raises a job's priority: the CLI sets it when its effective
+	// uid is 0 (the controller allows it for user root only).
+	Privileged bool
 }
 
 // Request is a parsed submission.
@@ -200,6 +201,13 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 		return nil, err
 	}
 	b.spec.Env = env
+	if b.spec.Nice < 0 && !c.Privileged {
+		return nil, optionError("--nice", strconv.Itoa(b.spec.Nice), nil,
+			"only root may give a negative nice, which raises the job's priority (this command does not run with effective uid 0); use 0 or more")
+	}
+	if err := ValidateSpec(&b.spec, c.Now); err != nil {
+		return nil, err
+	}
 	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, ScriptPath: scriptPath}, nil
 }
 
@@ -250,7 +258,7 @@ func loadScript(positional []string, b *builder, c Context) (script, error) {
 func readScriptFile(path string, c Context) ([]byte, error) {
 	read := c.ReadFile
 	if read == nil {
-		read = os.ReadFile
+		read = ReadScriptFile
 	}
 	full := path
 	if !filepath.IsAbs(full) {
@@ -259,13 +267,60 @@ func readScriptFile(path string, c Context) ([]byte, error) {
 	data, err := read(full)
 	if err != nil {
 		why := "check the path"
-		if errors.Is(err, os.ErrNotExist) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			why = "no such file; check the path, which is relative to " + c.Cwd
+		case errors.Is(err, ErrNotRegularFile):
+			why = "give the path of a batch script file, or pipe the script on standard input"
 		}
 		return nil, &Error{Field: "script", Value: path, Err: err,
 			Message: fmt.Sprintf("cannot read the batch script: %v (%s)", err, why)}
 	}
 	return data, nil
+}
+
+// ErrNotRegularFile marks a script path that names a directory, a device
+// (such as /dev/zero), a FIFO or a socket.
+var ErrNotRegularFile = errors.New("not a regular file")
+
+// ReadScriptFile reads a batch script from a regular file, at most
+// MaxScriptBytes+1 bytes of it (one byte more than a script may have, so
+// that an oversize script is reported as such): `corral submit /dev/zero`
+// fails at once instead of reading forever.
+func ReadScriptFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (it is %s)", path, ErrNotRegularFile, fileKind(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRegularFile)
+	}
+	return io.ReadAll(io.LimitReader(f, MaxScriptBytes+1))
+}
+
+// fileKind names a non-regular file's type for an error message.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // checkScript applies sbatch's checks on a script's text; path is the
@@ -275,20 +330,8 @@ func checkScript(text, path string) error {
 	if path == "" {
 		what = "the batch script read from standard input"
 	}
-	fail := func(cause error, format string, args ...any) error {
-		return &Error{Field: "script", Value: path, Message: fmt.Sprintf(format, args...), Err: cause}
-	}
-	switch {
-	case len(text) > MaxScriptBytes:
-		return fail(ErrScriptTooLarge, "%s is larger than %d bytes (4 MiB); keep data in files the script reads", what, MaxScriptBytes)
-	case strings.TrimSpace(text) == "":
-		return fail(ErrEmptyScript, "%s is empty or only white space; give a script that starts with #!/bin/sh or similar", what)
-	case strings.Contains(text, "\r\n"):
-		return fail(nil, "%s has DOS line breaks (\\r\\n) instead of UNIX ones (\\n); convert it, e.g. with dos2unix", what)
-	case strings.IndexByte(text, 0) >= 0:
-		return fail(nil, "%s contains a NUL byte; a batch script must be text", what)
-	case !strings.HasPrefix(text, "#!"):
-		return fail(ErrNotBatchScript, "This does not look like a batch script. The first line must start with #! followed by the path to an interpreter, e.g. #!/bin/bash")
+	if cause, why := ScriptProblem(text, what); why != "" {
+		return &Error{Field: "script", Value: path, Message: why, Err: cause}
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ type optionCase struct {
 	args []string // job.sh is appended
 	spec func(s *api.JobSpec)
 	req  func(r *Request)
+	root bool // submit as a privileged user (Context.Privileged)
 }
 
 var optionCases = map[string]optionCase{
@@ -98,37 +99,37 @@ var optionCases = map[string]optionCase{
 	"--export=names": {args: []string{"--export", "PATH,X=1"}, spec: func(s *api.JobSpec) {
 		s.Env = []string{"PATH=/usr/bin", "X=1"}
 	}},
-	"-A":                     {args: []string{"-A", "physics"}, spec: func(s *api.JobSpec) { s.Account = "physics" }},
-	"--account":              {args: []string{"--account=chem"}, spec: func(s *api.JobSpec) { s.Account = "chem" }},
-	"-q":                     {args: []string{"-q", "high"}, spec: func(s *api.JobSpec) { s.QOS = "high" }},
-	"--qos":                  {args: []string{"--qos=low"}, spec: func(s *api.JobSpec) { s.QOS = "low" }},
-	"--requeue":              {args: []string{"--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
-	"--no-requeue wins":      {args: []string{"--requeue", "--no-requeue"}},
-	"--requeue wins":         {args: []string{"--no-requeue", "--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
-	"-H":                     {args: []string{"-H"}, spec: func(s *api.JobSpec) { s.Hold = true }},
-	"--hold":                 {args: []string{"--hold"}, spec: func(s *api.JobSpec) { s.Hold = true }},
-	"--begin":                {args: []string{"--begin=now+1hour"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(time.Hour) }},
-	"-b":                     {args: []string{"-b", "16:30"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(6*time.Hour + 30*time.Minute) }},
-	"--comment":              {args: []string{"--comment", "hello world"}, spec: func(s *api.JobSpec) { s.Comment = "hello world" }},
-	"--comment empty":        {args: []string{"--comment="}},
-	"--nice bare":            {args: []string{"--nice"}, spec: func(s *api.JobSpec) { s.Nice = 100 }},
-	"--nice=N":               {args: []string{"--nice=5"}, spec: func(s *api.JobSpec) { s.Nice = 5 }},
-	"--nice negative":        {args: []string{"--nice=-5"}, spec: func(s *api.JobSpec) { s.Nice = -5 }},
-	"--nice=0":               {args: []string{"--nice=10", "--nice=0"}},
-	"--gres":                 {args: []string{"--gres=gpu:a100:2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "a100", Count: 2}} }},
-	"--gres=none clears":     {args: []string{"--gres=gpu:1", "--gres=none"}},
-	"-d":                     {args: []string{"-d", "afterok:12"}, spec: depSpec("afterok:12", "afterok", "12")},
-	"--dependency":           {args: []string{"--dependency=afterany:3_1"}, spec: depSpec("afterany:3_1", "afterany", "3_1")},
-	"-a":                     {args: []string{"-a", "0-3"}, spec: arraySpec("0-3", 0, 3, 1, 0)},
-	"--array with limit":     {args: []string{"--array=0-9:3%2"}, spec: arraySpec("0-9:3%2", 0, 9, 3, 2)},
-	"--parsable":             {args: []string{"--parsable"}, req: func(r *Request) { r.Parsable = true }},
-	"-W":                     {args: []string{"-W"}, req: func(r *Request) { r.Wait = true }},
-	"--wait":                 {args: []string{"--wait"}, req: func(r *Request) { r.Wait = true }},
-	"--image":                {args: []string{"--image=ubuntu-24.04"}, spec: func(s *api.JobSpec) { s.Image = "ubuntu-24.04" }},
-	"combined short":         {args: []string{"-HW"}, spec: func(s *api.JobSpec) { s.Hold = true }, req: func(r *Request) { r.Wait = true }},
-	"later option wins":      {args: []string{"-p", "a", "--partition=b"}, spec: func(s *api.JobSpec) { s.Partition = "b" }},
-	"double dash":            {args: []string{"-H", "--"}, spec: func(s *api.JobSpec) { s.Hold = true }},
-	"repeated --mem-per-cpu": {args: []string{"--mem-per-cpu=1G", "--mem-per-cpu=2G"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 2048 }},
+	"-A":                      {args: []string{"-A", "physics"}, spec: func(s *api.JobSpec) { s.Account = "physics" }},
+	"--account":               {args: []string{"--account=chem"}, spec: func(s *api.JobSpec) { s.Account = "chem" }},
+	"-q":                      {args: []string{"-q", "high"}, spec: func(s *api.JobSpec) { s.QOS = "high" }},
+	"--qos":                   {args: []string{"--qos=low"}, spec: func(s *api.JobSpec) { s.QOS = "low" }},
+	"--requeue":               {args: []string{"--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
+	"--no-requeue wins":       {args: []string{"--requeue", "--no-requeue"}},
+	"--requeue wins":          {args: []string{"--no-requeue", "--requeue"}, spec: func(s *api.JobSpec) { s.Requeue = true }},
+	"-H":                      {args: []string{"-H"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"--hold":                  {args: []string{"--hold"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"--begin":                 {args: []string{"--begin=now+1hour"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(time.Hour) }},
+	"-b":                      {args: []string{"-b", "16:30"}, spec: func(s *api.JobSpec) { s.Begin = testNow.Add(6*time.Hour + 30*time.Minute) }},
+	"--comment":               {args: []string{"--comment", "hello world"}, spec: func(s *api.JobSpec) { s.Comment = "hello world" }},
+	"--comment empty":         {args: []string{"--comment="}},
+	"--nice bare":             {args: []string{"--nice"}, spec: func(s *api.JobSpec) { s.Nice = 100 }},
+	"--nice=N":                {args: []string{"--nice=5"}, spec: func(s *api.JobSpec) { s.Nice = 5 }},
+	"--nice negative as root": {args: []string{"--nice=-5"}, root: true, spec: func(s *api.JobSpec) { s.Nice = -5 }},
+	"--nice=0":                {args: []string{"--nice=10", "--nice=0"}},
+	"--gres":                  {args: []string{"--gres=gpu:a100:2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "a100", Count: 2}} }},
+	"--gres=none clears":      {args: []string{"--gres=gpu:1", "--gres=none"}},
+	"-d":                      {args: []string{"-d", "afterok:12"}, spec: depSpec("afterok:12", "afterok", "12")},
+	"--dependency":            {args: []string{"--dependency=afterany:3_1"}, spec: depSpec("afterany:3_1", "afterany", "3_1")},
+	"-a":                      {args: []string{"-a", "0-3"}, spec: arraySpec("0-3", 0, 3, 1, 0)},
+	"--array with limit":      {args: []string{"--array=0-9:3%2"}, spec: arraySpec("0-9:3%2", 0, 9, 3, 2)},
+	"--parsable":              {args: []string{"--parsable"}, req: func(r *Request) { r.Parsable = true }},
+	"-W":                      {args: []string{"-W"}, req: func(r *Request) { r.Wait = true }},
+	"--wait":                  {args: []string{"--wait"}, req: func(r *Request) { r.Wait = true }},
+	"--image":                 {args: []string{"--image=ubuntu-24.04"}, spec: func(s *api.JobSpec) { s.Image = "ubuntu-24.04" }},
+	"combined short":          {args: []string{"-HW"}, spec: func(s *api.JobSpec) { s.Hold = true }, req: func(r *Request) { r.Wait = true }},
+	"later option wins":       {args: []string{"-p", "a", "--partition=b"}, spec: func(s *api.JobSpec) { s.Partition = "b" }},
+	"double dash":             {args: []string{"-H", "--"}, spec: func(s *api.JobSpec) { s.Hold = true }},
+	"repeated --mem-per-cpu":  {args: []string{"--mem-per-cpu=1G", "--mem-per-cpu=2G"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 2048 }},
 }
 
 func TestParseOptions(t *testing.T) {
@@ -136,7 +137,9 @@ func TestParseOptions(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			args := append(append([]string(nil), tc.args...), "job.sh")
-			got, err := Parse(args, testContext(map[string]string{"job.sh": basicScript}))
+			c := testContext(map[string]string{"job.sh": basicScript})
+			c.Privileged = tc.root
+			got, err := Parse(args, c)
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", args, err)
 			}

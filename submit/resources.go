@@ -8,10 +8,6 @@ import (
 	"corral/api"
 )
 
-// maxMemoryMiB bounds a memory request (1 EiB) so unit arithmetic cannot
-// overflow.
-const maxMemoryMiB = 1 << 40
-
 // ParseMemory parses a Slurm memory size into MiB: a whole number with an
 // optional unit K, M (the default), G or T, in either case ("4096", "512K",
 // "4G", "1T"). Kilobytes round up to whole MiB, so "1K" is 1 MiB. Errors
@@ -24,7 +20,7 @@ func ParseMemory(s string) (int64, error) {
 			"%q is not a whole number of megabytes (use e.g. 4096, 512K, 4G or 1T)", digits)
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n > maxMemoryMiB*1024 {
+	if err != nil || n > MaxMemoryMiB*1024 {
 		return 0, optionError("--mem", s, strconv.ErrRange, "size is too large (the most is 1024P)")
 	}
 	var mib int64
@@ -40,7 +36,7 @@ func ParseMemory(s string) (int64, error) {
 	default:
 		return 0, optionError("--mem", s, nil, "unknown unit %q (use K, M, G or T)", unit)
 	}
-	if mib > maxMemoryMiB {
+	if mib > MaxMemoryMiB {
 		return 0, optionError("--mem", s, strconv.ErrRange, "size is too large (the most is 1024P)")
 	}
 	return mib, nil
@@ -102,8 +98,8 @@ func parseGresItem(item string) (api.Gres, string) {
 	}
 	if countGiven {
 		n, err := strconv.Atoi(last)
-		if err != nil || n < 1 || n > 1_000_000 {
-			return api.Gres{}, fmt.Sprintf("count %q in %q must be between 1 and 1000000", last, item)
+		if err != nil || n < 1 || n > MaxGresCount {
+			return api.Gres{}, fmt.Sprintf("count %q in %q must be between 1 and %d", last, item, MaxGresCount)
 		}
 		g.Count = n
 	}

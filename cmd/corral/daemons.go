@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ func parsePartitions(s string) ([]api.Partition, error) {
 		if p.Name == "" {
 			return nil, fmt.Errorf("--partitions: empty partition name in %q", s)
 		}
+		if why := submit.NameProblem(p.Name, submit.MaxNameBytes); why != "" {
+			return nil, fmt.Errorf("--partitions: partition name %q %s", p.Name, why)
+		}
 		for _, q := range parts {
 			if q.Name == p.Name {
 				return nil, fmt.Errorf("--partitions: partition %s is listed twice in %q", p.Name, s)
@@ -87,7 +91,10 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "http", "HOST:PORT", "API listen address"),
 		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
 		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
+		valued(0, "queue-unfit", "LIST", "partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
+		valued(0, "http-header-timeout", "DURATION", "time an API client may take to send a request's headers (default 10s)"),
+		valued(0, "http-body-timeout", "DURATION", "time an API client may take to send a request's body (default 30s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
 		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
@@ -124,6 +131,9 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	if parts, err = markQueueUnfit(parts, o.list("queue-unfit")); err != nil {
+		return ctld.Config{}, err
+	}
 	timeout, err := parseDuration("node-timeout", o.get("node-timeout"), 10*time.Second)
 	if err != nil {
 		return ctld.Config{}, err
@@ -138,10 +148,35 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	var httpT ctld.HTTPTimeouts
+	if httpT.Header, err = parseDuration("http-header-timeout", o.get("http-header-timeout"), 0); err != nil {
+		return ctld.Config{}, err
+	}
+	if httpT.Body, err = parseDuration("http-body-timeout", o.get("http-body-timeout"), 0); err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
+		HTTP: httpT,
 	}, nil
+}
+
+// markQueueUnfit sets QueueUnfit on the partitions named by --queue-unfit,
+// adding those not configured otherwise.
+func markQueueUnfit(parts []api.Partition, names []string) ([]api.Partition, error) {
+	for _, name := range names {
+		if why := submit.NameProblem(name, submit.MaxNameBytes); why != "" {
+			return nil, fmt.Errorf("--queue-unfit: partition name %q %s", name, why)
+		}
+		i := slices.IndexFunc(parts, func(p api.Partition) bool { return p.Name == name })
+		if i < 0 {
+			parts = append(parts, api.Partition{Name: name})
+			i = len(parts) - 1
+		}
+		parts[i].QueueUnfit = true
+	}
+	return parts, nil
 }
 
 // backfillPolicy reads --backfill: easy, conservative, or none (Slurm's

@@ -31,7 +31,7 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("cannot read the current directory: %w", err)
 	}
 	req, err := submit.Parse(args, submit.Context{
-		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), ReadFile: os.ReadFile,
+		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), Privileged: os.Geteuid() == 0,
 	})
 	if err != nil {
 		if errors.Is(err, submit.ErrHelp) {

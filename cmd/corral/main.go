@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"corral/api"
+	"corral/display"
 	"corral/internal/getopt"
 )
 
@@ -132,7 +133,8 @@ func exitCode(env *cliEnv, err error) int {
 	case errors.Is(err, errHelp):
 		return 0
 	}
-	fmt.Fprintf(env.stderr, "%s: error: %v\n", env.prog, err)
+	// The message may quote what the server sent: escaped for the terminal.
+	fmt.Fprintf(env.stderr, "%s: error: %s\n", env.prog, display.SafeText(err.Error()))
 	var ge *getopt.Error
 	if errors.As(err, &ge) {
 		return 2

@@ -192,12 +192,12 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var jobs []api.Job
 	if len(o.args) > 1 {
-		ids, err := parseJobIDs(o.args[1:])
-		if err != nil {
+		if _, err := parseJobIDs(o.args[1:]); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			j, err := cl.Job(ctx, id, false)
+		// As typed, so that 12_5 shows task 5 of array 12.
+		for _, ref := range strings.FieldsFunc(strings.Join(o.args[1:], ","), func(r rune) bool { return r == ',' }) {
+			j, err := cl.JobByRef(ctx, ref, false)
 			if err != nil {
 				return err
 			}
