@@ -128,7 +128,7 @@ func roundTrip(t *testing.T, f *FSM) {
 // snapshot round trip.
 func FuzzApplyCommand(f *testing.F) {
 	arr := spec("x")
-	arr.Array = &api.ArraySpec{Raw: "0-100,5-7", Ranges: []api.ArrayRange{{First: 0, Last: 100, Step: 1}, {First: 5, Last: 7, Step: 1}}}
+	arr.Array = &api.ArraySpec{Raw: "0-1099511627776,1-2", Ranges: []api.ArrayRange{{First: 0, Last: 1 << 40, Step: 1}, {First: 1, Last: 2, Step: 1}}}
 	for _, c := range fuzzSeedCommands(smallInventory(), arr, spec("y"), spec("z"), spec("w")) {
 		if sj, ok := c.p.(*SubmitJobs); ok {
 			fresh := *sj
@@ -215,5 +215,52 @@ func FuzzDecodeRequest(f *testing.F) {
 		v := targets[int(which)%len(targets)]()
 		r := httptest.NewRequest("POST", "/v1/x", bytes.NewReader(body))
 		_ = decode(r, v)
+	})
+}
+
+// FuzzSubmitToPass follows a submission body the whole way: decoded as the
+// API decodes it, admitted (defaults and every check), committed, then
+// scheduled on a cluster with an inventory node and its plan applied. What
+// the controller admits, the pass must handle: no admitted job may end up
+// InvalidJob, and nothing may panic.
+func FuzzSubmitToPass(f *testing.F) {
+	for _, body := range []string{
+		`{"jobs":[{"name":"a","user":"u","script":"#!/bin/sh\ntrue\n","ntasks":1,"cpus_per_task":1}]}`,
+		`{"jobs":[{"name":"g","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":2,"gres":[{"name":"gpu","count":-5}]}]}`,
+		`{"jobs":[{"name":"o","user":"u","script":"#!/bin/sh\n","ntasks":4611686018427387904,"cpus_per_task":2}]}`,
+		`{"jobs":[{"name":"r","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"array":{"raw":"0-1099511627776,1-2","ranges":[{"first":0,"last":1099511627776,"step":1},{"first":1,"last":2,"step":1}]}}]}`,
+		`{"jobs":[{"name":"h","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"hugepages":[{"size_kb":2048,"count":-3}],"numa":"strict"}]}`,
+		`{"jobs":[{"name":"d","user":"u","script":"#!/bin/sh\n","ntasks":2,"cpus_per_task":1,"mem_per_cpu_mb":100,"time_limit_s":60,"nice":5,"dependency":{"raw":"afterok:1","clauses":[{"type":"afterok","job_ids":["1"]}]}}]}`,
+		`{"jobs":[{"name":"v","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"gres":[{"name":"vf","count":1}]},{"name":"w","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1,"hold":true}]}`,
+	} {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/v1/jobs", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		req, err := decodeSubmit(r)
+		if err != nil || len(req.Jobs) == 0 || len(req.Jobs) > 16 {
+			return
+		}
+		fsm := fuzzState(t)
+		c := fuzzController(fsm)
+		now := t0.Add(time.Minute)
+		if err := c.admitJobs(req.Jobs, now); err != nil {
+			return
+		}
+		first := c.nextJobID
+		fsm.mu.Lock()
+		fsm.applyLocked(&SubmitJobs{Now: now, FirstID: first, Jobs: req.Jobs}, 21)
+		fsm.state.Index, fsm.state.touched = 21, nil
+		fsm.mu.Unlock()
+		passAndApply(t, fsm, now, 22)
+		fsm.Read(func(s *State) {
+			for id := first; id < first+uint64(len(req.Jobs)); id++ {
+				if j := s.Jobs[id]; j != nil && j.Reason == api.ReasonInvalidJob {
+					t.Fatalf("job %d was admitted but the pass cannot handle it: %s (spec %+v)", id, j.Message, j.Spec)
+				}
+			}
+		})
+		roundTrip(t, fsm)
 	})
 }

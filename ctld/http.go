@@ -145,13 +145,27 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
+	if err := c.admitJobs(req.Jobs, time.Now()); err != nil {
+		return err
+	}
+	results, err := c.submit(r.Context(), req.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
+	return nil
+}
+
+// admitJobs fills in each job's defaults and validates the batch against
+// the state: what a submission goes through before it is proposed. It
+// changes the specs in place and returns the first job's refusal.
+func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
 	var verr error
-	now := time.Now()
 	c.fsm.Read(func(s *State) {
 		parts := s.Partitions(c.cfg.Partitions)
 		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
-		for i := range req.Jobs {
-			sp := &req.Jobs[i]
+		for i := range jobs {
+			sp := &jobs[i]
 			if sp.Partition == "" {
 				sp.Partition = defaultPartitionName(parts)
 			}
@@ -165,7 +179,7 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			if sp.Account == "" {
 				sp.Account = s.defaultAccount(sp.User)
 			}
-			if verr = c.validateSpec(i, &req.Jobs[i], s, parts, now, fits); verr != nil {
+			if verr = c.validateSpec(i, sp, s, parts, now, fits); verr != nil {
 				return
 			}
 			if a := sp.Array; a != nil && a.Raw == "" {
@@ -173,15 +187,7 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			}
 		}
 	})
-	if verr != nil {
-		return verr
-	}
-	results, err := c.submit(r.Context(), req.Jobs)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
-	return nil
+	return verr
 }
 
 func defaultPartitionName(parts []api.Partition) string {
@@ -536,6 +542,11 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if len(info.Reports) > api.MaxRegisterReports {
 		return &fieldError{Field: "reports", Msg: fmt.Sprintf("node %s: the registration carries %d job reports, at most %d (send the rest as reports after registering)",
 			info.Name, len(info.Reports), api.MaxRegisterReports)}
+	}
+	var dropped []error
+	info.Reports, dropped = validCarriedReports(info.Reports)
+	for _, err := range dropped {
+		c.log.Warn("node registration carried a report that is not valid; dropping it", "node", info.Name, "err", err)
 	}
 	if len(info.Partitions) == 0 {
 		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}

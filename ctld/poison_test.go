@@ -80,6 +80,12 @@ func poisonSpecs() map[string]api.JobSpec {
 	s = base()
 	s.Nodes = -5
 	specs["nodes -5"] = s
+	s = base()
+	s.Array = &api.ArraySpec{Raw: "0-1099511627776,1-2", Ranges: []api.ArrayRange{{First: 0, Last: 1 << 40, Step: 1}, {First: 1, Last: 2, Step: 1}}}
+	specs["overlapping huge array"] = s
+	s = base()
+	s.Array = &api.ArraySpec{Raw: "10-5", Ranges: []api.ArrayRange{{First: 10, Last: 5, Step: 0}}}
+	specs["array 10-5 step 0"] = s
 	return specs
 }
 
@@ -178,19 +184,17 @@ func waitReason(t testing.TB, cl *api.Client, id uint64, r api.Reason) *api.Job 
 }
 
 // TestApplyFailureIsContained gives the state a record that an apply cannot
-// handle (an array whose pending tasks have step 0, which no submission can
-// produce) and applies an entry that trips over it: the entry answers with
-// an error instead of stopping the replica, and later entries apply.
+// handle (a job id whose record is missing — a stand-in for any state a bug
+// could leave) and applies an entry that trips over it: the entry answers
+// with an error instead of stopping the replica, and later entries apply.
 func TestApplyFailureIsContained(t *testing.T) {
 	f := NewFSM(quietLog())
 	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
 	f.mu.Lock()
-	bad := *f.state.Jobs[1]
-	bad.ArrayJobID, bad.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 0}}}
-	f.state.putJob(&bad)
+	f.state.Jobs[1] = nil
 	f.mu.Unlock()
 
-	res := f.Apply(entry(t, 2, CmdCancelJobs, &CancelJobs{Now: t0, Tasks: []api.TaskRef{{Array: 1, Task: 3}}}))
+	res := f.Apply(entry(t, 2, CmdCancelJobs, &CancelJobs{Now: t0, IDs: []uint64{1}}))
 	if err, ok := res.(error); !ok || !strings.Contains(err.Error(), "CancelJobs") {
 		t.Fatalf("apply result %v, want an error naming the command", res)
 	}

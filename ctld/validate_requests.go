@@ -296,22 +296,48 @@ func validateNodeStatus(st *api.NodeStatus) error {
 	c.text("boot_id", st.BootID, 128)
 	c.count("reports", len(st.Reports), maxReports)
 	for _, r := range st.Reports {
-		if r.JobID == 0 {
-			c.fail("reports.job_id", "a report names job 0, which does not exist")
-		}
-		if !r.State.Terminal() {
-			c.fail("reports.state", "job %d: state %q is not a state a run ends in (COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, OUT_OF_MEMORY)", r.JobID, submit.Shown(string(r.State)))
-		}
-		c.between("reports.exit_code", int64(r.ExitCode), 0, 255)
-		c.between("reports.signal", int64(r.Signal), 0, maxSignal)
-		// A message may span lines (an error's output); only its size
-		// and encoding are bounded.
-		c.text("reports.message", strings.NewReplacer("\n", " ", "\t", " ").Replace(r.Message), maxMessageBytes)
+		checkReport(c, r)
 		if c.err != nil {
 			return c.err
 		}
 	}
 	return c.err
+}
+
+// checkReport checks one job report: a real job, a state a run ends in, an
+// exit status and signal in range, a message of bounded size.
+func checkReport(c *reqCheck, r api.JobReport) {
+	if r.JobID == 0 {
+		c.fail("reports.job_id", "a report names job 0, which does not exist")
+	}
+	if !r.State.Terminal() {
+		c.fail("reports.state", "job %d: state %q is not a state a run ends in (COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, OUT_OF_MEMORY)", r.JobID, submit.Shown(string(r.State)))
+	}
+	c.between("reports.exit_code", int64(r.ExitCode), 0, 255)
+	c.between("reports.signal", int64(r.Signal), 0, maxSignal)
+	// A message may span lines (an error's output); only its size and
+	// encoding are bounded.
+	c.text("reports.message", strings.NewReplacer("\n", " ", "\t", " ").Replace(r.Message), maxMessageBytes)
+}
+
+// validCarriedReports returns the reports of a registration that pass
+// checkReport and the errors of those that do not. A registration is not
+// refused for a report it carries: the daemon would register again with the
+// same report forever and never serve. A dropped report is acknowledged
+// with the registration, and its job is judged lost like any run the node
+// neither runs nor reports.
+func validCarriedReports(reps []api.JobReport) ([]api.JobReport, []error) {
+	var ok []api.JobReport
+	var bad []error
+	for _, r := range reps {
+		c := &reqCheck{what: fmt.Sprintf("job %d's report", r.JobID)}
+		if checkReport(c, r); c.err != nil {
+			bad = append(bad, c.err)
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return ok, bad
 }
 
 // validateDrain checks a drain or resume: a node name and a reason of one

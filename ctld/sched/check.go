@@ -6,30 +6,25 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/submit"
 )
 
-// The bounds of what one pass computes with. The controller refuses
-// requests beyond tighter bounds at submit (package submit); these are the
-// pass's own defence against a record that reached the state anyway (an
-// older controller's entry, a bug): such a job is reported InvalidJob and
-// held instead of being scheduled, so one record can never stop the pass.
+// The bounds of what one pass computes with. A job's are the controller's
+// own (package submit, which every request passes through): a record beyond
+// them reached the state some other way (an older controller's entry, a
+// bug), and is reported InvalidJob and held instead of being scheduled, so
+// one record can never stop the pass. A node's are looser than what its
+// registration is checked against.
 const (
-	// MaxCPUs bounds a job's CPUs (ntasks × cpus-per-task) and a node's.
+	// MaxCPUs bounds a node's CPUs.
 	MaxCPUs = 1 << 20
 	// MaxMemMB bounds a job's memory and a node's (1 EiB in MiB).
-	MaxMemMB = 1 << 40
-	// MaxDevices bounds a job's GPUs, MIG instances and VFs, and a
-	// node's.
+	MaxMemMB = submit.MaxMemoryMiB
+	// MaxDevices bounds a node's GPUs and SR-IOV functions, and the VFs of
+	// one function.
 	MaxDevices = 1 << 16
-	// MaxHugepages bounds one hugepage request's page count.
+	// MaxHugepages bounds a NUMA node's hugepages of one size.
 	MaxHugepages = 1 << 40
-	// MaxTimeLimit bounds a time limit (seconds): a century, far below
-	// what time.Duration can hold.
-	MaxTimeLimit = 100 * 365 * 24 * 3600
-	// MaxNice bounds |nice| so that priority arithmetic cannot overflow.
-	MaxNice = 1 << 31
-	// MaxDelayMinutes bounds after:<id>+<minutes>.
-	MaxDelayMinutes = 1 << 24
 	// MaxNUMANodes bounds a node's NUMA nodes.
 	MaxNUMANodes = 1 << 10
 )
@@ -46,22 +41,22 @@ var knownDependencyTypes = map[string]bool{
 func CheckJob(j *api.Job) error {
 	sp := &j.Spec
 	switch {
-	case sp.NTasks < 0 || sp.NTasks > MaxCPUs:
-		return fmt.Errorf("ntasks=%d is outside 0..%d", sp.NTasks, MaxCPUs)
-	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > MaxCPUs:
-		return fmt.Errorf("cpus_per_task=%d is outside 0..%d", sp.CPUsPerTask, MaxCPUs)
-	case int64(max(sp.NTasks, 1))*int64(max(sp.CPUsPerTask, 1)) > MaxCPUs:
-		return fmt.Errorf("ntasks × cpus_per_task = %d × %d is more than %d CPUs", sp.NTasks, sp.CPUsPerTask, MaxCPUs)
+	case sp.NTasks < 0 || sp.NTasks > submit.MaxTasks:
+		return fmt.Errorf("ntasks=%d is outside 0..%d", sp.NTasks, submit.MaxTasks)
+	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > submit.MaxCPUsPerTask:
+		return fmt.Errorf("cpus_per_task=%d is outside 0..%d", sp.CPUsPerTask, submit.MaxCPUsPerTask)
+	case int64(max(sp.NTasks, 1))*int64(max(sp.CPUsPerTask, 1)) > submit.MaxCPUs:
+		return fmt.Errorf("ntasks × cpus_per_task = %d × %d is more than %d CPUs", sp.NTasks, sp.CPUsPerTask, submit.MaxCPUs)
 	case sp.Nodes < 0 || sp.Nodes > 1:
 		return fmt.Errorf("nodes=%d: a pass places jobs on one node", sp.Nodes)
 	case sp.MemPerNode < 0 || sp.MemPerNode > MaxMemMB:
 		return fmt.Errorf("mem_per_node_mb=%d is outside 0..%d", sp.MemPerNode, MaxMemMB)
 	case sp.MemPerCPU < 0 || sp.MemPerCPU > MaxMemMB || sp.MemPerCPU*int64(sp.CPUs()) > MaxMemMB:
 		return fmt.Errorf("mem_per_cpu_mb=%d for %d CPUs is outside 0..%d MiB", sp.MemPerCPU, sp.CPUs(), MaxMemMB)
-	case sp.TimeLimit < 0 || sp.TimeLimit > MaxTimeLimit:
-		return fmt.Errorf("time_limit_s=%d is outside 0..%d", sp.TimeLimit, MaxTimeLimit)
-	case sp.Nice < -MaxNice || sp.Nice > MaxNice:
-		return fmt.Errorf("nice=%d is outside ±%d", sp.Nice, MaxNice)
+	case sp.TimeLimit < 0 || sp.TimeLimit > submit.MaxTimeLimit:
+		return fmt.Errorf("time_limit_s=%d is outside 0..%d", sp.TimeLimit, submit.MaxTimeLimit)
+	case sp.Nice < -submit.MaxNice || sp.Nice > submit.MaxNice:
+		return fmt.Errorf("nice=%d is outside ±%d", sp.Nice, submit.MaxNice)
 	}
 	if err := checkDevices(sp); err != nil {
 		return err
@@ -73,6 +68,9 @@ func CheckJob(j *api.Job) error {
 		return fmt.Errorf("array task limit %%%d is negative", a.Throttle)
 	}
 	if j.ArrayPending != nil {
+		if j.ArrayPending.Empty() {
+			return fmt.Errorf("array record holds no task (its --array named none the controller could keep)")
+		}
 		if err := checkIndexSet(j.ArrayPending); err != nil {
 			return fmt.Errorf("array tasks %s: %w", j.ArrayPending, err)
 		}
@@ -81,18 +79,17 @@ func CheckJob(j *api.Job) error {
 }
 
 func checkDevices(sp *api.JobSpec) error {
-	var gres int64
+	if len(sp.Gres) > submit.MaxGresEntries {
+		return fmt.Errorf("%d gres entries: at most %d", len(sp.Gres), submit.MaxGresEntries)
+	}
 	for _, g := range sp.Gres {
-		if g.Count < 1 || g.Count > MaxDevices {
-			return fmt.Errorf("gres %s count %d is outside 1..%d", g.Name, g.Count, MaxDevices)
-		}
-		if gres += int64(g.Count); gres > MaxDevices {
-			return fmt.Errorf("gres counts add up to more than %d devices", MaxDevices)
+		if g.Count < 1 || g.Count > submit.MaxGresCount {
+			return fmt.Errorf("gres %s count %d is outside 1..%d", g.Name, g.Count, submit.MaxGresCount)
 		}
 	}
 	for _, h := range sp.Hugepages {
-		if h.SizeKB < 1 || h.Count < 1 || h.Count > MaxHugepages {
-			return fmt.Errorf("hugepages %d × %d KiB is outside 1..%d pages of a positive size", h.Count, h.SizeKB, int64(MaxHugepages))
+		if h.SizeKB < 1 || h.Count < 1 || h.Count > MaxMemMB*1024/h.SizeKB {
+			return fmt.Errorf("hugepages %d × %d KiB is outside 1 page of a positive size .. %d MiB", h.Count, h.SizeKB, int64(MaxMemMB))
 		}
 	}
 	return nil
@@ -106,8 +103,8 @@ func checkDependency(d *api.Dependency) error {
 		if !knownDependencyTypes[c.Type] {
 			return fmt.Errorf("dependency type %q is unknown", c.Type)
 		}
-		if c.Minutes < 0 || c.Minutes > MaxDelayMinutes {
-			return fmt.Errorf("dependency delay +%d minutes is outside 0..%d", c.Minutes, MaxDelayMinutes)
+		if c.Minutes < 0 || c.Minutes > submit.MaxDelayMinutes {
+			return fmt.Errorf("dependency delay +%d minutes is outside 0..%d", c.Minutes, submit.MaxDelayMinutes)
 		}
 	}
 	return nil
@@ -122,6 +119,8 @@ func checkIndexSet(s *api.IndexSet) error {
 			return fmt.Errorf("range %d-%d has step %d", r.First, r.Last, r.Step)
 		case r.First < 0 || r.Last < r.First:
 			return fmt.Errorf("range %d-%d is not ascending from 0 or more", r.First, r.Last)
+		case r.Last > submit.MaxArrayIndex:
+			return fmt.Errorf("index %d is above the largest, %d", r.Last, submit.MaxArrayIndex)
 		case (r.Last-r.First)%r.Step != 0:
 			return fmt.Errorf("range %d-%d:%d ends off its step", r.First, r.Last, r.Step)
 		case i > 0 && r.First <= s.Ranges[i-1].Last:

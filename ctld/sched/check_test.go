@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"corral/api"
+	"corral/submit"
 )
 
 func TestCheckJob(t *testing.T) {
@@ -13,25 +14,31 @@ func TestCheckJob(t *testing.T) {
 		job  jobB
 		want string // a substring of the error; "" means valid
 	}{
-		"a plain job":               {job(1).cpus(4).mem(1024), ""},
-		"ntasks and cpus unset":     {job(1).with(func(j *api.Job) { j.Spec.NTasks, j.Spec.CPUsPerTask = 0, 0 }), ""},
-		"negative ntasks":           {job(1).tasks(-1), "ntasks=-1"},
-		"cpus overflow":             {job(1).tasks(1 << 30).cpus(1 << 30), "ntasks=1073741824"},
-		"cpus product too large":    {job(1).tasks(1 << 15).cpus(1 << 15), "ntasks × cpus_per_task"},
-		"cpus product wraps":        {job(1).tasks(math.MaxInt).cpus(2), "ntasks="},
-		"nodes -5":                  {job(1).with(func(j *api.Job) { j.Spec.Nodes = -5 }), "nodes=-5"},
-		"negative memory":           {job(1).mem(-1), "mem_per_node_mb=-1"},
-		"memory per CPU overflows":  {job(1).cpus(1024).memPerCPU(1 << 39), "mem_per_cpu_mb"},
-		"time limit 2^63":           {job(1).with(func(j *api.Job) { j.Spec.TimeLimit = math.MaxInt64 }), "time_limit_s"},
-		"nice -2^63":                {job(1).with(func(j *api.Job) { j.Spec.Nice = math.MinInt }), "nice="},
-		"gpu count -5":              {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }), "gres gpu count -5"},
-		"gpu counts add up too far": {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: MaxDevices}, {Name: "vf", Count: 1}} }), "add up"},
-		"negative hugepages":        {job(1).with(func(j *api.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -3}} }), "hugepages"},
-		"unknown dependency type":   {job(1).dependsRaw(api.DepClause{Type: "afterwards", JobIDs: []string{"2"}}), `"afterwards"`},
-		"negative delay":            {job(1).dependsRaw(api.DepClause{Type: "after", JobIDs: []string{"2"}, Minutes: -1}), "delay"},
+		"a plain job":              {job(1).cpus(4).mem(1024), ""},
+		"ntasks and cpus unset":    {job(1).with(func(j *api.Job) { j.Spec.NTasks, j.Spec.CPUsPerTask = 0, 0 }), ""},
+		"negative ntasks":          {job(1).tasks(-1), "ntasks=-1"},
+		"cpus overflow":            {job(1).tasks(1 << 30).cpus(1 << 30), "ntasks=1073741824"},
+		"cpus product too large":   {job(1).tasks(1 << 15).cpus(1 << 15), "ntasks × cpus_per_task"},
+		"cpus product wraps":       {job(1).tasks(math.MaxInt).cpus(2), "ntasks="},
+		"nodes -5":                 {job(1).with(func(j *api.Job) { j.Spec.Nodes = -5 }), "nodes=-5"},
+		"negative memory":          {job(1).mem(-1), "mem_per_node_mb=-1"},
+		"memory per CPU overflows": {job(1).cpus(1024).memPerCPU(1 << 39), "mem_per_cpu_mb"},
+		"time limit 2^63":          {job(1).with(func(j *api.Job) { j.Spec.TimeLimit = math.MaxInt64 }), "time_limit_s"},
+		"nice -2^63":               {job(1).with(func(j *api.Job) { j.Spec.Nice = math.MinInt }), "nice="},
+		"gpu count -5":             {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }), "gres gpu count -5"},
+		"gpu count too large":      {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: submit.MaxGresCount + 1}} }), "gres gpu count"},
+		"negative hugepages":       {job(1).with(func(j *api.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -3}} }), "hugepages"},
+		"unknown dependency type":  {job(1).dependsRaw(api.DepClause{Type: "afterwards", JobIDs: []string{"2"}}), `"afterwards"`},
+		"negative delay":           {job(1).dependsRaw(api.DepClause{Type: "after", JobIDs: []string{"2"}, Minutes: -1}), "delay"},
 		"array step 0": {job(1).with(func(j *api.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 0}}}
 		}), "step 0"},
+		"array without tasks": {job(1).with(func(j *api.Job) {
+			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{}
+		}), "holds no task"},
+		"array index too large": {job(1).with(func(j *api.Job) {
+			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 1 << 40, Step: 1}}}
+		}), "above the largest"},
 		"array ranges overlap": {job(1).with(func(j *api.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 1}, {First: 5, Last: 7, Step: 1}}}
 		}), "overlap"},
