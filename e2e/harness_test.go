@@ -218,7 +218,7 @@ func (c *cluster) leader(t testing.TB, d time.Duration) int {
 func (c *cluster) waitNodes(t testing.TB, n int) {
 	t.Helper()
 	cl := c.client(t)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		nodes, err := cl.Nodes(context.Background())
 		up := 0
@@ -235,7 +235,7 @@ func (c *cluster) waitNodes(t testing.TB, n int) {
 	for _, p := range c.nodeds {
 		t.Logf("%s log:\n%s", p.name, p.tail())
 	}
-	t.Fatalf("fewer than %d nodes up after 20s", n)
+	t.Fatalf("fewer than %d nodes up after 60s (a vm node probes its accelerator by booting a guest first)", n)
 }
 
 func allJobs(t testing.TB, cl *api.Client) map[uint64]api.Job {
