@@ -8,8 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -31,6 +34,26 @@ type FSM struct {
 	// Changed receives a value (non-blocking) after any entry that may let
 	// a pending job start; the leader's scheduler loop listens to it.
 	Changed chan struct{}
+	// freeing is set while a goroutine returns freed memory to the OS.
+	freeing atomic.Bool
+}
+
+// freeOSAfter is how many jobs one purge must remove before the member
+// returns the freed memory to the operating system at once: Go's own
+// scavenger gives it back only slowly, and an operator who purged 200,000
+// jobs expects the controller's RSS to show it.
+const freeOSAfter = 5000
+
+// returnMemory runs debug.FreeOSMemory in the background, once at a time.
+// It is a side effect on this process only and changes no state.
+func (f *FSM) returnMemory() {
+	if !f.freeing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer f.freeing.Store(false)
+		debug.FreeOSMemory()
+	}()
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -108,6 +131,8 @@ func (f *FSM) applyLocked(cmd any, index uint64) any {
 		return s.applyPutUser(c)
 	case *UpdateJob:
 		return s.applyUpdateJob(c)
+	case *PurgeJobs:
+		return s.applyPurge(c)
 	}
 	return nil
 }
@@ -128,6 +153,12 @@ func (f *FSM) notify(t CommandType, nodes []string, res any) {
 	switch t {
 	case CmdNodeHeartbeats, CmdSetMember:
 		wake = false
+	case CmdPurgeJobs:
+		// Removing finished jobs frees no resources.
+		wake = false
+		if pr, _ := res.(*PurgeResult); pr != nil && pr.Jobs >= freeOSAfter {
+			f.returnMemory()
+		}
 	case CmdApplyPlan:
 		// A plan frees nothing; only a partly rejected plan needs a rerun.
 		pr, _ := res.(*PlanResult)
@@ -189,9 +220,12 @@ func (f *FSM) HashAt() (string, uint64) {
 	for _, name := range sortedKeys(s.Nodes) {
 		_ = enc.Encode(s.Nodes[name])
 	}
-	for _, k := range sortedKeys(s.Requests) {
-		_ = enc.Encode([2]any{k, s.Requests[k]})
-	}
+	s.Requests.each(func(first, last time.Time) {
+		_ = enc.Encode([2]time.Time{first, last})
+	}, func(user, id string, job uint64) {
+		_ = enc.Encode([3]any{user, id, job})
+	})
+	_ = enc.Encode(s.Config)
 	for _, k := range sortedKeys(s.Members) {
 		_ = enc.Encode([2]string{k, s.Members[k]})
 	}
@@ -219,10 +253,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	for _, name := range sortedKeys(s.Nodes) {
 		snap.nodes = append(snap.nodes, s.Nodes[name])
 	}
-	snap.requests = make(map[string]uint64, len(s.Requests))
-	for k, v := range s.Requests {
-		snap.requests[k] = v
-	}
+	snap.requests = s.Requests.clone()
 	snap.policy = policyOf(s)
 	snap.members = make(map[string]string, len(s.Members))
 	for k, v := range s.Members {

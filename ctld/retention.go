@@ -1,0 +1,299 @@
+package ctld
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"corral/api"
+)
+
+// This file keeps the replicated state bounded: finished jobs leave it
+// MinJobAge after they end (Slurm's purge of old job records) and request
+// ids after RequestIDRetention. The leader proposes a PurgeJobs entry that
+// carries only its clock; the apply decides what goes, from the state alone,
+// so every replica removes the same jobs.
+
+// PurgeJobs removes finished jobs whose end is older than MinJobAge at Now,
+// at most Max of them (the rest go with the next entry), and forgets the
+// request ids older than RequestIDRetention.
+type PurgeJobs struct {
+	Now time.Time `json:"now"`
+	Max int       `json:"max,omitempty"`
+}
+
+// PurgeResult says what one PurgeJobs entry removed.
+type PurgeResult struct {
+	// Jobs and Requests count the job records and request ids removed.
+	Jobs     int
+	Requests int
+	// Held counts the finished jobs past MinJobAge that were kept: a job
+	// that has not finished depends on them, or they head an array whose
+	// other records remain.
+	Held int
+	// More is set when Max stopped the purge before every due job went.
+	More bool
+}
+
+// defaultPurgeMax bounds the jobs one entry removes, so that applying it
+// holds the state's lock for a few milliseconds only.
+const defaultPurgeMax = 10_000
+
+// finishedRef is a finished job in the index ordered by end time.
+type finishedRef struct {
+	end int64 // endKey of the job's EndTime
+	id  uint64
+}
+
+func (a finishedRef) compare(b finishedRef) int {
+	switch {
+	case a.end < b.end:
+		return -1
+	case a.end > b.end:
+		return 1
+	case a.id < b.id:
+		return -1
+	case a.id > b.id:
+		return 1
+	}
+	return 0
+}
+
+// endKey orders end times; a finished job without one (which the apply
+// never makes) sorts first, as ended long ago.
+func endKey(t time.Time) int64 {
+	if t.IsZero() || t.Year() < 1700 {
+		return math.MinInt64
+	}
+	if t.Year() > 2200 {
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// trackRetention keeps the finished-job index and the dependency counts
+// right as job old (nil for a new record) is replaced by j.
+func (s *State) trackRetention(old, j *api.Job) {
+	done := j.State.Terminal()
+	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
+		s.addFinished(finishedRef{end: endKey(j.EndTime), id: j.ID})
+	}
+	var before, after *api.Dependency
+	if old != nil && !old.State.Terminal() {
+		before = old.Spec.Dependency
+	}
+	if !done {
+		after = j.Spec.Dependency
+	}
+	if before != after {
+		s.countDeps(before, -1)
+		s.countDeps(after, 1)
+	}
+}
+
+// addFinished puts ref in the index, which stays sorted: jobs end in log
+// order, so the usual case is an append.
+func (s *State) addFinished(ref finishedRef) {
+	n := len(s.finished)
+	if n == 0 || s.finished[n-1].compare(ref) < 0 {
+		s.finished = append(s.finished, ref)
+		return
+	}
+	i, found := slices.BinarySearchFunc(s.finished, ref, finishedRef.compare)
+	if !found {
+		s.finished = slices.Insert(s.finished, i, ref)
+	}
+}
+
+// countDeps adds delta to the count of unfinished jobs that name each job
+// or array in d. A job named as 12_5 counts for all of array 12.
+func (s *State) countDeps(d *api.Dependency, delta int) {
+	if d == nil {
+		return
+	}
+	for _, cl := range d.Clauses {
+		for _, raw := range cl.JobIDs {
+			base, _, _ := strings.Cut(raw, "_")
+			id, err := strconv.ParseUint(base, 10, 64)
+			if err != nil {
+				continue
+			}
+			if n := s.depRefs[id] + delta; n > 0 {
+				s.depRefs[id] = n
+			} else {
+				delete(s.depRefs, id)
+			}
+		}
+	}
+}
+
+// holdsBack says why finished job j must stay although it is due, or "".
+// A job that an unfinished job depends on stays until that one finishes:
+// its outcome decides whether the dependant may run (Slurm lifts such a
+// dependency when the record goes, so afterok on a FAILED job would run).
+// An array's first record stays while any other record of the array
+// remains, so `corral queue -j 12` and dependencies on array 12 keep
+// finding the array.
+func (s *State) holdsBack(j *api.Job) string {
+	switch {
+	case s.depRefs[j.ID] > 0 || j.ArrayJobID != 0 && s.depRefs[j.ArrayJobID] > 0:
+		return "an unfinished job depends on it"
+	case j.ID == j.ArrayJobID && slices.ContainsFunc(s.ArrayTasks[j.ID], func(id uint64) bool { return id != j.ID }):
+		return "other records of its array remain"
+	}
+	if n := s.Nodes[j.Node]; n != nil && slices.Contains(n.Jobs, j.ID) {
+		return "its node still holds it"
+	}
+	return ""
+}
+
+func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
+	res := &PurgeResult{Requests: s.Requests.expire(c.Now, s.Config.RequestIDRetention)}
+	if s.Config.MinJobAge <= 0 || len(s.finished) == 0 {
+		return res
+	}
+	limit := c.Max
+	if limit <= 0 {
+		limit = defaultPurgeMax
+	}
+	cutoff := endKey(c.Now.Add(-retentionDuration(s.Config.MinJobAge)))
+	p := purge{arrays: map[uint64]map[uint64]bool{}}
+	// Refs that stay are compacted to the front of the index in place.
+	kept, i := 0, 0
+	for ; i < len(s.finished) && s.finished[i].end < cutoff; i++ {
+		if res.Jobs == limit {
+			res.More = true
+			break
+		}
+		ref := s.finished[i]
+		j := s.Jobs[ref.id]
+		if j == nil || !j.State.Terminal() || endKey(j.EndTime) != ref.end {
+			continue // the job went or changed since: the ref is stale
+		}
+		if s.holdsBack(j) != "" {
+			s.finished[kept] = ref
+			kept++
+			continue
+		}
+		s.removeJob(j, &p)
+		res.Jobs++
+	}
+	s.dropArrayRecords(&p)
+	res.Held = kept
+	// An array's first record waited for records removed after it.
+	for k := 0; k < kept && res.Jobs < limit; k++ {
+		if j := s.Jobs[s.finished[k].id]; j != nil && j.ID == j.ArrayJobID && s.holdsBack(j) == "" {
+			s.removeJob(j, &p)
+			res.Jobs++
+			res.Held--
+			s.finished[k].id = 0 // removed below
+		}
+	}
+	s.dropArrayRecords(&p)
+	n := copy(s.finished[kept:], s.finished[i:])
+	s.finished = slices.DeleteFunc(s.finished[:kept+n], func(r finishedRef) bool { return r.id == 0 })
+	if c := cap(s.finished); c > 1024 && len(s.finished) < c/4 {
+		s.finished = slices.Clone(s.finished)
+	}
+	s.purgedSinceIntern += res.Jobs
+	if s.purgedSinceIntern >= internRebuildMin && s.purgedSinceIntern >= len(s.Jobs) {
+		s.rebuildInterned()
+	}
+	return res
+}
+
+// purge collects, while one entry applies, the array task records removed
+// by array, so that each array's list is rewritten once.
+type purge struct {
+	arrays map[uint64]map[uint64]bool
+}
+
+// removeJob deletes a finished job and every index that names it.
+func (s *State) removeJob(j *api.Job, p *purge) {
+	delete(s.Jobs, j.ID)
+	delete(s.Pending, j.ID)
+	if j.ArrayJobID == 0 {
+		return
+	}
+	if j.IsArrayTask() {
+		ref := api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}
+		if s.Tasks[ref] == j.ID {
+			delete(s.Tasks, ref)
+		}
+	}
+	ids := p.arrays[j.ArrayJobID]
+	if ids == nil {
+		ids = map[uint64]bool{}
+		p.arrays[j.ArrayJobID] = ids
+	}
+	ids[j.ID] = true
+}
+
+// dropArrayRecords takes the removed records out of their arrays' lists.
+func (s *State) dropArrayRecords(p *purge) {
+	for _, arr := range slices.Sorted(maps.Keys(p.arrays)) {
+		gone := p.arrays[arr]
+		rest := slices.DeleteFunc(s.ArrayTasks[arr], func(id uint64) bool { return gone[id] })
+		if len(rest) == 0 {
+			delete(s.ArrayTasks, arr)
+		} else {
+			s.ArrayTasks[arr] = slices.Clip(rest)
+		}
+		delete(p.arrays, arr)
+	}
+}
+
+// purgeDue is what the leader reads to decide whether a PurgeJobs entry
+// is worth proposing: how many finished jobs are past MinJobAge (some may
+// be held back) and whether request ids are due.
+type purgeDue struct {
+	jobs     int
+	requests bool
+}
+
+func (s *State) purgeDue(now time.Time) purgeDue {
+	d := purgeDue{requests: s.Requests.due(now, s.Config.RequestIDRetention)}
+	if s.Config.MinJobAge > 0 {
+		cutoff := endKey(now.Add(-retentionDuration(s.Config.MinJobAge)))
+		d.jobs, _ = slices.BinarySearchFunc(s.finished, finishedRef{end: cutoff}, finishedRef.compare)
+	}
+	return d
+}
+
+// internRebuildMin is how many jobs must have been purged before the
+// interned strings are rebuilt.
+const internRebuildMin = 1000
+
+// rebuildInterned replaces the interned strings and environments with those
+// the remaining jobs and nodes use. Rebuilding once as many jobs were purged
+// as remain costs a constant per purged job, and unlike reference counts it
+// costs nothing per submitted job. Which copy of a string the tables keep
+// does not change any value, so replicas need not agree on it.
+func (s *State) rebuildInterned() {
+	strs := make(map[string]string, len(s.interned)/2)
+	envs := make(map[string][]string)
+	seenEnv := map[*string]bool{}
+	keep := func(v string) {
+		if v != "" {
+			strs[v] = v
+		}
+	}
+	for _, j := range s.Jobs {
+		sp := &j.Spec
+		for _, v := range [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name, j.Node} {
+			keep(v)
+		}
+		if len(sp.Env) > 0 && !seenEnv[&sp.Env[0]] {
+			seenEnv[&sp.Env[0]] = true
+			envs[strings.Join(sp.Env, "\x00")] = sp.Env
+		}
+	}
+	for name := range s.Nodes {
+		keep(name)
+	}
+	s.interned, s.envs = strs, envs
+	s.purgedSinceIntern = 0
+}
