@@ -199,7 +199,7 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 		s.finished = slices.Clone(s.finished)
 	}
 	s.purgedSinceIntern += res.Jobs
-	if s.purgedSinceIntern >= internRebuildMin && s.purgedSinceIntern >= len(s.Jobs) {
+	if s.purgedSinceIntern >= max(internRebuildMin, len(s.Jobs)) && len(s.interned)+len(s.envs) > internRebuildMin {
 		s.rebuildInterned()
 	}
 	return res
@@ -263,36 +263,41 @@ func (s *State) purgeDue(now time.Time) purgeDue {
 	return d
 }
 
-// internRebuildMin is how many jobs must have been purged before the
-// interned strings are rebuilt.
+// internRebuildMin is how many jobs must have been purged, and how many
+// entries the tables must hold, before the interned strings are rebuilt:
+// tables of jobs that share their strings stay small and are left alone.
 const internRebuildMin = 1000
 
 // rebuildInterned replaces the interned strings and environments with those
 // the remaining jobs and nodes use. Rebuilding once as many jobs were purged
 // as remain costs a constant per purged job, and unlike reference counts it
-// costs nothing per submitted job. Which copy of a string the tables keep
-// does not change any value, so replicas need not agree on it.
+// costs nothing per submitted job (see docs/performance.md). Which copy of a
+// string the tables keep does not change any value, so replicas need not
+// agree on when they rebuild.
 func (s *State) rebuildInterned() {
 	strs := make(map[string]string, len(s.interned)/2)
 	envs := make(map[string][]string)
 	seenEnv := map[*string]bool{}
-	keep := func(v string) {
-		if v != "" {
-			strs[v] = v
-		}
-	}
+	// A field equal to the previous job's is skipped before hashing: most
+	// jobs share their user, script and directories, and comparing
+	// strings that share their bytes costs a pointer comparison.
+	var prev [11]string
 	for _, j := range s.Jobs {
 		sp := &j.Spec
-		for _, v := range [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name, j.Node} {
-			keep(v)
+		fields := [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name, j.Node}
+		for k, v := range fields {
+			if v != "" && v != prev[k] {
+				strs[v] = v
+				prev[k] = v
+			}
 		}
 		if len(sp.Env) > 0 && !seenEnv[&sp.Env[0]] {
 			seenEnv[&sp.Env[0]] = true
 			envs[strings.Join(sp.Env, "\x00")] = sp.Env
 		}
 	}
-	for name := range s.Nodes {
-		keep(name)
+	for _, n := range s.Nodes {
+		strs[n.Name] = n.Name
 	}
 	s.interned, s.envs = strs, envs
 	s.purgedSinceIntern = 0
