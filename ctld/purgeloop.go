@@ -16,8 +16,8 @@ const purgeTick = time.Second
 // them) and nothing new came due.
 const purgeRecheck = 30 * time.Second
 
-// compactAfter is how many jobs a run of purges must remove before the
-// leader takes a Raft snapshot at once, so that the snapshot on disk and
+// compactAfter is how many jobs and request ids a run of purges must
+// remove before the leader takes a Raft snapshot at once, so that the snapshot on disk and
 // the log behind it shrink too instead of waiting for the next threshold.
 const compactAfter = 10_000
 
@@ -54,7 +54,7 @@ func (c *Controller) purgeLoop(ctx context.Context) {
 				break
 			}
 			held = pr.Held
-			removed += pr.Jobs
+			removed += pr.Jobs + pr.Requests
 			if pr.Jobs > 0 || pr.Requests > 0 {
 				c.log.Debug("purged", "jobs", pr.Jobs, "request_ids", pr.Requests, "held", pr.Held)
 			}
@@ -63,7 +63,7 @@ func (c *Controller) purgeLoop(ctx context.Context) {
 			}
 		}
 		if removed >= compactAfter {
-			c.log.Info("purged finished jobs; taking a snapshot", "jobs", removed)
+			c.log.Info("purged finished jobs and request ids; taking a snapshot", "removed", removed)
 			if err := c.node.raft.Snapshot().Error(); err != nil {
 				c.log.Warn("snapshot after purge failed", "err", err)
 			}

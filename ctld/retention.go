@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"corral/api"
 )
@@ -74,9 +75,17 @@ func endKey(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// trackRetention keeps the finished-job index and the dependency counts
-// right as job old (nil for a new record) is replaced by j.
+// trackRetention keeps the finished-job index, the dependency counts and
+// the counts of interned strings right as job old (nil for a new record) is
+// replaced by j.
 func (s *State) trackRetention(old, j *api.Job) {
+	switch {
+	case old == nil:
+		s.retainStrings(&j.Spec)
+	case !sameSpecStrings(&old.Spec, &j.Spec):
+		s.retainStrings(&j.Spec)
+		s.releaseStrings(&old.Spec)
+	}
 	done := j.State.Terminal()
 	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
 		s.addFinished(finishedRef{end: endKey(j.EndTime), id: j.ID})
@@ -159,7 +168,17 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	if limit <= 0 {
 		limit = defaultPurgeMax
 	}
-	cutoff := endKey(c.Now.Add(-retentionDuration(s.Config.MinJobAge)))
+	// Jobs leave only here, so their count now is the most since the
+	// last purge.
+	s.jobsPeak = max(s.jobsPeak, len(s.Jobs))
+	s.purgeFinished(endKey(c.Now.Add(-retentionDuration(s.Config.MinJobAge))), limit, res)
+	s.shrinkMaps()
+	return res
+}
+
+// purgeFinished removes up to limit finished jobs that ended before cutoff,
+// oldest first, except those holdsBack keeps.
+func (s *State) purgeFinished(cutoff int64, limit int, res *PurgeResult) {
 	p := purge{arrays: map[uint64]map[uint64]bool{}}
 	// Refs that stay are compacted to the front of the index in place.
 	kept, i := 0, 0
@@ -198,11 +217,40 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	if c := cap(s.finished); c > 1024 && len(s.finished) < c/4 {
 		s.finished = slices.Clone(s.finished)
 	}
-	s.purgedSinceIntern += res.Jobs
-	if s.purgedSinceIntern >= max(internRebuildMin, len(s.Jobs)) && len(s.interned)+len(s.envs) > internRebuildMin {
-		s.rebuildInterned()
+}
+
+// shrinkMin is the fewest jobs at the peak for which shrinkMaps copies
+// the maps at all.
+const shrinkMin = 4096
+
+// shrinkMaps copies the maps that grow with the jobs into maps of their
+// current size once fewer than a quarter of the jobs held at the peak
+// remain: a Go map keeps its buckets after its entries are deleted, so
+// without this the memory of 200,000 purged jobs' map entries would stay.
+// Copying only after three quarters went costs a constant per purged job.
+func (s *State) shrinkMaps() {
+	if s.jobsPeak < shrinkMin || len(s.Jobs) >= s.jobsPeak/4 {
+		return
 	}
-	return res
+	s.Jobs = resized(s.Jobs)
+	s.Pending = resized(s.Pending)
+	s.Tasks = resized(s.Tasks)
+	s.ArrayTasks = resized(s.ArrayTasks)
+	s.depRefs = resized(s.depRefs)
+	s.interned = resized(s.interned)
+	s.internRefs = resized(s.internRefs)
+	s.envs = resized(s.envs)
+	s.envRefs = resized(s.envRefs)
+	s.jobsPeak = len(s.Jobs)
+}
+
+// resized returns a copy of m sized for its entries.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
 
 // purge collects, while one entry applies, the array task records removed
@@ -215,6 +263,7 @@ type purge struct {
 func (s *State) removeJob(j *api.Job, p *purge) {
 	delete(s.Jobs, j.ID)
 	delete(s.Pending, j.ID)
+	s.releaseStrings(&j.Spec)
 	if j.ArrayJobID == 0 {
 		return
 	}
@@ -263,42 +312,68 @@ func (s *State) purgeDue(now time.Time) purgeDue {
 	return d
 }
 
-// internRebuildMin is how many jobs must have been purged, and how many
-// entries the tables must hold, before the interned strings are rebuilt:
-// tables of jobs that share their strings stay small and are left alone.
-const internRebuildMin = 1000
+// specStrings lists the strings of a job's request that the state interns
+// and counts.
+func specStrings(sp *api.JobSpec) [10]string {
+	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
+}
 
-// rebuildInterned replaces the interned strings and environments with those
-// the remaining jobs and nodes use. Rebuilding once as many jobs were purged
-// as remain costs a constant per purged job, and unlike reference counts it
-// costs nothing per submitted job (see docs/performance.md). Which copy of a
-// string the tables keep does not change any value, so replicas need not
-// agree on when they rebuild.
-func (s *State) rebuildInterned() {
-	strs := make(map[string]string, len(s.interned)/2)
-	envs := make(map[string][]string)
-	seenEnv := map[*string]bool{}
-	// A field equal to the previous job's is skipped before hashing: most
-	// jobs share their user, script and directories, and comparing
-	// strings that share their bytes costs a pointer comparison.
-	var prev [11]string
-	for _, j := range s.Jobs {
-		sp := &j.Spec
-		fields := [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name, j.Node}
-		for k, v := range fields {
-			if v != "" && v != prev[k] {
-				strs[v] = v
-				prev[k] = v
-			}
-		}
-		if len(sp.Env) > 0 && !seenEnv[&sp.Env[0]] {
-			seenEnv[&sp.Env[0]] = true
-			envs[strings.Join(sp.Env, "\x00")] = sp.Env
+// sameSpecStrings reports whether two versions of a job hold the very same
+// interned strings and environment (the usual case: versions are copies).
+func sameSpecStrings(a, b *api.JobSpec) bool {
+	as, bs := specStrings(a), specStrings(b)
+	for k := range as {
+		if unsafe.StringData(as[k]) != unsafe.StringData(bs[k]) || len(as[k]) != len(bs[k]) {
+			return false
 		}
 	}
-	for _, n := range s.Nodes {
-		strs[n.Name] = n.Name
+	return len(a.Env) == len(b.Env) && (len(a.Env) == 0 || &a.Env[0] == &b.Env[0])
+}
+
+// retainStrings counts one more job record using the interned strings and
+// environment of sp. The counts are keyed by the strings' bytes, which
+// interning makes shared: counting costs a pointer hash per field, whatever
+// a string's length (a 4 MiB script hashes as fast as a user name).
+func (s *State) retainStrings(sp *api.JobSpec) {
+	for _, v := range specStrings(sp) {
+		if v != "" {
+			s.internRefs[unsafe.StringData(v)]++
+		}
 	}
-	s.interned, s.envs = strs, envs
-	s.purgedSinceIntern = 0
+	if len(sp.Env) > 0 {
+		s.envRefs[&sp.Env[0]]++
+	}
+}
+
+// releaseStrings counts one job record less using the strings of sp and
+// forgets those no record uses any more, so the tables hold only what the
+// jobs in the state share.
+func (s *State) releaseStrings(sp *api.JobSpec) {
+	for _, v := range specStrings(sp) {
+		if v == "" {
+			continue
+		}
+		p := unsafe.StringData(v)
+		if n := s.internRefs[p] - 1; n > 0 {
+			s.internRefs[p] = n
+			continue
+		}
+		delete(s.internRefs, p)
+		if c, ok := s.interned[v]; ok && unsafe.StringData(c) == p {
+			delete(s.interned, v)
+		}
+	}
+	if len(sp.Env) == 0 {
+		return
+	}
+	p := &sp.Env[0]
+	if n := s.envRefs[p] - 1; n > 0 {
+		s.envRefs[p] = n
+		return
+	}
+	delete(s.envRefs, p)
+	key := strings.Join(sp.Env, "\x00")
+	if c, ok := s.envs[key]; ok && &c[0] == p {
+		delete(s.envs, key)
+	}
 }

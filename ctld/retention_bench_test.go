@@ -107,7 +107,10 @@ func snapshotSize(b *testing.B, f *FSM) float64 {
 
 type countingWriter int64
 
-func (w *countingWriter) Write(p []byte) (int, error) { *w += countingWriter(len(p)); return len(p), nil }
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
+}
 
 // fillUnique is fillPending with a name and an output path of each job's
 // own.

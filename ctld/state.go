@@ -45,14 +45,17 @@ type State struct {
 
 	interned map[string]string
 	envs     map[string][]string
+	// internRefs and envRefs count the job records using each interned
+	// string and environment, so that a purge forgets those no job uses.
 	// finished indexes the jobs in a terminal state by end time, then id;
 	// depRefs counts the unfinished jobs whose dependency names each job
-	// or array. Both are derived from Jobs (retention.go), and so is
-	// purgedSinceIntern, the jobs purged since the interned strings were
-	// last rebuilt.
-	finished          []finishedRef
-	depRefs           map[uint64]int
-	purgedSinceIntern int
+	// or array. All are derived from Jobs (retention.go), and so is
+	// jobsPeak, the most jobs held since the maps were last sized.
+	internRefs map[*byte]int32
+	envRefs    map[*string]int32
+	finished   []finishedRef
+	depRefs    map[uint64]int
+	jobsPeak   int
 	// touched lists the nodes whose allocations changed during the entry
 	// being applied; the FSM wakes their watchers and clears it. It is
 	// scratch, never replicated.
@@ -77,6 +80,8 @@ func NewState() *State {
 		Usage:      make(map[UserKey]Usage),
 		interned:   make(map[string]string),
 		envs:       make(map[string][]string),
+		internRefs: make(map[*byte]int32),
+		envRefs:    make(map[*string]int32),
 		depRefs:    make(map[uint64]int),
 	}
 }
