@@ -23,7 +23,7 @@ type retentionFigures struct {
 	// the pages of files mapped in (the Raft log's bbolt file).
 	afterAnonMB, afterFileMB float64
 	snapshotKB               float64
-	purge                   time.Duration
+	purge                    time.Duration
 }
 
 // measureRetention starts a one-voter controller process, submits n held
