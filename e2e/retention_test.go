@@ -57,6 +57,10 @@ func measureRetention(t testing.TB, n int) retentionFigures {
 	if st, err := cl.Status(ctx); err != nil || st.Jobs[string(api.StateCancelled)] != n {
 		t.Fatalf("status after cancelling %d jobs: %+v, %v", n, st, err)
 	}
+	// `corral queue -t all` shows finished jobs while they are retained.
+	if listed := queuedAll(t, c.addr); listed != n {
+		t.Fatalf("corral queue -t all listed %d jobs before the purge, want the %d cancelled", listed, n)
+	}
 	start := time.Now()
 	settings := [][2]string{{"MinJobAge", "2"}, {"RequestIDRetention", "2"}}
 	if err := cl.SetConfig(ctx, api.ConfigRequest{Settings: settings}); err != nil {
@@ -83,6 +87,9 @@ func measureRetention(t testing.TB, n int) retentionFigures {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if left := queuedAll(t, c.addr); left != 0 {
+		t.Fatalf("corral queue -t all lists %d jobs after the purge, want none", left)
+	}
 	f.peakMB = procStatusMB(t, pid, "VmHWM")
 	time.Sleep(3 * time.Second) // the returned memory is freed in the background
 	f.afterMB = procStatusMB(t, pid, "VmRSS")
@@ -100,6 +107,16 @@ func measureRetention(t testing.TB, n int) retentionFigures {
 		t.Logf("controller log:\n%s", c.ctlds[0].tail())
 	}
 	return f
+}
+
+// queuedAll returns how many jobs `corral queue -t all` lists.
+func queuedAll(t testing.TB, addr string) int {
+	t.Helper()
+	out, err := cli(t, addr, "/tmp", "queue", "-t", "all", "--noheader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(out, "\n")
 }
 
 // procStatusMB reads a kB field of /proc/PID/status in MB.
