@@ -38,14 +38,12 @@ type FSM struct {
 	freeing atomic.Bool
 }
 
-// freeOSAfter is how many jobs one purge must remove before the member
-// returns the freed memory to the operating system at once: Go's own
-// scavenger gives it back only slowly, and an operator who purged 200,000
-// jobs expects the controller's RSS to show it.
-const freeOSAfter = 5000
-
-// returnMemory runs debug.FreeOSMemory in the background, once at a time.
-// It is a side effect on this process only and changes no state.
+// returnMemory runs debug.FreeOSMemory in the background, once at a time,
+// after a purge that shrank the state (PurgeResult.Shrunk). Without it the
+// memory of 200,000 purged jobs stayed resident: nothing else allocating,
+// not even a collection ran, let alone the scavenger. A steady flow of
+// purges never shrinks the state, so it never forces a collection. It is a
+// side effect on this process only and changes no state.
 func (f *FSM) returnMemory() {
 	if !f.freeing.CompareAndSwap(false, true) {
 		return
@@ -156,7 +154,7 @@ func (f *FSM) notify(t CommandType, nodes []string, res any) {
 	case CmdPurgeJobs:
 		// Removing finished jobs frees no resources.
 		wake = false
-		if pr, _ := res.(*PurgeResult); pr != nil && pr.Jobs >= freeOSAfter {
+		if pr, _ := res.(*PurgeResult); pr != nil && pr.Shrunk {
 			f.returnMemory()
 		}
 	case CmdApplyPlan:

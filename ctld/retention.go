@@ -37,6 +37,10 @@ type PurgeResult struct {
 	Held int
 	// More is set when Max stopped the purge before every due job went.
 	More bool
+	// Shrunk is set when the state lost most of its jobs (its maps were
+	// resized) or forgot a large generation of request ids: then the
+	// freed memory is worth returning to the operating system at once.
+	Shrunk bool
 }
 
 // defaultPurgeMax bounds the jobs one entry removes, so that applying it
@@ -161,6 +165,7 @@ func (s *State) holdsBack(j *api.Job) string {
 
 func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	res := &PurgeResult{Requests: s.Requests.expire(c.Now, s.Config.RequestIDRetention)}
+	res.Shrunk = res.Requests >= shrinkRequests
 	if s.Config.MinJobAge <= 0 || len(s.finished) == 0 {
 		return res
 	}
@@ -172,7 +177,7 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	// last purge.
 	s.jobsPeak = max(s.jobsPeak, len(s.Jobs))
 	s.purgeFinished(endKey(c.Now.Add(-retentionDuration(s.Config.MinJobAge))), limit, res)
-	s.shrinkMaps()
+	res.Shrunk = s.shrinkMaps() || res.Shrunk
 	return res
 }
 
@@ -220,17 +225,22 @@ func (s *State) purgeFinished(cutoff int64, limit int, res *PurgeResult) {
 }
 
 // shrinkMin is the fewest jobs at the peak for which shrinkMaps copies
-// the maps at all.
-const shrinkMin = 4096
+// the maps at all; shrinkRequests the fewest request ids forgotten at once
+// that make a purge worth returning memory for.
+const (
+	shrinkMin      = 4096
+	shrinkRequests = 50_000
+)
 
 // shrinkMaps copies the maps that grow with the jobs into maps of their
 // current size once fewer than a quarter of the jobs held at the peak
 // remain: a Go map keeps its buckets after its entries are deleted, so
 // without this the memory of 200,000 purged jobs' map entries would stay.
 // Copying only after three quarters went costs a constant per purged job.
-func (s *State) shrinkMaps() {
+// It reports whether it copied.
+func (s *State) shrinkMaps() bool {
 	if s.jobsPeak < shrinkMin || len(s.Jobs) >= s.jobsPeak/4 {
-		return
+		return false
 	}
 	s.Jobs = resized(s.Jobs)
 	s.Pending = resized(s.Pending)
@@ -242,6 +252,7 @@ func (s *State) shrinkMaps() {
 	s.envs = resized(s.envs)
 	s.envRefs = resized(s.envRefs)
 	s.jobsPeak = len(s.Jobs)
+	return true
 }
 
 // resized returns a copy of m sized for its entries.
