@@ -34,8 +34,10 @@ type FSM struct {
 	// Changed receives a value (non-blocking) after any entry that may let
 	// a pending job start; the leader's scheduler loop listens to it.
 	Changed chan struct{}
-	// freeing is set while a goroutine returns freed memory to the OS.
-	freeing atomic.Bool
+	// freeing is set while a goroutine returns freed memory to the OS;
+	// freeAgain asks it for one more round (a purge applied meanwhile).
+	freeing   atomic.Bool
+	freeAgain chan struct{}
 }
 
 // returnMemory runs debug.FreeOSMemory in the background, once at a time,
@@ -45,12 +47,28 @@ type FSM struct {
 // purges never shrinks the state, so it never forces a collection. It is a
 // side effect on this process only and changes no state.
 func (f *FSM) returnMemory() {
+	select {
+	case f.freeAgain <- struct{}{}:
+	default: // one round is already asked for
+	}
 	if !f.freeing.CompareAndSwap(false, true) {
-		return
+		return // the running goroutine takes the request
 	}
 	go func() {
-		defer f.freeing.Store(false)
-		debug.FreeOSMemory()
+		for {
+			select {
+			case <-f.freeAgain:
+				debug.FreeOSMemory()
+				continue
+			default:
+			}
+			f.freeing.Store(false)
+			// A request sent after the check above and before the Store
+			// found freeing set: take it unless another goroutine did.
+			if len(f.freeAgain) == 0 || !f.freeing.CompareAndSwap(false, true) {
+				return
+			}
+		}
 	}()
 }
 
@@ -62,11 +80,12 @@ func NewFSM(log *slog.Logger) *FSM {
 		log = slog.Default()
 	}
 	return &FSM{
-		state:    NewState(),
-		log:      log,
-		watches:  make(map[string]chan struct{}),
-		anyWatch: make(chan struct{}),
-		Changed:  make(chan struct{}, 1),
+		state:     NewState(),
+		log:       log,
+		watches:   make(map[string]chan struct{}),
+		anyWatch:  make(chan struct{}),
+		Changed:   make(chan struct{}, 1),
+		freeAgain: make(chan struct{}, 1),
 	}
 }
 

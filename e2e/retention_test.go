@@ -91,7 +91,7 @@ func measureRetention(t testing.TB, n int) retentionFigures {
 		t.Fatalf("corral queue -t all lists %d jobs after the purge, want none", left)
 	}
 	f.peakMB = procStatusMB(t, pid, "VmHWM")
-	time.Sleep(3 * time.Second) // the returned memory is freed in the background
+	time.Sleep(5 * time.Second) // the memory is returned in the background
 	f.afterMB = procStatusMB(t, pid, "VmRSS")
 	f.afterAnonMB, f.afterFileMB = procStatusMB(t, pid, "RssAnon"), procStatusMB(t, pid, "RssFile")
 	if os.Getenv("CORRAL_BENCH_DEBUG") != "" {
