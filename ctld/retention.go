@@ -331,15 +331,16 @@ func specStrings(sp *api.JobSpec) [10]string {
 
 // sameSpecStrings reports whether two versions of a job hold the very same
 // interned strings and environment (the usual case: versions are copies).
+// It runs on every change of a job, so it compares the fields one by one.
 func sameSpecStrings(a, b *api.JobSpec) bool {
-	as, bs := specStrings(a), specStrings(b)
-	for k := range as {
-		if unsafe.StringData(as[k]) != unsafe.StringData(bs[k]) || len(as[k]) != len(bs[k]) {
-			return false
-		}
-	}
-	return len(a.Env) == len(b.Env) && (len(a.Env) == 0 || &a.Env[0] == &b.Env[0])
+	return same(a.User, b.User) && same(a.Account, b.Account) && same(a.Partition, b.Partition) &&
+		same(a.QOS, b.QOS) && same(a.Script, b.Script) && same(a.SubmitDir, b.SubmitDir) &&
+		same(a.WorkDir, b.WorkDir) && same(a.Output, b.Output) && same(a.Error, b.Error) &&
+		same(a.Name, b.Name) && len(a.Env) == len(b.Env) && (len(a.Env) == 0 || &a.Env[0] == &b.Env[0])
 }
+
+// same reports whether a and b are the same bytes in memory.
+func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b) }
 
 // retainStrings counts one more job record using the interned strings and
 // environment of sp. The counts are keyed by the strings' bytes, which

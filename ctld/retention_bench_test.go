@@ -77,6 +77,7 @@ func benchmarkPurge(b *testing.B, unique bool) {
 		b.ReportMetric(liveHeap()/1e6, "heap-MB-after")
 		b.ReportMetric(snapBefore/1e6, "snap-MB-before")
 		b.ReportMetric(snapshotSize(b, f)/1e3, "snap-KB-after")
+		b.ReportMetric(snapshotSize(b, NewFSM(quietLog()))/1e3, "snap-KB-empty")
 		runtime.KeepAlive(f)
 		b.StartTimer()
 	}
