@@ -45,7 +45,7 @@ type PurgeResult struct {
 
 // defaultPurgeMax bounds the jobs one entry removes, so that applying it
 // holds the state's lock for a few milliseconds only.
-const defaultPurgeMax = 10_000
+const defaultPurgeMax = 5000
 
 // finishedRef is a finished job in the index ordered by end time.
 type finishedRef struct {
