@@ -40,38 +40,6 @@ type FSM struct {
 	freeAgain chan struct{}
 }
 
-// returnMemory runs debug.FreeOSMemory in the background, once at a time,
-// after a purge that shrank the state (PurgeResult.Shrunk). Without it the
-// memory of 200,000 purged jobs stayed resident: nothing else allocating,
-// not even a collection ran, let alone the scavenger. A steady flow of
-// purges never shrinks the state, so it never forces a collection. It is a
-// side effect on this process only and changes no state.
-func (f *FSM) returnMemory() {
-	select {
-	case f.freeAgain <- struct{}{}:
-	default: // one round is already asked for
-	}
-	if !f.freeing.CompareAndSwap(false, true) {
-		return // the running goroutine takes the request
-	}
-	go func() {
-		for {
-			select {
-			case <-f.freeAgain:
-				debug.FreeOSMemory()
-				continue
-			default:
-			}
-			f.freeing.Store(false)
-			// A request sent after the check above and before the Store
-			// found freeing set: take it unless another goroutine did.
-			if len(f.freeAgain) == 0 || !f.freeing.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	}()
-}
-
 var _ raft.FSM = (*FSM)(nil)
 
 // NewFSM returns an FSM over an empty state.
@@ -187,6 +155,38 @@ func (f *FSM) notify(t CommandType, nodes []string, res any) {
 		default:
 		}
 	}
+}
+
+// returnMemory runs debug.FreeOSMemory in the background, once at a time,
+// after a purge that shrank the state (PurgeResult.Shrunk). Without it the
+// memory of 200,000 purged jobs stayed resident: nothing else allocating,
+// not even a collection ran, let alone the scavenger. A steady flow of
+// purges never shrinks the state, so it never forces a collection. It is a
+// side effect on this process only and changes no state.
+func (f *FSM) returnMemory() {
+	select {
+	case f.freeAgain <- struct{}{}:
+	default: // one round is already asked for
+	}
+	if !f.freeing.CompareAndSwap(false, true) {
+		return // the running goroutine takes the request
+	}
+	go func() {
+		for {
+			select {
+			case <-f.freeAgain:
+				debug.FreeOSMemory()
+				continue
+			default:
+			}
+			f.freeing.Store(false)
+			// A request sent after the check above and before the Store
+			// found freeing set: take it unless another goroutine did.
+			if len(f.freeAgain) == 0 || !f.freeing.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // WatchNode returns a channel closed when node name's desired state changes.

@@ -16,9 +16,10 @@ import (
 // window and is forgotten as a whole once its newest id is older than the
 // window, so every id is remembered at least RequestIDRetention and at most
 // a quarter longer. Forgetting a generation costs nothing per id, and an id
-// costs no more memory than the unscoped map it replaces (no time per id, no
-// expiry queue): at 100,000 pending jobs that is the difference between a
-// few bytes and about 70 bytes per job.
+// costs no more memory than in the unscoped map this replaced:
+// BenchmarkMemoryPerPendingJob reads 882.5 bytes per job before and after,
+// where a time per id and a queue of ids to expire would have added 40 to
+// 75 bytes by their sizes.
 type RequestIDs struct {
 	gens []*requestGen // oldest first
 }

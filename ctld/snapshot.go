@@ -246,7 +246,7 @@ func readSnapshot(r io.Reader) (*State, error) {
 			if gen == nil {
 				return nil, fmt.Errorf("reading snapshot: request id %q of user %q comes before any request generation", rec.Request.Key, rec.Request.User)
 			}
-			gen.put(s.intern(rec.Request.User), rec.Request.Key, rec.Request.Job)
+			gen.put(rec.Request.User, rec.Request.Key, rec.Request.Job)
 		case rec.Member != nil:
 			s.Members[rec.Member.ID] = rec.Member.HTTPAddr
 		case rec.Policy != nil:
