@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -86,6 +87,28 @@ type SchedConfig struct {
 	BillingCPU float64 `json:"billing_cpu"`
 	BillingMem float64 `json:"billing_mem_gb"`
 	BillingGPU float64 `json:"billing_gpu"`
+	// MinJobAge is how long a finished job stays in the controllers'
+	// state, and so in `corral queue -t all`, before it is purged
+	// (seconds; Slurm's MinJobAge). 0 keeps finished jobs forever.
+	MinJobAge int64 `json:"min_job_age_s"`
+	// RequestIDRetention is how long a submission's request id is
+	// remembered, so that a retry returns the original job (seconds). 0
+	// remembers request ids forever.
+	RequestIDRetention int64 `json:"request_id_retention_s"`
+}
+
+// UnmarshalJSON reads a configuration, taking the default for every
+// setting the JSON lacks: a snapshot or a server from before a setting
+// existed means "as it was then", which is the default, not zero (for
+// MinJobAge zero would mean "never purge").
+func (c *SchedConfig) UnmarshalJSON(b []byte) error {
+	type plain SchedConfig
+	p := plain(DefaultSchedConfig())
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = SchedConfig(p)
+	return nil
 }
 
 // DefaultSchedConfig is what a new cluster starts with: Slurm's usual
@@ -99,6 +122,9 @@ func DefaultSchedConfig() SchedConfig {
 		BillingCPU:     1,
 		BillingMem:     0.25,
 		BillingGPU:     10,
+
+		MinJobAge:          300,
+		RequestIDRetention: 24 * 3600,
 	}
 }
 
@@ -120,9 +146,11 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 		c.Fairshare = v
 		return nil
 	},
-	"BillingWeightCPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingCPU }),
-	"BillingWeightMem": floatField(func(c *SchedConfig) *float64 { return &c.BillingMem }),
-	"BillingWeightGPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingGPU }),
+	"BillingWeightCPU":   floatField(func(c *SchedConfig) *float64 { return &c.BillingCPU }),
+	"BillingWeightMem":   floatField(func(c *SchedConfig) *float64 { return &c.BillingMem }),
+	"BillingWeightGPU":   floatField(func(c *SchedConfig) *float64 { return &c.BillingGPU }),
+	"MinJobAge":          durField(func(c *SchedConfig) *int64 { return &c.MinJobAge }),
+	"RequestIDRetention": durField(func(c *SchedConfig) *int64 { return &c.RequestIDRetention }),
 }
 
 // ConfigKeys lists the names `corral config set` accepts, sorted.

@@ -35,7 +35,9 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 		spec := c.Jobs[i]
 		id := c.FirstID + uint64(i)
 		if spec.RequestID != "" {
-			if prev, ok := s.Requests[spec.RequestID]; ok {
+			// Within the retention window a retry gets its job's id back,
+			// even when the job was purged since (it ended MinJobAge ago).
+			if prev, ok := s.Requests.Lookup(spec.User, spec.RequestID); ok {
 				res.Results[i] = api.SubmitResult{JobID: prev, Duplicate: true}
 				continue
 			}
@@ -64,7 +66,7 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 		}
 		s.putJob(j)
 		if spec.RequestID != "" {
-			s.Requests[spec.RequestID] = id
+			s.Requests.add(spec.User, spec.RequestID, id, c.Now, s.Config.RequestIDRetention)
 		}
 		res.Results[i] = api.SubmitResult{JobID: id}
 	}

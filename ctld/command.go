@@ -30,6 +30,7 @@ const (
 	CmdPutAccount     CommandType = 14
 	CmdPutUser        CommandType = 15
 	CmdUpdateJob      CommandType = 16
+	CmdPurgeJobs      CommandType = 17
 )
 
 func (t CommandType) String() string {
@@ -66,6 +67,8 @@ func (t CommandType) String() string {
 		return "PutUser"
 	case CmdUpdateJob:
 		return "UpdateJob"
+	case CmdPurgeJobs:
+		return "PurgeJobs"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -269,6 +272,8 @@ func decodeCommand(b []byte) (CommandType, any, error) {
 		v = &PutUser{}
 	case CmdUpdateJob:
 		v = &UpdateJob{}
+	case CmdPurgeJobs:
+		v = &PurgeJobs{}
 	default:
 		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
 	}

@@ -98,7 +98,7 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 	if err != nil {
 		return nil, fmt.Errorf("opening raft log %s: %w", filepath.Join(dataDir, "raft.db"), err)
 	}
-	logs, err := raft.NewLogCache(4096, store)
+	logs, err := newLogCache(store, logCacheEntries, logCacheBytes)
 	if err != nil {
 		store.Close()
 		return nil, err

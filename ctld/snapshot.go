@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -15,7 +16,12 @@ import (
 
 // snapshotFormat is the version written in every snapshot header. Bump it
 // when the record layout changes and keep a reader for the old one.
-const snapshotFormat = 1
+//
+// Format 2 scopes request ids by user and keeps them in generations: a
+// requestGen record precedes the request records made in it. Format 1 had
+// one unscoped request record per id; readSnapshot takes each one's user
+// and time from the job it names (readLegacyRequest).
+const snapshotFormat = 2
 
 type snapshotHeader struct {
 	Format    int    `json:"format"`
@@ -26,16 +32,29 @@ type snapshotHeader struct {
 // snapshotRecord is one line of a snapshot after the header; exactly one
 // field is set.
 type snapshotRecord struct {
-	Job     *api.Job  `json:"job,omitempty"`
-	Node    *api.Node `json:"node,omitempty"`
-	Request *struct {
-		Key string `json:"key"`
-		Job uint64 `json:"job"`
-	} `json:"request,omitempty"`
-	Member *api.Member `json:"member,omitempty"`
+	Job        *api.Job          `json:"job,omitempty"`
+	Node       *api.Node         `json:"node,omitempty"`
+	Request    *requestRecord    `json:"request,omitempty"`
+	RequestGen *requestGenRecord `json:"request_gen,omitempty"`
+	Member     *api.Member       `json:"member,omitempty"`
 	// Policy holds the scheduler configuration, QoS, accounts, users and
 	// usage: one record, written once.
 	Policy *policyRecord `json:"policy,omitempty"`
+}
+
+// requestRecord is one remembered request id: the user's Key made Job.
+// Format 1 wrote no User.
+type requestRecord struct {
+	Key  string `json:"key"`
+	User string `json:"user,omitempty"`
+	Job  uint64 `json:"job"`
+}
+
+// requestGenRecord starts a generation of request ids: the ones made from
+// First to Last follow it.
+type requestGenRecord struct {
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
 }
 
 // policyRecord is the policy part of the state in a snapshot.
@@ -106,7 +125,7 @@ type fsmSnapshot struct {
 	policy   *policyRecord
 	jobs     []*api.Job
 	nodes    []*api.Node
-	requests map[string]uint64
+	requests *RequestIDs
 	members  map[string]string
 }
 
@@ -135,14 +154,18 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 			return err
 		}
 	}
-	for _, k := range sortedKeys(s.requests) {
-		r := snapshotRecord{Request: &struct {
-			Key string `json:"key"`
-			Job uint64 `json:"job"`
-		}{k, s.requests[k]}}
-		if err := enc.Encode(r); err != nil {
-			return err
+	var err error
+	s.requests.each(func(first, last time.Time) {
+		if err == nil {
+			err = enc.Encode(snapshotRecord{RequestGen: &requestGenRecord{First: first, Last: last}})
 		}
+	}, func(user, id string, job uint64) {
+		if err == nil {
+			err = enc.Encode(snapshotRecord{Request: &requestRecord{Key: id, User: user, Job: job}})
+		}
+	})
+	if err != nil {
+		return err
 	}
 	for _, id := range sortedKeys(s.members) {
 		if err := enc.Encode(snapshotRecord{Member: &api.Member{ID: id, HTTPAddr: s.members[id]}}); err != nil {
@@ -157,6 +180,34 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	return bw.Flush()
 }
 
+// readLegacyRequest puts a format-1 request record, which has neither user
+// nor time, in the one generation that holds them all (gen, made by the
+// first such record). The job the id created says both: its user, and its
+// submit time, which is the leader-stamped time of the entry that made the
+// id. The generation spans the oldest to the newest of those times, so no
+// id is forgotten earlier than its own time allows. Format-1 snapshots never
+// lost a job, so the job is there; if not, the id is kept for the user ""
+// and the generation's times are those of the others.
+func (s *State) readLegacyRequest(gen *requestGen, r *requestRecord) *requestGen {
+	user, made := "", time.Time{}
+	if j := s.Jobs[r.Job]; j != nil {
+		user, made = j.Spec.User, j.SubmitTime
+	}
+	if gen == nil {
+		gen = s.Requests.newGen(made, made)
+	}
+	if !made.IsZero() {
+		if gen.first.IsZero() || made.Before(gen.first) {
+			gen.first = made
+		}
+		if made.After(gen.last) {
+			gen.last = made
+		}
+	}
+	gen.put(user, r.Key, r.Job)
+	return gen
+}
+
 // Release is a no-op: the snapshot holds only immutable pointers.
 func (s *fsmSnapshot) Release() {}
 
@@ -166,11 +217,12 @@ func readSnapshot(r io.Reader) (*State, error) {
 	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("reading snapshot header: %w", err)
 	}
-	if h.Format != snapshotFormat {
-		return nil, fmt.Errorf("snapshot format %d is not supported (this build reads format %d)", h.Format, snapshotFormat)
+	if h.Format != snapshotFormat && h.Format != 1 {
+		return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 and %d)", h.Format, snapshotFormat)
 	}
 	s := NewState()
 	s.Index, s.NextJobID = h.Index, h.NextJobID
+	var gen *requestGen
 	for {
 		var rec snapshotRecord
 		err := dec.Decode(&rec)
@@ -186,8 +238,15 @@ func readSnapshot(r io.Reader) (*State, error) {
 			s.putJob(rec.Job)
 		case rec.Node != nil:
 			s.Nodes[rec.Node.Name] = rec.Node
+		case rec.RequestGen != nil:
+			gen = s.Requests.newGen(rec.RequestGen.First, rec.RequestGen.Last)
+		case rec.Request != nil && h.Format == 1:
+			gen = s.readLegacyRequest(gen, rec.Request)
 		case rec.Request != nil:
-			s.Requests[rec.Request.Key] = rec.Request.Job
+			if gen == nil {
+				return nil, fmt.Errorf("reading snapshot: request id %q of user %q comes before any request generation", rec.Request.Key, rec.Request.User)
+			}
+			gen.put(rec.Request.User, rec.Request.Key, rec.Request.Job)
 		case rec.Member != nil:
 			s.Members[rec.Member.ID] = rec.Member.HTTPAddr
 		case rec.Policy != nil:

@@ -18,8 +18,9 @@ type State struct {
 	Jobs      map[uint64]*api.Job
 	Nodes     map[string]*api.Node
 	NextJobID uint64
-	// Requests maps client request ids to the job they created.
-	Requests map[string]uint64
+	// Requests remembers, per user, the job each client request id
+	// created, for RequestIDRetention (requests.go).
+	Requests *RequestIDs
 	// Members maps controller ids to their HTTP addresses.
 	Members map[string]string
 	// Pending indexes the jobs in state PENDING.
@@ -44,6 +45,17 @@ type State struct {
 
 	interned map[string]string
 	envs     map[string][]string
+	// internRefs and envRefs count the job records using each interned
+	// string and environment, so that a purge forgets those no job uses.
+	// finished indexes the jobs in a terminal state by end time, then id;
+	// depRefs counts the unfinished jobs whose dependency names each job
+	// or array. All are derived from Jobs (retention.go), and so is
+	// jobsPeak, the most jobs held since the maps were last sized.
+	internRefs map[*byte]int32
+	envRefs    map[*string]int32
+	finished   []finishedRef
+	depRefs    map[uint64]int
+	jobsPeak   int
 	// touched lists the nodes whose allocations changed during the entry
 	// being applied; the FSM wakes their watchers and clears it. It is
 	// scratch, never replicated.
@@ -56,7 +68,7 @@ func NewState() *State {
 		Jobs:       make(map[uint64]*api.Job),
 		Nodes:      make(map[string]*api.Node),
 		NextJobID:  1,
-		Requests:   make(map[string]uint64),
+		Requests:   &RequestIDs{},
 		Members:    make(map[string]string),
 		Pending:    make(map[uint64]struct{}),
 		Tasks:      make(map[api.TaskRef]uint64),
@@ -68,6 +80,9 @@ func NewState() *State {
 		Usage:      make(map[UserKey]Usage),
 		interned:   make(map[string]string),
 		envs:       make(map[string][]string),
+		internRefs: make(map[*byte]int32),
+		envRefs:    make(map[*string]int32),
+		depRefs:    make(map[uint64]int),
 	}
 }
 
@@ -113,8 +128,10 @@ func (s *State) internSpec(sp *api.JobSpec) {
 	sp.Env = s.internEnv(sp.Env)
 }
 
-// putJob stores a new version of a job and keeps the pending index right.
+// putJob stores a new version of a job and keeps the pending index, and
+// the indexes the purge reads, right.
 func (s *State) putJob(j *api.Job) {
+	s.trackRetention(s.Jobs[j.ID], j)
 	s.Jobs[j.ID] = j
 	if j.State == api.StatePending {
 		s.Pending[j.ID] = struct{}{}

@@ -19,6 +19,7 @@ func TestConfig(t *testing.T) {
 BillingWeightGPU=10
 BillingWeightMem=0.125
 FairshareAlgorithm=fairtree
+MinJobAge=300
 PriorityDecayHalfLife=604800
 PriorityMaxAge=604800
 PriorityWeightAge=1000
@@ -27,6 +28,7 @@ PriorityWeightJobSize=1000
 PriorityWeightPartition=1000
 PriorityWeightQOS=10000
 PriorityWeightSite=7
+RequestIDRetention=86400
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
