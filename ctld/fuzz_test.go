@@ -74,6 +74,7 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 1}}},
 		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
 		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &api.Dependency{Raw: "afterany:1", Clauses: []api.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 3}},
 	}
 }
 

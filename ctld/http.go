@@ -326,16 +326,21 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 		return &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *api.Job
+	var next uint64
+	var minAge int64
 	c.fsm.Read(func(s *State) {
 		if ref.HasTask {
 			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
 			j = s.Jobs[ref.ID]
 		}
+		next, minAge = s.NextJobID, s.Config.MinJobAge
 	})
 	switch {
 	case j == nil && ref.HasTask:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
+	case j == nil && ref.ID < next && minAge > 0:
+		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job: a finished job leaves the controllers MinJobAge (%s) after it ends", ref.ID, time.Duration(minAge)*time.Second)}
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
