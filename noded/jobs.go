@@ -222,6 +222,10 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		return LaunchSpec{}, err
 	}
 	lj.dir, lj.recSaved = dir, true
+	u, err := d.jobUser(j)
+	if err != nil {
+		return LaunchSpec{}, err
+	}
 	workDir := j.Spec.WorkDir
 	if workDir == "" {
 		workDir = j.Spec.SubmitDir
@@ -239,12 +243,14 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	return LaunchSpec{
 		Job:     j,
 		Dir:     lj.dir,
-		Env:     JobEnv(j, d.cfg.Name),
+		Env:     userEnv(JobEnv(j, d.cfg.Name), u),
 		Stdout:  out,
 		Stderr:  errPath,
 		Script:  j.Spec.Script,
 		Args:    j.Spec.Args,
 		WorkDir: workDir,
+		User:    u,
+		Shares:  jobShares(workDir, j.Spec.SubmitDir, u, nil),
 	}, nil
 }
 

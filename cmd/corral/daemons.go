@@ -174,6 +174,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
@@ -264,6 +265,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
+		RunJobsAs: o.get("run-jobs-as"),
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again
@@ -358,6 +360,7 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "mem", "SIZE", "memory per node (default: the host's divided among the nodes)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: daemon (default: this process's user, the embedded cluster's only user) or user (each job's user as this host knows it)"),
 		flag(0, "fresh", "delete the state directory first"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
@@ -402,6 +405,7 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 		if v := o.get("cpus"); v != "" {
 			sub.last["cpus"] = v
 		}
+		sub.last["run-jobs-as"] = orString(o.get("run-jobs-as"), noded.RunAsDaemon)
 		sub.last["mem"] = orString(o.get("mem"), fmt.Sprintf("%dM", noded.HostMemMB()/int64(n)))
 		cfg, err := nodedConfig(sub, nil, log)
 		if err != nil {
