@@ -33,6 +33,8 @@ const (
 	qemuLogFile = "qemu.log"    // QEMU's own stdout and stderr
 	qmpFile     = "qmp.sock"    // the QMP monitor socket
 	killedFile  = "killed"      // written by Kill before it stops the VM
+	vfsSockFile = "virtiofs.sock"
+	vfsLogFile  = "virtiofsd.log"
 )
 
 // Limits of a job VM's shape.
@@ -69,26 +71,37 @@ type vmState struct {
 // vmFiles are the absolute paths of one VM's files.
 type vmFiles struct {
 	dir, state, initrd, console, control, qemuLog, qmp, killed string
+	vfsSock, virtiofsdLog                                      string
 }
 
 func filesIn(dir string) vmFiles {
 	j := func(n string) string { return filepath.Join(dir, n) }
 	return vmFiles{dir: dir, state: j(stateFile), initrd: j(initrdFile), console: j(consoleFile),
-		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile)}
+		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile),
+		vfsSock: j(vfsSockFile), virtiofsdLog: j(vfsLogFile)}
 }
 
 // Start boots the job's VM and returns once QEMU's monitor answers: the
 // guest is then booting, and output follows in about a second under TCG.
 // An error means no VM is left running; its text is shown to the user.
 func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
-	v, err := r.start(ctx, spec, r.accel)
+	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true})
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string) (*VM, error) {
+// startOpts are what Start and the accelerator probe boot differently.
+type startOpts struct {
+	accel string
+	// hostRoot gives the job the host's tree as its root when its image
+	// can (vmimage.Image.HostRoot); the probe boots the bare initramfs.
+	hostRoot bool
+}
+
+func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
+	accel := o.accel
 	job := spec.Job
 	if job == nil {
 		job = &api.Job{}
@@ -116,16 +129,41 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeInitrd(img, f.initrd, spec); err != nil {
+	var gfs *vmimage.FS
+	if o.hostRoot && img.HostRoot {
+		gfs = guestFS(vmimage.ShareVirtiofs, spec)
+	}
+	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
 	}
-	argv := r.argv(vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
-		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA})
-	v, err := r.launch(argv, f, img.Name, accel)
+	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
+		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA}
+	var vfsd *exec.Cmd
+	if gfs != nil && gfs.Kind == vmimage.ShareVirtiofs {
+		a.virtiofs = true
+		if vfsd, err = startVirtiofsd(f); err != nil {
+			os.Remove(f.initrd)
+			return nil, err
+		}
+	}
+	v, err := r.launch(r.argv(a), f, img.Name, accel)
+	if err == nil {
+		// Once QEMU's monitor answers, QEMU holds virtiofsd's socket and
+		// virtiofsd ends with it.
+		v, err = r.started(ctx, v, job, img, accel, cpus, memMB, dir)
+	}
 	if err != nil {
+		if vfsd != nil {
+			vfsd.Process.Kill()
+		}
 		os.Remove(f.initrd)
 		return nil, err
 	}
+	return v, nil
+}
+
+// started waits for a launched VM's monitor and pins its vCPUs.
+func (r *Runner) started(ctx context.Context, v *VM, job *api.Job, img *vmimage.Image, accel string, cpus int, memMB int64, dir string) (*VM, error) {
 	if err := v.awaitMonitor(ctx); err != nil {
 		killProc(v.proc)
 		<-v.done
@@ -214,7 +252,7 @@ func prepareOutputs(out, errPath string) (outputs, error) {
 
 // writeInitrd writes the job's -initrd: the image's base initramfs and the
 // job's payload.
-func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec) error {
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS) error {
 	env := spec.Env
 	hasPath := false
 	for _, kv := range env {
@@ -223,7 +261,10 @@ func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec) error {
 	if !hasPath {
 		env = append(append([]string(nil), env...), guestPath)
 	}
-	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs}
+	if u := spec.User; u.Name != "" && u.UID != 0 {
+		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
+	}
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("writing the VM's initrd: %w", err)
@@ -253,6 +294,8 @@ type vmArgs struct {
 	// its --numa policy.
 	placement *api.Placement
 	numa      string
+	// virtiofs adds the virtiofs device of the host's tree.
+	virtiofs bool
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -270,11 +313,9 @@ func (r *Runner) argv(a vmArgs) []string {
 	}
 	machine := "microvm"
 	var backend []string
-	if a.placement != nil {
-		if obj := memoryBackend(a.placement, a.numa, a.memMB); obj != "" {
-			machine += ",memory-backend=ram"
-			backend = []string{"-object", obj}
-		}
+	if obj := memoryBackend(a.placement, a.numa, a.memMB, a.virtiofs); obj != "" {
+		machine += ",memory-backend=ram"
+		backend = []string{"-object", obj}
 	}
 	argv := []string{r.cfg.QEMU,
 		"-M", machine, "-accel", a.accel, "-cpu", cpu,
@@ -295,6 +336,9 @@ func (r *Runner) argv(a vmArgs) []string {
 		"-kernel", a.img.Kernel, "-initrd", a.f.initrd,
 	)
 	argv = append(argv, backend...)
+	if a.virtiofs {
+		argv = append(argv, virtiofsArgs(a.f)...)
+	}
 	if a.placement != nil {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}

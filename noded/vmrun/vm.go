@@ -320,7 +320,7 @@ func tailFile(path string, lines, max int) string {
 // removeLeftovers removes what must not outlive the VM: the monitor socket
 // (QEMU removes it itself only when it exits cleanly) and the initrd.
 func removeLeftovers(log *slog.Logger, f vmFiles) {
-	for _, p := range []string{f.qmp, f.initrd} {
+	for _, p := range []string{f.qmp, f.initrd, f.vfsSock} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("cannot remove a job VM's file", "path", p, "err", err)
 		}
