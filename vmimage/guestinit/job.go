@@ -25,11 +25,11 @@ import (
 
 // Job is what the payload under /job asks for.
 type Job struct {
-	Argv    []string // the program and its arguments
+	Argv []string // the program and its arguments
 	// ScriptArg is the index in Argv of the script's path.
 	ScriptArg int
-	Env     []string // KEY=VALUE, exactly the job's environment
-	WorkDir string
+	Env       []string // KEY=VALUE, exactly the job's environment
+	WorkDir   string
 	// User is whom the job runs as; nil is root.
 	User *vmimage.User
 	// FS, when set, makes the host's tree the job's root (see vmimage.FS).
