@@ -125,7 +125,10 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := resetFiles(f); err != nil {
 		return nil, fmt.Errorf("preparing the VM's files: %w", err)
 	}
-	out, err := prepareOutputs(spec.Stdout, spec.Stderr)
+	var out outputs
+	// As the job's user: the files are theirs, and a directory they may
+	// not write to fails the job, as on the host.
+	spec.User.Do(func() error { out, err = prepareOutputs(spec.Stdout, spec.Stderr); return nil })
 	if err != nil {
 		return nil, err
 	}
