@@ -351,7 +351,13 @@ func (d *Daemon) onExited(ev exitedEvent) {
 		return
 	}
 	lj.handle = nil
-	d.finish(lj, d.endReport(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
+	rep := d.endReport(lj, ev.res)
+	if u, ok := ev.handle.(UsageReporter); ok {
+		if cpu, peak, ok := u.Usage(); ok {
+			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
+		}
+	}
+	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
 

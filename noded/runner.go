@@ -101,6 +101,13 @@ type PauseReporter interface {
 	Paused() (bool, error)
 }
 
+// UsageReporter is implemented by a Handle whose runner measures what the
+// job used; Usage is called once the job has ended (Wait returned) and
+// reports false when nothing was measured.
+type UsageReporter interface {
+	Usage() (cpu time.Duration, peakBytes int64, ok bool)
+}
+
 // Result is how a job ended. A job that exited has ExitCode set; one killed
 // by a signal has Signal set (Slurm shows that as ExitCode 0:Signal). A
 // non-empty Message means the job's end was abnormal in a way its exit

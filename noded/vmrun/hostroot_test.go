@@ -82,6 +82,7 @@ touch ` + outside + `/x && echo guest-write-ok
 	spec := jobSpec(t, script, 1, 256)
 	spec.User = u
 	spec.WorkDir = work
+	spec.Stdout = filepath.Join(work, "out.txt") // created as the user
 	spec.Shares = []string{work}
 	spec.Env = append(spec.Env, "HOME="+u.Home, "USER="+u.Name)
 	v := start(t, r, spec)
@@ -107,6 +108,13 @@ touch ` + outside + `/x && echo guest-write-ok
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(work, "result.txt"), &st); err != nil || st.Uid != u.UID {
 		t.Errorf("result.txt is owned by uid %d, want %d", st.Uid, u.UID)
+	}
+	if cpu, peak, ok := v.Usage(); r.cg == nil {
+		t.Logf("no cgroup usage measured: %s", r.cgNote)
+	} else if !ok || cpu <= 0 || peak < 64<<20 {
+		t.Errorf("cgroup usage cpu %v peak %d MiB (measured %v): want CPU time and the VM's memory", cpu, peak>>20, ok)
+	} else {
+		t.Logf("the VM used %v of CPU, %d MiB at its peak (%s)", cpu, peak>>20, r.cgNote)
 	}
 	for _, p := range []string{filepath.Join(outside, "x"), filepath.Join(rootDir, "x")} {
 		if _, err := os.Stat(p); err == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/noded/cgroup"
 	"corral/noded"
 	"corral/vmimage"
 
@@ -66,6 +68,8 @@ type vmState struct {
 	Image  string   `json:"image"`
 	Accel  string   `json:"accel"`
 	Argv   []string `json:"argv"`
+	// Cgroup names the VM's cgroup; empty when it has none.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -85,7 +89,7 @@ func filesIn(dir string) vmFiles {
 // guest is then booting, and output follows in about a second under TCG.
 // An error means no VM is left running; its text is shown to the user.
 func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
-	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true})
+	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true, group: true})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +102,8 @@ type startOpts struct {
 	// hostRoot gives the job the host's tree as its root when its image
 	// can (vmimage.Image.HostRoot); the probe boots the bare initramfs.
 	hostRoot bool
+	// group puts the VM in a cgroup of its own (when the host has them).
+	group bool
 }
 
 func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
@@ -149,7 +155,23 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			return nil, err
 		}
 	}
-	v, err := r.launch(r.argv(a), f, img.Name, accel)
+	var grp *cgroup.Group
+	if o.group && r.cg != nil {
+		if grp, err = r.cg.Create(groupName(dir), r.groupLimits(job, memMB)); err != nil {
+			r.log.Warn("the job's VM runs without its cgroup", "job", job.ID, "err", err)
+			grp = nil
+		}
+	}
+	v, err := r.launch(r.argv(a), f, img.Name, accel, groupName(dir), grp)
+	if err == nil && grp != nil {
+		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
+			if pid > 0 {
+				if err := grp.Add(pid); err != nil {
+					r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
+				}
+			}
+		}
+	}
 	if err == nil {
 		// Once QEMU's monitor answers, QEMU holds virtiofsd's socket and
 		// virtiofsd ends with it.
@@ -163,6 +185,38 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, err
 	}
 	return v, nil
+}
+
+// groupName names a VM's cgroup after its state directory, which is unique
+// on the node.
+func groupName(dir string) string {
+	h := fnv.New64a()
+	h.Write([]byte(dir))
+	return fmt.Sprintf("vm-%016x", h.Sum64())
+}
+
+// groupSlackMB is what a VM's group may use beyond guest RAM and QEMU's
+// measured overhead: virtiofsd and the page tables.
+const groupSlackMB = 64
+
+// groupLimits are a VM's cgroup limits: the CPUs and NUMA nodes of its
+// placement, and its guest RAM plus QEMU's overhead plus groupSlackMB.
+func (r *Runner) groupLimits(job *api.Job, memMB int64) cgroup.Limits {
+	l := cgroup.Limits{MemBytes: (memMB + r.overhead + groupSlackMB) << 20}
+	if p := job.Placement; p != nil {
+		l.CPUs = p.CPUs
+		if job.Spec.NUMA != api.NUMANone {
+			l.Mems = p.NUMANodes
+		}
+	}
+	return l
+}
+
+func cmdPID(c *exec.Cmd) int {
+	if c == nil || c.Process == nil {
+		return 0
+	}
+	return c.Process.Pid
 }
 
 // started waits for a launched VM's monitor and pins its vCPUs.
@@ -367,7 +421,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
 // daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, error) {
+func (r *Runner) launch(argv []string, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
@@ -390,6 +444,9 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
 		Image: image, Accel: accel, Argv: argv}
+	if grp != nil {
+		st.Cgroup = group
+	}
 	if err == nil {
 		if err = procref.WriteJSON(f.state, st); err != nil && p != nil {
 			p.Close()
@@ -402,5 +459,5 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 		cmd.Wait()
 		return nil, fmt.Errorf("recording the job's VM: %w", err)
 	}
-	return newVM(r.log, f, st, p, cmd), nil
+	return newVM(r.log, f, st, p, cmd, grp), nil
 }
