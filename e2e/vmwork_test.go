@@ -69,7 +69,20 @@ func userDir(t *testing.T) (string, *user.User) {
 func TestVMScriptsWorkUnchanged(t *testing.T) {
 	root := imageRoot(t)
 	dir, u := userDir(t)
-	c := startControllers(t, 1)
+	// A partition's shared path, outside /tmp (which the guest has its own
+	// of), owned by the user.
+	shared, err := os.MkdirTemp(".", "shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, _ = filepath.Abs(shared)
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	os.Chown(shared, uid, gid)
+	partsFile := filepath.Join(t.TempDir(), "partitions.json")
+	writeFile(t, partsFile, `[{"name": "batch", "default": true, "shared_paths": ["`+shared+`"]}]`)
+	c := startControllers(t, 1, "--partitions-file", partsFile)
 	c.leader(t, 15*time.Second)
 	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--run-jobs-as", "user")
 	c.waitNodes(t, 1)
@@ -115,6 +128,7 @@ echo "twice $(twice "$a")"
 echo "uid $(id -u) user $USER"
 cat secret 2>/dev/null || echo "secret refused"
 python3 probe.py
+echo from-the-job > `+shared+`/out.txt
 `)
 	id := submitAs(t, c, dir, u.Username, "-o", filepath.Join(dir, "job-%j.out"), "job.sh")
 	cl := c.client(t)
@@ -133,6 +147,9 @@ python3 probe.py
 		t.Errorf("result.txt = %q, want 42", got)
 	}
 	assertOwner(t, filepath.Join(dir, "result.txt"), u.Uid)
+	if got := readFileOr(filepath.Join(shared, "out.txt")); got != "from-the-job\n" {
+		t.Errorf("the partition's shared path %s holds %q after the job, want from-the-job", shared, got)
+	}
 	assertOwner(t, filepath.Join(dir, "job-"+strconv.FormatUint(id, 10)+".out"), u.Uid)
 	if j.Spec.User != u.Username {
 		t.Errorf("job user %q, want %q", j.Spec.User, u.Username)

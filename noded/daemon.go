@@ -115,6 +115,9 @@ type Daemon struct {
 	leaseLost bool
 	keeper    *keeperProc
 	killMu    sync.Mutex
+
+	// partitions caches the partitions' shared paths (sharedPaths).
+	partitions partitionCache
 }
 
 // New checks cfg, fills in its defaults and returns a daemon.

@@ -1,12 +1,15 @@
 package noded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"corral/api"
 	"corral/internal/ident"
@@ -92,4 +95,41 @@ func jobShares(workDir, submitDir string, u ident.User, extra []string) []string
 	}
 	sort.Strings(out)
 	return out
+}
+
+// partitionTTL is how long the daemon trusts the partitions it read.
+const partitionTTL = 30 * time.Second
+
+// partitionCache holds the partitions as the controllers last told them,
+// for their shared paths.
+type partitionCache struct {
+	mu      sync.Mutex
+	fetched time.Time
+	parts   []api.Partition
+}
+
+// sharedPaths returns the shared paths of partition name ("" is the
+// default partition), reading the partitions from the controllers at most
+// every partitionTTL. It runs outside the loop (it may wait on the
+// network); when the controllers cannot be asked the last answer stands.
+func (d *Daemon) sharedPaths(ctx context.Context, name string) []string {
+	c := &d.partitions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.fetched) > partitionTTL {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		parts, err := d.cfg.Client.Partitions(ctx)
+		cancel()
+		if err != nil {
+			d.log.Warn("cannot read the partitions' shared paths; using the last ones read", "err", err)
+		} else {
+			c.parts, c.fetched = parts, time.Now()
+		}
+	}
+	for _, p := range c.parts {
+		if p.Name == name || (name == "" && p.Default) {
+			return p.SharedPaths
+		}
+	}
+	return nil
 }

@@ -203,7 +203,14 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
+	part, submitDir := j.Spec.Partition, j.Spec.SubmitDir
 	go func() {
+		if d.runner.Name() == "vm" {
+			// The VM mounts the partition's shared paths too.
+			if extra := d.sharedPaths(context.Background(), part); len(extra) > 0 {
+				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, extra)
+			}
+		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}
 	}()

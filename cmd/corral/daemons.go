@@ -87,6 +87,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "http", "HOST:PORT", "API listen address"),
 		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
 		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
+		valued(0, "partitions-file", "FILE", "partitions as a JSON list of objects (name, default, max_time_s, default_time_s, shared_paths, share, network) instead of --partitions"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
 		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
@@ -123,6 +124,11 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	parts, err := parsePartitions(orString(o.get("partitions"), "batch*"))
 	if err != nil {
 		return ctld.Config{}, err
+	}
+	if f := o.get("partitions-file"); f != "" {
+		if parts, err = readPartitionsFile(f); err != nil {
+			return ctld.Config{}, err
+		}
 	}
 	timeout, err := parseDuration("node-timeout", o.get("node-timeout"), 10*time.Second)
 	if err != nil {
