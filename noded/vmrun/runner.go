@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"corral/api"
-	"corral/noded/cgroup"
 	"corral/noded"
+	"corral/noded/cgroup"
 	"corral/vmimage"
 )
 

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"corral/api"
-	"corral/noded/cgroup"
 	"corral/noded"
+	"corral/noded/cgroup"
 	"corral/vmimage"
 
 	"corral/internal/procref"

@@ -42,8 +42,8 @@ type VM struct {
 }
 
 var (
-	_ noded.Handle       = (*VM)(nil)
-	_ noded.ProcessGroup = (*VM)(nil)
+	_ noded.Handle        = (*VM)(nil)
+	_ noded.ProcessGroup  = (*VM)(nil)
 	_ noded.UsageReporter = (*VM)(nil)
 )
 
