@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/noded/cgroup"
 )
 
 // cliAs runs the CLI as the user name says ($USER), the way a user on a
@@ -151,6 +152,14 @@ echo from-the-job > `+shared+`/out.txt
 		t.Errorf("the partition's shared path %s holds %q after the job, want from-the-job", shared, got)
 	}
 	assertOwner(t, filepath.Join(dir, "job-"+strconv.FormatUint(id, 10)+".out"), u.Uid)
+	if _, err := cgroup.Detect(); err == nil {
+		show, _ := cli(t, c.addr, dir, "show", "job", strconv.FormatUint(id, 10))
+		if j.CPUSeconds <= 0 || j.PeakMemKB < 64<<10 || !strings.Contains(show, "TotalCPU=") || !strings.Contains(show, "MaxRSS=") {
+			t.Errorf("the job's VM usage was not reported (cpu %.2f s, peak %d KiB); show job:\n%s", j.CPUSeconds, j.PeakMemKB, show)
+		}
+	} else {
+		t.Logf("no cgroups on this host (%v): usage not checked", err)
+	}
 	if j.Spec.User != u.Username {
 		t.Errorf("job user %q, want %q", j.Spec.User, u.Username)
 	}
