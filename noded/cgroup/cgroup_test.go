@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"testing"
@@ -22,18 +23,20 @@ func TestGroupLimitsAndUsage(t *testing.T) {
 	defer g.Remove()
 	cmd := exec.Command("/bin/sh", "-c", `read x; x=$(head -c 8m /dev/zero | tr "\0" a); i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; grep Cpus_allowed_list /proc/self/status`)
 	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
-	out := make(chan []byte, 1)
-	go func() { b, _ := cmd.Output(); out <- b }()
-	for cmd.Process == nil {
-		time.Sleep(time.Millisecond)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	defer cmd.Wait()
+	// The process waits on stdin until it is in the group.
 	if err := g.Add(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	stdin.Write([]byte("go\n"))
 	stdin.Close()
-	got := string(<-out)
+	b, _ := io.ReadAll(stdout)
+	got := string(b)
 	if want := "Cpus_allowed_list:\t0\n"; got != want {
 		t.Errorf("the grouped process says %q, want %q", got, want)
 	}
