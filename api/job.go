@@ -282,6 +282,10 @@ type Job struct {
 
 	ExitCode int `json:"exit_code"`
 	Signal   int `json:"signal,omitempty"`
+	// CPUSeconds and PeakMemKB are what the job's run used on its node, as
+	// the node measured it (its VM's cgroup); 0 when not measured.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
 	// Message carries the node's explanation of an abnormal end.
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`

@@ -149,6 +149,11 @@ type JobReport struct {
 	ExitCode   int      `json:"exit_code"`
 	Signal     int      `json:"signal,omitempty"`
 	Message    string   `json:"message,omitempty"`
+	// CPUSeconds and PeakMemKB are the run's CPU time and peak memory on
+	// the node, everything its runner ran for it included (a VM's QEMU and
+	// virtiofsd); 0 when the runner does not measure them.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
 }
 
 // NodeStatus is a node daemon's report: its identity and what happened to

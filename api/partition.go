@@ -22,4 +22,20 @@ type Partition struct {
 	// Unset, such a job is refused at submit, as Slurm refuses it:
 	// "Requested node configuration is not available".
 	QueueUnfit bool `json:"queue_unfit,omitempty"`
+
+	// What a job's VM sees (docs/vm.md). Plain values, so that they move
+	// with the partition when partitions become replicated records.
+
+	// SharedPaths are host directories (/home, /scratch, /projects) that
+	// every job of the partition has read-write at the same path in its
+	// VM, besides its working and submit directories and its home.
+	SharedPaths []string `json:"shared_paths,omitempty"`
+	// Share is how the host's files reach the VMs: "virtiofs" (fast; QEMU
+	// 7.2 cannot migrate such a VM) is the only one today; "nfs" (the
+	// migratable default to come) is refused until the node serves it.
+	// Empty means the node's default.
+	Share string `json:"share,omitempty"`
+	// Network is the jobs' outbound network: "none" (the default: the
+	// guest has no network device beyond its share) is the only one today.
+	Network string `json:"network,omitempty"`
 }

@@ -497,6 +497,7 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		return true
 	}
 	j.ExitCode, j.Signal = r.ExitCode, r.Signal
+	j.CPUSeconds, j.PeakMemKB = r.CPUSeconds, r.PeakMemKB
 	if r.Message != "" {
 		j.Message = r.Message
 	}

@@ -97,6 +97,12 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	k.str("BatchFlag", "1")
 	k.str("ExitCode", strconv.Itoa(j.ExitCode)+":"+strconv.Itoa(j.Signal))
 	k.newLine()
+	if j.CPUSeconds > 0 || j.PeakMemKB > 0 {
+		k.key("TotalCPU")
+		k.buf = appendLongSecs(k.buf, int64(j.CPUSeconds+0.5))
+		k.str("MaxRSS", strconv.FormatInt(j.PeakMemKB, 10)+"K")
+		k.newLine()
+	}
 	k.key("RunTime")
 	k.buf = appendLongSecs(k.buf, elapsedSecs(j, now))
 	k.key("TimeLimit")

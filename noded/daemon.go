@@ -52,6 +52,12 @@ type Config struct {
 	// When the node's lease runs out it is at most a fifth of the
 	// controllers' node timeout (see leaseTerms).
 	KillGrace time.Duration
+	// RunJobsAs says whose credentials a job runs with: RunAsJobUser (the
+	// default) resolves the job's user in the node's passwd and group
+	// databases and refuses a user the node does not know; RunAsDaemon runs
+	// every job as the daemon's own user, for development clusters and
+	// tests whose submitting users do not exist on the node.
+	RunJobsAs string
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -109,6 +115,9 @@ type Daemon struct {
 	leaseLost bool
 	keeper    *keeperProc
 	killMu    sync.Mutex
+
+	// partitions caches the partitions' shared paths (sharedPaths).
+	partitions partitionCache
 }
 
 // New checks cfg, fills in its defaults and returns a daemon.
@@ -149,6 +158,13 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	switch cfg.RunJobsAs {
+	case "":
+		cfg.RunJobsAs = RunAsJobUser
+	case RunAsJobUser, RunAsDaemon:
+	default:
+		return nil, fmt.Errorf("noded: run jobs as %q: use %s or %s", cfg.RunJobsAs, RunAsJobUser, RunAsDaemon)
 	}
 	var b [16]byte
 	rand.Read(b[:])

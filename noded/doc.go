@@ -108,8 +108,11 @@
 //
 // The process runner runs a job as a session of its own under a small
 // /bin/sh shim that records the script's exit status in the run's
-// directory; see shimScript for why it works the way it does. Its limits:
-// jobs run as the daemon's user; a process that calls setsid escapes Kill
+// directory; see shimScript for why it works the way it does. Jobs run as
+// their user (Config.RunJobsAs, identity.go): the daemon resolves the job's
+// user in the node's passwd and group, refuses one it does not know, and
+// hands every runner the resolved ident.User; HOME, USER and LOGNAME are
+// set to that user's. Its limits: a process that calls setsid escapes Kill
 // (there is no cgroup); a script's own `exit 129`..`exit 192` cannot be told
 // from death by signal 1..64 and is reported as the signal; OOM is not
 // detected (an OOM kill shows as signal 9); suspend is SIGSTOP to every

@@ -203,7 +203,14 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
+	part, submitDir := j.Spec.Partition, j.Spec.SubmitDir
 	go func() {
+		if d.runner.Name() == "vm" {
+			// The VM mounts the partition's shared paths too.
+			if extra := d.sharedPaths(context.Background(), part); len(extra) > 0 {
+				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, extra)
+			}
+		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}
 	}()
@@ -222,6 +229,10 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		return LaunchSpec{}, err
 	}
 	lj.dir, lj.recSaved = dir, true
+	u, err := d.jobUser(j)
+	if err != nil {
+		return LaunchSpec{}, err
+	}
 	workDir := j.Spec.WorkDir
 	if workDir == "" {
 		workDir = j.Spec.SubmitDir
@@ -239,12 +250,14 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	return LaunchSpec{
 		Job:     j,
 		Dir:     lj.dir,
-		Env:     JobEnv(j, d.cfg.Name),
+		Env:     userEnv(JobEnv(j, d.cfg.Name), u),
 		Stdout:  out,
 		Stderr:  errPath,
 		Script:  j.Spec.Script,
 		Args:    j.Spec.Args,
 		WorkDir: workDir,
+		User:    u,
+		Shares:  jobShares(workDir, j.Spec.SubmitDir, u, nil),
 	}, nil
 }
 
@@ -345,7 +358,13 @@ func (d *Daemon) onExited(ev exitedEvent) {
 		return
 	}
 	lj.handle = nil
-	d.finish(lj, d.endReport(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
+	rep := d.endReport(lj, ev.res)
+	if u, ok := ev.handle.(UsageReporter); ok {
+		if cpu, peak, ok := u.Usage(); ok {
+			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
+		}
+	}
+	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
 

@@ -27,9 +27,13 @@
 // linux-image-cloud-amd64 kernel, uncompressed to an ELF vmlinux that
 // -M microvm boots through its PVH entry ("pvh": true; the bzImage vmlinuz
 // with "pvh": false when extraction failed), and an uncompressed newc initramfs of
-// busybox-static plus /init. /bin/bash runs busybox ash, so "#!/bin/bash"
-// scripts start. The cloud kernel has 8250 serial, initrd and devtmpfs
-// built in; virtio, vsock and 9p are absent or modules, and none is used.
+// busybox-static, /init and the kernel modules /init loads ("host_root":
+// true): the cloud kernel has 8250 serial, initrd and devtmpfs built in, and
+// virtio, virtiofs, NFS and overlayfs only as modules. Each feature's
+// modules are listed in load order in /etc/corral/modules/FEATURE (virtio,
+// overlay, virtiofs, nfs, agent, balloon). With a job/fs in the payload the
+// job's root is the host's tree (see docs/vm.md); without, it is the
+// initramfs, where /bin/bash runs busybox ash.
 //
 // # Booting a job VM
 //
@@ -89,9 +93,20 @@
 //	job/env       0644  the environment: KEY=VALUE entries, each followed by NUL
 //	job/args      0644  the script's arguments, each followed by NUL; may be empty
 //	job/workdir   0644  the working directory, one line ("/" when empty)
+//	job/user      0644  optional (protocol 2): whom the job runs as, five lines:
+//	                    name, uid, gid, groups separated by spaces, home
+//	job/fs        0644  optional (protocol 2): the host's tree as the job's root:
+//	                    "root virtiofs TAG" (or "root nfs ADDR PORT EXPORT GUESTADDR"),
+//	                    then "share PATH" per path mounted read-write at the same path
 //
 // Values may hold spaces and newlines; nothing may hold NUL (WritePayload
-// refuses it). The script runs as root with exactly the entries of job/env
+// refuses it). With job/fs, init mounts the host's tree read-only under a
+// tmpfs overlay at /newroot, the guest's own /proc, /sys, /dev, /tmp,
+// /var/tmp and /run inside it and each shared path read-write, all nosuid
+// and nodev, and runs the script chrooted there as /dev/fd/3 (the script
+// stays in the initramfs; the interpreter reads it through that
+// descriptor); the working directory must then exist on the host. The
+// script runs as job/user (root without one) with exactly the entries of job/env
 // as its environment (env -i): the host must put PATH, HOME and the job's
 // CORRAL_* and SLURM_* variables there; a shell adds PWD and SHLVL as shells
 // do. Its arguments are job/args, its working directory job/workdir

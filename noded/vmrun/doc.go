@@ -16,8 +16,13 @@
 // what state it ends in: the daemon does, from Result. It never removes a
 // job's state directory (the daemon does) but does remove the two files
 // that must not outlive the VM, the QMP socket and the per-job initrd. It
-// never uses 9p, networking or host devices a VM could not take along in a
-// live migration.
+// never uses 9p or networking. A VM whose image can take the host's root
+// (vmimage.Image.HostRoot) gets it over virtiofs: one virtiofsd per VM,
+// started before QEMU in a session of its own (share.go), which QEMU 7.2
+// cannot migrate (MigrationBlockers says so); the migratable NFS share is
+// not built yet (docs/vm.md). Each VM's QEMU and virtiofsd run in a cgroup
+// of their own when the host has them (noded/cgroup), whose CPU time and
+// peak memory the VM's Usage reports.
 //
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
 // *VM, which also offer Pause, Continue and Paused for suspend/resume and

@@ -117,7 +117,7 @@ func TestVCPUThreadsPinned(t *testing.T) {
 			t.Errorf("vCPU thread %d: Cpus_allowed_list %q, want \"0\"", tid, allowed)
 		}
 	}
-	if !slices.Contains(v.st.Argv, "memory-backend-ram,id=ram,size=256M,host-nodes=0,policy=bind") {
+	if !slices.Contains(v.st.Argv, "memory-backend-memfd,id=ram,size=256M,share=on,host-nodes=0,policy=bind") {
 		t.Errorf("QEMU argv does not bind the RAM to node 0: %v", v.st.Argv)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"corral/noded"
+	"corral/noded/cgroup"
 
 	"corral/internal/procref"
 )
@@ -43,6 +44,9 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		}
 	}
 	removeLeftovers(r.log, f)
+	if st.Cgroup != "" && r.cg != nil {
+		r.cg.Open(st.Cgroup).Remove()
+	}
 	if res, ok := finalResult(f); ok {
 		return nil, &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", dir, noded.ErrGone)
 	}
@@ -56,7 +60,11 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 // VM's state only to log it: a monitor that does not answer does not keep
 // the daemon from watching the process and killing it.
 func (r *Runner) reattach(f vmFiles, st vmState, p *procref.Ref) *VM {
-	v := newVM(r.log, f, st, p, nil)
+	var grp *cgroup.Group
+	if st.Cgroup != "" && r.cg != nil {
+		grp = r.cg.Open(st.Cgroup)
+	}
+	v := newVM(r.log, f, st, p, nil, grp)
 	status := "unknown"
 	if s, err := queryStatus(context.Background(), st.QMP); err != nil {
 		v.log.Warn("re-attached job VM's monitor does not answer; it can still be killed", "err", err)

@@ -31,6 +31,9 @@ type guest struct {
 	out, err, ctl *os.File
 	ports         []*os.File // the UARTs opened, drained before EXIT
 	oomBefore     int64
+	// root is the job's root: "" for the initramfs, newRoot when the
+	// host's tree is.
+	root string
 }
 
 // Main is PID 1. It never returns: it powers the VM off.
@@ -58,13 +61,20 @@ func Main() {
 	if err != nil {
 		g.finish(127, err.Error())
 	}
-	if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
-		g.finish(127, "cannot enter working directory "+job.WorkDir)
-	}
-	if st, err := os.Stat(job.WorkDir); err != nil || !st.IsDir() {
-		g.finish(127, "cannot enter working directory "+job.WorkDir)
-	}
 	os.Chmod(jobDir+"/script", 0o755)
+	if job.FS != nil {
+		if err := g.hostRoot(job.FS); err != nil {
+			g.finish(127, err.Error())
+		}
+		// The script stays in the initramfs, which the job's root does
+		// not show: init hands it over as a descriptor (see run).
+		g.logf("host root ready")
+	} else if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
+		g.finish(127, "cannot enter working directory "+job.WorkDir)
+	}
+	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
+		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")
+	}
 	g.finish(g.run(job), "")
 }
 
@@ -184,12 +194,32 @@ func (g *guest) run(job Job) int {
 		g.finish(127, "open /dev/null: "+err.Error())
 	}
 	g.oomBefore = oomKills()
+	files := []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	argv := job.Argv
+	if g.root != "" {
+		// The job's root does not hold /job: the script goes as fd 3 and
+		// runs as /dev/fd/3 (the kernel reopens it there without a path).
+		script, err := os.Open(job.Argv[job.ScriptArg])
+		if err != nil {
+			g.finish(127, "open the job script: "+err.Error())
+		}
+		defer script.Close()
+		files = append(files, script.Fd())
+		argv = append([]string(nil), job.Argv...)
+		argv[job.ScriptArg] = "/dev/fd/3"
+		attr.Chroot = g.root
+	}
+	if u := job.User; u != nil {
+		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
 	fmt.Fprintln(g.ctl, "CORRAL STARTED")
-	g.logf("starting %v in %s", job.Argv, job.WorkDir)
-	pid, err := syscall.ForkExec(job.Argv[0], job.Argv, &syscall.ProcAttr{
+	g.logf("starting %v in %s", argv, job.WorkDir)
+	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
 		Dir:   job.WorkDir,
 		Env:   job.Env,
-		Files: []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()},
+		Files: files,
+		Sys:   attr,
 	})
 	devnull.Close()
 	if err != nil {

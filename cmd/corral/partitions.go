@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"corral/api"
+)
+
+// readPartitionsFile reads --partitions-file: a JSON list of partitions
+// with the fields of api.Partition. Unknown fields are refused, so that a
+// misspelt setting is not silently ignored.
+func readPartitionsFile(path string) ([]api.Partition, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--partitions-file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var parts []api.Partition
+	if err := dec.Decode(&parts); err != nil {
+		return nil, fmt.Errorf("--partitions-file %s: %v (want a JSON list such as [{\"name\": \"batch\", \"default\": true, \"shared_paths\": [\"/home\"]}])", path, err)
+	}
+	seen := map[string]bool{}
+	defaults := 0
+	for i, p := range parts {
+		if p.Name == "" {
+			return nil, fmt.Errorf("--partitions-file %s: partition %d has no name", path, i+1)
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("--partitions-file %s: partition %s is listed twice", path, p.Name)
+		}
+		seen[p.Name] = true
+		if p.Default {
+			defaults++
+		}
+		for _, sp := range p.SharedPaths {
+			if !filepath.IsAbs(sp) || filepath.Clean(sp) != sp || sp == "/" {
+				return nil, fmt.Errorf("--partitions-file %s: partition %s: shared path %q: give a clean absolute path other than /", path, p.Name, sp)
+			}
+		}
+		switch p.Share {
+		case "", "virtiofs":
+		case "nfs":
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: share \"nfs\" is not served by the node daemon yet: use virtiofs or leave it out", path, p.Name)
+		default:
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: share %q: use virtiofs", path, p.Name, p.Share)
+		}
+		switch p.Network {
+		case "", "none":
+		default:
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: network %q: only none is offered so far", path, p.Name, p.Network)
+		}
+	}
+	if defaults > 1 {
+		return nil, fmt.Errorf("--partitions-file %s: %d partitions are marked default; mark one", path, defaults)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("--partitions-file %s: no partitions", path)
+	}
+	return parts, nil
+}

@@ -1,0 +1,135 @@
+package noded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"corral/api"
+	"corral/internal/ident"
+)
+
+// The values of Config.RunJobsAs.
+const (
+	// RunAsJobUser runs each job as its own user (the default).
+	RunAsJobUser = "user"
+	// RunAsDaemon runs every job as the daemon's user.
+	RunAsDaemon = "daemon"
+)
+
+// jobUser resolves whom job runs as on this node. A job of a user the node
+// does not know is refused with a message that says what to do; so is one
+// whose user differs from a daemon that is not root and so cannot switch.
+func (d *Daemon) jobUser(j *api.Job) (ident.User, error) {
+	self, err := ident.Self()
+	if err != nil {
+		return ident.User{}, err
+	}
+	name := j.Spec.User
+	if d.cfg.RunJobsAs == RunAsDaemon || name == "" || name == self.Name {
+		return self, nil
+	}
+	u, err := ident.Lookup(name)
+	if errors.Is(err, ident.ErrUnknownUser) {
+		return ident.User{}, fmt.Errorf("job %d: user %q does not exist on node %s: create the user there (the node runs every job as its user, with the node's passwd and group), or submit as a user the node knows", j.ID, name, d.cfg.Name)
+	}
+	if err != nil {
+		return ident.User{}, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	if os.Geteuid() != 0 && u.UID != self.UID {
+		return ident.User{}, fmt.Errorf("job %d: node %s runs as %s, not root, and cannot run a job as %s: run the node daemon as root, or with --run-jobs-as daemon", j.ID, d.cfg.Name, self.Name, name)
+	}
+	return u, nil
+}
+
+// userEnv sets HOME, USER and LOGNAME to the job's user, as Slurm's job
+// environment has them, whatever the submitter exported.
+func userEnv(env []string, u ident.User) []string {
+	set := map[string]string{"USER": u.Name, "LOGNAME": u.Name}
+	if u.Home != "" {
+		set["HOME"] = u.Home
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// jobShares lists the host directories a job works in: its working and
+// submit directories, its user's home when it exists, and extra (the
+// partition's shared paths). Nested paths are kept: the guest mounts the
+// outer one first.
+func jobShares(workDir, submitDir string, u ident.User, extra []string) []string {
+	cand := append([]string{workDir, submitDir}, extra...)
+	if u.Home != "" && u.Home != "/" {
+		if st, err := os.Stat(u.Home); err == nil && st.IsDir() {
+			cand = append(cand, u.Home)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range cand {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if p == "/" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// partitionTTL is how long the daemon trusts the partitions it read.
+const partitionTTL = 30 * time.Second
+
+// partitionCache holds the partitions as the controllers last told them,
+// for their shared paths.
+type partitionCache struct {
+	mu      sync.Mutex
+	fetched time.Time
+	parts   []api.Partition
+}
+
+// sharedPaths returns the shared paths of partition name ("" is the
+// default partition), reading the partitions from the controllers at most
+// every partitionTTL. It runs outside the loop (it may wait on the
+// network); when the controllers cannot be asked the last answer stands.
+func (d *Daemon) sharedPaths(ctx context.Context, name string) []string {
+	c := &d.partitions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.fetched) > partitionTTL {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		parts, err := d.cfg.Client.Partitions(ctx)
+		cancel()
+		if err != nil {
+			d.log.Warn("cannot read the partitions' shared paths; using the last ones read", "err", err)
+		} else {
+			c.parts, c.fetched = parts, time.Now()
+		}
+	}
+	for _, p := range c.parts {
+		if p.Name == name || (name == "" && p.Default) {
+			return p.SharedPaths
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package noded
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/internal/ident"
+)
+
+// TestProcessRunsAsTheJobUser runs a job of user nobody with the process
+// runner from a state directory nobody cannot enter: the job's processes
+// have nobody's uid and groups, its output and the files it creates are
+// nobody's, a root-only file is refused it, and its exit status is still
+// recorded.
+func TestProcessRunsAsTheJobUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a job as another user")
+	}
+	nobody, err := ident.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	spec := testSpec(t, `id -u; id -g
+touch made
+cat `+"$SECRET"+` && echo read-the-secret
+exit 7`)
+	os.Chmod(filepath.Dir(spec.WorkDir), 0o755) // t.TempDir's parent is 0700
+	os.Chown(spec.WorkDir, int(nobody.UID), int(nobody.GID))
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("root only\n"), 0o600)
+	spec.User = nobody
+	spec.Env = userEnv(append(spec.Env, "SECRET="+secret, "USER=root", "HOME=/root"), nobody)
+	h, err := NewProcessRunner().Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Kill(0); h.Wait() })
+	if res := waitResult(t, h, 10*time.Second); res.ExitCode != 7 || res.Message != "" {
+		t.Fatalf("result %+v, want exit code 7 (recorded through the exit file)", res)
+	}
+	out, _ := os.ReadFile(spec.Stdout)
+	want := strconv.Itoa(int(nobody.UID)) + "\n" + strconv.Itoa(int(nobody.GID)) + "\n"
+	if string(out) != want {
+		t.Errorf("the job printed %q, want its uid and gid %q", out, want)
+	}
+	errOut, _ := os.ReadFile(spec.Stderr)
+	if !strings.Contains(string(errOut), "Permission denied") {
+		t.Errorf("reading a root-only file did not fail with EACCES: stderr %q", errOut)
+	}
+	for _, f := range []string{spec.Stdout, filepath.Join(spec.WorkDir, "made")} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(f, &st); err != nil || st.Uid != nobody.UID {
+			t.Errorf("%s is owned by uid %d (%v), want nobody's %d", f, st.Uid, err, nobody.UID)
+		}
+	}
+}
+
+// TestUserEnv checks that HOME, USER and LOGNAME are the job user's,
+// whatever the submitter exported, and that the rest is kept.
+func TestUserEnv(t *testing.T) {
+	u := ident.User{Name: "alice", UID: 1000, GID: 1000, Home: "/home/alice"}
+	got := userEnv([]string{"A=1", "HOME=/root", "USER=root", "Z=2"}, u)
+	want := []string{"A=1", "HOME=/home/alice", "LOGNAME=alice", "USER=alice", "Z=2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("userEnv = %v, want %v", got, want)
+	}
+}
+
+func TestJobShares(t *testing.T) {
+	home := t.TempDir()
+	u := ident.User{Name: "alice", Home: home}
+	got := jobShares("/work/a/", "/work/a", u, []string{"/scratch", "relative", "/", "/scratch"})
+	want := []string{home, "/scratch", "/work/a"}
+	if len(got) != len(want) {
+		t.Fatalf("jobShares = %v, want %v", got, want)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("jobShares = %v lacks %s", got, w)
+		}
+	}
+}
+
+// TestUnknownUserRefused runs a job of a user the node does not know: it
+// fails at once with a message naming the user and the node.
+func TestUnknownUserRefused(t *testing.T) {
+	f := newFakeCtl(t)
+	startDaemon(t, f, t.TempDir(), func(c *Config) { c.RunJobsAs = RunAsJobUser })
+	f.addJob("n1", api.Job{ID: 41, Spec: api.JobSpec{Name: "x", User: "no-such-user-corral", Script: "#!/bin/sh\ntrue\n", WorkDir: t.TempDir()}})
+	r := f.waitReport(t, 41, 10*time.Second)
+	if r.State != api.StateFailed || !strings.Contains(r.Message, `user "no-such-user-corral" does not exist on node n1`) {
+		t.Fatalf("report %+v, want FAILED saying the user does not exist on n1", r)
+	}
+}
