@@ -27,6 +27,37 @@ func userWorkDir(t *testing.T, u ident.User) string {
 	return work
 }
 
+// hostOnlyDir makes a temporary directory on the host in a place the guest
+// sees through the host's root (not under /tmp, /var/tmp or /run, which the
+// guest replaces with its own): the package directory, unless the checkout
+// itself lives under one of those, else /var/cache or /srv.
+func hostOnlyDir(t *testing.T) string {
+	t.Helper()
+	cwd, _ := os.Getwd()
+	for _, parent := range []string{cwd, "/var/cache", "/srv", "/opt"} {
+		if guestPrivate(parent) {
+			continue
+		}
+		dir, err := os.MkdirTemp(parent, "corral-outside-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	t.Skip("no host directory outside /tmp, /var/tmp and /run to write to")
+	return ""
+}
+
+func guestPrivate(path string) bool {
+	for _, p := range []string{"/tmp", "/var/tmp", "/run"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func lookupNobody(t *testing.T) ident.User {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -57,12 +88,8 @@ func TestHostRootAsTheUser(t *testing.T) {
 	rootDir := filepath.Join(work, "root-only") // root's, 0755
 	os.Mkdir(rootDir, 0o755)
 	// A directory the user may write on the host but that is not shared:
-	// outside /tmp, which the guest has its own of.
-	outside, err := os.MkdirTemp(".", "outside-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	outside, _ = filepath.Abs(outside)
+	// outside /tmp, /var/tmp and /run, which the guest has its own of.
+	outside := hostOnlyDir(t)
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	os.Chmod(outside, 0o777)
 	script := `#!/bin/bash
