@@ -72,8 +72,10 @@ type Daemon struct {
 	bootID string
 	root   string // DataDir/jobs
 
-	reg   *registration
-	rep   *reporter
+	reg *registration
+	rep *reporter
+	// users caches the identities jobs run as (identity.go).
+	users users
 	lease *lease
 	// inv is the inventory the daemon reports (see Config.Rediscover).
 	inv  atomic.Pointer[api.Inventory]

@@ -23,11 +23,68 @@ const (
 	RunAsDaemon = "daemon"
 )
 
+// userTTL is how long a looked-up user (uid, groups, home) is reused: a
+// node starting hundreds of short jobs a second asks the passwd and group
+// databases once a user per minute, not once a job, as slurmd caches its
+// group lookups. A change to a user reaches jobs started after it expires.
+const userTTL = time.Minute
+
+// users caches the daemon's own identity (for good) and the jobs' users
+// (for userTTL).
+type users struct {
+	mu     sync.Mutex
+	self   *ident.User
+	byName map[string]cachedUser
+}
+
+type cachedUser struct {
+	u   ident.User
+	err error
+	at  time.Time
+}
+
+// selfUser returns the daemon's own user, looked up once.
+func (c *users) selfUser() (ident.User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.self != nil {
+		return *c.self, nil
+	}
+	u, err := ident.Self()
+	if err != nil {
+		return ident.User{}, err
+	}
+	c.self = &u
+	return u, nil
+}
+
+// lookup returns the user name, from the cache when it is fresh.
+func (c *users) lookup(name string) (ident.User, error) {
+	now := time.Now()
+	c.mu.Lock()
+	if e, ok := c.byName[name]; ok && now.Sub(e.at) < userTTL {
+		c.mu.Unlock()
+		return e.u, e.err
+	}
+	c.mu.Unlock()
+	u, err := ident.Lookup(name)
+	if err != nil && !errors.Is(err, ident.ErrUnknownUser) {
+		return u, err // a failing lookup is not remembered
+	}
+	c.mu.Lock()
+	if c.byName == nil || len(c.byName) > 10_000 {
+		c.byName = map[string]cachedUser{}
+	}
+	c.byName[name] = cachedUser{u: u, err: err, at: now}
+	c.mu.Unlock()
+	return u, err
+}
+
 // jobUser resolves whom job runs as on this node. A job of a user the node
 // does not know is refused with a message that says what to do; so is one
 // whose user differs from a daemon that is not root and so cannot switch.
 func (d *Daemon) jobUser(j *api.Job) (ident.User, error) {
-	self, err := ident.Self()
+	self, err := d.users.selfUser()
 	if err != nil {
 		return ident.User{}, err
 	}
@@ -35,7 +92,7 @@ func (d *Daemon) jobUser(j *api.Job) (ident.User, error) {
 	if d.cfg.RunJobsAs == RunAsDaemon || name == "" || name == self.Name {
 		return self, nil
 	}
-	u, err := ident.Lookup(name)
+	u, err := d.users.lookup(name)
 	if errors.Is(err, ident.ErrUnknownUser) {
 		return ident.User{}, fmt.Errorf("job %d: user %q does not exist on node %s: create the user there (the node runs every job as its user, with the node's passwd and group), or submit as a user the node knows", j.ID, name, d.cfg.Name)
 	}

@@ -2,6 +2,7 @@ package noded
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,5 +102,31 @@ func TestUnknownUserRefused(t *testing.T) {
 	r := f.waitReport(t, 41, 10*time.Second)
 	if r.State != api.StateFailed || !strings.Contains(r.Message, `user "no-such-user-corral" does not exist on node n1`) {
 		t.Fatalf("report %+v, want FAILED saying the user does not exist on n1", r)
+	}
+}
+
+// TestUserCache checks that the daemon looks a user up once per userTTL:
+// the second answer, known user or unknown, comes from the cache.
+func TestUserCache(t *testing.T) {
+	var c users
+	self, err := c.selfUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := c.selfUser(); again.UID != self.UID || c.self == nil {
+		t.Fatalf("selfUser gave %+v then %+v", self, again)
+	}
+	if _, err := c.lookup("no-such-user-corral"); !errors.Is(err, ident.ErrUnknownUser) {
+		t.Fatalf("lookup of an unknown user: %v", err)
+	}
+	if e, ok := c.byName["no-such-user-corral"]; !ok || !errors.Is(e.err, ident.ErrUnknownUser) {
+		t.Fatalf("the unknown user was not cached: %+v", c.byName)
+	}
+	u, err := c.lookup(self.Name)
+	if err != nil || u.UID != self.UID {
+		t.Fatalf("lookup(%q) = %+v, %v", self.Name, u, err)
+	}
+	if _, ok := c.byName[self.Name]; !ok {
+		t.Fatal("a known user was not cached")
 	}
 }
