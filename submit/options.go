@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,7 +255,7 @@ func applyKillOnInvalidDep(b *builder, v string, _ bool) error {
 	case "no":
 		b.spec.KillOnInvalidDep = false
 	default:
-		return fmt.Errorf("--kill-on-invalid-dep=%s: use yes or no", v)
+		return optionError("--kill-on-invalid-dep", v, nil, "use yes or no")
 	}
 	return nil
 }
