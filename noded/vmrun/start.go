@@ -162,7 +162,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), f, img.Name, accel, groupName(dir), grp)
+	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp)
 	if err == nil && grp != nil {
 		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
 			if pid > 0 {
@@ -353,6 +353,8 @@ type vmArgs struct {
 	numa      string
 	// virtiofs adds the virtiofs device of the host's tree.
 	virtiofs bool
+	// net adds the network card of the NFS share (nil: none).
+	net *guestNet
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -396,6 +398,7 @@ func (r *Runner) argv(a vmArgs) []string {
 	if a.virtiofs {
 		argv = append(argv, virtiofsArgs(a.f)...)
 	}
+	argv = append(argv, a.net.qemuArgs()...)
 	if a.placement != nil {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}
@@ -421,7 +424,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
 // daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
+func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
@@ -429,7 +432,7 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel, group string, gr
 	defer logf.Close()
 	cmd := &exec.Cmd{
 		Path: argv[0], Args: argv, Dir: f.dir,
-		Stdout: logf, Stderr: logf,
+		Stdout: logf, Stderr: logf, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
