@@ -198,4 +198,3 @@ func bindShare(p string) error {
 	}
 	return nil
 }
-
