@@ -33,6 +33,8 @@ func (s *Server) answer(msg, out []byte) []byte {
 		s.call(w, h, args, nfsVers, len(nfsProcs), func(w *xdrWriter) bool { return nfsProcs[h.Proc](s, args, w) })
 	case h.Prog == progMount:
 		s.call(w, h, args, mountVers, len(mountProcs), func(w *xdrWriter) bool { return mountProcs[h.Proc](s, args, w) })
+	case h.Prog == progNFSACL:
+		s.call(w, h, args, aclVers, len(aclProcs), func(w *xdrWriter) bool { return aclProcs[h.Proc](s, args, w) })
 	default:
 		w.accepted(acceptProgUnavail)
 	}

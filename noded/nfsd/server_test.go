@@ -354,7 +354,7 @@ func TestRPCErrors(t *testing.T) {
 		body             []byte
 		want             rpcError
 	}{
-		"unknown program":   {100227, 3, 0, nil, rpcError{acceptStat: acceptProgUnavail}},
+		"unknown program":   {100228, 3, 0, nil, rpcError{acceptStat: acceptProgUnavail}},
 		"NFS version 4":     {progNFS, 4, 0, nil, rpcError{acceptStat: acceptProgMismatch}},
 		"unknown procedure": {progNFS, 3, 22, nil, rpcError{acceptStat: acceptProcUnavail}},
 		"garbage arguments": {progNFS, 3, procGetattr, []byte{0, 0, 1}, rpcError{acceptStat: acceptGarbageArgs}},

@@ -29,7 +29,7 @@ func TestNamespaceConfinesItsListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Remove()
-	tap, err := ns.Tap("tap0", netip.MustParsePrefix("10.0.2.2/24"), 65520)
+	tap, err := ns.Tap("tap0", net.HardwareAddr{0x52, 0x54, 0, 0xc0, 0x44, 2}, netip.MustParsePrefix("10.0.2.2/24"), 65520)
 	if err != nil {
 		t.Fatal(err)
 	}

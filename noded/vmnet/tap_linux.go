@@ -2,20 +2,25 @@ package vmnet
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // Tap creates a tap device named name inside the namespace, gives it the
-// host side's address (10.0.2.2/24, say) and MTU and sets it up. It returns
+// host side's MAC and IP address (10.0.2.2/24, say) and MTU and sets it
+// up. The MAC must be the same wherever the VM may run: a migrated guest
+// keeps the server's MAC in its ARP cache, and a tap device drops frames
+// sent to another MAC. It returns
 // the device's descriptor for QEMU's -netdev tap,fd=N: the device exists as
 // long as a descriptor of it is open, so it ends with its VM.
 //
 // The device carries virtio-net headers (IFF_VNET_HDR), which lets QEMU
 // hand the guest's checksum and segmentation offloads to the host kernel.
-func (n *Netns) Tap(name string, host netip.Prefix, mtu int) (*os.File, error) {
+func (n *Netns) Tap(name string, mac net.HardwareAddr, host netip.Prefix, mtu int) (*os.File, error) {
 	if !host.Addr().Is4() {
 		return nil, fmt.Errorf("tap %s: address %s is not IPv4", name, host)
 	}
@@ -32,7 +37,7 @@ func (n *Netns) Tap(name string, host netip.Prefix, mtu int) (*os.File, error) {
 			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 		}
 		if err == nil {
-			err = configure(name, host, mtu)
+			err = configure(name, mac, host, mtu)
 		}
 		if err != nil {
 			f.Close()
@@ -47,12 +52,15 @@ func (n *Netns) Tap(name string, host netip.Prefix, mtu int) (*os.File, error) {
 // configure sets an interface's IPv4 address, netmask and MTU and brings it
 // up, with the ioctls ifconfig uses: the calling thread's namespace is the
 // interface's.
-func configure(name string, addr netip.Prefix, mtu int) error {
+func configure(name string, mac net.HardwareAddr, addr netip.Prefix, mtu int) error {
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(s)
+	if err := setMAC(s, name, mac); err != nil {
+		return fmt.Errorf("set mac %s: %w", mac, err)
+	}
 	ip := addr.Addr().As4()
 	var m [4]byte
 	for i := 0; i < addr.Bits(); i++ {
@@ -83,6 +91,29 @@ func configure(name string, addr netip.Prefix, mtu int) error {
 		}
 	}
 	return up(s, name)
+}
+
+// ifreqHW is struct ifreq holding a hardware address (ifr_hwaddr).
+type ifreqHW struct {
+	Name   [unix.IFNAMSIZ]byte
+	Family uint16
+	Addr   [14]byte
+	_      [8]byte
+}
+
+// setMAC sets an Ethernet interface's MAC address (SIOCSIFHWADDR).
+func setMAC(s int, name string, mac net.HardwareAddr) error {
+	if len(mac) != 6 {
+		return fmt.Errorf("not an Ethernet address")
+	}
+	var req ifreqHW
+	copy(req.Name[:], name)
+	req.Family = unix.ARPHRD_ETHER
+	copy(req.Addr[:], mac)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s), unix.SIOCSIFHWADDR, uintptr(unsafe.Pointer(&req))); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // up sets IFF_UP on an interface, as `ip link set NAME up` would.

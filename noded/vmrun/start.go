@@ -140,7 +140,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	}
 	var gfs *vmimage.FS
 	if o.hostRoot && img.HostRoot {
-		gfs = guestFS(vmimage.ShareVirtiofs, spec)
+		gfs = r.guestFS(spec)
 	}
 	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
@@ -148,12 +148,19 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA}
 	var vfsd *exec.Cmd
-	if gfs != nil && gfs.Kind == vmimage.ShareVirtiofs {
+	var nfs *nfsServer
+	switch {
+	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
 		a.virtiofs = true
-		if vfsd, err = startVirtiofsd(f); err != nil {
-			os.Remove(f.initrd)
-			return nil, err
+		vfsd, err = startVirtiofsd(f)
+	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
+		if nfs, err = r.prepareNFS(dir, spec, gfs); err == nil {
+			a.net = nfs.net
 		}
+	}
+	if err != nil {
+		os.Remove(f.initrd)
+		return nil, err
 	}
 	var grp *cgroup.Group
 	if o.group && r.cg != nil {
@@ -163,6 +170,13 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		}
 	}
 	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp)
+	a.net.closeTap() // QEMU holds its own descriptor
+	if err == nil && nfs != nil {
+		if err = v.startNFS(nfs, grp); err != nil {
+			killProc(v.proc)
+			<-v.done
+		}
+	}
 	if err == nil && grp != nil {
 		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
 			if pid > 0 {
@@ -181,6 +195,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		if vfsd != nil {
 			vfsd.Process.Kill()
 		}
+		nfs.stop()
 		os.Remove(f.initrd)
 		return nil, err
 	}

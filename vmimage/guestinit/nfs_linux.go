@@ -25,13 +25,15 @@ const guestNIC = "eth0"
 //     flooded with "not responding".
 //   - nolock: there is no lock manager; locks stay in the guest, which
 //     has the files' only writer of its job.
-//   - noacl: the server has no NFSACL program; modes are the whole story.
+//   - ACLs stay on (no noacl): overlayfs asks the NFS lower layer for a
+//     file's POSIX ACL on every permission check, and the server answers
+//     with the node's.
 //
 // The host's tree, the read-only lower layer of the job's root, changes
 // rarely and is looked up a lot (every exec, every python import):
 // nocto and a long attribute cache spare the guest most GETATTRs.
 const (
-	nfsCommonOptions = "vers=3,proto=tcp,hard,timeo=50,retrans=100,nolock,noacl"
+	nfsCommonOptions = "vers=3,proto=tcp,hard,timeo=50,retrans=100,nolock"
 	nfsRootOptions   = nfsCommonOptions + ",nocto,actimeo=60"
 	nfsShareOptions  = nfsCommonOptions
 )
