@@ -161,3 +161,26 @@ func encodeCommit(a commitArgs) []byte {
 	w.uint32(a.Count)
 	return w.b
 }
+
+func encodeGetacl(a getaclArgs) []byte {
+	w := &xdrWriter{}
+	w.opaque(a.Obj)
+	w.uint32(a.Mask)
+	return w.b
+}
+
+func encodeSetacl(a setaclArgs) []byte {
+	w := &xdrWriter{}
+	w.opaque(a.Obj)
+	w.uint32(a.Mask)
+	for _, acl := range [][]aclEntry{a.Access, a.Default} {
+		w.uint32(uint32(len(acl)))
+		w.uint32(uint32(len(acl)))
+		for _, e := range acl {
+			w.uint32(e.Tag)
+			w.uint32(e.ID)
+			w.uint32(e.Perm)
+		}
+	}
+	return w.b
+}
