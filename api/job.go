@@ -225,6 +225,10 @@ type JobSpec struct {
 	Array      *ArraySpec        `json:"array,omitempty"`
 	// Image names the guest image for the vm runner; empty is the default.
 	Image string `json:"image,omitempty"`
+	// NoMigrate gives up live migration for speed (--no-migrate): the vm
+	// runner shares the host's files over virtiofs, which QEMU cannot
+	// migrate, instead of NFS.
+	NoMigrate bool `json:"no_migrate,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.

@@ -30,10 +30,10 @@ type Partition struct {
 	// every job of the partition has read-write at the same path in its
 	// VM, besides its working and submit directories and its home.
 	SharedPaths []string `json:"shared_paths,omitempty"`
-	// Share is how the host's files reach the VMs: "virtiofs" (fast; QEMU
-	// 7.2 cannot migrate such a VM) is the only one today; "nfs" (the
-	// migratable default to come) is refused until the node serves it.
-	// Empty means the node's default.
+	// Share is how the host's files reach the VMs: "nfs" (served by the
+	// node over the VM's own network; the VM can live-migrate) or
+	// "virtiofs" (faster; QEMU 7.2 cannot migrate such a VM). Empty means
+	// the node's default, nfs.
 	Share string `json:"share,omitempty"`
 	// Network is the jobs' outbound network: "none" (the default: the
 	// guest has no network device beyond its share) is the only one today.

@@ -66,7 +66,9 @@ func userDir(t *testing.T) (string, *user.User) {
 // the host sees result.txt with the right content, owned by the user. An
 // afterok chain passes a file from step 1 to step 2. The job's processes
 // run as the user's uid, cannot read a root-only file, and reach neither a
-// listener on the host's loopback nor the controller.
+// listener on the host's loopback nor the controller, on loopback or on
+// the node's own address. The job's files go over the default NFS share;
+// the chain's second step asks --no-migrate and gets virtiofs.
 func TestVMScriptsWorkUnchanged(t *testing.T) {
 	root := imageRoot(t)
 	dir, u := userDir(t)
@@ -108,8 +110,19 @@ func TestVMScriptsWorkUnchanged(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "helpers.sh"), "twice() { echo $(( $1 * 2 )); }\n")
 	writeFile(t, filepath.Join(dir, "secret"), "root only\n")
 	os.Chmod(filepath.Join(dir, "secret"), 0o600)
+	// The node's own address on its network, where the controller
+	// listens too (on every address of the node but loopback-only ones).
+	nodeIP := "192.0.2.1"
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				nodeIP = ipn.IP.String()
+				break
+			}
+		}
+	}
 	probe := `import socket
-for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `)):
+for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `), ("` + nodeIP + `", ` + cport + `)):
     try:
         socket.create_connection((host, port), timeout=2).close()
         print("reached", host, port)
@@ -136,7 +149,8 @@ echo from-the-job > `+shared+`/out.txt
 	j := waitJob(t, cl, id, api.StateCompleted, 90*time.Second)
 	out := readFile(t, filepath.Join(dir, "job-"+strconv.FormatUint(id, 10)+".out"))
 	for _, want := range []string{"numbers 2", "twice 12", "uid " + u.Uid + " user nobody", "secret refused",
-		"blocked 10.0.2.2 " + lport, "blocked 127.0.0.1 " + lport, "blocked 10.0.2.2 " + cport, "blocked 127.0.0.1 " + cport} {
+		"blocked 10.0.2.2 " + lport, "blocked 127.0.0.1 " + lport, "blocked 10.0.2.2 " + cport, "blocked 127.0.0.1 " + cport,
+		"blocked " + nodeIP + " " + cport} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job output lacks %q:\n%s", want, out)
 		}
@@ -164,10 +178,11 @@ echo from-the-job > `+shared+`/out.txt
 		t.Errorf("job user %q, want %q", j.Spec.User, u.Username)
 	}
 
-	// An afterok chain passes a file from one step to the next.
+	// An afterok chain passes a file from one step to the next; the
+	// second step gives up migration, so its files go over virtiofs.
 	step1 := submitAs(t, c, dir, u.Username, "-o", "/dev/null", "--mem=256M", "--wrap", "echo from-step1 > step1.txt")
 	step2 := submitAs(t, c, dir, u.Username, "-o", "/dev/null", "--mem=256M", "--dependency=afterok:"+strconv.FormatUint(step1, 10),
-		"--wrap", "tr a-z A-Z < step1.txt > step2.txt")
+		"--no-migrate", "--wrap", "tr a-z A-Z < step1.txt > step2.txt")
 	waitJob(t, cl, step2, api.StateCompleted, 120*time.Second)
 	if got := readFile(t, filepath.Join(dir, "step2.txt")); got != "FROM-STEP1\n" {
 		t.Errorf("step2.txt = %q, want FROM-STEP1", got)

@@ -118,7 +118,8 @@ type Daemon struct {
 	keeper    *keeperProc
 	killMu    sync.Mutex
 
-	// partitions caches the partitions' shared paths (sharedPaths).
+	// partitions caches the partitions' shared paths and shares
+	// (partition).
 	partitions partitionCache
 }
 

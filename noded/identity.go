@@ -165,11 +165,12 @@ type partitionCache struct {
 	parts   []api.Partition
 }
 
-// sharedPaths returns the shared paths of partition name ("" is the
-// default partition), reading the partitions from the controllers at most
-// every partitionTTL. It runs outside the loop (it may wait on the
-// network); when the controllers cannot be asked the last answer stands.
-func (d *Daemon) sharedPaths(ctx context.Context, name string) []string {
+// partition returns partition name ("" is the default partition) as the
+// controllers last told it, reading the partitions at most every
+// partitionTTL; the zero Partition when it is unknown. It runs outside the
+// loop (it may wait on the network); when the controllers cannot be asked
+// the last answer stands.
+func (d *Daemon) partition(ctx context.Context, name string) api.Partition {
 	c := &d.partitions
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -185,8 +186,18 @@ func (d *Daemon) sharedPaths(ctx context.Context, name string) []string {
 	}
 	for _, p := range c.parts {
 		if p.Name == name || (name == "" && p.Default) {
-			return p.SharedPaths
+			return p
 		}
 	}
-	return nil
+	return api.Partition{}
+}
+
+// shareFor is the share of a job's VM (LaunchSpec.Share): virtiofs when the
+// job gave up migration or its partition shares over virtiofs, else the
+// runner's default (NFS, migratable).
+func shareFor(noMigrate bool, p api.Partition) string {
+	if noMigrate || p.Share == "virtiofs" {
+		return "virtiofs"
+	}
+	return ""
 }

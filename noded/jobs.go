@@ -203,13 +203,16 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
-	part, submitDir := j.Spec.Partition, j.Spec.SubmitDir
+	part, submitDir, noMigrate := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate
 	go func() {
 		if d.runner.Name() == "vm" {
-			// The VM mounts the partition's shared paths too.
-			if extra := d.sharedPaths(context.Background(), part); len(extra) > 0 {
-				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, extra)
+			// The VM mounts the partition's shared paths too, over the
+			// share the job and its partition ask for.
+			p := d.partition(context.Background(), part)
+			if len(p.SharedPaths) > 0 {
+				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
 			}
+			spec.Share = shareFor(noMigrate, p)
 		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}

@@ -71,6 +71,11 @@ type LaunchSpec struct {
 	// runner needs none of it (the job sees the host); the vm runner
 	// mounts them read-write at the same paths in the guest.
 	Shares []string
+	// Share is how the vm runner shares the host's files with the guest:
+	// "virtiofs" (fast, but QEMU cannot migrate the VM) for a job that
+	// asked --no-migrate or whose partition says so, else "" (the
+	// runner's default, the migratable NFS share).
+	Share string
 }
 
 // Handle is a running job.

@@ -105,6 +105,8 @@ var supportedOptions = []optionDef{
 		apply: applyNUMA},
 	{Option: getopt.Option{Long: "image", Arg: req, ArgName: "NAME", Help: "guest image for jobs run in a VM"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
+	{Option: getopt.Option{Long: "no-migrate", Help: "share the node's files with the job's VM over virtiofs: faster, but the VM cannot be live-migrated"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.NoMigrate = true; return nil }},
 	{Option: getopt.Option{Short: 'h', Long: "help", Help: "show this help"},
 		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
 }

@@ -45,7 +45,9 @@ type FS struct {
 	// GuestAddr is the guest's own IPv4 address with its prefix length
 	// (10.0.2.15/24); the server's address is its gateway.
 	GuestAddr string
-	Shares    []string
+	// MTU is the guest network card's MTU; 0 keeps the driver's (1500).
+	MTU    int
+	Shares []string
 }
 
 // Validate reports the first thing about fs the guest could not mount.
@@ -58,6 +60,9 @@ func (fs *FS) Validate() error {
 	case ShareNFS:
 		if fs.Addr == "" || fs.Port <= 0 || fs.Port > 65535 || !path.IsAbs(fs.Export) || fs.GuestAddr == "" {
 			return fmt.Errorf("payload fs: nfs needs an address, a port, an absolute export and the guest's address (got %q %d %q %q)", fs.Addr, fs.Port, fs.Export, fs.GuestAddr)
+		}
+		if fs.MTU < 0 || fs.MTU > 65535 {
+			return fmt.Errorf("payload fs: nfs mtu %d: give 0 (the driver's) up to 65535", fs.MTU)
 		}
 		if strings.ContainsAny(fs.Addr+fs.Export+fs.GuestAddr, " \n\x00") {
 			return fmt.Errorf("payload fs: nfs address, export and guest address may not hold spaces")
@@ -74,14 +79,18 @@ func (fs *FS) Validate() error {
 }
 
 // encode returns job/fs: "root virtiofs TAG" or "root nfs ADDR PORT EXPORT
-// GUESTADDR", then "share PATH" per shared path, outer paths first.
+// GUESTADDR [MTU]", then "share PATH" per shared path, outer paths first.
 func (fs *FS) encode() []byte {
 	var b strings.Builder
 	switch fs.Kind {
 	case ShareVirtiofs:
 		fmt.Fprintf(&b, "root virtiofs %s\n", fs.Tag)
 	case ShareNFS:
-		fmt.Fprintf(&b, "root nfs %s %d %s %s\n", fs.Addr, fs.Port, fs.Export, fs.GuestAddr)
+		fmt.Fprintf(&b, "root nfs %s %d %s %s", fs.Addr, fs.Port, fs.Export, fs.GuestAddr)
+		if fs.MTU > 0 {
+			fmt.Fprintf(&b, " %d", fs.MTU)
+		}
+		b.WriteByte('\n')
 	}
 	shares := append([]string(nil), fs.Shares...)
 	sort.Strings(shares) // a parent sorts before its children
@@ -102,12 +111,17 @@ func ParseFS(b []byte) (FS, error) {
 			switch {
 			case len(f) == 2 && f[0] == ShareVirtiofs:
 				fs.Kind, fs.Tag = f[0], f[1]
-			case len(f) == 5 && f[0] == ShareNFS:
+			case (len(f) == 5 || len(f) == 6) && f[0] == ShareNFS:
 				port, err := strconv.Atoi(f[2])
 				if err != nil {
 					return FS{}, fmt.Errorf("job fs line %d: port %q", i+1, f[2])
 				}
 				fs.Kind, fs.Addr, fs.Port, fs.Export, fs.GuestAddr = f[0], f[1], port, f[3], f[4]
+				if len(f) == 6 {
+					if fs.MTU, err = strconv.Atoi(f[5]); err != nil {
+						return FS{}, fmt.Errorf("job fs line %d: mtu %q", i+1, f[5])
+					}
+				}
 			default:
 				return FS{}, fmt.Errorf("job fs line %d: %q is not a root line", i+1, line)
 			}

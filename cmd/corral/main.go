@@ -51,6 +51,7 @@ func init() {
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
+		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
 		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio and sshare symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}

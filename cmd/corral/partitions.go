@@ -43,11 +43,9 @@ func readPartitionsFile(path string) ([]api.Partition, error) {
 			}
 		}
 		switch p.Share {
-		case "", "virtiofs":
-		case "nfs":
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: share \"nfs\" is not served by the node daemon yet: use virtiofs or leave it out", path, p.Name)
+		case "", "nfs", "virtiofs":
 		default:
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: share %q: use virtiofs", path, p.Name, p.Share)
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: share %q: use nfs (migratable, the default) or virtiofs (faster; the VMs cannot migrate)", path, p.Name, p.Share)
 		}
 		switch p.Network {
 		case "", "none":

@@ -116,7 +116,7 @@ touch ` + outside + `/x && echo guest-write-ok
 	res := waitResult(t, v, 60*time.Second)
 	out := readFile(t, spec.Stdout)
 	if res.ExitCode != 0 || res.Message != "" {
-		t.Fatalf("result %+v, output:\n%s\nconsole: %s", res, out, tailFile(filepath.Join(spec.Dir, consoleFile), 10, 2000))
+		t.Fatalf("result %+v, output:\n%s\nconsole: %s\nnfsd: %s", res, out, tailFile(filepath.Join(spec.Dir, consoleFile), 10, 2000), tailFile(filepath.Join(spec.Dir, nfsLogFile), 30, 4000))
 	}
 	want := []string{"array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
 		"Permission denied", "guest-write-ok"}

@@ -12,6 +12,7 @@ import (
 
 	"corral/noded"
 	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 
 	"corral/internal/procref"
 )
@@ -37,13 +38,16 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		p, err := procref.Open(st.PID, st.Start, false)
 		switch {
 		case err == nil:
-			return r.reattach(f, st, p), nil, nil
+			v := r.reattach(f, st, p)
+			v.attachNFS(r.recoverNFS(abs, true))
+			return v, nil, nil
 		case !errors.Is(err, os.ErrProcessDone):
 			// Not known to be gone (out of descriptors, say): not ErrGone.
 			return nil, nil, fmt.Errorf("%s: watching the job's VM: %w", dir, err)
 		}
 	}
 	removeLeftovers(r.log, f)
+	r.recoverNFS(abs, false)
 	if st.Cgroup != "" && r.cg != nil {
 		r.cg.Open(st.Cgroup).Remove()
 	}
@@ -90,6 +94,9 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 		}
 	}
 	removeLeftovers(r.log, f)
+	if ns, err := vmnet.Open(filepath.Join(f.dir, netnsFile)); err == nil {
+		ns.Remove()
+	}
 	if res, ok := finalResult(f); ok {
 		return &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", f.dir, noded.ErrGone)
 	}

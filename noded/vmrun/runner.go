@@ -33,6 +33,10 @@ type Config struct {
 	// Inventory is the node's hardware (as it reports it): the runner finds
 	// a placed GPU's PCI address in it for -device vfio-pci.
 	Inventory *api.Inventory
+	// NFSServer is the command that runs a VM's NFS file server, which
+	// gets its configuration file as one more argument; empty means this
+	// program's own "nfsd" subcommand (corral nfsd).
+	NFSServer []string
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of

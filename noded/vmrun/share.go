@@ -20,13 +20,23 @@ const virtiofsdPath = "/usr/lib/qemu/virtiofsd"
 const hostTag = "corral-host"
 
 // guestFS returns the job's file system for the guest (vmimage.FS): the
-// host's tree over kind with the job's shared paths.
-func guestFS(kind string, spec noded.LaunchSpec) *vmimage.FS {
-	fs := &vmimage.FS{Kind: kind, Shares: spec.Shares}
-	if kind == vmimage.ShareVirtiofs {
-		fs.Tag = hostTag
+// host's tree with the job's shared paths, over the share the job gets
+// (see shareKind).
+func (r *Runner) guestFS(spec noded.LaunchSpec) *vmimage.FS {
+	if shareKind(spec) == vmimage.ShareNFS {
+		return nfsFS(spec.Shares)
 	}
-	return fs
+	return &vmimage.FS{Kind: vmimage.ShareVirtiofs, Tag: hostTag, Shares: spec.Shares}
+}
+
+// shareKind is the share a job's VM gets: the one the daemon chose
+// (LaunchSpec.Share: the job's --no-migrate or its partition's share), by
+// default NFS, which QEMU can migrate.
+func shareKind(spec noded.LaunchSpec) string {
+	if spec.Share == vmimage.ShareVirtiofs {
+		return vmimage.ShareVirtiofs
+	}
+	return vmimage.ShareNFS
 }
 
 // startVirtiofsd starts the virtiofs daemon that serves the host's tree to

@@ -140,7 +140,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	}
 	var gfs *vmimage.FS
 	if o.hostRoot && img.HostRoot {
-		gfs = guestFS(vmimage.ShareVirtiofs, spec)
+		gfs = r.guestFS(spec)
 	}
 	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
@@ -148,12 +148,19 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA}
 	var vfsd *exec.Cmd
-	if gfs != nil && gfs.Kind == vmimage.ShareVirtiofs {
+	var nfs *nfsServer
+	switch {
+	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
 		a.virtiofs = true
-		if vfsd, err = startVirtiofsd(f); err != nil {
-			os.Remove(f.initrd)
-			return nil, err
+		vfsd, err = startVirtiofsd(f)
+	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
+		if nfs, err = r.prepareNFS(dir, spec, gfs); err == nil {
+			a.net = nfs.net
 		}
+	}
+	if err != nil {
+		os.Remove(f.initrd)
+		return nil, err
 	}
 	var grp *cgroup.Group
 	if o.group && r.cg != nil {
@@ -162,7 +169,14 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), f, img.Name, accel, groupName(dir), grp)
+	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp)
+	a.net.closeTap() // QEMU holds its own descriptor
+	if err == nil && nfs != nil {
+		if err = v.startNFS(nfs, grp); err != nil {
+			killProc(v.proc)
+			<-v.done
+		}
+	}
 	if err == nil && grp != nil {
 		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
 			if pid > 0 {
@@ -181,6 +195,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		if vfsd != nil {
 			vfsd.Process.Kill()
 		}
+		nfs.stop()
 		os.Remove(f.initrd)
 		return nil, err
 	}
@@ -353,6 +368,8 @@ type vmArgs struct {
 	numa      string
 	// virtiofs adds the virtiofs device of the host's tree.
 	virtiofs bool
+	// net adds the network card of the NFS share (nil: none).
+	net *guestNet
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -396,6 +413,7 @@ func (r *Runner) argv(a vmArgs) []string {
 	if a.virtiofs {
 		argv = append(argv, virtiofsArgs(a.f)...)
 	}
+	argv = append(argv, a.net.qemuArgs()...)
 	if a.placement != nil {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}
@@ -421,7 +439,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
 // daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
+func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
@@ -429,7 +447,7 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel, group string, gr
 	defer logf.Close()
 	cmd := &exec.Cmd{
 		Path: argv[0], Args: argv, Dir: f.dir,
-		Stdout: logf, Stderr: logf,
+		Stdout: logf, Stderr: logf, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {

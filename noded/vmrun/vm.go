@@ -39,6 +39,11 @@ type VM struct {
 	grp     *cgroup.Group
 	usage   cgroup.Usage
 	usageOK bool
+	// nfs is the VM's NFS file server (nil: none), stopped when QEMU
+	// exits; gone says QEMU has.
+	nfsMu sync.Mutex
+	nfs   *nfsServer
+	gone  bool
 }
 
 var (
@@ -78,6 +83,7 @@ func (v *VM) watch() {
 		v.proc.Wait()
 	}
 	v.proc.Close()
+	v.stopNFS()
 	res, ok := finalResult(v.f)
 	if !ok {
 		// The daemon logs and reports the message; the probe expects it.

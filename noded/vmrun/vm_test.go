@@ -51,7 +51,8 @@ func testRunner(tb testing.TB) *Runner {
 	}
 	runnerOnce.Do(func() {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		sharedR, sharedErr = New(context.Background(), Config{ImageRoot: imageRoot(), Logger: log})
+		sharedR, sharedErr = New(context.Background(), Config{ImageRoot: imageRoot(), Logger: log,
+			NFSServer: []string{os.Args[0], nfsdChild}})
 	})
 	if sharedErr != nil {
 		tb.Fatalf("New: %v", sharedErr)

@@ -73,12 +73,23 @@ func (g *guest) hostRoot(fs *vmimage.FS) error {
 		return err
 	}
 	for _, p := range fs.Shares {
-		if err := bindShare(p); err != nil {
+		if err := g.mountShare(fs, p); err != nil {
 			return err
 		}
 	}
 	g.root = newRoot
 	return nil
+}
+
+// mountShare mounts the shared path p read-write at the same path of the
+// job's root: a bind of the host's tree under virtiofs, an NFS mount of
+// its own under NFS (the server serves each shared path as an export of
+// its own; the host's tree is read-only).
+func (g *guest) mountShare(fs *vmimage.FS, p string) error {
+	if fs.Kind == vmimage.ShareNFS {
+		return mountNFSShare(fs, p)
+	}
+	return bindShare(p)
 }
 
 // loadModules loads the modules of one feature of the image, in the order
@@ -115,9 +126,8 @@ func (g *guest) mountHost(fs *vmimage.FS) error {
 		if err := g.networkUp(fs); err != nil {
 			return err
 		}
-		data := fmt.Sprintf("vers=3,proto=tcp,nolock,hard,timeo=50,retrans=1000,port=%d,mountport=%d,mountproto=tcp,addr=%s",
-			fs.Port, fs.Port, fs.Addr)
-		mount = func() error { return unix.Mount(fs.Addr+":"+fs.Export, hostDir, "nfs", 0, data) }
+		g.logf("network up")
+		mount = func() error { return mountNFS(fs, fs.Export, hostDir, unix.MS_RDONLY, nfsRootOptions) }
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -187,10 +197,4 @@ func bindShare(p string) error {
 		return fmt.Errorf("shared path %s: remount nosuid: %w", p, err)
 	}
 	return nil
-}
-
-// networkUp brings eth0 up with the guest's address and a route to the
-// share server, without the ip tool: the share needs nothing more.
-func (g *guest) networkUp(fs *vmimage.FS) error {
-	return fmt.Errorf("nfs shares are not supported by this init yet")
 }
