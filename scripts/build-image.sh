@@ -256,7 +256,7 @@ cat >"$tmp/image.json" <<EOF
   "pvh": $pvh,
   "busybox": "$("$busybox" | head -n 1 | awk '{print $2}')",
   "host_root": true,
-  "protocol": 2
+  "protocol": 3
 }
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"
