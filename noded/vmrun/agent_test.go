@@ -50,7 +50,7 @@ func agentJob(t *testing.T) (*Runner, *VM, noded.LaunchSpec, ident.User) {
 	script := `#!/bin/bash
 trap 'echo got-usr1' USR1
 echo started
-for i in $(seq 600); do sleep 0.1; done
+for i in $(seq 120); do sleep 1; done
 `
 	spec := jobSpec(t, script, 1, 256)
 	spec.User = u
