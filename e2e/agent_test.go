@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,6 +100,16 @@ for i in $(seq 120); do sleep 1; done
 		t.Fatalf("exec: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("corral exec (sh -c with stdin) took %v", time.Since(start))
+	var took []time.Duration
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		if r := cliIn(t, c.addr, dir, user, "", "exec", ids, "true"); r.code != 0 {
+			t.Fatalf("exec true: %+v", r)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("corral exec JOB true, CLI to CLI (5 runs): min %v, median %v, max %v", took[0], took[2], took[4])
 	if r := cliIn(t, c.addr, dir, user, "", "srun", "--jobid="+ids, "--overlap", "hostname"); r.code != 0 || strings.TrimSpace(r.stdout) != node {
 		t.Errorf("srun --jobid hostname: %+v, want %s", r, node)
 	}

@@ -54,7 +54,7 @@ func init() {
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
-		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio and sshare symlinks in DIR", runInstallAliases},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio, sshare, srun and sattach symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}
 }
