@@ -90,6 +90,18 @@ type SignalRequest struct {
 	Batch bool `json:"batch,omitempty"`
 }
 
+// WarnSignal is a job's time-limit warning: Signal goes to the job's
+// processes (only the batch script's process group with Batch) BeforeS
+// seconds before its time limit.
+type WarnSignal struct {
+	Signal  int   `json:"signal"`
+	BeforeS int64 `json:"before_s"`
+	Batch   bool  `json:"batch,omitempty"`
+}
+
+// MaxWarnBefore bounds WarnSignal.BeforeS, as Slurm does.
+const MaxWarnBefore = 65535
+
 // FileInfo headers of GET /v1/jobs/{id}/file.
 const (
 	FileModeHeader = "X-Corral-Mode" // octal permission bits

@@ -90,6 +90,7 @@ type Daemon struct {
 	startedCh chan startedEvent
 	exitedCh  chan exitedEvent
 	timeoutCh chan jobKey
+	warnCh    chan jobKey
 	ackCh     chan []jobKey
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
@@ -186,6 +187,7 @@ func New(cfg Config) (*Daemon, error) {
 		startedCh: make(chan startedEvent),
 		exitedCh:  make(chan exitedEvent),
 		timeoutCh: make(chan jobKey),
+		warnCh:    make(chan jobKey),
 		ackCh:     make(chan []jobKey, 16),
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
@@ -328,6 +330,8 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.onExited(ev)
 		case k := <-d.timeoutCh:
 			d.onTimeout(k)
+		case k := <-d.warnCh:
+			d.onWarn(k)
 		case keys := <-d.ackCh:
 			d.onAcked(keys)
 		case held := <-d.leaseCh:

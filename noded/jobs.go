@@ -85,7 +85,11 @@ type localJob struct {
 	starting bool   // the runner's Start is in flight
 	handle   Handle // set while the job runs
 	timer    *time.Timer
-	deadline time.Time
+	// warnTimer sends the time-limit warning (Spec.Signal) once; warned
+	// says it went.
+	warnTimer *time.Timer
+	warned    bool
+	deadline  time.Time
 	// recSaved says the record on disk is rec: the last write of it
 	// succeeded.
 	recSaved bool
@@ -414,6 +418,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
 	if limit <= 0 || lj.rec.paused() {
 		lj.deadline = time.Time{}
@@ -427,6 +432,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		case <-d.loopDone:
 		}
 	})
+	d.armWarning(lj)
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
@@ -540,6 +546,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	rep.Message = clipMessage(rep.Message)
 	lj.report = &rep
 	if !proven {
