@@ -26,8 +26,9 @@ const (
 	// FrameHeaderSize is the size of a frame's header.
 	FrameHeaderSize = 20
 	// MaxFramePayload bounds a frame's payload; a header that claims more
-	// is not a header.
-	MaxFramePayload = 256 << 10
+	// is not a header. An exec carries the job's whole environment, which
+	// a submission may make 1 MiB.
+	MaxFramePayload = 4 << 20
 	// MaxDataChunk is the most data a sender puts in one FrameData.
 	MaxDataChunk = 64 << 10
 	// AgentWindow is each stream's initial window: the bytes of data a
@@ -338,8 +339,8 @@ type End struct {
 // Limits of requests, checked on both sides.
 const (
 	MaxExecArgs    = 4096
-	MaxExecEnv     = 4096
-	MaxExecBytes   = 192 << 10 // argv, env and dir together
+	MaxExecEnv     = 16384
+	MaxExecBytes   = 3 << 20 // argv, env and dir together
 	MaxPathBytes   = 4096
 	maxSignal      = 64
 	maxNameBytes   = 256

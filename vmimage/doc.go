@@ -151,7 +151,7 @@
 // waits for it. Images of protocol 3 (image.json "protocol": 3) have it.
 //
 // Frames. Everything on the port is frames of a 20-byte header and a
-// payload of at most 256 KiB (MaxFramePayload):
+// payload of at most 4 MiB (MaxFramePayload):
 //
 //	offset size
 //	0      2    magic C4 7A
