@@ -28,21 +28,22 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = req.Validate()
 	}
+	u := jc.user
+	if err == nil {
+		u, err = execUser(jc, req, caller)
+	}
 	if err == nil && !upgradeTo(r, api.ExecUpgrade) {
 		err = refuse(http.StatusBadRequest, "exec needs Connection: Upgrade and Upgrade: %s", api.ExecUpgrade)
 	}
 	var sess ExecSession
 	if err == nil {
-		var u = jc.user
-		if u, err = execUser(jc, req, caller); err == nil {
-			dir := jc.workDir
-			if req.Dir != "" {
-				dir = api.JobPath(jc.workDir, req.Dir)
-			}
-			env := mergeEnv(userEnv(jc.env, u), req.Env)
-			sess, err = ja.Exec(r.Context(), ExecRequest{Argv: req.Argv, Env: env, Dir: dir, User: u,
-				TTY: req.TTY, Rows: req.Rows, Cols: req.Cols})
+		dir := jc.workDir
+		if req.Dir != "" {
+			dir = api.JobPath(jc.workDir, req.Dir)
 		}
+		env := mergeEnv(userEnv(jc.env, u), req.Env)
+		sess, err = ja.Exec(r.Context(), ExecRequest{Argv: req.Argv, Env: env, Dir: dir, User: u,
+			TTY: req.TTY, Rows: req.Rows, Cols: req.Cols})
 	}
 	if err != nil {
 		writeAPIError(w, err)
