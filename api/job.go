@@ -202,6 +202,9 @@ type JobSpec struct {
 	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`  // MiB; 0 means unset
 	// TimeLimit is in seconds; 0 means the partition's limit.
 	TimeLimit int64 `json:"time_limit_s,omitempty"`
+	// Signal is the time-limit warning (sbatch --signal=[B:]SIG[@TIME]):
+	// nil sends none.
+	Signal *WarnSignal `json:"signal,omitempty"`
 
 	Output  string `json:"output,omitempty"`
 	Error   string `json:"error,omitempty"`

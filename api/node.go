@@ -51,6 +51,10 @@ type NodeInfo struct {
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
 	// node never over-commits its RAM.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// APIAddr is the node daemon's job API (http://HOST:PORT), which the
+	// controllers proxy exec, signals, files and output to; empty when the
+	// daemon serves none.
+	APIAddr string `json:"api_addr,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending

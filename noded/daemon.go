@@ -58,6 +58,10 @@ type Config struct {
 	// every job as the daemon's own user, for development clusters and
 	// tests whose submitting users do not exist on the node.
 	RunJobsAs string
+	// APIListen is where the job API listens (exec, signals, files and
+	// output of running jobs, which the controllers proxy here; see
+	// jobapi.go), host:port; empty serves none.
+	APIListen string
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -88,6 +92,7 @@ type Daemon struct {
 	startedCh chan startedEvent
 	exitedCh  chan exitedEvent
 	timeoutCh chan jobKey
+	warnCh    chan jobKey
 	ackCh     chan []jobKey
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
@@ -99,6 +104,10 @@ type Daemon struct {
 	// running holds the ids of the jobs with live processes, for
 	// registration.
 	running atomic.Pointer[[]uint64]
+	// runs are the running jobs the job API may reach (publishRuns);
+	// apiURL is where it listens.
+	runs   atomic.Pointer[map[uint64]*liveRun]
+	apiURL atomic.Pointer[string]
 
 	mu         sync.Mutex
 	runCalled  bool
@@ -181,6 +190,7 @@ func New(cfg Config) (*Daemon, error) {
 		startedCh: make(chan startedEvent),
 		exitedCh:  make(chan exitedEvent),
 		timeoutCh: make(chan jobKey),
+		warnCh:    make(chan jobKey),
 		ackCh:     make(chan []jobKey, 16),
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
@@ -236,6 +246,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.ensureKeeper()
 	runCtx, cancel := context.WithCancel(ctx)
+	if err := d.listenAPI(runCtx); err != nil {
+		cancel()
+		return err
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { d.maintain(runCtx) })
 	wg.Go(func() { d.watch(runCtx) })
@@ -319,6 +333,8 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.onExited(ev)
 		case k := <-d.timeoutCh:
 			d.onTimeout(k)
+		case k := <-d.warnCh:
+			d.onWarn(k)
 		case keys := <-d.ackCh:
 			d.onAcked(keys)
 		case held := <-d.leaseCh:

@@ -101,6 +101,18 @@
 //     handle names its process group (ProcessGroup), which the daemon writes
 //     to the run's session file for the keeper. Until a controller tells a
 //     lease the node has none and stops nothing.
+//   - The job API (Config.APIListen, jobapi.go) lets the controllers reach
+//     into a running job: exec over an upgraded connection, signals, files
+//     and the output file, streamed as it grows. Its address goes in the
+//     registration (api_addr). The loop publishes a copy of its running
+//     runs (publishRuns) for it, so requests never touch the job table; a
+//     request is checked again here (the job runs here and is not being
+//     stopped or suspended, the caller owns it or is root, every field) and
+//     acts as the run's user through the handle's JobAgent: the vm runner's
+//     guest agent, or the process runner on the host (agentproc.go: the
+//     command as the user in a session of its own, signals to the job's
+//     session but its shim, files opened with the user's file-system
+//     credentials).
 //   - Reported runs are remembered (tombstones, at least five minutes and
 //     until the desired state drops them) so that a desired state read
 //     before the controllers applied the report cannot start the run again.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"corral/api"
+	"corral/internal/ident"
 	"corral/submit"
 
 	"corral/internal/procref"
@@ -84,7 +85,11 @@ type localJob struct {
 	starting bool   // the runner's Start is in flight
 	handle   Handle // set while the job runs
 	timer    *time.Timer
-	deadline time.Time
+	// warnTimer sends the time-limit warning (Spec.Signal) once; warned
+	// says it went.
+	warnTimer *time.Timer
+	warned    bool
+	deadline  time.Time
 	// recSaved says the record on disk is rec: the last write of it
 	// succeeded.
 	recSaved bool
@@ -232,9 +237,38 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		return LaunchSpec{}, err
 	}
 	lj.dir, lj.recSaved = dir, true
-	u, err := d.jobUser(j)
+	jc, err := d.jobContext(j)
 	if err != nil {
 		return LaunchSpec{}, err
+	}
+	return LaunchSpec{
+		Job:     j,
+		Dir:     lj.dir,
+		Env:     jc.env,
+		Stdout:  jc.stdout,
+		Stderr:  jc.stderr,
+		Script:  j.Spec.Script,
+		Args:    j.Spec.Args,
+		WorkDir: jc.workDir,
+		User:    jc.user,
+		Shares:  jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
+	}, nil
+}
+
+// jobCtx is what a run is started with, and what the job API acts with:
+// the run's user, environment, working directory and output files.
+type jobCtx struct {
+	user           ident.User
+	env            []string
+	workDir        string
+	stdout, stderr string
+}
+
+// jobContext resolves a job's user and paths on this node.
+func (d *Daemon) jobContext(j *api.Job) (jobCtx, error) {
+	u, err := d.jobUser(j)
+	if err != nil {
+		return jobCtx{}, err
 	}
 	workDir := j.Spec.WorkDir
 	if workDir == "" {
@@ -250,18 +284,7 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if errPath != "" && !filepath.IsAbs(errPath) {
 		errPath = filepath.Join(workDir, errPath)
 	}
-	return LaunchSpec{
-		Job:     j,
-		Dir:     lj.dir,
-		Env:     userEnv(JobEnv(j, d.cfg.Name), u),
-		Stdout:  out,
-		Stderr:  errPath,
-		Script:  j.Spec.Script,
-		Args:    j.Spec.Args,
-		WorkDir: workDir,
-		User:    u,
-		Shares:  jobShares(workDir, j.Spec.SubmitDir, u, nil),
-	}, nil
+	return jobCtx{user: u, env: userEnv(JobEnv(j, d.cfg.Name), u), workDir: workDir, stdout: out, stderr: errPath}, nil
 }
 
 func (d *Daemon) onStarted(ev startedEvent) {
@@ -275,6 +298,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 		return
 	}
 	lj.handle = ev.handle
+	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
 	d.recordSession(lj)
@@ -344,6 +368,7 @@ func (d *Daemon) followSuspend(lj *localJob, suspend bool) {
 	}
 	d.saveRecord(lj, "cannot record a job's suspension")
 	d.armTimer(lj)
+	d.publishRuns()
 }
 
 // waitJob hands a job's end to the loop.
@@ -396,6 +421,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
 	if limit <= 0 || lj.rec.paused() {
 		lj.deadline = time.Time{}
@@ -409,6 +435,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		case <-d.loopDone:
 		}
 	})
+	d.armWarning(lj)
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
@@ -435,6 +462,7 @@ func (d *Daemon) killWithin(lj *localJob, state api.JobState, msg string, grace 
 	}
 	lj.rec.Kill = &killRecord{State: state, Message: msg}
 	d.saveRecord(lj, "cannot record a job's kill")
+	d.publishRuns()
 	d.log.Info("killing job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "state", state)
 	if lj.handle != nil {
 		lj.handle.Kill(grace)
@@ -521,6 +549,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	rep.Message = clipMessage(rep.Message)
 	lj.report = &rep
 	if !proven {
@@ -575,6 +604,7 @@ func (d *Daemon) publishRunning() {
 		}
 	}
 	d.running.Store(&ids)
+	d.publishRuns()
 }
 
 func (d *Daemon) checkKillWaiters() {

@@ -360,6 +360,9 @@ type procHandle struct {
 	killOnce sync.Once
 	done     chan struct{}
 	res      Result
+	// execs are the commands run beside the job (agentproc.go).
+	execMu sync.Mutex
+	execs  map[*procExec]bool
 }
 
 func newProcHandle(dir string, ref *procref.Ref, cmd *exec.Cmd) *procHandle {

@@ -23,8 +23,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build/images/default}
 cache=${CORRAL_IMAGE_CACHE:-$root/build/cache}
 # The guest's /init is the project's Go program (cmd/corral-init), built
-# static; the up-to-date check below looks at its sources.
-initsrc=("$root/cmd/corral-init" "$root/vmimage/guestinit")
+# static; the up-to-date check below looks at its sources: its packages
+# and the ones it imports from this module (vmimage with the agent's
+# protocol, internal/ident).
+initsrc=("$root/cmd/corral-init" "$root/vmimage" "$root/internal/ident")
 go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 self=$root/scripts/build-image.sh
 name=$(basename "$out")
@@ -256,7 +258,7 @@ cat >"$tmp/image.json" <<EOF
   "pvh": $pvh,
   "busybox": "$("$busybox" | head -n 1 | awk '{print $2}')",
   "host_root": true,
-  "protocol": 2
+  "protocol": 3
 }
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"

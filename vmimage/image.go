@@ -38,6 +38,10 @@ type Image struct {
 	// modules for virtio, virtiofs, NFS and overlay. Images built before
 	// protocol 2 cannot.
 	HostRoot bool
+	// Agent says the image's init runs the guest agent on the
+	// vmimage.AgentPortName port when the kernel command line has
+	// corral.agent=1 (protocol 3).
+	Agent bool
 }
 
 // metadata is the JSON form of image.json, as scripts/build-image.sh writes
@@ -55,8 +59,9 @@ type metadata struct {
 
 // Protocol is the version of the host–guest protocol this package speaks.
 // An image.json with a larger "protocol" was built for a newer corral.
-// Protocol 2 added job/user and job/fs (Payload.User and Payload.FS).
-const Protocol = 2
+// Protocol 2 added job/user and job/fs (Payload.User and Payload.FS);
+// protocol 3 the guest agent.
+const Protocol = 3
 
 // Load reads the image in dir. Its errors name the file at fault and say how
 // to fix it; a missing image wraps fs.ErrNotExist.
@@ -91,6 +96,7 @@ func Load(dir string) (*Image, error) {
 		KernelVersion: m.KernelVersion,
 		PVH:           m.PVH,
 		HostRoot:      m.HostRoot && m.Protocol >= 2,
+		Agent:         m.Protocol >= 3,
 	}
 	if img.Name == "" {
 		img.Name = filepath.Base(abs)

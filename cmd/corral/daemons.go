@@ -98,6 +98,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "http-body-timeout", "DURATION", "time an API client may take to send a request's body (default 30s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
 		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
+		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -306,7 +307,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
-		RunJobsAs: o.get("run-jobs-as"),
+		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")),
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again
@@ -323,6 +324,18 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		}
 	}
 	return cfg, nil
+}
+
+// apiListen is the node's job API address for --listen: loopback when
+// unset, none for "none".
+func apiListen(v string) string {
+	switch v {
+	case "":
+		return "127.0.0.1:0"
+	case "none":
+		return ""
+	}
+	return v
 }
 
 // scaleNUMAMemory makes the NUMA nodes' memory add up to what the node

@@ -88,7 +88,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 		"guestfwd=tcp:10.0.3.100:5002-cmd:dd if=/dev/zero bs=1M count=256 status=none",
 		"-device", "virtio-net-device,netdev=sl,mac=52:54:00:c0:44:03"}
 	argv = append(argv[:len(argv)-2], append(slirp, argv[len(argv)-2:]...)...)
-	v, err := r.launch(argv, n.net.qemuFiles(), f, img.Name, r.accel, "", nil)
+	v, err := r.launch(argv, n.net.qemuFiles(), f, img.Name, r.accel, "", nil, false)
 	n.net.closeTap()
 	if err != nil {
 		b.Fatal(err)

@@ -204,7 +204,7 @@ func startDestination(t *testing.T, r *Runner, src *VM) (*VM, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := r.launch(argv, gn.qemuFiles(), f, src.st.Image, src.st.Accel, "", nil)
+	v, err := r.launch(argv, gn.qemuFiles(), f, src.st.Image, src.st.Accel, "", nil, src.st.Agent != "")
 	gn.closeTap()
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ const (
 	qmpFile     = "qmp.sock"    // the QMP monitor socket
 	killedFile  = "killed"      // written by Kill before it stops the VM
 	vfsSockFile = "virtiofs.sock"
+	agentFile   = "agent.sock" // the guest agent's channel (agent.go)
 	vfsLogFile  = "virtiofsd.log"
 )
 
@@ -70,26 +71,28 @@ type vmState struct {
 	Argv   []string `json:"argv"`
 	// Cgroup names the VM's cgroup; empty when it has none.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Agent is the guest agent's socket; empty when the VM has none.
+	Agent string `json:"agent,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
 type vmFiles struct {
 	dir, state, initrd, console, control, qemuLog, qmp, killed string
-	vfsSock, virtiofsdLog                                      string
+	vfsSock, virtiofsdLog, agentSock                           string
 }
 
 func filesIn(dir string) vmFiles {
 	j := func(n string) string { return filepath.Join(dir, n) }
 	return vmFiles{dir: dir, state: j(stateFile), initrd: j(initrdFile), console: j(consoleFile),
 		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile),
-		vfsSock: j(vfsSockFile), virtiofsdLog: j(vfsLogFile)}
+		vfsSock: j(vfsSockFile), virtiofsdLog: j(vfsLogFile), agentSock: j(agentFile)}
 }
 
 // Start boots the job's VM and returns once QEMU's monitor answers: the
 // guest is then booting, and output follows in about a second under TCG.
 // An error means no VM is left running; its text is shown to the user.
 func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
-	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true, group: true})
+	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true, group: true, agent: true})
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +107,8 @@ type startOpts struct {
 	hostRoot bool
 	// group puts the VM in a cgroup of its own (when the host has them).
 	group bool
+	// agent attaches the guest agent's port when the image runs an agent.
+	agent bool
 }
 
 func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
@@ -125,8 +130,8 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, fmt.Errorf("state directory %s: %w", spec.Dir, err)
 	}
 	f := filesIn(dir)
-	if len(f.qmp) > maxSockPath {
-		return nil, fmt.Errorf("state directory %s is too long for the VM's monitor socket (at most %d bytes for %s): use a shorter state directory", dir, maxSockPath, f.qmp)
+	if len(f.agentSock) > maxSockPath {
+		return nil, fmt.Errorf("state directory %s is too long for the VM's sockets (at most %d bytes for %s): use a shorter state directory", dir, maxSockPath, f.agentSock)
 	}
 	if err := resetFiles(f); err != nil {
 		return nil, fmt.Errorf("preparing the VM's files: %w", err)
@@ -146,7 +151,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, err
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
-		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA}
+		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent}
 	var vfsd *exec.Cmd
 	var nfs *nfsServer
 	switch {
@@ -169,7 +174,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp)
+	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp, a.agent)
 	a.net.closeTap() // QEMU holds its own descriptor
 	if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
@@ -276,7 +281,7 @@ func resetFiles(f vmFiles) error {
 			return err
 		}
 	}
-	for _, p := range []string{f.qmp, f.initrd} {
+	for _, p := range []string{f.qmp, f.initrd, f.agentSock} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -370,6 +375,8 @@ type vmArgs struct {
 	virtiofs bool
 	// net adds the network card of the NFS share (nil: none).
 	net *guestNet
+	// agent adds the guest agent's port (agentArgs).
+	agent bool
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -418,6 +425,10 @@ func (r *Runner) argv(a vmArgs) []string {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}
 	var extra []string
+	if a.agent {
+		argv = append(argv, agentArgs(a.f.agentSock)...)
+		extra = append(extra, "corral.agent=1")
+	}
 	if hostnameRE.MatchString(a.node) {
 		extra = append(extra, "corral.hostname="+a.node)
 	}
@@ -439,7 +450,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
 // daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group) (*VM, error) {
+func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group, agent bool) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
@@ -464,6 +475,9 @@ func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel
 		Image: image, Accel: accel, Argv: argv}
 	if grp != nil {
 		st.Cgroup = group
+	}
+	if agent {
+		st.Agent = f.agentSock
 	}
 	if err == nil {
 		if err = procref.WriteJSON(f.state, st); err != nil && p != nil {

@@ -44,6 +44,8 @@ type VM struct {
 	nfsMu sync.Mutex
 	nfs   *nfsServer
 	gone  bool
+	// agent reaches the guest agent; nil when the VM has none.
+	agent *agentClient
 }
 
 var (
@@ -54,6 +56,9 @@ var (
 
 func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
 	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, grp: grp, done: make(chan struct{})}
+	if st.Agent != "" {
+		v.agent = newAgentClient(v.log, st.Agent)
+	}
 	go v.watch()
 	return v
 }
@@ -88,6 +93,9 @@ func (v *VM) watch() {
 	if !ok {
 		// The daemon logs and reports the message; the probe expects it.
 		res = noded.Result{Message: lostMessage(v.f), OOM: readControl(v.f.control).oom}
+	}
+	if v.agent != nil {
+		v.agent.close()
 	}
 	removeLeftovers(v.log, v.f)
 	v.closeGroup()
@@ -366,7 +374,7 @@ func tailFile(path string, lines, max int) string {
 // removeLeftovers removes what must not outlive the VM: the monitor socket
 // (QEMU removes it itself only when it exits cleanly) and the initrd.
 func removeLeftovers(log *slog.Logger, f vmFiles) {
-	for _, p := range []string{f.qmp, f.initrd, f.vfsSock} {
+	for _, p := range []string{f.qmp, f.initrd, f.vfsSock, f.agentSock} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("cannot remove a job VM's file", "path", p, "err", err)
 		}

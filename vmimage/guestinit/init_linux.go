@@ -34,11 +34,15 @@ type guest struct {
 	// root is the job's root: "" for the initramfs, newRoot when the
 	// host's tree is.
 	root string
+	// reaper collects init's children; agent serves the node's requests
+	// (nil without an agent port).
+	reaper *reaper
+	agent  *Agent
 }
 
 // Main is PID 1. It never returns: it powers the VM off.
 func Main() {
-	g := &guest{start: time.Now(), oomBefore: -1}
+	g := &guest{start: time.Now(), oomBefore: -1, reaper: newReaper()}
 	// Signals to PID 1 are dropped unless it has a handler. Catching them
 	// (rather than ignoring them) keeps init alive when the job signals
 	// everything and leaves the job's own dispositions at their defaults.
@@ -74,6 +78,9 @@ func Main() {
 	}
 	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
 		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")
+	}
+	if opts.Agent {
+		g.startAgent()
 	}
 	g.finish(g.run(job), "")
 }
@@ -215,11 +222,13 @@ func (g *guest) run(job Job) int {
 	}
 	fmt.Fprintln(g.ctl, "CORRAL STARTED")
 	g.logf("starting %v in %s", argv, job.WorkDir)
-	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
-		Dir:   job.WorkDir,
-		Env:   job.Env,
-		Files: files,
-		Sys:   attr,
+	pid, wait, err := g.reaper.spawn(func() (int, error) {
+		return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+			Dir:   job.WorkDir,
+			Env:   job.Env,
+			Files: files,
+			Sys:   attr,
+		})
 	})
 	devnull.Close()
 	if err != nil {
@@ -227,20 +236,12 @@ func (g *guest) run(job Job) int {
 		fmt.Fprintf(g.err, "%s: %v\n", job.Argv[0], err)
 		return StartFailureCode(err)
 	}
-	for {
-		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			g.logf("wait: %v", err)
-			return 127
-		}
-		if got == pid {
-			return ExitCode(ws.Exited(), ws.ExitStatus(), int(ws.Signal()))
-		}
+	if g.agent != nil {
+		g.agent.setJob(pid)
 	}
+	// The reaper reaps orphans reparented to init meanwhile.
+	ws := <-wait
+	return ExitCode(ws.Exited(), ws.ExitStatus(), int(ws.Signal()))
 }
 
 // finish ends the VM: it kills what the job left running, waits until the

@@ -133,6 +133,7 @@ func SplitNUL(b []byte) []string {
 type Options struct {
 	Debug    bool   // corral.debug=1: log each step on the console
 	Hostname string // corral.hostname=NAME
+	Agent    bool   // corral.agent=1: the VM has the agent port
 }
 
 // ParseCmdline reads the corral.* parameters from /proc/cmdline's text.
@@ -142,6 +143,8 @@ func ParseCmdline(cmdline string) Options {
 		switch {
 		case arg == "corral.debug=1":
 			o.Debug = true
+		case arg == "corral.agent=1":
+			o.Agent = true
 		case strings.HasPrefix(arg, "corral.hostname="):
 			o.Hostname = strings.TrimPrefix(arg, "corral.hostname=")
 		}
