@@ -39,3 +39,21 @@ type Partition struct {
 	// guest has no network device beyond its share) is the only one today.
 	Network string `json:"network,omitempty"`
 }
+
+// The values of Partition.Share.
+const (
+	ShareNFS      = "nfs"
+	ShareVirtiofs = "virtiofs"
+)
+
+// ShareFor returns the share a job's VM gets in the partition: virtiofs
+// when the job gave up migration (noMigrate, --no-migrate) or the
+// partition shares over virtiofs, else nfs, the migratable default. The
+// node builds the VM with it; the controllers say from it whether the VM
+// could migrate.
+func (p Partition) ShareFor(noMigrate bool) string {
+	if noMigrate || p.Share == ShareVirtiofs {
+		return ShareVirtiofs
+	}
+	return ShareNFS
+}

@@ -73,8 +73,10 @@ type LaunchSpec struct {
 	Shares []string
 	// Share is how the vm runner shares the host's files with the guest:
 	// "virtiofs" (fast, but QEMU cannot migrate the VM) for a job that
-	// asked --no-migrate or whose partition says so, else "" (the
-	// runner's default, the migratable NFS share).
+	// asked --no-migrate or whose partition says so, else "nfs" or ""
+	// (the runner's default, the migratable NFS share). The daemon sets
+	// it with api.Partition.ShareFor, the rule the controllers also say
+	// from whether the job's VM could migrate.
 	Share string
 }
 
