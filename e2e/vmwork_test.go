@@ -150,7 +150,7 @@ echo "twice $(twice "$a")"
 echo "uid $(id -u) user $USER"
 cat secret 2>/dev/null || echo "secret refused"
 touch `+rootOnly+`/x 2>&1 | sed 's/.*: /root-only dir: /'
-echo x > /etc/corral-job-was-here 2>&1 | sed 's/.*: /etc: /'
+{ echo x > /etc/corral-job-was-here; } 2>&1 | sed 's/.*: /etc: /'
 echo x > `+anybody+`/x && echo "not-shared write: $(cat `+anybody+`/x) in the guest"
 python3 probe.py
 echo from-the-job > `+shared+`/out.txt
