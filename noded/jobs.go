@@ -218,6 +218,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
 			}
 			spec.Share = p.ShareFor(noMigrate)
+			spec.Root = p.Root
 		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}

@@ -78,6 +78,9 @@ type LaunchSpec struct {
 	// it with api.Partition.ShareFor, the rule the controllers also say
 	// from whether the job's VM could migrate.
 	Share string
+	// Root is the host directory the guest gets as its root instead of
+	// the node's / (the partition's root setting); "" for the node's.
+	Root string
 }
 
 // Handle is a running job.

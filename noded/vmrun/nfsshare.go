@@ -62,11 +62,14 @@ type nfsServer struct {
 	exited  chan struct{} // closed when the current process has exited
 }
 
-// nfsFS returns the job's file system over NFS for the guest: the host's
-// root and each outermost shared path (an inner one is already inside
-// the outer one's export).
-func nfsFS(shares []string) *vmimage.FS {
-	return &vmimage.FS{Kind: vmimage.ShareNFS, Addr: serverAddr.Addr().String(), Port: nfsPort, Export: "/",
+// nfsFS returns the job's file system over NFS for the guest: its root
+// (the host's /, or the partition's root directory) and each outermost
+// shared path (an inner one is already inside the outer one's export).
+func nfsFS(root string, shares []string) *vmimage.FS {
+	if root == "" {
+		root = "/"
+	}
+	return &vmimage.FS{Kind: vmimage.ShareNFS, Addr: serverAddr.Addr().String(), Port: nfsPort, Export: root,
 		GuestAddr: guestAddr.String(), MTU: netMTU, Shares: outermost(shares)}
 }
 
