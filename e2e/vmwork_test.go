@@ -67,9 +67,11 @@ func userDir(t *testing.T) (string, *user.User) {
 // afterok chain passes a file from step 1 to step 2. The job's processes
 // run as the user's uid, cannot read a root-only file, cannot write a
 // root-only directory or /etc (EACCES), write nothing that reaches the
-// host outside the shared paths, and reach neither a
-// listener on the host's loopback nor the controller, on loopback or on
-// the node's own address. The job's files go over the default NFS share;
+// host outside the shared paths, and reach neither a listener on the
+// host's loopback nor the controller, on loopback or on the node's own
+// address, nor anything beyond the node: the default partition's network
+// is none, and the guest has no default route. The job's files go over
+// the default NFS share;
 // the chain's second step asks --no-migrate and gets virtiofs.
 func TestVMScriptsWorkUnchanged(t *testing.T) {
 	root := imageRoot(t)
@@ -130,7 +132,7 @@ func TestVMScriptsWorkUnchanged(t *testing.T) {
 		}
 	}
 	probe := `import socket
-for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `), ("` + nodeIP + `", ` + cport + `)):
+for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `), ("` + nodeIP + `", ` + cport + `), ("192.0.2.1", 80), ("1.1.1.1", 53)):
     try:
         socket.create_connection((host, port), timeout=2).close()
         print("reached", host, port)
@@ -153,6 +155,7 @@ touch `+rootOnly+`/x 2>&1 | sed 's/.*: /root-only dir: /'
 { echo x > /etc/corral-job-was-here; } 2>&1 | sed 's/.*: /etc: /'
 echo x > `+anybody+`/x && echo "not-shared write: $(cat `+anybody+`/x) in the guest"
 python3 probe.py
+echo "default routes $(awk 'NR > 1 && $2 == "00000000"' /proc/net/route | wc -l)"
 echo from-the-job > `+shared+`/out.txt
 `)
 	id := submitAs(t, c, dir, u.Username, "-o", filepath.Join(dir, "job-%j.out"), "job.sh")
@@ -162,7 +165,7 @@ echo from-the-job > `+shared+`/out.txt
 	for _, want := range []string{"numbers 2", "twice 12", "uid " + u.Uid + " user nobody", "secret refused",
 		"root-only dir: Permission denied", "etc: Permission denied", "not-shared write: x in the guest",
 		"blocked 10.0.2.2 " + lport, "blocked 127.0.0.1 " + lport, "blocked 10.0.2.2 " + cport, "blocked 127.0.0.1 " + cport,
-		"blocked " + nodeIP + " " + cport} {
+		"blocked " + nodeIP + " " + cport, "blocked 192.0.2.1 80", "blocked 1.1.1.1 53", "default routes 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job output lacks %q:\n%s", want, out)
 		}
