@@ -28,6 +28,16 @@
 //     same shared file system), decodes the same handle to the same object.
 //     Random in-memory handles were measured to give ESTALE on most calls
 //     after a migration (VM-NOTES).
+//   - Handles cannot be made up. Each carries a MAC (8 bytes of
+//     HMAC-SHA256) under the job's handle key, which the vm runner makes
+//     once per job and gives every server of the job; any other handle is
+//     NFS3ERR_BADHANDLE. Without it a guest could take a file's handle from
+//     the read-only root export, write a shared path's export id into it
+//     and write the file, anywhere on the node, as the job's user
+//     (TestForgedHandlesAreRefused). What the MAC leaves for the kernel's
+//     handle is 42 bytes: enough for ext4, xfs and btrfs. An export whose
+//     root's handle is longer is refused; an object below it with a longer
+//     one (on another file system mounted there) is ENOENT to the guest.
 //   - Every operation acts as the job's user, whatever the guest's
 //     credentials say: each worker thread takes the user's fsuid, fsgid and
 //     supplementary groups once (setfsuid, setfsgid and setgroups on the
