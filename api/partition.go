@@ -36,6 +36,31 @@ type Partition struct {
 	// the node's default, nfs.
 	Share string `json:"share,omitempty"`
 	// Network is the jobs' outbound network: "none" (the default: the
-	// guest has no network device beyond its share) is the only one today.
+	// guest's only card reaches its own file server and nothing else) is
+	// the only one today.
 	Network string `json:"network,omitempty"`
+	// Root is the host directory the partition's jobs get as their root
+	// (read-only, under the guest's overlay) instead of the node's own /:
+	// a site's own tree or an unpacked container image. Their shared
+	// paths are still the node's, at the same paths. It needs the nfs
+	// share. Empty is the node's root.
+	Root string `json:"root,omitempty"`
+}
+
+// The values of Partition.Share.
+const (
+	ShareNFS      = "nfs"
+	ShareVirtiofs = "virtiofs"
+)
+
+// ShareFor returns the share a job's VM gets in the partition: virtiofs
+// when the job gave up migration (noMigrate, --no-migrate) or the
+// partition shares over virtiofs, else nfs, the migratable default. The
+// node builds the VM with it; the controllers say from it whether the VM
+// could migrate.
+func (p Partition) ShareFor(noMigrate bool) string {
+	if noMigrate || p.Share == ShareVirtiofs {
+		return ShareVirtiofs
+	}
+	return ShareNFS
 }

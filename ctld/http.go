@@ -312,7 +312,7 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return api.EncodeJobRows(w, jobs)
 	case "", "json":
 		w.Header().Set("Content-Type", "application/json")
-		return writeJobList(w, jobs, prio)
+		return writeJobList(w, jobs, prio, c.migrationFunc())
 	}
 	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
@@ -344,7 +344,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
-	writeJSON(w, http.StatusOK, withPriority(j, c.priorityFunc(time.Now())))
+	v := withPriority(j, c.priorityFunc(time.Now()))
+	c.migrationFunc()(v)
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -10,7 +10,9 @@ import (
 
 // writeJobList streams a job list as a JSON array without the scripts and
 // environments, which listings never show and which dominate their size.
-func writeJobList(w io.Writer, jobs []*api.Job, prio func(*api.Job) int64) error {
+// prio and migration fill what is derived when a job is read (its
+// priority now, whether its run could migrate).
+func writeJobList(w io.Writer, jobs []*api.Job, prio func(*api.Job) int64, migration func(*api.Job)) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	if _, err := bw.WriteString("["); err != nil {
@@ -26,6 +28,7 @@ func writeJobList(w io.Writer, jobs []*api.Job, prio func(*api.Job) int64) error
 		slim.Spec.Script = ""
 		slim.Spec.Env = nil
 		slim.Priority = prio(j)
+		migration(&slim)
 		if err := enc.Encode(&slim); err != nil {
 			return err
 		}

@@ -146,7 +146,12 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	}
 	c := startControllers(t, 1, "--node-timeout", "30s")
 	c.leader(t, 15*time.Second)
-	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the node daemon's log:\n%s", node.tail())
+		}
+	})
 	c.waitNodes(t, 1)
 	work := t.TempDir()
 	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem=256M", "-o", filepath.Join(work, "r.out"),

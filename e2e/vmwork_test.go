@@ -65,9 +65,13 @@ func userDir(t *testing.T) (string, *user.User) {
 // submit directory, runs the host's python3 and writes result.txt there:
 // the host sees result.txt with the right content, owned by the user. An
 // afterok chain passes a file from step 1 to step 2. The job's processes
-// run as the user's uid, cannot read a root-only file, and reach neither a
-// listener on the host's loopback nor the controller, on loopback or on
-// the node's own address. The job's files go over the default NFS share;
+// run as the user's uid, cannot read a root-only file, cannot write a
+// root-only directory or /etc (EACCES), write nothing that reaches the
+// host outside the shared paths, and reach neither a listener on the
+// host's loopback nor the controller, on loopback or on the node's own
+// address, nor anything beyond the node: the default partition's network
+// is none, and the guest has no default route. The job's files go over
+// the default NFS share;
 // the chain's second step asks --no-migrate and gets virtiofs.
 func TestVMScriptsWorkUnchanged(t *testing.T) {
 	root := imageRoot(t)
@@ -110,6 +114,12 @@ func TestVMScriptsWorkUnchanged(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "helpers.sh"), "twice() { echo $(( $1 * 2 )); }\n")
 	writeFile(t, filepath.Join(dir, "secret"), "root only\n")
 	os.Chmod(filepath.Join(dir, "secret"), 0o600)
+	// Host directories that are not shared, outside /tmp (which the guest
+	// has its own of): one only root may write, one anybody may. Writes to
+	// the first fail with EACCES in the guest; writes to the second stay
+	// in the guest's overlay and never reach the host.
+	rootOnly := hostDir(t, "root-only-", 0o755)
+	anybody := hostDir(t, "not-shared-", 0o777)
 	// The node's own address on its network, where the controller
 	// listens too (on every address of the node but loopback-only ones).
 	nodeIP := "192.0.2.1"
@@ -122,7 +132,7 @@ func TestVMScriptsWorkUnchanged(t *testing.T) {
 		}
 	}
 	probe := `import socket
-for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `), ("` + nodeIP + `", ` + cport + `)):
+for host, port in (("10.0.2.2", ` + lport + `), ("127.0.0.1", ` + lport + `), ("10.0.2.2", ` + cport + `), ("127.0.0.1", ` + cport + `), ("` + nodeIP + `", ` + cport + `), ("192.0.2.1", 80), ("1.1.1.1", 53)):
     try:
         socket.create_connection((host, port), timeout=2).close()
         print("reached", host, port)
@@ -141,7 +151,11 @@ python3 -c "import sys; print(int(sys.argv[1]) * int(sys.argv[2]))" "${pair[@]}"
 echo "twice $(twice "$a")"
 echo "uid $(id -u) user $USER"
 cat secret 2>/dev/null || echo "secret refused"
+touch `+rootOnly+`/x 2>&1 | sed 's/.*: /root-only dir: /'
+{ echo x > /etc/corral-job-was-here; } 2>&1 | sed 's/.*: /etc: /'
+echo x > `+anybody+`/x && echo "not-shared write: $(cat `+anybody+`/x) in the guest"
 python3 probe.py
+echo "default routes $(awk 'NR > 1 && $2 == "00000000"' /proc/net/route | wc -l)"
 echo from-the-job > `+shared+`/out.txt
 `)
 	id := submitAs(t, c, dir, u.Username, "-o", filepath.Join(dir, "job-%j.out"), "job.sh")
@@ -149,14 +163,20 @@ echo from-the-job > `+shared+`/out.txt
 	j := waitJob(t, cl, id, api.StateCompleted, 90*time.Second)
 	out := readFile(t, filepath.Join(dir, "job-"+strconv.FormatUint(id, 10)+".out"))
 	for _, want := range []string{"numbers 2", "twice 12", "uid " + u.Uid + " user nobody", "secret refused",
+		"root-only dir: Permission denied", "etc: Permission denied", "not-shared write: x in the guest",
 		"blocked 10.0.2.2 " + lport, "blocked 127.0.0.1 " + lport, "blocked 10.0.2.2 " + cport, "blocked 127.0.0.1 " + cport,
-		"blocked " + nodeIP + " " + cport} {
+		"blocked " + nodeIP + " " + cport, "blocked 192.0.2.1 80", "blocked 1.1.1.1 53", "default routes 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job output lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "reached") {
 		t.Errorf("the job reached a host service:\n%s", out)
+	}
+	for _, p := range []string{filepath.Join(rootOnly, "x"), filepath.Join(anybody, "x"), "/etc/corral-job-was-here"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the job's write to %s, which is not a shared path, reached the host", p)
+		}
 	}
 	if got := readFile(t, filepath.Join(dir, "result.txt")); got != "42\n" {
 		t.Errorf("result.txt = %q, want 42", got)
@@ -188,6 +208,23 @@ echo from-the-job > `+shared+`/out.txt
 		t.Errorf("step2.txt = %q, want FROM-STEP1", got)
 	}
 	waitNoQEMU(t, c)
+}
+
+// hostDir makes a directory of root's with mode perm under the package's
+// directory (not under /tmp, which the guest replaces with its own), removed
+// when the test ends.
+func hostDir(t *testing.T, prefix string, perm os.FileMode) string {
+	t.Helper()
+	d, err := os.MkdirTemp(".", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ = filepath.Abs(d)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, perm); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func submitAs(t *testing.T, c *cluster, dir, name string, args ...string) uint64 {

@@ -47,6 +47,12 @@ func readPartitionsFile(path string) ([]api.Partition, error) {
 		default:
 			return nil, fmt.Errorf("--partitions-file %s: partition %s: share %q: use nfs (migratable, the default) or virtiofs (faster; the VMs cannot migrate)", path, p.Name, p.Share)
 		}
+		if p.Root != "" && (!filepath.IsAbs(p.Root) || filepath.Clean(p.Root) != p.Root) {
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: root %q: give a clean absolute path (a directory on every node of the partition)", path, p.Name, p.Root)
+		}
+		if p.Root != "" && p.Share == "virtiofs" {
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: a root of its own (%s) needs the nfs share: drop share virtiofs", path, p.Name, p.Root)
+		}
 		switch p.Network {
 		case "", "none":
 		default:

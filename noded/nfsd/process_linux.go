@@ -25,6 +25,9 @@ type ProcessConfig struct {
 	// whether or not a node daemon is there to say so.
 	VMPID   int    `json:"vm_pid"`
 	VMStart uint64 `json:"vm_start_ticks"`
+	// HandleKey is the job's handle key (Config.HandleKey): the vm runner
+	// makes it once per job and gives every server of the job the same.
+	HandleKey []byte `json:"handle_key"`
 }
 
 // ListenFD is the descriptor a file server process inherits its listener
@@ -69,7 +72,10 @@ func RunProcess(configPath string) error {
 	if err != nil {
 		return fmt.Errorf("nfsd: descriptor 3 is not a listening socket: %w", err)
 	}
-	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, Logger: log})
+	if len(cfg.HandleKey) == 0 {
+		log.Warn("no handle key in the configuration: the guest's file handles will not survive a restart of this server", "config", configPath)
+	}
+	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, HandleKey: cfg.HandleKey, Logger: log})
 	if err != nil {
 		return fmt.Errorf("nfsd: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -372,10 +372,15 @@ func TestStartRefusesWhatCannotRun(t *testing.T) {
 }
 
 // BenchmarkStartToFirstOutput measures Start until the job's first byte is
-// in its stdout file: the VM's share of submit-to-first-output.
+// in its stdout file, for #!/bin/bash echo hi with the default share (the
+// host's root over NFS): the VM's share of submit-to-first-output. Besides
+// the wall time it reports the CPU time QEMU used until then (its vCPU,
+// the TCG translator, its I/O threads), which a machine shared with other
+// work inflates much less than the wall time: under TCG the guest's boot is
+// QEMU's CPU.
 func BenchmarkStartToFirstOutput(b *testing.B) {
 	r := testRunner(b)
-	var took []time.Duration
+	var took, cpu []time.Duration
 	for i := 0; i < b.N; i++ {
 		spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
 		t0 := time.Now()
@@ -383,6 +388,7 @@ func BenchmarkStartToFirstOutput(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		pid := h.(*VM).st.PID
 		for {
 			if fi, err := os.Stat(spec.Stdout); err == nil && fi.Size() > 0 {
 				break
@@ -393,13 +399,23 @@ func BenchmarkStartToFirstOutput(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		took = append(took, time.Since(t0))
+		if st, err := procref.ReadStat(pid); err == nil {
+			cpu = append(cpu, time.Duration(st.CPUTicks)*10*time.Millisecond)
+		}
 		if res := h.Wait(); res != (noded.Result{}) {
 			b.Fatalf("Result = %+v", res)
 		}
 	}
-	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	pct := func(p float64) time.Duration { return took[int(p*float64(len(took)-1)+0.5)] }
-	b.ReportMetric(float64(pct(0.5).Milliseconds()), "p50-ms")
-	b.ReportMetric(float64(pct(0.95).Milliseconds()), "p95-ms")
-	b.Logf("start→first output over %d runs (%s): p50 %v, p95 %v", len(took), r.Accel(), pct(0.5), pct(0.95))
+	pct := func(d []time.Duration, p float64) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[int(p*float64(len(s)-1)+0.5)]
+	}
+	b.ReportMetric(float64(pct(took, 0.5).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(pct(took, 0.95).Milliseconds()), "p95-ms")
+	if len(cpu) > 0 {
+		b.ReportMetric(float64(pct(cpu, 0.5).Milliseconds()), "qemu-cpu-p50-ms")
+	}
+	b.Logf("start→first output over %d runs (%s): p50 %v, p95 %v; QEMU's CPU until then: p50 %v", len(took), r.Accel(),
+		pct(took, 0.5), pct(took, 0.95), pct(cpu, 0.5))
 }
