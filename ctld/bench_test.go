@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // BenchmarkSubmitThroughput measures distinct jobs per second accepted
@@ -78,14 +79,14 @@ func BenchmarkSubmitSingle(b *testing.B) {
 func fillPending(f *FSM, n int) {
 	const chunk = 10_000
 	for first := 0; first < n; first += chunk {
-		cmd := &SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
+		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
 			s := api.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch",
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)
 		}
-		data, _ := encodeCommand(CmdSubmitJobs, cmd)
+		data, _ := state.Encode(state.CmdSubmitJobs, cmd)
 		f.Apply(rlog(uint64(first/chunk+1), data))
 	}
 }

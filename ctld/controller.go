@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // Config describes one controller member.
@@ -160,8 +163,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // propose applies one command through Raft and returns the FSM's result.
-func (c *Controller) propose(t CommandType, payload any) (any, error) {
-	data, err := encodeCommand(t, payload)
+func (c *Controller) propose(t state.CommandType, payload any) (any, error) {
+	data, err := state.Encode(t, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +188,7 @@ func (c *Controller) leaderHTTP() (addr string, self bool, ok bool) {
 	if string(id) == c.cfg.ID {
 		return c.cfg.HTTPAddr, true, true
 	}
-	c.fsm.Read(func(s *State) { addr = s.Members[string(id)] })
+	c.fsm.Read(func(s *state.State) { addr = s.Members[string(id)] })
 	return addr, false, addr != ""
 }
 
@@ -201,14 +204,16 @@ func (c *Controller) announceSelf(ctx context.Context) {
 		case <-t.C:
 		}
 		var known string
-		c.fsm.Read(func(s *State) { known = s.Members[c.cfg.ID] })
+		c.fsm.Read(func(s *state.State) { known = s.Members[c.cfg.ID] })
 		if known == c.cfg.HTTPAddr {
 			continue
 		}
 		if c.node.raft.State() == raft.Leader {
-			_, _ = c.propose(CmdSetMember, &SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+			_, _ = c.propose(state.CmdSetMember, &state.SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
 			continue
 		}
-		c.proxy.announce(ctx, SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+		c.proxy.announce(ctx, state.SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
 	}
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -7,6 +7,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // fitChecker refuses at submit, as Slurm does ("Requested node
@@ -21,7 +22,7 @@ import (
 // One checker serves one request: it remembers the answer for each shape
 // of job, so a batch of thousands of alike jobs asks once.
 type fitChecker struct {
-	state *State
+	state *state.State
 	snap  *sched.Snapshot // built on first use
 	parts []api.Partition
 	def   int64
@@ -40,7 +41,7 @@ type fitKey struct {
 
 // newFitChecker returns a checker for one request; s must stay readable
 // while it is used (inside one FSM.Read).
-func newFitChecker(s *State, parts []api.Partition, defMemPerCPU int64) *fitChecker {
+func newFitChecker(s *state.State, parts []api.Partition, defMemPerCPU int64) *fitChecker {
 	return &fitChecker{state: s, parts: parts, def: defMemPerCPU, memo: map[fitKey]error{}}
 }
 

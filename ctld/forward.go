@@ -3,6 +3,7 @@ package ctld
 import (
 	"bytes"
 	"context"
+	"corral/ctld/state"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -61,7 +62,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // announce asks the leader to record this member's HTTP address.
-func (f *forwarder) announce(ctx context.Context, m SetMember) {
+func (f *forwarder) announce(ctx context.Context, m state.SetMember) {
 	addr, self, ok := f.c.leaderHTTP()
 	if !ok || self {
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/submit"
 )
 
@@ -161,7 +162,7 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 // changes the specs in place and returns the first job's refusal.
 func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
 	var verr error
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		parts := s.Partitions(c.cfg.Partitions)
 		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
 		for i := range jobs {
@@ -177,7 +178,7 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
 			// As sbatch does: a job without -A is charged to the user's
 			// default account (here the first, by name, they belong to).
 			if sp.Account == "" {
-				sp.Account = s.defaultAccount(sp.User)
+				sp.Account = s.DefaultAccount(sp.User)
 			}
 			if verr = c.validateSpec(i, sp, s, parts, now, fits); verr != nil {
 				return
@@ -207,7 +208,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		return f, &fieldError{Field: "id", Msg: fmt.Sprintf("%d job ids; the most is %d", len(q["id"]), maxIDs)}
 	}
 	for _, s := range q["id"] {
-		ref, err := ParseJobRef(s)
+		ref, err := api.ParseJobRef(s)
 		if err != nil {
 			return f, badRequest("id: %v", err)
 		}
@@ -263,7 +264,7 @@ func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
 // matchJobs returns the jobs matching f in no particular order.
 func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 	var out []*api.Job
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if f.HasJobs() && !namesArray(s, f) {
 			for _, id := range f.IDs {
 				if j := s.Jobs[id]; j != nil && matches(j, f) {
@@ -284,7 +285,7 @@ func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 
 // namesArray reports whether f names an array or one of its tasks: their
 // records are found by scanning, not by id.
-func namesArray(s *State, f *api.JobFilter) bool {
+func namesArray(s *state.State, f *api.JobFilter) bool {
 	if len(f.Tasks) > 0 {
 		return true
 	}
@@ -321,16 +322,16 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 // array ("12_5"). A task not started yet is answered with the array's
 // pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	ref, err := ParseJobRef(r.PathValue("id"))
+	ref, err := api.ParseJobRef(r.PathValue("id"))
 	if err != nil {
 		return &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *api.Job
 	var next uint64
 	var minAge int64
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
-			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
 			j = s.Jobs[ref.ID]
 		}
@@ -373,14 +374,14 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 	var tasks []api.TaskRef
 	byID := f
 	byID.Tasks = nil
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		for _, id := range f.IDs {
 			if s.Jobs[id] == nil {
 				ids = append(ids, id)
 			}
 		}
 		for _, t := range f.Tasks {
-			switch j, pending := s.resolveTask(t); {
+			switch j, pending := s.ResolveTask(t); {
 			case j == nil:
 				resp.Errors[t.Array] = fmt.Sprintf("no task %s", t)
 			case pending:
@@ -403,11 +404,11 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	if len(ids) > 0 || len(tasks) > 0 {
-		res, err := c.propose(CmdCancelJobs, &CancelJobs{Now: time.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
+		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: time.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
 		if err != nil {
 			return err
 		}
-		ir := res.(*IDsResult)
+		ir := res.(*state.IDsResult)
 		resp.Cancelled = ir.Changed
 		for id, e := range ir.Errors {
 			resp.Errors[id] = e
@@ -428,11 +429,11 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
+	res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
 	if err != nil {
 		return err
 	}
-	ir := res.(*IDsResult)
+	ir := res.(*state.IDsResult)
 	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
 	return nil
 }
@@ -448,18 +449,18 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
+	res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
 		return err
 	}
-	ir := res.(*IDsResult)
+	ir := res.(*state.IDsResult)
 	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
 	return nil
 }
 
 func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {
 	var nodes []api.Node
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		for _, name := range sortedKeys(s.Nodes) {
 			nodes = append(nodes, *s.Nodes[name])
 		}
@@ -477,7 +478,7 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(name), why)}
 	}
 	var n *api.Node
-	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	c.fsm.Read(func(s *state.State) { n = s.Nodes[name] })
 	if n == nil {
 		return notFound("node %s: no such node", name)
 	}
@@ -487,7 +488,7 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 
 func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) error {
 	var parts []api.Partition
-	c.fsm.Read(func(s *State) { parts = s.Partitions(c.cfg.Partitions) })
+	c.fsm.Read(func(s *state.State) { parts = s.Partitions(c.cfg.Partitions) })
 	writeJSON(w, http.StatusOK, parts)
 	return nil
 }
@@ -520,7 +521,7 @@ func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 	for {
 		ch := c.fsm.WatchNode(name)
 		var d api.Desired
-		c.fsm.Read(func(s *State) { d = s.Desired(name) })
+		c.fsm.Read(func(s *state.State) { d = s.Desired(name) })
 		if !d.Known || d.Index > index || wait == 0 {
 			writeJSON(w, http.StatusOK, d)
 			return
@@ -557,7 +558,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
 	}
 	now := time.Now().UTC()
-	if _, err := c.propose(CmdRegisterNode, &RegisterNode{Now: now, Info: info}); err != nil {
+	if _, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -566,7 +567,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	c.mu.Unlock()
 	ack := c.nodeAck()
 	// The node's allocation index is the registration's or a later one.
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if n := s.Nodes[info.Name]; n != nil {
 			ack.Index = n.AllocIndex
 		}
@@ -592,7 +593,7 @@ func (c *Controller) nodeAck() api.NodeAck {
 // incarnation; a 404 tells it to register again.
 func (c *Controller) knownNode(name, bootID string) error {
 	var n *api.Node
-	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	c.fsm.Read(func(s *state.State) { n = s.Nodes[name] })
 	switch {
 	case n == nil:
 		return notFound("node %s is not registered; register first", name)
@@ -638,8 +639,8 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if len(st.Reports) > 0 {
-		cmd := &JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
-		if _, err := c.propose(CmdJobReports, cmd); err != nil {
+		cmd := &state.JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
+		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err
 		}
 	}
@@ -658,7 +659,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(CmdNodeDrain, &NodeDrain{Now: time.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
+	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: time.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}
@@ -669,7 +670,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) error {
-	var m SetMember
+	var m state.SetMember
 	if err := decode(r, &m); err != nil {
 		return err
 	}
@@ -682,7 +683,7 @@ func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) err
 	if why := submit.TextProblem(m.HTTPAddr, submit.MaxNameBytes); why != "" || strings.ContainsAny(m.HTTPAddr, " /") {
 		return &fieldError{Field: "http_addr", Msg: fmt.Sprintf("http_addr %q must be HOST:PORT", submit.Shown(m.HTTPAddr))}
 	}
-	if _, err := c.propose(CmdSetMember, &m); err != nil {
+	if _, err := c.propose(state.CmdSetMember, &m); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -705,7 +706,7 @@ func (c *Controller) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.StateHash, st.AppliedIndex = c.fsm.HashAt()
 	}
 	var members map[string]string
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		members = make(map[string]string, len(s.Members))
 		for k, v := range s.Members {
 			members[k] = v

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // errNotLeader tells a handler to forward the request to the leader.
@@ -117,10 +118,10 @@ func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{})
 		specs = append(specs, call.specs...)
 	}
 	c.mu.Lock()
-	cmd := &SubmitJobs{Now: time.Now().UTC(), FirstID: c.nextJobID, Jobs: specs}
+	cmd := &state.SubmitJobs{Now: time.Now().UTC(), FirstID: c.nextJobID, Jobs: specs}
 	c.nextJobID += uint64(len(specs))
 	c.mu.Unlock()
-	data, err := encodeCommand(CmdSubmitJobs, cmd)
+	data, err := state.Encode(state.CmdSubmitJobs, cmd)
 	if err != nil {
 		<-sem
 		answerAll(batch, nil, err)
@@ -133,7 +134,7 @@ func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{})
 			answerAll(batch, nil, fmt.Errorf("committing submission: %w", err))
 			return
 		}
-		res, _ := f.Response().(*SubmitResult)
+		res, _ := f.Response().(*state.SubmitResult)
 		if res == nil {
 			answerAll(batch, nil, errors.New("submission produced no result"))
 			return

@@ -13,6 +13,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // followLeadership starts the leader-only loops when this member wins an
@@ -65,7 +66,7 @@ func (c *Controller) lead(ctx context.Context) {
 	now := time.Now()
 	c.mu.Lock()
 	c.leading = true
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		c.nextJobID = s.NextJobID
 		// Every node gets a full timeout from the moment this member
 		// took over: heartbeats sent to the old leader are not known here.
@@ -141,8 +142,8 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 	c.applyPreemptions(now, plan)
 	if len(plan.Cancels) > 0 {
 		// --kill-on-invalid-dep=yes: the dependency can never be met.
-		cancel := &CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
-		if _, err := c.propose(CmdCancelJobs, cancel); err != nil {
+		cancel := &state.CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
+		if _, err := c.propose(state.CmdCancelJobs, cancel); err != nil {
 			c.log.Warn("cancelling jobs with invalid dependencies failed", "jobs", plan.Cancels, "err", err)
 		}
 	}
@@ -150,12 +151,12 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 	if len(cmd.Starts) == 0 && len(cmd.Reasons) == 0 {
 		return
 	}
-	res, err := c.propose(CmdApplyPlan, cmd)
+	res, err := c.propose(state.CmdApplyPlan, cmd)
 	if err != nil {
 		c.log.Warn("committing plan failed", "err", err)
 		return
 	}
-	if pr, ok := res.(*PlanResult); ok && len(pr.Rejected) > 0 {
+	if pr, ok := res.(*state.PlanResult); ok && len(pr.Rejected) > 0 {
 		c.log.Debug("plan applier skipped stale starts", "jobs", pr.Rejected)
 	}
 }
@@ -164,7 +165,7 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
 	deps := &depTargets{jobs: map[uint64]*api.Job{}, arrays: map[uint64][]*api.Job{}, tasks: map[api.TaskRef]*api.Job{}}
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		snap.Pending = make([]*api.Job, 0, len(s.Pending))
 		for id := range s.Pending {
 			j := s.Jobs[id]
@@ -188,7 +189,7 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 		for k, q := range s.QOS {
 			snap.QOS[k] = q
 		}
-		snap.Fairshare = s.fairshareFactors(now)
+		snap.Fairshare = s.FairshareFactors(now)
 	})
 	snap.Lookup = func(id uint64) *api.Job { return deps.jobs[id] }
 	snap.Array = func(id uint64) []*api.Job { return deps.arrays[id] }
@@ -242,9 +243,9 @@ func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
 		by := fmt.Sprintf("job %d", g.preemptor)
 		var err error
 		if g.mode == api.PreemptSuspend {
-			_, err = c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true, By: g.preemptor})
+			_, err = c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true, By: g.preemptor})
 		} else {
-			_, err = c.propose(CmdCancelJobs, &CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
+			_, err = c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
 		}
 		if err != nil {
 			c.log.Warn("preemption failed", "victims", ids, "mode", g.mode, "for", g.preemptor, "err", err)
@@ -253,7 +254,7 @@ func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
 		c.log.Info("preempted", "victims", ids, "mode", g.mode, "for", g.preemptor)
 	}
 	if len(plan.Resumes) > 0 {
-		if _, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: plan.Resumes, Suspend: false, Preempt: true}); err != nil {
+		if _, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: now, IDs: plan.Resumes, Suspend: false, Preempt: true}); err != nil {
 			c.log.Warn("resuming preempted jobs failed", "jobs", plan.Resumes, "err", err)
 		}
 	}
@@ -283,16 +284,16 @@ type depTargets struct {
 	tasks  map[api.TaskRef]*api.Job
 }
 
-func collectDeps(d *api.Dependency, s *State, into *depTargets) {
+func collectDeps(d *api.Dependency, s *state.State, into *depTargets) {
 	for _, cl := range d.Clauses {
 		for _, raw := range cl.JobIDs {
-			ref, err := ParseJobRef(raw)
+			ref, err := api.ParseJobRef(raw)
 			if err != nil {
 				continue
 			}
 			if ref.HasTask {
 				t := api.TaskRef{Array: ref.ID, Task: ref.Task}
-				if j, _ := s.resolveTask(t); j != nil {
+				if j, _ := s.ResolveTask(t); j != nil {
 					into.tasks[t] = j
 				}
 				continue
@@ -320,8 +321,8 @@ func collectDeps(d *api.Dependency, s *State, into *depTargets) {
 
 // planCommand turns a plan into an ApplyPlan, re-checking each start against
 // the current state and keeping only reasons that changed.
-func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *ApplyPlan {
-	cmd := &ApplyPlan{Now: now}
+func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *state.ApplyPlan {
+	cmd := &state.ApplyPlan{Now: now}
 	// A task of an array that starts gets a record, and an id, of its own.
 	var newIDs uint64
 	for _, st := range plan.Starts {
@@ -336,15 +337,15 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 		c.nextJobID += newIDs
 		c.mu.Unlock()
 	}
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		used := map[string][2]int64{}
 		for _, st := range plan.Starts {
-			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
+			ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
 			if st.Array {
 				ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
 				nextID++
 			}
-			if s.checkStart(ps, used) != "" {
+			if s.CheckStart(ps, used) != "" {
 				continue
 			}
 			u := used[st.Node]
@@ -361,7 +362,7 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 				est = time.Time{} // behind a job without a time limit: unknown
 			}
 			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && (cur.Reason != r || estimateMoved(cur.EstStart, est)) {
-				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r, Start: est, Message: plan.Invalid[j.ID]})
+				cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: est, Message: plan.Invalid[j.ID]})
 			}
 		}
 	})
@@ -392,7 +393,7 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 		var down []string
 		var seen map[string]time.Time
 		c.mu.Lock()
-		c.fsm.Read(func(s *State) {
+		c.fsm.Read(func(s *state.State) {
 			for name, n := range s.Nodes {
 				last, ok := c.seen[name]
 				if !ok {
@@ -415,12 +416,12 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 		c.mu.Unlock()
 		if len(down) > 0 {
 			c.log.Warn("nodes stopped responding; marking them DOWN", "nodes", down, "timeout", c.cfg.NodeTimeout)
-			if _, err := c.propose(CmdNodeDown, &NodeDown{Now: now, Nodes: slices.Sorted(slices.Values(down)), Reason: "Not responding"}); err != nil {
+			if _, err := c.propose(state.CmdNodeDown, &state.NodeDown{Now: now, Nodes: slices.Sorted(slices.Values(down)), Reason: "Not responding"}); err != nil {
 				c.log.Warn("marking nodes down failed", "err", err)
 			}
 		}
 		if seen != nil {
-			_, _ = c.propose(CmdNodeHeartbeats, &NodeHeartbeats{Seen: seen})
+			_, _ = c.propose(state.CmdNodeHeartbeats, &state.NodeHeartbeats{Seen: seen})
 		}
 	}
 }
@@ -446,7 +447,7 @@ func (c *Controller) noteInvalid(plan sched.Plan) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(plan.Invalid)) {
 		var cur *api.Job
-		c.fsm.Read(func(s *State) { cur = s.Jobs[id] })
+		c.fsm.Read(func(s *state.State) { cur = s.Jobs[id] })
 		if cur != nil && cur.Reason != api.ReasonInvalidJob {
 			c.log.Error("the scheduler cannot handle a job; holding it as InvalidJob", "job", id, "why", plan.Invalid[id])
 		}

@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"context"
+	"corral/ctld/state"
 	"time"
 )
 
@@ -23,7 +24,7 @@ const compactAfter = 10_000
 
 // purgeLoop proposes PurgeJobs entries on the leader while finished jobs or
 // request ids are past their retention, one entry after another until none
-// is due (each entry removes at most defaultPurgeMax jobs).
+// is due (each entry removes at most DefaultPurgeMax jobs).
 func (c *Controller) purgeLoop(ctx context.Context) {
 	t := time.NewTicker(purgeTick)
 	defer t.Stop()
@@ -38,18 +39,18 @@ func (c *Controller) purgeLoop(ctx context.Context) {
 		removed := 0
 		for ctx.Err() == nil {
 			now := time.Now().UTC()
-			var due purgeDue
-			c.fsm.Read(func(s *State) { due = s.purgeDue(now) })
-			if !due.requests && due.jobs <= held && (due.jobs == 0 || now.Sub(last) < purgeRecheck) {
+			var due state.Due
+			c.fsm.Read(func(s *state.State) { due = s.PurgeDue(now) })
+			if !due.Requests && due.Jobs <= held && (due.Jobs == 0 || now.Sub(last) < purgeRecheck) {
 				break
 			}
-			res, err := c.propose(CmdPurgeJobs, &PurgeJobs{Now: now, Max: defaultPurgeMax})
+			res, err := c.propose(state.CmdPurgeJobs, &state.PurgeJobs{Now: now, Max: state.DefaultPurgeMax})
 			if err != nil {
 				c.log.Warn("purging finished jobs failed", "err", err)
 				break
 			}
 			last = now
-			pr, _ := res.(*PurgeResult)
+			pr, _ := res.(*state.PurgeResult)
 			if pr == nil {
 				break
 			}

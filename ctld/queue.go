@@ -6,6 +6,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 	"corral/display"
 )
 
@@ -38,13 +39,13 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 func (c *Controller) priorityFunc(now time.Time) func(*api.Job) int64 {
 	snap := &sched.Snapshot{Now: now.UTC()}
 	total := 0
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		snap.Config = s.Config
 		snap.QOS = make(map[string]*api.QOS, len(s.QOS))
 		for k, q := range s.QOS {
 			snap.QOS[k] = q
 		}
-		snap.Fairshare = s.fairshareFactors(snap.Now)
+		snap.Fairshare = s.FairshareFactors(snap.Now)
 		for _, n := range s.Nodes {
 			total += n.CPUs
 		}

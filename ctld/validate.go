@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/submit"
 )
 
@@ -47,7 +48,7 @@ func refuseSpec(i int, err error) error {
 // CLI first, then what the cluster's state decides — the partition, QoS,
 // account, image and dependency targets exist, a negative nice comes from
 // root, and some node of the partition could ever hold the job.
-func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.Partition, now time.Time, fits *fitChecker) error {
+func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts []api.Partition, now time.Time, fits *fitChecker) error {
 	if err := submit.ValidateSpec(sp, now); err != nil {
 		return refuseSpec(i, err)
 	}
@@ -91,13 +92,13 @@ func findPartition(i int, sp *api.JobSpec, parts []api.Partition) (*api.Partitio
 }
 
 // checkPolicy checks the job's QoS and account against the policy objects.
-func checkPolicy(i int, sp *api.JobSpec, s *State) error {
+func checkPolicy(i int, sp *api.JobSpec, s *state.State) error {
 	if sp.QOS != "" {
 		q := s.QOS[sp.QOS]
 		if q == nil {
-			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.qosNames(), ", "))
+			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.QOSNames(), ", "))
 		}
-		if q.MaxSubmitPerUser > 0 && s.activeInQOS(sp.User, q.Name) >= q.MaxSubmitPerUser {
+		if q.MaxSubmitPerUser > 0 && s.ActiveInQOS(sp.User, q.Name) >= q.MaxSubmitPerUser {
 			return refuse(i, "qos", "QOSMaxSubmitJobPerUserLimit: user %s already has %d jobs pending or running in QoS %s, its limit", sp.User, q.MaxSubmitPerUser, q.Name)
 		}
 	}
@@ -105,7 +106,7 @@ func checkPolicy(i int, sp *api.JobSpec, s *State) error {
 		if s.Accounts[sp.Account] == nil {
 			return refuse(i, "account", "invalid account %q: see corral account list", sp.Account)
 		}
-		if s.Users[UserKey{Account: sp.Account, User: sp.User}] == nil {
+		if s.Users[state.UserKey{Account: sp.Account, User: sp.User}] == nil {
 			return refuse(i, "account", "user %s is not in account %s (corral user add %s --account %s)", sp.User, sp.Account, sp.User, sp.Account)
 		}
 	}
@@ -114,7 +115,7 @@ func checkPolicy(i int, sp *api.JobSpec, s *State) error {
 
 // checkDependencyTargets refuses a dependency on a job that does not
 // exist; its syntax was checked by submit.ValidateSpec.
-func checkDependencyTargets(i int, d *api.Dependency, s *State) error {
+func checkDependencyTargets(i int, d *api.Dependency, s *state.State) error {
 	if d == nil {
 		return nil
 	}
@@ -134,7 +135,7 @@ func checkDependencyTargets(i int, d *api.Dependency, s *State) error {
 
 // checkImage refuses a guest image that no node offers, listing those that
 // exist.
-func checkImage(i int, image string, s *State) error {
+func checkImage(i int, image string, s *state.State) error {
 	seen := map[string]bool{}
 	for _, n := range s.Nodes {
 		for _, im := range n.Images {

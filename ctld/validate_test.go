@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // post sends v as JSON to path and returns the answer.
@@ -215,7 +216,7 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a billing weight of NaN":   {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"BillingWeightCPU", "NaN"}}}, "", "is not a number"},
 		"a half-life of 103 years":  {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"PriorityDecayHalfLife", "900000h"}}}, "", "more than 100 years"},
 		"an update to afterwards":   {"/v1/jobs/update", api.UpdateJobRequest{ID: 1, Dependency: &api.Dependency{Clauses: []api.DepClause{{Type: "afterwards", JobIDs: []string{"1"}}}}}, "dependency", `unknown dependency type "afterwards"`},
-		"a member named ../m":       {"/v1/internal/members", SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
+		"a member named ../m":       {"/v1/internal/members", state.SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // reasonText says what each pending reason means and what to do about it.
@@ -30,15 +31,15 @@ var reasonText = map[api.Reason]string{
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
-	ref, err := ParseJobRef(r.PathValue("id"))
+	ref, err := api.ParseJobRef(r.PathValue("id"))
 	if err != nil {
 		return badRequest("%v", err)
 	}
 	now := time.Now().UTC()
 	var j *api.Job
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
-			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
 			j = s.Jobs[ref.ID]
 		}
@@ -135,16 +136,16 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 	}
 	if d := j.Spec.Dependency; d != nil && (reason == api.ReasonDependency || reason == api.ReasonDependencyNeverSatisfied) {
 		var parts []string
-		c.fsm.Read(func(s *State) {
+		c.fsm.Read(func(s *state.State) {
 			for _, cl := range d.Clauses {
 				for _, raw := range cl.JobIDs {
-					state := "unknown"
-					if ref, err := ParseJobRef(raw); err == nil {
+					st := "unknown"
+					if ref, err := api.ParseJobRef(raw); err == nil {
 						if t := s.Jobs[ref.ID]; t != nil {
-							state = string(t.State)
+							st = string(t.State)
 						}
 					}
-					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, raw, state))
+					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, raw, st))
 				}
 				if cl.Type == "singleton" {
 					parts = append(parts, "singleton: waits for the other jobs named "+j.Spec.Name+" of user "+j.Spec.User)

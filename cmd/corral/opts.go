@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"corral/api"
-	"corral/ctld"
 	"corral/internal/getopt"
 )
 
@@ -89,7 +88,7 @@ func parseJobRefs(args []string) ([]uint64, []api.TaskRef, error) {
 			if item == "" {
 				continue
 			}
-			ref, err := ctld.ParseJobRef(item)
+			ref, err := api.ParseJobRef(item)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -1,4 +1,4 @@
-package ctld
+package state
 
 import (
 	"maps"
@@ -43,9 +43,9 @@ type PurgeResult struct {
 	Shrunk bool
 }
 
-// defaultPurgeMax bounds the jobs one entry removes, so that applying it
+// DefaultPurgeMax bounds the jobs one entry removes, so that applying it
 // holds the state's lock for a few milliseconds only.
-const defaultPurgeMax = 5000
+const DefaultPurgeMax = 5000
 
 // finishedRef is a finished job in the index ordered by end time.
 type finishedRef struct {
@@ -171,7 +171,7 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	}
 	limit := c.Max
 	if limit <= 0 {
-		limit = defaultPurgeMax
+		limit = DefaultPurgeMax
 	}
 	// Jobs leave only here, so their count now is the most since the
 	// last purge.
@@ -306,19 +306,20 @@ func (s *State) dropArrayRecords(p *purge) {
 	}
 }
 
-// purgeDue is what the leader reads to decide whether a PurgeJobs entry
-// is worth proposing: how many finished jobs are past MinJobAge (some may
-// be held back) and whether request ids are due.
-type purgeDue struct {
-	jobs     int
-	requests bool
+// Due is what the leader reads to decide whether a PurgeJobs entry is
+// worth proposing: how many finished jobs are past MinJobAge (some may be
+// held back) and whether request ids are due.
+type Due struct {
+	Jobs     int
+	Requests bool
 }
 
-func (s *State) purgeDue(now time.Time) purgeDue {
-	d := purgeDue{requests: s.Requests.due(now, s.Config.RequestIDRetention)}
+// PurgeDue says what a PurgeJobs entry at now would find due.
+func (s *State) PurgeDue(now time.Time) Due {
+	d := Due{Requests: s.Requests.due(now, s.Config.RequestIDRetention)}
 	if s.Config.MinJobAge > 0 {
 		cutoff := endKey(now.Add(-retentionDuration(s.Config.MinJobAge)))
-		d.jobs, _ = slices.BinarySearchFunc(s.finished, finishedRef{end: cutoff}, finishedRef.compare)
+		d.Jobs, _ = slices.BinarySearchFunc(s.finished, finishedRef{end: cutoff}, finishedRef.compare)
 	}
 	return d
 }
@@ -389,3 +390,7 @@ func (s *State) releaseStrings(sp *api.JobSpec) {
 		delete(s.envs, key)
 	}
 }
+
+// FinishedIndexed returns how many entries the index of finished jobs
+// holds (stale ones included): none once every job was purged.
+func (s *State) FinishedIndexed() int { return len(s.finished) }

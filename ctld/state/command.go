@@ -1,8 +1,6 @@
-package ctld
+package state
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"corral/api"
@@ -32,46 +30,6 @@ const (
 	CmdUpdateJob      CommandType = 16
 	CmdPurgeJobs      CommandType = 17
 )
-
-func (t CommandType) String() string {
-	switch t {
-	case CmdSubmitJobs:
-		return "SubmitJobs"
-	case CmdCancelJobs:
-		return "CancelJobs"
-	case CmdHoldRelease:
-		return "HoldRelease"
-	case CmdApplyPlan:
-		return "ApplyPlan"
-	case CmdRegisterNode:
-		return "RegisterNode"
-	case CmdNodeHeartbeats:
-		return "NodeHeartbeats"
-	case CmdJobReports:
-		return "JobReports"
-	case CmdNodeDown:
-		return "NodeDown"
-	case CmdNodeDrain:
-		return "NodeDrain"
-	case CmdSetMember:
-		return "SetMember"
-	case CmdSuspendJobs:
-		return "SuspendJobs"
-	case CmdSetConfig:
-		return "SetConfig"
-	case CmdPutQOS:
-		return "PutQOS"
-	case CmdPutAccount:
-		return "PutAccount"
-	case CmdPutUser:
-		return "PutUser"
-	case CmdUpdateJob:
-		return "UpdateJob"
-	case CmdPurgeJobs:
-		return "PurgeJobs"
-	}
-	return fmt.Sprintf("CommandType(%d)", uint8(t))
-}
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
 // FirstID; a job whose request id was seen before is not created again and
@@ -218,67 +176,4 @@ type PutUser struct {
 type SetMember struct {
 	ID       string `json:"id"`
 	HTTPAddr string `json:"http_addr"`
-}
-
-// encodeCommand frames a command as one type byte followed by its JSON.
-func encodeCommand(t CommandType, payload any) ([]byte, error) {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", t, err)
-	}
-	out := make([]byte, 0, len(data)+1)
-	out = append(out, byte(t))
-	return append(out, data...), nil
-}
-
-// decodeCommand returns the typed payload of a framed command. An unknown
-// type is an error the FSM treats as fatal.
-func decodeCommand(b []byte) (CommandType, any, error) {
-	if len(b) == 0 {
-		return 0, nil, fmt.Errorf("empty command")
-	}
-	t := CommandType(b[0])
-	var v any
-	switch t {
-	case CmdSubmitJobs:
-		v = &SubmitJobs{}
-	case CmdCancelJobs:
-		v = &CancelJobs{}
-	case CmdHoldRelease:
-		v = &HoldRelease{}
-	case CmdApplyPlan:
-		v = &ApplyPlan{}
-	case CmdRegisterNode:
-		v = &RegisterNode{}
-	case CmdNodeHeartbeats:
-		v = &NodeHeartbeats{}
-	case CmdJobReports:
-		v = &JobReports{}
-	case CmdNodeDown:
-		v = &NodeDown{}
-	case CmdNodeDrain:
-		v = &NodeDrain{}
-	case CmdSetMember:
-		v = &SetMember{}
-	case CmdSuspendJobs:
-		v = &SuspendJobs{}
-	case CmdSetConfig:
-		v = &SetConfig{}
-	case CmdPutQOS:
-		v = &PutQOS{}
-	case CmdPutAccount:
-		v = &PutAccount{}
-	case CmdPutUser:
-		v = &PutUser{}
-	case CmdUpdateJob:
-		v = &UpdateJob{}
-	case CmdPurgeJobs:
-		v = &PurgeJobs{}
-	default:
-		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
-	}
-	if err := json.Unmarshal(b[1:], v); err != nil {
-		return t, nil, fmt.Errorf("decoding %s: %w", t, err)
-	}
-	return t, v, nil
 }

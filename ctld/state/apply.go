@@ -1,4 +1,4 @@
-package ctld
+package state
 
 import (
 	"fmt"
@@ -157,10 +157,10 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 	})
 }
 
-// checkStart says why a start cannot be applied to the current state, or ""
+// CheckStart says why a start cannot be applied to the current state, or ""
 // when it can. free tracks CPUs and memory already taken by earlier starts
 // of the same plan.
-func (s *State) checkStart(st PlanStart, used map[string][2]int64) string {
+func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	j, ok := s.Jobs[st.JobID]
 	if !ok {
 		return "no such job"
@@ -289,7 +289,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	for _, st := range c.Starts {
 		// State is updated start by start, so each check sees the
 		// earlier starts of this plan.
-		if why := s.checkStart(st, nil); why != "" {
+		if why := s.CheckStart(st, nil); why != "" {
 			res.Rejected = append(res.Rejected, st.JobID)
 			continue
 		}

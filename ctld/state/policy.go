@@ -1,8 +1,9 @@
-package ctld
+package state
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -82,7 +83,7 @@ func (s *State) applySetConfig(c *SetConfig) error {
 }
 
 func (s *State) applyPutQOS(c *PutQOS) error {
-	if err := s.checkQOS(&c.QOS, c.Delete); err != nil {
+	if err := s.CheckQOS(&c.QOS, c.Delete); err != nil {
 		return err
 	}
 	if c.Delete {
@@ -94,14 +95,14 @@ func (s *State) applyPutQOS(c *PutQOS) error {
 	return nil
 }
 
-// checkQOS says why a QoS change cannot be applied, or nil.
-func (s *State) checkQOS(q *api.QOS, del bool) error {
+// CheckQOS says why a QoS change cannot be applied, or nil.
+func (s *State) CheckQOS(q *api.QOS, del bool) error {
 	if q.Name == "" {
 		return errors.New("a QoS needs a name")
 	}
 	if del {
 		if s.QOS[q.Name] == nil {
-			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.qosNames(), ", "))
+			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.QOSNames(), ", "))
 		}
 		for _, name := range sortedKeys(s.QOS) { // sorted: the same error on every replica
 			other := s.QOS[name]
@@ -119,7 +120,7 @@ func (s *State) checkQOS(q *api.QOS, del bool) error {
 			return fmt.Errorf("qos %s: a QoS cannot preempt itself", q.Name)
 		}
 		if s.QOS[p] == nil {
-			return fmt.Errorf("qos %s: --preempt names %s, which is no QoS (QoS: %s)", q.Name, p, strings.Join(s.qosNames(), ", "))
+			return fmt.Errorf("qos %s: --preempt names %s, which is no QoS (QoS: %s)", q.Name, p, strings.Join(s.QOSNames(), ", "))
 		}
 	}
 	if q.PreemptMode != "" {
@@ -138,7 +139,7 @@ func (s *State) checkQOS(q *api.QOS, del bool) error {
 	return nil
 }
 
-func (s *State) qosNames() []string {
+func (s *State) QOSNames() []string {
 	names := make([]string, 0, len(s.QOS))
 	for n := range s.QOS {
 		names = append(names, n)
@@ -149,7 +150,7 @@ func (s *State) qosNames() []string {
 
 func (s *State) applyPutAccount(c *PutAccount) error {
 	a := c.Account
-	if err := s.checkAccount(&a, c.Delete); err != nil {
+	if err := s.CheckAccount(&a, c.Delete); err != nil {
 		return err
 	}
 	if c.Delete {
@@ -160,7 +161,7 @@ func (s *State) applyPutAccount(c *PutAccount) error {
 	return nil
 }
 
-func (s *State) checkAccount(a *api.Account, del bool) error {
+func (s *State) CheckAccount(a *api.Account, del bool) error {
 	switch {
 	case a.Name == "" || a.Name == "root":
 		return errors.New("an account needs a name other than root")
@@ -227,16 +228,16 @@ func (s *State) applyPutUser(c *PutUser) error {
 	return nil
 }
 
-// fairshareFactors returns the fair-share factor of each association as a
+// FairshareFactors returns the fair-share factor of each association as a
 // lookup for the scheduling pass.
-func (s *State) fairshareFactors(now time.Time) func(account, user string) float64 {
+func (s *State) FairshareFactors(now time.Time) func(account, user string) float64 {
 	factors := s.fairshare(now)
 	return func(account, user string) float64 { return factors[UserKey{Account: account, User: user}] }
 }
 
-// defaultAccount is the account a user's jobs are charged to when they
+// DefaultAccount is the account a user's jobs are charged to when they
 // name none: the first, by name, the user belongs to; "" when none.
-func (s *State) defaultAccount(user string) string {
+func (s *State) DefaultAccount(user string) string {
 	best := ""
 	for k := range s.Users {
 		if k.User == user && (best == "" || k.Account < best) {
@@ -258,8 +259,8 @@ func (s *State) activeInAnyQOS(qos string) int {
 	return n
 }
 
-// activeInQOS counts a user's pending and running jobs in a QoS.
-func (s *State) activeInQOS(user, qos string) int {
+// ActiveInQOS counts a user's pending and running jobs in a QoS.
+func (s *State) ActiveInQOS(user, qos string) int {
 	n := 0
 	for _, j := range s.Jobs {
 		if j.Spec.User == user && j.Spec.QOS == qos && !j.State.Terminal() {
@@ -269,8 +270,8 @@ func (s *State) activeInQOS(user, qos string) int {
 	return n
 }
 
-// fairshareTree builds the association tree with usage decayed to now.
-func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
+// FairshareTree builds the association tree with usage decayed to now.
+func (s *State) FairshareTree(now time.Time) *fairshare.Assoc {
 	root := &fairshare.Assoc{Account: "root", Shares: 1}
 	nodes := map[string]*fairshare.Assoc{"root": root}
 	for _, name := range sortedKeys(s.Accounts) {
@@ -327,10 +328,23 @@ func (s *State) fairshare(now time.Time) map[UserKey]float64 {
 	if s.Config.Fairshare == string(fairshare.Classic) {
 		alg = fairshare.Classic
 	}
-	_, factors := fairshare.Compute(s.fairshareTree(now), alg)
+	_, factors := fairshare.Compute(s.FairshareTree(now), alg)
 	out := make(map[UserKey]float64, len(factors))
 	for k, f := range factors {
 		out[UserKey{Account: k.Account, User: k.User}] = f
 	}
 	return out
+}
+
+// CheckUser says why a PutUser change cannot be applied, or nil, without
+// changing anything.
+func (s *State) CheckUser(u api.AccountUser, del bool) error {
+	scratch := &State{Accounts: s.Accounts, Users: maps.Clone(s.Users)}
+	return scratch.applyPutUser(&PutUser{User: u, Delete: del})
+}
+
+// PolicyView returns the configuration, QoS, accounts and users, sorted.
+func (s *State) PolicyView() api.PolicyView {
+	p := policyOf(s)
+	return api.PolicyView{Config: p.Config, QOS: p.QOS, Accounts: p.Accounts, Users: p.Users}
 }

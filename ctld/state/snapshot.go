@@ -1,4 +1,4 @@
-package ctld
+package state
 
 import (
 	"bufio"
@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"corral/api"
 )
@@ -120,7 +119,10 @@ func restorePolicy(s *State, p *policyRecord) {
 	}
 }
 
-type fsmSnapshot struct {
+// Snapshot is an immutable view of a State: the controller takes it under
+// its read lock and writes it later, while entries keep being applied.
+// Copying the maps of pointers is enough: the records are never mutated.
+type Snapshot struct {
 	header   snapshotHeader
 	policy   *policyRecord
 	jobs     []*api.Job
@@ -129,16 +131,28 @@ type fsmSnapshot struct {
 	members  map[string]string
 }
 
-// Persist streams the header and one JSON record per line.
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.write(sink); err != nil {
-		_ = sink.Cancel()
-		return err
+// Snapshot captures the state as it is now.
+func (s *State) Snapshot() *Snapshot {
+	snap := &Snapshot{
+		header:   snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID},
+		jobs:     make([]*api.Job, 0, len(s.Jobs)),
+		nodes:    make([]*api.Node, 0, len(s.Nodes)),
+		requests: s.Requests.clone(),
+		policy:   policyOf(s),
+		members:  maps.Clone(s.Members),
 	}
-	return sink.Close()
+	for _, id := range sortedJobIDs(s.Jobs) {
+		snap.jobs = append(snap.jobs, s.Jobs[id])
+	}
+	for _, name := range sortedKeys(s.Nodes) {
+		snap.nodes = append(snap.nodes, s.Nodes[name])
+	}
+	return snap
 }
 
-func (s *fsmSnapshot) write(w io.Writer) error {
+// Write streams the header and one JSON record per line, in an order that
+// depends only on the state: equal states write equal bytes.
+func (s *Snapshot) Write(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(s.header); err != nil {
@@ -208,11 +222,12 @@ func (s *State) readLegacyRequest(gen *requestGen, r *requestRecord) *requestGen
 	return gen
 }
 
-// Release is a no-op: the snapshot holds only immutable pointers.
-func (s *fsmSnapshot) Release() {}
-
-func readSnapshot(r io.Reader) (*State, error) {
+// ReadSnapshot reads a snapshot written by Write, or by an older build in
+// format 1 or 2, into a new State. A record of no known kind is an error:
+// a state that silently lost part of itself would diverge from its peers.
+func ReadSnapshot(r io.Reader) (*State, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	dec.DisallowUnknownFields()
 	var h snapshotHeader
 	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("reading snapshot header: %w", err)
@@ -220,10 +235,10 @@ func readSnapshot(r io.Reader) (*State, error) {
 	if h.Format != snapshotFormat && h.Format != 1 {
 		return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 and %d)", h.Format, snapshotFormat)
 	}
-	s := NewState()
+	s := New()
 	s.Index, s.NextJobID = h.Index, h.NextJobID
 	var gen *requestGen
-	for {
+	for line := 2; ; line++ {
 		var rec snapshotRecord
 		err := dec.Decode(&rec)
 		if errors.Is(err, io.EOF) {
@@ -251,6 +266,8 @@ func readSnapshot(r io.Reader) (*State, error) {
 			s.Members[rec.Member.ID] = rec.Member.HTTPAddr
 		case rec.Policy != nil:
 			restorePolicy(s, rec.Policy)
+		default:
+			return nil, fmt.Errorf("reading snapshot: record %d is of no kind this build knows (job, node, request, request_gen, member, policy)", line)
 		}
 	}
 }

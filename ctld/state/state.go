@@ -1,10 +1,9 @@
-package ctld
+package state
 
 import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"corral/api"
@@ -62,8 +61,8 @@ type State struct {
 	touched []string
 }
 
-// NewState returns an empty state whose first job id is 1.
-func NewState() *State {
+// New returns an empty state whose first job id is 1.
+func New() *State {
 	return &State{
 		Jobs:       make(map[uint64]*api.Job),
 		Nodes:      make(map[string]*api.Node),
@@ -147,36 +146,9 @@ func (s *State) putJob(j *api.Job) {
 	}
 }
 
-// JobRef is a job as a user names it: "12" (a job, or a whole array) or
-// "12_5" (one task of array 12).
-type JobRef struct {
-	ID   uint64
-	Task int
-	// HasTask is set for the "12_5" form.
-	HasTask bool
-}
-
-// ParseJobRef reads "12" or "12_5".
-func ParseJobRef(s string) (JobRef, error) {
-	base, task, hasTask := strings.Cut(s, "_")
-	id, err := strconv.ParseUint(base, 10, 64)
-	if err != nil || id == 0 {
-		return JobRef{}, fmt.Errorf("%q is not a job id: use ID or ARRAYID_TASK, e.g. 12 or 12_5", s)
-	}
-	r := JobRef{ID: id, HasTask: hasTask}
-	if hasTask {
-		n, err := strconv.Atoi(task)
-		if err != nil || n < 0 {
-			return JobRef{}, fmt.Errorf("array task %q in %q is not a number: use ARRAYID_TASK, e.g. 12_5", task, s)
-		}
-		r.Task = n
-	}
-	return r, nil
-}
-
-// resolveTask returns the record holding task ref of an array and whether
+// ResolveTask returns the record holding task ref of an array and whether
 // the task is still pending in it; nil when the array or task is unknown.
-func (s *State) resolveTask(ref api.TaskRef) (*api.Job, bool) {
+func (s *State) ResolveTask(ref api.TaskRef) (*api.Job, bool) {
 	if id, ok := s.Tasks[ref]; ok {
 		return s.Jobs[id], false
 	}

@@ -1,4 +1,4 @@
-package ctld
+package state
 
 import (
 	"slices"
@@ -18,7 +18,7 @@ func TestDependencyCycle(t *testing.T) {
 	}
 	// Pending jobs: 2 waits on 1, 3 waits on 2, 4 waits on 3 and 9; 9 is
 	// completed.
-	s := NewState()
+	s := New()
 	put := func(id uint64, st api.JobState, d *api.Dependency) {
 		s.putJob(&api.Job{ID: id, State: st, Spec: api.JobSpec{Dependency: d}})
 	}
@@ -41,13 +41,13 @@ func TestDependencyCycle(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := dependencyCycle(s, tc.id, tc.dep)
+			got := DependencyCycle(s, tc.id, tc.dep)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("cycle = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if got := cycleText([]uint64{1, 3, 2}); got != "1 → 3 → 2 → 1" {
-		t.Errorf("cycleText = %q", got)
+	if got := CycleText([]uint64{1, 3, 2}); got != "1 → 3 → 2 → 1" {
+		t.Errorf("CycleText = %q", got)
 	}
 }

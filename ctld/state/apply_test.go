@@ -1,0 +1,98 @@
+package state
+
+import (
+	"bytes"
+	"testing"
+
+	"corral/api"
+)
+
+func TestSubmitIsIdempotent(t *testing.T) {
+	f := newReplica()
+	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
+	res := f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []api.JobSpec{spec("a"), spec("b")}})).(*SubmitResult)
+	if got := res.Results[0]; got.JobID != 1 || !got.Duplicate {
+		t.Errorf("retried submit: got %+v, want job 1 duplicate", got)
+	}
+	if got := res.Results[1]; got.JobID != 3 || got.Duplicate {
+		t.Errorf("new submit: got %+v, want job 3", got)
+	}
+	f.Read(func(s *State) {
+		if len(s.Jobs) != 2 {
+			t.Errorf("jobs stored: %d, want 2", len(s.Jobs))
+		}
+	})
+}
+
+func TestPlanRejectsDoubleBooking(t *testing.T) {
+	f := newReplica()
+	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, BootID: "b"}}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), spec("c")}}))
+	res := f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{
+		{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 3, Node: "n1", CPUs: 1, MemMB: 512},
+	}})).(*PlanResult)
+	if len(res.Started) != 2 || len(res.Rejected) != 1 || res.Rejected[0] != 3 {
+		t.Fatalf("plan result %+v: want jobs 1,2 started and 3 rejected", res)
+	}
+	res = f.Apply(entry(t, 4, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1}}})).(*PlanResult)
+	if len(res.Rejected) != 1 {
+		t.Errorf("starting a running job again was not rejected: %+v", res)
+	}
+}
+
+func TestStaleReportIgnored(t *testing.T) {
+	f := newReplica()
+	applyAll(t, f, everyCommandLog(t)[:6])
+	res := f.Apply(entry(t, 7, CmdJobReports, &JobReports{Now: t0, Node: "n1", Reports: []api.JobReport{{JobID: 1, StartIndex: 99, State: api.StateFailed}}})).(*IDsResult)
+	if len(res.Changed) != 0 {
+		t.Fatalf("a report for another run changed the job: %+v", res)
+	}
+}
+
+func TestRegisterRestartLosesUnknownJobs(t *testing.T) {
+	f := newReplica()
+	applyAll(t, f, everyCommandLog(t)[:6])
+	// n1 restarts knowing only job 4; job 1 was lost with the old daemon.
+	f.Apply(entry(t, 7, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, BootID: "b2", Running: []uint64{4}}}))
+	f.Read(func(s *State) {
+		if s.Jobs[1].State != api.StateNodeFail {
+			t.Errorf("lost job: %s, want NODE_FAIL", s.Jobs[1].State)
+		}
+		if s.Jobs[4].State != api.StateRunning || s.Nodes["n1"].AllocCPUs != 1 {
+			t.Errorf("adopted job: %s with %d CPUs allocated, want RUNNING with 1", s.Jobs[4].State, s.Nodes["n1"].AllocCPUs)
+		}
+	})
+}
+
+func TestSnapshotFormatChecked(t *testing.T) {
+	_, err := ReadSnapshot(bytes.NewBufferString(`{"format":99}` + "\n"))
+	if err == nil {
+		t.Fatal("a snapshot of an unknown format was accepted")
+	}
+}
+
+func TestRunnerOverheadIsCharged(t *testing.T) {
+	f := newReplica()
+	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "vm1", CPUs: 4, MemMB: 1000, BootID: "b", OverheadMB: 100}}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), spec("c")}}))
+	// 2 × (400 + 100) fills the node's 1000 MiB: the third start must be
+	// refused, and a plan that leaves the overhead out is refused too.
+	res := f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{
+		{JobID: 1, Node: "vm1", CPUs: 1, MemMB: 400, OverheadMB: 100},
+		{JobID: 2, Node: "vm1", CPUs: 1, MemMB: 400, OverheadMB: 100},
+		{JobID: 3, Node: "vm1", CPUs: 1, MemMB: 1, OverheadMB: 100},
+	}})).(*PlanResult)
+	if len(res.Started) != 2 || len(res.Rejected) != 1 {
+		t.Fatalf("plan %+v: want 2 started, 1 rejected", res)
+	}
+	f.Apply(entry(t, 4, CmdJobReports, &JobReports{Now: t0, Node: "vm1", Reports: []api.JobReport{{JobID: 1, StartIndex: 3, State: api.StateCompleted}}}))
+	res = f.Apply(entry(t, 5, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 3, Node: "vm1", CPUs: 1, MemMB: 400}}})).(*PlanResult)
+	if len(res.Rejected) != 1 {
+		t.Fatalf("a plan without the node's overhead was applied: %+v", res)
+	}
+	f.Read(func(s *State) {
+		if got := s.Nodes["vm1"].AllocMemMB; got != 500 {
+			t.Errorf("allocated memory %d MiB, want 500 (one job of 400 plus 100 overhead)", got)
+		}
+	})
+}

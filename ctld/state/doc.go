@@ -1,0 +1,38 @@
+// Package state is corral's replicated state machine: a pure package with
+// no Raft, no HTTP, no clock and no goroutines. The controller (package
+// ctld) wraps it in its Raft FSM; the simulator can drive it directly.
+//
+// It owns:
+//
+//   - State: the jobs, nodes, request ids, members, the scheduler's
+//     configuration and the policy objects (QoS, accounts, users, usage),
+//     with the indexes derived from them (pending jobs, array tasks, the
+//     finished jobs by end time, the counts of interned strings).
+//   - The command table (table.go): one entry per command type, naming it
+//     and giving its payload's decoder and its apply function. Adding a
+//     command is adding one entry; TestCommandTable checks that every type
+//     has an apply test, a snapshot round trip and a replay into three
+//     states.
+//   - Apply(index, type, payload): the only way state changes. It is
+//     deterministic: every time and id it uses was stamped into the payload
+//     by the leader, nothing depends on map order, and a business failure
+//     (no such job, a limit) is the entry's result, never a panic.
+//   - Encode and Decode: one type byte and a JSON payload. A decode failure
+//     or an unknown type is an error the controller treats as fatal (a
+//     replica that cannot apply the log stops rather than diverge).
+//   - Snapshots: Snapshot captures an immutable view (records are
+//     copy-on-write, so copying the maps of pointers is enough); Write
+//     streams a header with the format version and one record per line;
+//     ReadSnapshot reads this format and the older ones, and refuses a
+//     record of no known kind.
+//   - Hash: a digest of everything replicated (it hashes the snapshot's
+//     bytes, so what the hash misses a snapshot would lose;
+//     TestHashCoversEveryField changes every field and checks).
+//
+// It never reads the clock, starts a goroutine, does I/O beyond the
+// io.Reader and io.Writer it is given, or decides what to schedule (that is
+// package ctld/sched, whose plans arrive here as ApplyPlan entries).
+//
+// The entry points are New, Decode, (*State).Apply, (*State).Snapshot,
+// ReadSnapshot and (*State).Hash.
+package state
