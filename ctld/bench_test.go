@@ -81,7 +81,7 @@ func fillPending(f *FSM, n int) {
 	for first := 0; first < n; first += chunk {
 		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := api.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch",
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)

@@ -61,3 +61,13 @@ func TestUnknownCommandStopsTheFSM(t *testing.T) {
 func afterok(ids ...string) *api.Dependency {
 	return &api.Dependency{Raw: "afterok:" + strings.Join(ids, ":"), Clauses: []api.DepClause{{Type: "afterok", JobIDs: ids}}}
 }
+
+// stateSpecs converts requests as the controller does before proposing
+// them.
+func stateSpecs(specs ...api.JobSpec) []state.JobSpec {
+	out := make([]state.JobSpec, len(specs))
+	for i := range specs {
+		out[i] = stateSpec(&specs[i])
+	}
+	return out
+}

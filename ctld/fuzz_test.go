@@ -57,7 +57,7 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 		{state.CmdSetMember, &state.SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
 		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: n1}},
 		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: n2}},
-		{state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), arr, dep, held, gpu, spec("c")}}},
+		{state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: stateSpecs(spec("a"), spec("b"), arr, dep, held, gpu, spec("c"))}},
 		{state.CmdApplyPlan, &state.ApplyPlan{Now: t0.Add(time.Second), Starts: []state.PlanStart{
 			{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512, Placement: &api.Placement{CPUs: []int{0}, NUMANodes: []int{0}, Mem: []api.NodeAmount{{Node: 0, MB: 512}}}},
 			{JobID: 2, Node: "n2", CPUs: 1, MemMB: 512},
@@ -74,7 +74,7 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 		{state.CmdPutQOS, &state.PutQOS{QOS: api.QOS{Name: "high", Priority: 100}}},
 		{state.CmdPutAccount, &state.PutAccount{Account: api.Account{Name: "phys", Shares: 1}}},
 		{state.CmdPutUser, &state.PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
-		{state.CmdUpdateJob, &state.UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &api.Dependency{Raw: "afterany:1", Clauses: []api.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+		{state.CmdUpdateJob, &state.UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &state.Dependency{Raw: "afterany:1", Clauses: []state.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
 		{state.CmdPurgeJobs, &state.PurgeJobs{Now: t0.Add(time.Hour), Max: 3}},
 	}
 }
@@ -144,7 +144,7 @@ func FuzzApplyCommand(f *testing.F) {
 		f.Add(data)
 	}
 	for _, sp := range poisonSpecs() {
-		data, _ := state.Encode(state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 100, Jobs: []api.JobSpec{sp}})
+		data, _ := state.Encode(state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 100, Jobs: stateSpecs(sp)})
 		f.Add(data)
 	}
 	f.Add([]byte{0})
@@ -247,12 +247,13 @@ func FuzzSubmitToPass(f *testing.F) {
 		fsm := fuzzState(t)
 		c := fuzzController(fsm)
 		now := t0.Add(time.Minute)
-		if err := c.admitJobs(req.Jobs, now); err != nil {
+		specs, err := c.admitJobs(req.Jobs, now)
+		if err != nil {
 			return
 		}
 		first := c.nextJobID
 		fsm.mu.Lock()
-		fsm.state.Apply(21, state.CmdSubmitJobs, &state.SubmitJobs{Now: now, FirstID: first, Jobs: req.Jobs})
+		fsm.state.Apply(21, state.CmdSubmitJobs, &state.SubmitJobs{Now: now, FirstID: first, Jobs: specs})
 		fsm.state.TakeTouched()
 		fsm.mu.Unlock()
 		passAndApply(t, fsm, now, 22)

@@ -146,10 +146,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
-	if err := c.admitJobs(req.Jobs, time.Now()); err != nil {
+	specs, err := c.admitJobs(req.Jobs, time.Now())
+	if err != nil {
 		return err
 	}
-	results, err := c.submit(r.Context(), req.Jobs)
+	results, err := c.submit(r.Context(), specs)
 	if err != nil {
 		return err
 	}
@@ -159,9 +160,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 
 // admitJobs fills in each job's defaults and validates the batch against
 // the state: what a submission goes through before it is proposed. It
-// changes the specs in place and returns the first job's refusal.
-func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
+// changes the specs in place and returns them as the state records them,
+// or the first job's refusal.
+func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSpec, error) {
 	var verr error
+	out := make([]state.JobSpec, len(jobs))
 	c.fsm.Read(func(s *state.State) {
 		parts := s.Partitions(c.cfg.Partitions)
 		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
@@ -186,9 +189,13 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
 			if a := sp.Array; a != nil && a.Raw == "" {
 				a.Raw = arrayText(a)
 			}
+			out[i] = stateSpec(sp)
 		}
 	})
-	return verr
+	if verr != nil {
+		return nil, verr
+	}
+	return out, nil
 }
 
 func defaultPartitionName(parts []api.Partition) string {
@@ -229,7 +236,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 	return f, validateFilter(&f)
 }
 
-func matches(j *api.Job, f *api.JobFilter) bool {
+func matches(j *state.Job, f *api.JobFilter) bool {
 	return (!f.HasJobs() || matchesRef(j, f)) &&
 		(len(f.Users) == 0 || slices.Contains(f.Users, j.Spec.User)) &&
 		(len(f.Names) == 0 || slices.Contains(f.Names, j.Spec.Name)) &&
@@ -241,7 +248,7 @@ func matches(j *api.Job, f *api.JobFilter) bool {
 // matchesRef reports whether the filter names j: by its id, by its array's
 // id, or as one of its array's tasks (a pending task matches the array's
 // pending record).
-func matchesRef(j *api.Job, f *api.JobFilter) bool {
+func matchesRef(j *state.Job, f *api.JobFilter) bool {
 	if slices.Contains(f.IDs, j.ID) || j.ArrayJobID != 0 && slices.Contains(f.IDs, j.ArrayJobID) {
 		return true
 	}
@@ -254,29 +261,50 @@ func matchesRef(j *api.Job, f *api.JobFilter) bool {
 	return false
 }
 
+// jobView is a job and its newest allocation (nil for a pending job or
+// one that never ran), taken together under the read lock. Both are
+// immutable records, so a view can be read and shown after the lock is
+// released without the state's maps.
+type jobView struct {
+	job *state.Job
+	run *state.Allocation
+}
+
+// viewOf returns j's view in s.
+func viewOf(s *state.State, j *state.Job) jobView {
+	v := jobView{job: j}
+	if j.State != api.StatePending && len(j.Allocs) > 0 {
+		v.run = s.LastAlloc(j)
+	}
+	return v
+}
+
+// api is the view as the API shows the job.
+func (v jobView) api() api.Job { return apiJobRun(v.job, v.run) }
+
 // selectJobs returns the jobs matching f, ordered by id.
-func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
+func (c *Controller) selectJobs(f *api.JobFilter) []jobView {
 	out := c.matchJobs(f)
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	sort.Slice(out, func(a, b int) bool { return out[a].job.ID < out[b].job.ID })
 	return out
 }
 
 // matchJobs returns the jobs matching f in no particular order.
-func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
-	var out []*api.Job
+func (c *Controller) matchJobs(f *api.JobFilter) []jobView {
+	var out []jobView
 	c.fsm.Read(func(s *state.State) {
 		if f.HasJobs() && !namesArray(s, f) {
 			for _, id := range f.IDs {
 				if j := s.Jobs[id]; j != nil && matches(j, f) {
-					out = append(out, j)
+					out = append(out, viewOf(s, j))
 				}
 			}
 			return
 		}
-		out = make([]*api.Job, 0, len(s.Jobs))
+		out = make([]jobView, 0, len(s.Jobs))
 		for _, j := range s.Jobs {
 			if matches(j, f) {
-				out = append(out, j)
+				out = append(out, viewOf(s, j))
 			}
 		}
 	})
@@ -307,10 +335,11 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 	switch r.URL.Query().Get("format") {
 	case "rows":
 		w.Header().Set("Content-Type", api.JobRowsType)
-		for i, j := range jobs {
-			jobs[i] = withPriority(j, prio)
+		rows := make([]*api.Job, len(jobs))
+		for i, v := range jobs {
+			rows[i] = withPriority(v, prio)
 		}
-		return api.EncodeJobRows(w, jobs)
+		return api.EncodeJobRows(w, rows)
 	case "", "json":
 		w.Header().Set("Content-Type", "application/json")
 		return writeJobList(w, jobs, prio)
@@ -326,7 +355,8 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return &fieldError{Field: "id", Msg: err.Error()}
 	}
-	var j *api.Job
+	var j *state.Job
+	var v jobView
 	var next uint64
 	var minAge int64
 	c.fsm.Read(func(s *state.State) {
@@ -334,6 +364,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
 			j = s.Jobs[ref.ID]
+		}
+		if j != nil {
+			v = viewOf(s, j)
 		}
 		next, minAge = s.NextJobID, s.Config.MinJobAge
 	})
@@ -345,7 +378,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
-	writeJSON(w, http.StatusOK, withPriority(j, c.priorityFunc(time.Now())))
+	writeJSON(w, http.StatusOK, withPriority(v, c.priorityFunc(time.Now())))
 	return nil
 }
 
@@ -396,7 +429,8 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	})
 	if byID.HasJobs() || len(f.Tasks) == 0 {
-		for _, j := range c.selectJobs(&byID) {
+		for _, v := range c.selectJobs(&byID) {
+			j := v.job
 			if !slices.Contains(f.IDs, j.ID) && (j.State.Terminal() || j.State == api.StateCompleting) {
 				continue // selected by a filter or as a task of a named array
 			}
@@ -462,7 +496,7 @@ func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) err
 	var nodes []api.Node
 	c.fsm.Read(func(s *state.State) {
 		for _, name := range sortedKeys(s.Nodes) {
-			nodes = append(nodes, *s.Nodes[name])
+			nodes = append(nodes, apiNode(s, s.Nodes[name]))
 		}
 	})
 	if nodes == nil {
@@ -478,7 +512,12 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(name), why)}
 	}
 	var n *api.Node
-	c.fsm.Read(func(s *state.State) { n = s.Nodes[name] })
+	c.fsm.Read(func(s *state.State) {
+		if rec := s.Nodes[name]; rec != nil {
+			v := apiNode(s, rec)
+			n = &v
+		}
+	})
 	if n == nil {
 		return notFound("node %s: no such node", name)
 	}
@@ -521,7 +560,7 @@ func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 	for {
 		ch := c.fsm.WatchNode(name)
 		var d api.Desired
-		c.fsm.Read(func(s *state.State) { d = s.Desired(name) })
+		c.fsm.Read(func(s *state.State) { d = desired(s, name) })
 		if !d.Known || d.Index > index || wait == 0 {
 			writeJSON(w, http.StatusOK, d)
 			return
@@ -592,7 +631,7 @@ func (c *Controller) nodeAck() api.NodeAck {
 // knownNode checks that a reporting daemon is the node's current
 // incarnation; a 404 tells it to register again.
 func (c *Controller) knownNode(name, bootID string) error {
-	var n *api.Node
+	var n *state.Node
 	c.fsm.Read(func(s *state.State) { n = s.Nodes[name] })
 	switch {
 	case n == nil:

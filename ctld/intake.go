@@ -23,7 +23,7 @@ const maxJobsPerEntry = 4096
 const maxInFlight = 32
 
 type submitCall struct {
-	specs []api.JobSpec
+	specs []state.JobSpec
 	done  chan submitAnswer
 }
 
@@ -34,7 +34,7 @@ type submitAnswer struct {
 
 // submit hands a validated batch to the leader's batcher and waits for its
 // commit. Many concurrent calls share Raft entries.
-func (c *Controller) submit(ctx context.Context, specs []api.JobSpec) ([]api.SubmitResult, error) {
+func (c *Controller) submit(ctx context.Context, specs []state.JobSpec) ([]api.SubmitResult, error) {
 	if !c.isLeading() {
 		return nil, errNotLeader
 	}
@@ -113,7 +113,7 @@ func answerAll(batch []*submitCall, results []api.SubmitResult, err error) {
 // proposeBatch stamps and proposes one entry; a goroutine waits for its
 // commit so the next batch can be proposed meanwhile.
 func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{}) {
-	specs := make([]api.JobSpec, 0, n)
+	specs := make([]state.JobSpec, 0, n)
 	for _, call := range batch {
 		specs = append(specs, call.specs...)
 	}

@@ -5,27 +5,27 @@ import (
 	"encoding/json"
 	"io"
 
-	"corral/api"
+	"corral/ctld/state"
 )
 
 // writeJobList streams a job list as a JSON array without the scripts and
 // environments, which listings never show and which dominate their size.
-func writeJobList(w io.Writer, jobs []*api.Job, prio func(*api.Job) int64) error {
+func writeJobList(w io.Writer, jobs []jobView, prio func(*state.Job) int64) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	if _, err := bw.WriteString("["); err != nil {
 		return err
 	}
-	for i, j := range jobs {
+	for i, v := range jobs {
 		if i > 0 {
 			if err := bw.WriteByte(','); err != nil {
 				return err
 			}
 		}
-		slim := *j
+		slim := v.api()
 		slim.Spec.Script = ""
 		slim.Spec.Env = nil
-		slim.Priority = prio(j)
+		slim.Priority = prio(v.job)
 		if err := enc.Encode(&slim); err != nil {
 			return err
 		}

@@ -161,62 +161,13 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 	}
 }
 
-// snapshotForSched copies what one pass needs under the FSM's read lock.
+// snapshotForSched builds what one pass needs under the FSM's read lock.
 func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
-	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
-	deps := &depTargets{jobs: map[uint64]*api.Job{}, arrays: map[uint64][]*api.Job{}, tasks: map[api.TaskRef]*api.Job{}}
+	var snap *sched.Snapshot
 	c.fsm.Read(func(s *state.State) {
-		snap.Pending = make([]*api.Job, 0, len(s.Pending))
-		for id := range s.Pending {
-			j := s.Jobs[id]
-			snap.Pending = append(snap.Pending, j)
-			if j.Spec.Dependency != nil {
-				collectDeps(j.Spec.Dependency, s, deps)
-			}
-		}
-		snap.Nodes = make([]*api.Node, 0, len(s.Nodes))
-		for _, n := range s.Nodes {
-			snap.Nodes = append(snap.Nodes, n)
-			for _, id := range n.Jobs {
-				if j := s.Jobs[id]; j != nil {
-					snap.Running = append(snap.Running, j)
-				}
-			}
-		}
-		snap.Partitions = s.Partitions(c.cfg.Partitions)
-		snap.Config = s.Config
-		snap.QOS = make(map[string]*api.QOS, len(s.QOS))
-		for k, q := range s.QOS {
-			snap.QOS[k] = q
-		}
-		snap.Fairshare = s.FairshareFactors(now)
+		in := sched.Inputs{Partitions: s.Partitions(c.cfg.Partitions), DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
+		snap = sched.NewSnapshot(s, now, in)
 	})
-	snap.Lookup = func(id uint64) *api.Job { return deps.jobs[id] }
-	snap.Array = func(id uint64) []*api.Job { return deps.arrays[id] }
-	var byTask map[api.TaskRef]*api.Job // the arrays' records by task, built on first use
-	snap.LookupTask = func(array uint64, task int) *api.Job {
-		ref := api.TaskRef{Array: array, Task: task}
-		if j := deps.tasks[ref]; j != nil {
-			return j
-		}
-		if byTask == nil {
-			byTask = map[api.TaskRef]*api.Job{}
-			for id, recs := range deps.arrays {
-				for _, j := range recs {
-					if j.IsArrayTask() {
-						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
-					}
-				}
-			}
-		}
-		if j := byTask[ref]; j != nil {
-			return j
-		}
-		if recs := deps.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
-			return recs[0]
-		}
-		return nil
-	}
 	return snap
 }
 
@@ -275,49 +226,6 @@ func estimateMoved(old, new time.Time) bool {
 // estimateSlack is how far an expected start may drift before it is
 // rewritten.
 const estimateSlack = 30 * time.Second
-
-// depTargets is what a pass needs to evaluate dependencies: the jobs named,
-// every record of the arrays named, and single tasks named as 12_5.
-type depTargets struct {
-	jobs   map[uint64]*api.Job
-	arrays map[uint64][]*api.Job
-	tasks  map[api.TaskRef]*api.Job
-}
-
-func collectDeps(d *api.Dependency, s *state.State, into *depTargets) {
-	for _, cl := range d.Clauses {
-		for _, raw := range cl.JobIDs {
-			ref, err := api.ParseJobRef(raw)
-			if err != nil {
-				continue
-			}
-			if ref.HasTask {
-				t := api.TaskRef{Array: ref.ID, Task: ref.Task}
-				if j, _ := s.ResolveTask(t); j != nil {
-					into.tasks[t] = j
-				}
-				continue
-			}
-			j := s.Jobs[ref.ID]
-			if j == nil {
-				continue
-			}
-			into.jobs[ref.ID] = j
-			if j.ArrayJobID == j.ID {
-				if _, done := into.arrays[j.ID]; !done {
-					recs := []*api.Job{}
-					if j.IsArrayPending() {
-						recs = append(recs, j)
-					}
-					for _, id := range s.ArrayTasks[j.ID] {
-						recs = append(recs, s.Jobs[id])
-					}
-					into.arrays[j.ID] = recs
-				}
-			}
-		}
-	}
-}
 
 // planCommand turns a plan into an ApplyPlan, re-checking each start against
 // the current state and keeping only reasons that changed.
@@ -446,7 +354,7 @@ func (c *Controller) noteInvalid(plan sched.Plan) {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(plan.Invalid)) {
-		var cur *api.Job
+		var cur *state.Job
 		c.fsm.Read(func(s *state.State) { cur = s.Jobs[id] })
 		if cur != nil && cur.Reason != api.ReasonInvalidJob {
 			c.log.Error("the scheduler cannot handle a job; holding it as InvalidJob", "job", id, "why", plan.Invalid[id])

@@ -105,7 +105,7 @@ func TestPoisonEntriesDoNotStopScheduling(t *testing.T) {
 
 	poison := map[uint64]string{}
 	for name, spec := range poisonSpecs() {
-		res, err := leader.submit(ctx, []api.JobSpec{spec})
+		res, err := leader.submit(ctx, stateSpecs(spec))
 		if err != nil {
 			t.Fatalf("%s: committing the poison entry: %v", name, err)
 		}
@@ -190,7 +190,7 @@ func waitReason(t testing.TB, cl *api.Client, id uint64, r api.Reason) *api.Job 
 // with an error instead of stopping the replica, and later entries apply.
 func TestApplyFailureIsContained(t *testing.T) {
 	f := NewFSM(quietLog())
-	f.Apply(entry(t, 1, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
+	f.Apply(entry(t, 1, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: stateSpecs(spec("a"))}))
 	f.mu.Lock()
 	f.state.Jobs[1] = nil
 	f.mu.Unlock()
@@ -199,7 +199,7 @@ func TestApplyFailureIsContained(t *testing.T) {
 	if err, ok := res.(error); !ok || !strings.Contains(err.Error(), "CancelJobs") {
 		t.Fatalf("apply result %v, want an error naming the command", res)
 	}
-	res = f.Apply(entry(t, 3, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 2, Jobs: []api.JobSpec{spec("b")}}))
+	res = f.Apply(entry(t, 3, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 2, Jobs: stateSpecs(spec("b"))}))
 	if sr, ok := res.(*state.SubmitResult); !ok || sr.Results[0].JobID != 2 {
 		t.Fatalf("the next entry gave %v, want job 2 submitted", res)
 	}

@@ -37,7 +37,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 					}
 				}
 			}
-			if cycle := state.DependencyCycle(s, req.ID, req.Dependency); cycle != nil {
+			if cycle := state.DependencyCycle(s, req.ID, stateDependency(req.Dependency)); cycle != nil {
 				err = &fieldError{Field: "dependency", Msg: fmt.Sprintf("job %d: --dependency=%s would make a cycle: %s; a job in a cycle could never start", req.ID, req.Dependency.Raw, state.CycleText(cycle))}
 			}
 		}
@@ -45,7 +45,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: time.Now().UTC(), ID: req.ID, Dependency: req.Dependency}); err != nil {
+	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: time.Now().UTC(), ID: req.ID, Dependency: stateDependency(req.Dependency)}); err != nil {
 		return badRequest("%v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})

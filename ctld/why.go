@@ -36,22 +36,28 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("%v", err)
 	}
 	now := time.Now().UTC()
-	var j *api.Job
+	var rec *state.Job
+	var v jobView
 	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
-			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+			rec, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
-			j = s.Jobs[ref.ID]
+			rec = s.Jobs[ref.ID]
+		}
+		if rec != nil {
+			v = viewOf(s, rec)
 		}
 	})
-	if j == nil {
+	if rec == nil {
 		return notFound("job %s: no such job", r.PathValue("id"))
 	}
+	aj := v.api()
+	j := &aj
 	why := api.Why{JobID: j.ID, Ref: j.Ref(), State: j.State}
 	say := func(format string, args ...any) { why.Lines = append(why.Lines, fmt.Sprintf(format, args...)) }
 	switch j.State {
 	case api.StatePending:
-		c.explainPending(j, now, say)
+		c.explainPending(rec, now, say)
 	case api.StateRunning, api.StateSuspended, api.StateCompleting:
 		say("Job %s is %s on node %s since %s (%s elapsed, time limit %s).", j.Ref(), j.State, j.Node,
 			j.StartTime.Format(time.RFC3339), j.Elapsed(now).Round(time.Second), limitText(j.Spec.TimeLimit))
@@ -69,7 +75,7 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 
 // explainPending runs a pass on the current state (without committing it)
 // and says why j waits, where it ranks, and what it waits for.
-func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, ...any)) {
+func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string, ...any)) {
 	snap := c.snapshotForSched(now)
 	c.mu.Lock()
 	snap.Reservations = c.reservations

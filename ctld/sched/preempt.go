@@ -4,10 +4,11 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // qosLimit returns the reason a QoS limit holds j back, or "".
-func (pl *placer) qosLimit(j *api.Job, cpus int) api.Reason {
+func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
 	q := pl.s.QOS[j.Spec.QOS]
 	if q == nil {
 		return ""
@@ -35,18 +36,17 @@ func (pl *placer) countRunning() {
 	}
 	pl.qosJobs, pl.qosCPUs = map[[2]string]int{}, map[string]int{}
 	for _, r := range pl.s.Running {
-		if r.Spec.QOS == "" || r.State == api.StateCompleting {
+		sp := &r.Job.Spec
+		if sp.QOS == "" || r.Alloc.Desired == state.AllocStop {
 			continue
 		}
-		pl.qosJobs[[2]string{r.Spec.QOS, r.Spec.User}]++
-		if !r.CPUsLent {
-			pl.qosCPUs[r.Spec.QOS] += r.CPUs
-		}
+		pl.qosJobs[[2]string{sp.QOS, sp.User}]++
+		pl.qosCPUs[sp.QOS] += r.Alloc.HeldCPUs()
 	}
 }
 
 // countQOS records a start against its QoS's limits.
-func (pl *placer) countQOS(j *api.Job, cpus int) {
+func (pl *placer) countQOS(j *state.Job, cpus int) {
 	if pl.qosJobs == nil || j.Spec.QOS == "" {
 		return
 	}
@@ -59,28 +59,29 @@ func (pl *placer) countQOS(j *api.Job, cpus int) {
 // the CPUs are free, before any pending job is placed.
 func (pl *placer) resume(plan *Plan) {
 	var active map[uint64]bool
-	for _, j := range pl.s.Running {
-		if !j.CPUsLent || j.State != api.StateSuspended {
+	for _, r := range pl.s.Running {
+		a := r.Alloc
+		if !a.CPUsLent || r.Job.State != api.StateSuspended {
 			continue
 		}
 		if active == nil {
 			active = make(map[uint64]bool, len(pl.s.Running)+len(pl.s.Pending))
-			for _, r := range pl.s.Running {
-				active[r.ID] = true
+			for _, o := range pl.s.Running {
+				active[o.Job.ID] = true
 			}
 			for _, p := range pl.s.Pending {
 				active[p.ID] = true
 			}
 		}
-		if active[j.PreemptedBy] {
+		if active[a.PreemptedBy] {
 			continue
 		}
 		for i := range pl.free.nodes {
 			n := &pl.free.nodes[i]
-			if n.name != j.Node || n.cpus < j.CPUs {
+			if n.name != a.Node || n.cpus < a.CPUs {
 				continue
 			}
-			if p := j.Placement; p != nil {
+			if p := a.Placement; p != nil {
 				// Its own CPU ids must be free again, not just as many.
 				u := pl.usedOf(i)
 				if slices.ContainsFunc(p.CPUs, func(c int) bool { return u.CPUs[c] }) {
@@ -88,8 +89,8 @@ func (pl *placer) resume(plan *Plan) {
 				}
 				u.Add(&api.Placement{CPUs: p.CPUs}, 1)
 			}
-			n.cpus -= j.CPUs
-			plan.Resumes = append(plan.Resumes, j.ID)
+			n.cpus -= a.CPUs
+			plan.Resumes = append(plan.Resumes, r.Job.ID)
 			break
 		}
 	}
@@ -102,20 +103,20 @@ func (pl *placer) resume(plan *Plan) {
 // whose victims cost least, records them in the plan and claims the node
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
-func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Plan) bool {
+func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *Plan) bool {
 	q := pl.s.QOS[j.Spec.QOS]
 	if q == nil || len(q.Preempt) == 0 {
 		return false
 	}
 	if pl.onNode == nil {
-		pl.onNode, pl.victims = map[string][]*api.Job{}, map[uint64]bool{}
+		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {
-			pl.onNode[r.Node] = append(pl.onNode[r.Node], r)
+			pl.onNode[r.Alloc.Node] = append(pl.onNode[r.Alloc.Node], r)
 		}
 	}
 	type choice struct {
 		node    int
-		victims []*api.Job
+		victims []Run
 		prio    int64
 		lost    float64
 	}
@@ -129,16 +130,16 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 		// gone: when they free enough, j only has to wait for them.
 		freeCPUs, freeMem := n.cpus, n.mem
 		for _, r := range pl.onNode[n.name] {
-			if r.State == api.StateCompleting {
-				freeCPUs += r.CPUs
-				freeMem += r.MemMB + r.OverheadMB
+			if r.Alloc.Desired == state.AllocStop {
+				freeCPUs += r.Alloc.CPUs
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
 			}
 		}
-		var cands []*api.Job
+		var cands []Run
 		for _, r := range pl.onNode[n.name] {
-			vq := pl.s.QOS[r.Spec.QOS]
-			if r.State != api.StateRunning || pl.victims[r.ID] || vq == nil || !slices.Contains(q.Preempt, vq.Name) ||
-				r.Elapsed(pl.s.Now).Seconds() < float64(vq.PreemptExemptTime) {
+			vq := pl.s.QOS[r.Job.Spec.QOS]
+			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] || vq == nil || !slices.Contains(q.Preempt, vq.Name) ||
+				r.Alloc.Elapsed(pl.s.Now).Seconds() < float64(vq.PreemptExemptTime) {
 				continue
 			}
 			cands = append(cands, r)
@@ -147,12 +148,17 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
-		vprio := func(r *api.Job) int64 { return Priority(r, pl.s, total).Priority }
-		slices.SortStableFunc(cands, func(a, b *api.Job) int {
+		vprio := func(r Run) int64 { return Priority(r.Job, pl.s, total).Priority }
+		slices.SortStableFunc(cands, func(a, b Run) int {
 			if pa, pb := vprio(a), vprio(b); pa != pb {
 				return cmpInt64(pa, pb)
 			}
-			return cmpInt64(int64(a.Elapsed(pl.s.Now)), int64(b.Elapsed(pl.s.Now)))
+			if ea, eb := a.Alloc.Elapsed(pl.s.Now), b.Alloc.Elapsed(pl.s.Now); ea != eb {
+				return cmpInt64(int64(ea), int64(eb))
+			}
+			// Victims that tie are taken in job id order, so the same
+			// state always gives the same plan.
+			return cmpInt64(int64(a.Job.ID), int64(b.Job.ID))
 		})
 		c := choice{node: i}
 		for _, r := range cands {
@@ -161,10 +167,10 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			}
 			c.victims = append(c.victims, r)
 			c.prio += vprio(r)
-			c.lost += r.Elapsed(pl.s.Now).Seconds()
-			freeCPUs += r.CPUs
-			if pl.s.QOS[r.Spec.QOS].PreemptMode != api.PreemptSuspend {
-				freeMem += r.MemMB + r.OverheadMB // a suspended job keeps its memory
+			c.lost += r.Alloc.Elapsed(pl.s.Now).Seconds()
+			freeCPUs += r.Alloc.CPUs
+			if pl.s.QOS[r.Job.Spec.QOS].PreemptMode != api.PreemptSuspend {
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
 			}
 		}
 		if freeCPUs < cpus || freeMem < mem+n.overhead {
@@ -179,12 +185,12 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 	}
 	pl.claimed[best.node] = true
 	for _, r := range best.victims {
-		pl.victims[r.ID] = true
-		mode := pl.s.QOS[r.Spec.QOS].PreemptMode
+		pl.victims[r.Job.ID] = true
+		mode := pl.s.QOS[r.Job.Spec.QOS].PreemptMode
 		if mode == "" {
 			mode = api.PreemptCancel
 		}
-		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.ID, Preemptor: j.ID, Mode: mode})
+		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.Job.ID, Preemptor: j.ID, Mode: mode})
 	}
 	return true
 }

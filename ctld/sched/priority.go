@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Factors are a job's multifactor priority: each factor in [0,1], and the
@@ -24,7 +25,7 @@ type Factors struct {
 //   - partition: 1 (corral's partitions have no priority tiers);
 //   - job size: the job's CPUs over the cluster's;
 //   - site: 0 (no site factor is set per job yet).
-func Priority(j *api.Job, s *Snapshot, totalCPUs int) Factors {
+func Priority(j *state.Job, s *Snapshot, totalCPUs int) Factors {
 	f := Factors{Nice: j.Spec.Nice, Partition: 1}
 	c := s.Config
 	if c.PriorityMaxAge > 0 {
@@ -56,7 +57,7 @@ func maxQOSPriority(qos map[string]*api.QOS) int64 {
 	return top
 }
 
-func totalCPUs(nodes []*api.Node) int {
+func totalCPUs(nodes []*state.Node) int {
 	n := 0
 	for _, nd := range nodes {
 		n += nd.CPUs

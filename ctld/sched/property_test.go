@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // propertySeeds is how many random workloads each property test draws. The
@@ -149,8 +151,8 @@ func TestPropertyDeterministic(t *testing.T) {
 type simulation struct {
 	t       testing.TB
 	round   int
-	nodes   []*api.Node
-	jobs    map[uint64]*api.Job
+	nodes   []*state.Node
+	jobs    map[uint64]*state.Job
 	arrive  map[uint64]int // round a job is submitted in
 	runFor  map[uint64]int // rounds a job runs once started
 	endAt   map[uint64]int
@@ -164,12 +166,15 @@ type simulation struct {
 	events map[int][]string
 	// left is the run time left to a job suspended by preemption.
 	left map[uint64]int
+	// runs holds each running job's allocation.
+	runs map[uint64]*state.Allocation
 }
 
 func newSimulation(t testing.TB, ns ...nodeSet) *simulation {
 	s := &simulation{
-		t: t, jobs: map[uint64]*api.Job{}, arrive: map[uint64]int{}, runFor: map[uint64]int{},
+		t: t, jobs: map[uint64]*state.Job{}, arrive: map[uint64]int{}, runFor: map[uint64]int{},
 		endAt: map[uint64]int{}, started: map[uint64]int{}, downUntil: map[string]int{},
+		runs: map[uint64]*state.Allocation{},
 	}
 	for _, set := range ns {
 		s.nodes = append(s.nodes, set...)
@@ -188,33 +193,35 @@ func (s *simulation) submit(b jobB, arrive, runFor int) {
 // step runs one round: end due jobs, bring nodes back up, plan, apply.
 func (s *simulation) step() Plan {
 	s.t.Helper()
-	byName := map[string]*api.Node{}
+	byName := map[string]*state.Node{}
 	for _, n := range s.nodes {
 		byName[n.Name] = n
 		n.Down = s.round < s.downUntil[n.Name]
 	}
 	for id, end := range s.endAt {
 		if end == s.round {
-			j := s.jobs[id]
+			j, a := s.jobs[id], s.runs[id]
 			j.State, j.EndTime = api.StateCompleted, s.now()
-			n := byName[j.Node]
-			n.AllocCPUs -= j.CPUs
-			n.AllocMemMB -= j.MemMB
+			n := byName[a.Node]
+			n.AllocCPUs -= a.CPUs
+			n.AllocMemMB -= a.MemMB
 			delete(s.endAt, id)
+			delete(s.runs, id)
 		}
 	}
-	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, QOS: s.qos, Lookup: func(id uint64) *api.Job {
+	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, QOS: s.qos, Lookup: func(id uint64) *state.Job {
 		if j := s.jobs[id]; j != nil && s.arrive[id] <= s.round {
 			return j
 		}
 		return nil
 	}}
-	for id, j := range s.jobs {
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		j := s.jobs[id]
 		if j.State == api.StatePending && s.arrive[id] <= s.round {
 			snap.Pending = append(snap.Pending, j)
 		}
 		if j.State == api.StateRunning || j.State == api.StateSuspended {
-			snap.Running = append(snap.Running, j)
+			snap.Running = append(snap.Running, Run{Alloc: s.runs[id], Job: j})
 		}
 	}
 	p := Schedule(snap)
@@ -222,7 +229,9 @@ func (s *simulation) step() Plan {
 	s.applyPreemptions(p, byName)
 	for _, st := range p.Starts {
 		j, n := s.jobs[st.JobID], byName[st.Node]
-		j.State, j.StartTime, j.Node, j.CPUs, j.MemMB = api.StateRunning, s.now(), st.Node, st.CPUs, st.MemMB
+		j.State, j.StartTime = api.StateRunning, s.now()
+		s.runs[st.JobID] = &state.Allocation{ID: st.JobID, Job: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB,
+			Desired: state.AllocRun, Status: state.AllocActive, StartTime: s.now()}
 		n.AllocCPUs += st.CPUs
 		n.AllocMemMB += st.MemMB
 		s.endAt[st.JobID] = s.round + s.runFor[st.JobID]
@@ -243,36 +252,41 @@ func (s *simulation) event(format string, args ...any) {
 // applyPreemptions does what the controller and the victim's node do, at
 // once: a cancelled victim ends PREEMPTED, a requeued one is PENDING again
 // (same submit time), a suspended one lends its CPUs until resumed.
-func (s *simulation) applyPreemptions(p Plan, byName map[string]*api.Node) {
+func (s *simulation) applyPreemptions(p Plan, byName map[string]*state.Node) {
 	if s.left == nil {
 		s.left = map[uint64]int{}
 	}
 	for _, pr := range p.Preemptions {
-		v := s.jobs[pr.Victim]
-		n := byName[v.Node]
+		v, a := s.jobs[pr.Victim], s.runs[pr.Victim]
+		n := byName[a.Node]
 		s.event("preempt %d (%s)", v.ID, pr.Mode)
 		switch pr.Mode {
 		case api.PreemptSuspend:
-			v.State, v.CPUsLent, v.PreemptedBy = api.StateSuspended, true, pr.Preemptor
-			n.AllocCPUs -= v.CPUs
+			v.State = api.StateSuspended
+			a.Desired, a.CPUsLent, a.PreemptedBy, a.SuspendTime = state.AllocSuspend, true, pr.Preemptor, s.now()
+			n.AllocCPUs -= a.CPUs
 			s.left[v.ID] = s.endAt[v.ID] - s.round
 			delete(s.endAt, v.ID)
 			continue
 		case api.PreemptRequeue:
-			v.State, v.Node, v.StartTime = api.StatePending, "", time.Time{}
+			v.State, v.StartTime = api.StatePending, time.Time{}
 			v.Restarts++
 			delete(s.started, v.ID)
 		default:
 			v.State = api.StatePreempted
 		}
-		n.AllocCPUs -= v.CPUs
-		n.AllocMemMB -= v.MemMB
+		n.AllocCPUs -= a.CPUs
+		n.AllocMemMB -= a.MemMB
 		delete(s.endAt, v.ID)
+		delete(s.runs, v.ID)
 	}
 	for _, id := range p.Resumes {
-		v := s.jobs[id]
-		v.State, v.CPUsLent = api.StateRunning, false
-		byName[v.Node].AllocCPUs += v.CPUs
+		v, a := s.jobs[id], s.runs[id]
+		v.State = api.StateRunning
+		a.Desired, a.CPUsLent = state.AllocRun, false
+		a.SuspendedFor += s.now().Sub(a.SuspendTime)
+		a.SuspendTime = time.Time{}
+		byName[a.Node].AllocCPUs += a.CPUs
 		s.endAt[id] = s.round + s.left[id]
 		s.event("resume %d", id)
 	}
@@ -283,7 +297,7 @@ func (s *simulation) applyPreemptions(p Plan, byName map[string]*api.Node) {
 // earlier jobs that complete. Nodes may be down for the first rounds.
 func randomSimulation(t testing.TB, r *rand.Rand) (s *simulation, bound int) {
 	s = newSimulation(t)
-	var batch, debug []*api.Node
+	var batch, debug []*state.Node
 	for i := range 1 + r.IntN(8) {
 		n := node(fmt.Sprintf("n%d", i)).cpus(pick(r, 2, 4, 8)).mem(pick[int64](r, 4096, 8192))
 		if r.IntN(3) == 0 {

@@ -8,36 +8,36 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Snapshot is the state one pass decides over. Jobs and nodes are read only.
 type Snapshot struct {
 	Now time.Time
 	// Pending holds the jobs in state PENDING, in any order.
-	Pending []*api.Job
+	Pending []*state.Job
 	// Nodes holds every node with its current allocation figures.
-	Nodes []*api.Node
+	Nodes []*state.Node
 	// Partitions are the known partitions; the one marked Default receives
 	// jobs that name none.
 	Partitions []api.Partition
 	// Lookup returns any job by id (for dependencies); nil when unknown.
-	Lookup func(id uint64) *api.Job
+	Lookup func(id uint64) *state.Job
 	// Array returns every record of array id (its pending record, if it
 	// still has tasks to start, and each started task's), for
 	// dependencies on a whole array; nil for a job that is no array.
-	Array func(id uint64) []*api.Job
+	Array func(id uint64) []*state.Job
 	// LookupTask returns the record holding task of array (its own, or
 	// the array's pending record when it has not started); nil when
 	// unknown.
-	LookupTask func(array uint64, task int) *api.Job
+	LookupTask func(array uint64, task int) *state.Job
 	// DefMemPerCPU is the memory (MiB) given per CPU to jobs that ask for
 	// none.
 	DefMemPerCPU int64
-	// Running holds the jobs that hold resources on a node (RUNNING,
-	// SUSPENDED, COMPLETING), with Node, CPUs, MemMB, OverheadMB, StartTime
-	// and Spec.TimeLimit set. Backfill reads when each frees its
-	// resources from its start time and time limit.
-	Running []*api.Job
+	// Running holds the active allocations with their jobs (RUNNING,
+	// SUSPENDED, COMPLETING). Backfill reads when each frees its resources
+	// from its start time and its job's time limit.
+	Running []Run
 	// Policy is how the pass orders starts; the zero value is PolicyEASY.
 	Policy Policy
 	// Reservations are the previous pass's (Plan.Reservations). Under
@@ -55,6 +55,13 @@ type Snapshot struct {
 	// Fairshare returns an association's fair-share factor in [0,1]; nil
 	// means 0 for everyone.
 	Fairshare func(account, user string) float64
+}
+
+// Run is one active allocation and its job: what a running job holds on a
+// node.
+type Run struct {
+	Alloc *state.Allocation
+	Job   *state.Job
 }
 
 // Reservation is where and when a pending job is expected to start.
@@ -147,7 +154,7 @@ type Preemption struct {
 }
 
 // MemRequest returns the memory a job is allocated on its node.
-func MemRequest(j *api.Job, defPerCPU int64) int64 {
+func MemRequest(j *state.Job, defPerCPU int64) int64 {
 	if m := j.Spec.MemMB(); m > 0 {
 		return m
 	}
@@ -161,7 +168,7 @@ func MemRequest(j *api.Job, defPerCPU int64) int64 {
 func Schedule(s *Snapshot) Plan {
 	plan := Plan{Reasons: make(map[uint64]api.Reason, len(s.Pending))}
 	s = checkSnapshot(s, &plan)
-	ready := make([]*api.Job, 0, len(s.Pending))
+	ready := make([]*state.Job, 0, len(s.Pending))
 	dp := &deps{s: s}
 	prio := make(map[uint64]int64, len(s.Pending))
 	total := totalCPUs(s.Nodes)
@@ -215,7 +222,7 @@ func Schedule(s *Snapshot) Plan {
 }
 
 // before orders jobs by priority, then submit time, then id.
-func before(a, b *api.Job) bool {
+func before(a, b *state.Job) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
 	}
@@ -265,12 +272,12 @@ type userName struct{ user, name string }
 // singleton job comes first.
 type singletonState struct {
 	active bool
-	first  *api.Job
+	first  *state.Job
 }
 
 // notReady returns why a job may not start yet regardless of resources, and
 // when that changes by itself (begin time), or "" when it is ready.
-func (d *deps) notReady(j *api.Job) (api.Reason, time.Time) {
+func (d *deps) notReady(j *state.Job) (api.Reason, time.Time) {
 	if j.Spec.Hold {
 		if j.Reason == api.ReasonInvalidJob {
 			// Held by the controller because a pass failed on it: the
@@ -292,7 +299,7 @@ func (d *deps) notReady(j *api.Job) (api.Reason, time.Time) {
 
 // delayEnd returns the earliest future moment an after:<id>+<minutes>
 // delay of d ends, so the controller wakes for it; zero when none.
-func delayEnd(d *api.Dependency, s *Snapshot) time.Time {
+func delayEnd(d *state.Dependency, s *Snapshot) time.Time {
 	var wake time.Time
 	for _, c := range d.Clauses {
 		if c.Type != "after" || c.Minutes <= 0 || s.Lookup == nil {
@@ -318,7 +325,7 @@ func delayEnd(d *api.Dependency, s *Snapshot) time.Time {
 
 // reason evaluates j's dependency expression: "" when satisfied,
 // Dependency while it may still be, DependencyNeverSatisfied when it cannot.
-func (d *deps) reason(j *api.Job) api.Reason {
+func (d *deps) reason(j *state.Job) api.Reason {
 	dep := j.Spec.Dependency
 	anyWaiting, anyNever := false, false
 	for _, c := range dep.Clauses {
@@ -349,7 +356,7 @@ func (d *deps) reason(j *api.Job) api.Reason {
 // neverRuns reports whether a pending job's own dependency can never be
 // met. A job met again while being evaluated is on a cycle: it waits on
 // itself, so it never runs either.
-func (d *deps) neverRuns(j *api.Job) bool {
+func (d *deps) neverRuns(j *state.Job) bool {
 	if j.State != api.StatePending || j.Spec.Dependency == nil {
 		return false
 	}
@@ -380,7 +387,7 @@ const (
 )
 
 // clause evaluates one clause of j over all its job ids (all must be met).
-func (d *deps) clause(j *api.Job, c api.DepClause) depOutcome {
+func (d *deps) clause(j *state.Job, c state.DepClause) depOutcome {
 	if c.Type == "singleton" {
 		return d.singleton(j)
 	}
@@ -410,7 +417,7 @@ func (d *deps) clause(j *api.Job, c api.DepClause) depOutcome {
 
 // records returns what a dependency id names: the job, a task of an array
 // ("12_5"), or every record of an array; nil when unknown.
-func (d *deps) records(raw string) []*api.Job {
+func (d *deps) records(raw string) []*state.Job {
 	base, task, hasTask := strings.Cut(raw, "_")
 	id, err := strconv.ParseUint(base, 10, 64)
 	if err != nil {
@@ -420,13 +427,13 @@ func (d *deps) records(raw string) []*api.Job {
 		n, err := strconv.Atoi(task)
 		if err == nil && d.s.LookupTask != nil {
 			if t := d.s.LookupTask(id, n); t != nil {
-				return []*api.Job{t}
+				return []*state.Job{t}
 			}
 		}
 		// Without task lookups, an element names its array's record.
 		if d.s.LookupTask == nil && d.s.Lookup != nil {
 			if t := d.s.Lookup(id); t != nil {
-				return []*api.Job{t}
+				return []*state.Job{t}
 			}
 		}
 		return nil
@@ -443,18 +450,18 @@ func (d *deps) records(raw string) []*api.Job {
 			return recs
 		}
 	}
-	return []*api.Job{t}
+	return []*state.Job{t}
 }
 
 // isWholeArray reports whether raw names all of an array (not one task).
-func isWholeArray(raw string, rec *api.Job) bool {
+func isWholeArray(raw string, rec *state.Job) bool {
 	return !strings.Contains(raw, "_") && rec.ArrayJobID != 0 && rec.IsArrayPending()
 }
 
 // wholeArray evaluates a clause on an array as Slurm does: on every task.
 // afternotok is met once all have ended and one did not complete; the
 // others are met when met for every task.
-func (d *deps) wholeArray(c api.DepClause, recs []*api.Job) depOutcome {
+func (d *deps) wholeArray(c state.DepClause, recs []*state.Job) depOutcome {
 	if c.Type == "afternotok" {
 		anyFailed := false
 		for _, r := range recs {
@@ -484,7 +491,7 @@ func (d *deps) wholeArray(c api.DepClause, recs []*api.Job) depOutcome {
 // aftercorr clauses: the same task of each target array must have
 // completed successfully (a target with no such task sets no condition).
 // It returns whether the task must wait, and whether it never can.
-func (d *deps) corrReady(j *api.Job, task int) (wait, never bool) {
+func (d *deps) corrReady(j *state.Job, task int) (wait, never bool) {
 	if j.Spec.Dependency == nil || d.s.LookupTask == nil {
 		return false, false
 	}
@@ -511,7 +518,7 @@ func (d *deps) corrReady(j *api.Job, task int) (wait, never bool) {
 }
 
 // target evaluates one clause against one target job.
-func (d *deps) target(c api.DepClause, t *api.Job) depOutcome {
+func (d *deps) target(c state.DepClause, t *state.Job) depOutcome {
 	now := d.s.Now
 	switch c.Type {
 	case "after":
@@ -558,7 +565,7 @@ func (d *deps) target(c api.DepClause, t *api.Job) depOutcome {
 // singleton is met when no job of the same user and name holds resources
 // and no pending singleton job of theirs comes before j (submit time, then
 // id): one such job runs at a time, in submission order.
-func (d *deps) singleton(j *api.Job) depOutcome {
+func (d *deps) singleton(j *state.Job) depOutcome {
 	if d.singletons == nil {
 		d.singletons = map[userName]*singletonState{}
 		get := func(k userName) *singletonState {
@@ -570,7 +577,7 @@ func (d *deps) singleton(j *api.Job) depOutcome {
 			return st
 		}
 		for _, r := range d.s.Running {
-			get(userName{r.Spec.User, r.Spec.Name}).active = true
+			get(userName{r.Job.Spec.User, r.Job.Spec.Name}).active = true
 		}
 		for _, p := range d.s.Pending {
 			if !hasSingleton(p.Spec.Dependency) {
@@ -590,7 +597,7 @@ func (d *deps) singleton(j *api.Job) depOutcome {
 	return depWaiting
 }
 
-func hasSingleton(d *api.Dependency) bool {
+func hasSingleton(d *state.Dependency) bool {
 	if d == nil {
 		return false
 	}

@@ -9,8 +9,8 @@ import (
 
 func TestSubmitIsIdempotent(t *testing.T) {
 	f := newReplica()
-	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
-	res := f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []api.JobSpec{spec("a"), spec("b")}})).(*SubmitResult)
+	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a")}}))
+	res := f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []JobSpec{spec("a"), spec("b")}})).(*SubmitResult)
 	if got := res.Results[0]; got.JobID != 1 || !got.Duplicate {
 		t.Errorf("retried submit: got %+v, want job 1 duplicate", got)
 	}
@@ -27,7 +27,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 func TestPlanRejectsDoubleBooking(t *testing.T) {
 	f := newReplica()
 	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, BootID: "b"}}))
-	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), spec("c")}}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), spec("b"), spec("c")}}))
 	res := f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{
 		{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 3, Node: "n1", CPUs: 1, MemMB: 512},
 	}})).(*PlanResult)
@@ -74,7 +74,7 @@ func TestSnapshotFormatChecked(t *testing.T) {
 func TestRunnerOverheadIsCharged(t *testing.T) {
 	f := newReplica()
 	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "vm1", CPUs: 4, MemMB: 1000, BootID: "b", OverheadMB: 100}}))
-	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), spec("c")}}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), spec("b"), spec("c")}}))
 	// 2 × (400 + 100) fills the node's 1000 MiB: the third start must be
 	// refused, and a plan that leaves the overhead out is refused too.
 	res := f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{

@@ -35,9 +35,9 @@ const (
 // FirstID; a job whose request id was seen before is not created again and
 // its reserved id stays unused.
 type SubmitJobs struct {
-	Now     time.Time     `json:"now"`
-	FirstID uint64        `json:"first_id"`
-	Jobs    []api.JobSpec `json:"jobs"`
+	Now     time.Time `json:"now"`
+	FirstID uint64    `json:"first_id"`
+	Jobs    []JobSpec `json:"jobs"`
 }
 
 // CancelJobs cancels jobs by id; pending ones end at once, running ones go

@@ -29,7 +29,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
 		{CmdRegisterNode, &RegisterNode{Now: t0, Info: node}},
 		{CmdRegisterNode, &RegisterNode{Now: t0, Info: node2}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), req, spec("c"), spec("d")}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), req, spec("c"), spec("d")}}},
 		{CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{3}, Hold: true}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n2", CPUs: 1, MemMB: 512}, {JobID: 4, Node: "n1", CPUs: 1, MemMB: 512}}, Reasons: []PlanReason{{JobID: 3, Reason: api.ReasonJobHeldUser}}}},
 		{CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
@@ -43,7 +43,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "high", Priority: 100, Preempt: []string{"besteffort"}, MaxWall: 3600}}},
 		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 2}}},
 		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
-		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 3, Dependency: &api.Dependency{Raw: "afterany:1", Clauses: []api.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 3, Dependency: &Dependency{Raw: "afterany:1", Clauses: []DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
 		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 10}},
 	}
 	var logs []*logEntry
@@ -67,7 +67,7 @@ func scene(t *testing.T) (r *replica, next func(CommandType, any) any) {
 	applyAll(t, r, []*logEntry{
 		entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, BootID: "b1"}}),
 		entry(t, 2, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n2", CPUs: 2, MemMB: 4096, BootID: "b2"}}),
-		entry(t, 3, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), req, spec("c"), held}}),
+		entry(t, 3, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), req, spec("c"), held}}),
 		entry(t, 4, CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n2", CPUs: 1, MemMB: 512}}}),
 	})
 	index := uint64(4)
@@ -93,7 +93,7 @@ var applyTests = map[CommandType]func(t *testing.T){
 		r, next := scene(t)
 		arr := spec("arr")
 		arr.Array = &api.ArraySpec{Raw: "0-3", Ranges: []api.ArrayRange{{First: 0, Last: 3, Step: 1}}}
-		res := next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []api.JobSpec{spec("x"), arr}}).(*SubmitResult)
+		res := next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []JobSpec{spec("x"), arr}}).(*SubmitResult)
 		s := r.s
 		expect(t, map[string][2]any{
 			"first id":          {res.Results[0].JobID, uint64(10)},
@@ -113,7 +113,7 @@ var applyTests = map[CommandType]func(t *testing.T){
 			"changed":                {len(res.Changed), 2},
 			"unknown job refused":    {res.Errors[99], "job 99: no such job"},
 			"running job completing": {s.Jobs[1].State, api.StateCompleting},
-			"its final state":        {s.Jobs[1].FinalState, api.StateCancelled},
+			"its final state":        {run(s, 1).StopAs, api.StateCancelled},
 			"pending job cancelled":  {s.Jobs[3].State, api.StateCancelled},
 			"who cancelled":          {s.Jobs[3].Message, "cancelled by bob"},
 			"node holds job 1":       {s.Nodes["n1"].AllocCPUs, 1},
@@ -140,8 +140,8 @@ var applyTests = map[CommandType]func(t *testing.T){
 		expect(t, map[string][2]any{
 			"started":         {len(res.Started), 1},
 			"running":         {s.Jobs[3].State, api.StateRunning},
-			"on its node":     {s.Jobs[3].Node, "n1"},
-			"start index":     {s.Jobs[3].StartIndex, uint64(5)},
+			"on its node":     {run(s, 3).Node, "n1"},
+			"start index":     {run(s, 3).StartIndex, uint64(5)},
 			"node full":       {s.Nodes["n1"].AllocCPUs, 2},
 			"reason set":      {s.Jobs[4].Reason, api.ReasonPriority},
 			"estimated start": {s.Jobs[4].EstStart, t0.Add(time.Hour)},
@@ -229,7 +229,7 @@ var applyTests = map[CommandType]func(t *testing.T){
 		expect(t, map[string][2]any{
 			"suspended":          {mid, api.StateSuspended},
 			"resumed":            {s.Jobs[1].State, api.StateRunning},
-			"paused time":        {s.Jobs[1].SuspendedFor, 3 * time.Second},
+			"paused time":        {run(s, 1).SuspendedFor, 3 * time.Second},
 			"pending not resume": {strings.Contains(res.Errors[3], "only suspended jobs"), true},
 		})
 	},
@@ -285,7 +285,7 @@ var applyTests = map[CommandType]func(t *testing.T){
 	},
 	CmdUpdateJob: func(t *testing.T) {
 		r, next := scene(t)
-		dep := &api.Dependency{Raw: "afterok:1", Clauses: []api.DepClause{{Type: "afterok", JobIDs: []string{"1"}}}}
+		dep := &Dependency{Raw: "afterok:1", Clauses: []DepClause{{Type: "afterok", JobIDs: []string{"1"}}}}
 		next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 3, Dependency: dep})
 		err, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, Dependency: dep}).(error)
 		s := r.s

@@ -17,9 +17,9 @@ import (
 // UpdateJob changes a pending job's dependency (scontrol update
 // JobId=12 Dependency=...). Nil removes it.
 type UpdateJob struct {
-	Now        time.Time       `json:"now"`
-	ID         uint64          `json:"id"`
-	Dependency *api.Dependency `json:"dependency"`
+	Now        time.Time   `json:"now"`
+	ID         uint64      `json:"id"`
+	Dependency *Dependency `json:"dependency"`
 }
 
 func (s *State) applyUpdateJob(c *UpdateJob) error {
@@ -42,8 +42,8 @@ func (s *State) applyUpdateJob(c *UpdateJob) error {
 // its dependency names that is pending too (finished and running jobs wait
 // on nothing, so no cycle passes through them); gonum's topological sort
 // finds the strongly connected components that hold cycles.
-func DependencyCycle(s *State, id uint64, dep *api.Dependency) []uint64 {
-	targets := func(jid uint64, d *api.Dependency) []uint64 {
+func DependencyCycle(s *State, id uint64, dep *Dependency) []uint64 {
+	targets := func(jid uint64, d *Dependency) []uint64 {
 		var out []uint64
 		if d == nil {
 			return nil

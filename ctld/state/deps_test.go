@@ -9,18 +9,18 @@ import (
 )
 
 func TestDependencyCycle(t *testing.T) {
-	dep := func(ids ...uint64) *api.Dependency {
-		c := api.DepClause{Type: "afterok"}
+	dep := func(ids ...uint64) *Dependency {
+		c := DepClause{Type: "afterok"}
 		for _, id := range ids {
 			c.JobIDs = append(c.JobIDs, strconv.FormatUint(id, 10))
 		}
-		return &api.Dependency{Clauses: []api.DepClause{c}}
+		return &Dependency{Clauses: []DepClause{c}}
 	}
 	// Pending jobs: 2 waits on 1, 3 waits on 2, 4 waits on 3 and 9; 9 is
 	// completed.
 	s := New()
-	put := func(id uint64, st api.JobState, d *api.Dependency) {
-		s.putJob(&api.Job{ID: id, State: st, Spec: api.JobSpec{Dependency: d}})
+	put := func(id uint64, st api.JobState, d *Dependency) {
+		s.putJob(&Job{ID: id, State: st, Spec: JobSpec{Dependency: d}})
 	}
 	put(1, api.StatePending, nil)
 	put(2, api.StatePending, dep(1))
@@ -29,7 +29,7 @@ func TestDependencyCycle(t *testing.T) {
 	put(9, api.StateCompleted, nil)
 	tests := map[string]struct {
 		id   uint64
-		dep  *api.Dependency
+		dep  *Dependency
 		want []uint64
 	}{
 		"1 on 3 closes 1 → 3 → 2 → 1":      {1, dep(3), []uint64{1, 3, 2}},

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
-
-	"corral/api"
 )
 
 // Hash returns a digest of everything replicated: the snapshot's bytes,
@@ -19,7 +17,5 @@ func (s *State) Hash() string {
 	_ = s.Snapshot().Write(h) // a hash never fails to write
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-func sortedJobIDs(m map[uint64]*api.Job) []uint64 { return slices.Sorted(maps.Keys(m)) }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

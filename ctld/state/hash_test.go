@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,10 +26,14 @@ func TestHashCoversEveryField(t *testing.T) {
 	s := restoredCopy(t, r).s // a private copy: its records may be changed in place
 	w := &fieldWalker{t: t, hash: s.Hash}
 	w.value(reflect.ValueOf(&s.NextJobID).Elem(), "NextJobID")
+	w.value(reflect.ValueOf(&s.NextAllocID).Elem(), "NextAllocID")
 	w.value(reflect.ValueOf(&s.Index).Elem(), "Index")
 	w.value(reflect.ValueOf(&s.Config).Elem(), "Config")
-	for _, id := range sortedJobIDs(s.Jobs) {
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
 		w.value(reflect.ValueOf(s.Jobs[id]).Elem(), fmt.Sprintf("Jobs[%d]", id))
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Allocs)) {
+		w.value(reflect.ValueOf(s.Allocs[id]).Elem(), fmt.Sprintf("Allocs[%d]", id))
 	}
 	for _, name := range sortedKeys(s.Nodes) {
 		w.value(reflect.ValueOf(s.Nodes[name]).Elem(), "Nodes["+name+"]")

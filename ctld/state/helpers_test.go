@@ -2,16 +2,16 @@ package state
 
 import (
 	"bytes"
+	"iter"
+	"maps"
 	"testing"
 	"time"
-
-	"corral/api"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func spec(name string) api.JobSpec {
-	return api.JobSpec{Name: name, User: "alice", Script: "#!/bin/sh\necho hi\n", NTasks: 1, CPUsPerTask: 1, RequestID: "req-" + name}
+func spec(name string) JobSpec {
+	return JobSpec{Name: name, User: "alice", Script: "#!/bin/sh\necho hi\n", NTasks: 1, CPUsPerTask: 1, RequestID: "req-" + name}
 }
 
 // logEntry is one entry of a test log: a framed command at its index, as
@@ -73,3 +73,15 @@ func restoredCopy(tb testing.TB, r *replica) *replica {
 	}
 	return &replica{s: s}
 }
+
+// run returns job id's newest allocation, or an empty one when it has none.
+func run(s *State, id uint64) *Allocation {
+	if j := s.Jobs[id]; j != nil {
+		if a := s.LastAlloc(j); a != nil {
+			return a
+		}
+	}
+	return &Allocation{}
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }

@@ -44,31 +44,28 @@ func defaultQOS() map[string]*api.QOS {
 	return m
 }
 
-// billing returns what a job costs per second it runs: its CPUs, memory
-// (GiB) and GPUs weighted by the billing weights.
-func billing(j *api.Job, c api.SchedConfig) float64 {
+// billing returns what a run costs per second: its CPUs, memory (GiB) and
+// the job's GPUs weighted by the billing weights.
+func billing(j *Job, a *Allocation, c api.SchedConfig) float64 {
 	gpus := 0
 	for _, g := range j.Spec.Gres {
 		if g.Name == "gpu" {
 			gpus += g.Count
 		}
 	}
-	return float64(j.CPUs)*c.BillingCPU + float64(j.MemMB)/1024*c.BillingMem + float64(gpus)*c.BillingGPU
+	return float64(a.CPUs)*c.BillingCPU + float64(a.MemMB)/1024*c.BillingMem + float64(gpus)*c.BillingGPU
 }
 
-// chargeUsage adds a job's billed run time to its association when it
-// stops holding resources.
-func (s *State) chargeUsage(j *api.Job, now time.Time) {
-	if j.StartTime.IsZero() {
-		return
-	}
-	secs := j.Elapsed(now).Seconds()
+// chargeUsage adds a run's billed time to its job's association when the
+// run stops holding resources.
+func (s *State) chargeUsage(j *Job, a *Allocation, now time.Time) {
+	secs := a.Elapsed(now).Seconds()
 	if secs <= 0 {
 		return
 	}
 	k := UserKey{Account: j.Spec.Account, User: j.Spec.User}
 	u := s.Usage[k]
-	s.Usage[k] = Usage{Raw: u.decayed(now, s.Config.DecayHalfLife) + secs*billing(j, s.Config), At: now}
+	s.Usage[k] = Usage{Raw: u.decayed(now, s.Config.DecayHalfLife) + secs*billing(j, a, s.Config), At: now}
 }
 
 func (s *State) applySetConfig(c *SetConfig) error {
@@ -298,10 +295,11 @@ func (s *State) FairshareTree(now time.Time) *fairshare.Assoc {
 	// Running jobs count too: what they have billed so far, on top of the
 	// decayed usage of the jobs that ended (charged when they end).
 	running := map[UserKey]float64{}
-	for _, n := range s.Nodes {
-		for _, id := range n.Jobs {
-			if j := s.Jobs[id]; j != nil && j.State.Active() {
-				running[UserKey{Account: j.Spec.Account, User: j.Spec.User}] += j.Elapsed(now).Seconds() * billing(j, s.Config)
+	for _, name := range sortedKeys(s.Nodes) {
+		for _, id := range s.Nodes[name].Allocs {
+			a := s.Allocs[id]
+			if j := s.Jobs[a.Job]; j != nil && a.Active() {
+				running[UserKey{Account: j.Spec.Account, User: j.Spec.User}] += a.Elapsed(now).Seconds() * billing(j, a, s.Config)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ func restartLog(t *testing.T) []*logEntry {
 	req.Requeue = true
 	return []*logEntry{
 		entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, BootID: "b1", Partitions: []string{"batch"}}}),
-		entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("plain"), req}}),
+		entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("plain"), req}}),
 		entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n1", CPUs: 1, MemMB: 512}}}),
 	}
 }
@@ -118,11 +118,8 @@ func TestRegisterAppliesCarriedReports(t *testing.T) {
 					}
 				}
 				n := s.Nodes["n1"]
-				if len(n.Jobs) != c.nodeJobs || n.AllocCPUs != c.nodeJobs || n.AllocMemMB != int64(512*c.nodeJobs) {
-					t.Errorf("n1 holds jobs %v, %d CPUs, %d MiB; want %d jobs", n.Jobs, n.AllocCPUs, n.AllocMemMB, c.nodeJobs)
-				}
-				if n.Reports != nil {
-					t.Errorf("the node's record keeps the registration's reports: %+v", n.Reports)
+				if len(n.Allocs) != c.nodeJobs || n.AllocCPUs != c.nodeJobs || n.AllocMemMB != int64(512*c.nodeJobs) {
+					t.Errorf("n1 holds allocations %v, %d CPUs, %d MiB; want %d jobs", n.Allocs, n.AllocCPUs, n.AllocMemMB, c.nodeJobs)
 				}
 			})
 		})

@@ -82,7 +82,7 @@ func endKey(t time.Time) int64 {
 // trackRetention keeps the finished-job index, the dependency counts and
 // the counts of interned strings right as job old (nil for a new record) is
 // replaced by j.
-func (s *State) trackRetention(old, j *api.Job) {
+func (s *State) trackRetention(old, j *Job) {
 	switch {
 	case old == nil:
 		s.retainStrings(&j.Spec)
@@ -94,7 +94,7 @@ func (s *State) trackRetention(old, j *api.Job) {
 	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
 		s.addFinished(finishedRef{end: endKey(j.EndTime), id: j.ID})
 	}
-	var before, after *api.Dependency
+	var before, after *Dependency
 	if old != nil && !old.State.Terminal() {
 		before = old.Spec.Dependency
 	}
@@ -123,7 +123,7 @@ func (s *State) addFinished(ref finishedRef) {
 
 // countDeps adds delta to the count of unfinished jobs that name each job
 // or array in d. A job named as 12_5 counts for all of array 12.
-func (s *State) countDeps(d *api.Dependency, delta int) {
+func (s *State) countDeps(d *Dependency, delta int) {
 	if d == nil {
 		return
 	}
@@ -150,14 +150,14 @@ func (s *State) countDeps(d *api.Dependency, delta int) {
 // An array's first record stays while any other record of the array
 // remains, so `corral queue -j 12` and dependencies on array 12 keep
 // finding the array.
-func (s *State) holdsBack(j *api.Job) string {
+func (s *State) holdsBack(j *Job) string {
 	switch {
 	case s.depRefs[j.ID] > 0 || j.ArrayJobID != 0 && s.depRefs[j.ArrayJobID] > 0:
 		return "an unfinished job depends on it"
 	case j.ID == j.ArrayJobID && slices.ContainsFunc(s.ArrayTasks[j.ID], func(id uint64) bool { return id != j.ID }):
 		return "other records of its array remain"
 	}
-	if n := s.Nodes[j.Node]; n != nil && slices.Contains(n.Jobs, j.ID) {
+	if len(s.activeAllocs(j)) > 0 {
 		return "its node still holds it"
 	}
 	return ""
@@ -243,6 +243,7 @@ func (s *State) shrinkMaps() bool {
 		return false
 	}
 	s.Jobs = resized(s.Jobs)
+	s.Allocs = resized(s.Allocs)
 	s.Pending = resized(s.Pending)
 	s.Tasks = resized(s.Tasks)
 	s.ArrayTasks = resized(s.ArrayTasks)
@@ -271,9 +272,12 @@ type purge struct {
 }
 
 // removeJob deletes a finished job and every index that names it.
-func (s *State) removeJob(j *api.Job, p *purge) {
+func (s *State) removeJob(j *Job, p *purge) {
 	delete(s.Jobs, j.ID)
 	delete(s.Pending, j.ID)
+	for _, id := range j.Allocs {
+		delete(s.Allocs, id)
+	}
 	s.releaseStrings(&j.Spec)
 	if j.ArrayJobID == 0 {
 		return
@@ -326,14 +330,14 @@ func (s *State) PurgeDue(now time.Time) Due {
 
 // specStrings lists the strings of a job's request that the state interns
 // and counts.
-func specStrings(sp *api.JobSpec) [10]string {
+func specStrings(sp *JobSpec) [10]string {
 	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
 }
 
 // sameSpecStrings reports whether two versions of a job hold the very same
 // interned strings and environment (the usual case: versions are copies).
 // It runs on every change of a job, so it compares the fields one by one.
-func sameSpecStrings(a, b *api.JobSpec) bool {
+func sameSpecStrings(a, b *JobSpec) bool {
 	return same(a.User, b.User) && same(a.Account, b.Account) && same(a.Partition, b.Partition) &&
 		same(a.QOS, b.QOS) && same(a.Script, b.Script) && same(a.SubmitDir, b.SubmitDir) &&
 		same(a.WorkDir, b.WorkDir) && same(a.Output, b.Output) && same(a.Error, b.Error) &&
@@ -347,7 +351,7 @@ func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) ==
 // environment of sp. The counts are keyed by the strings' bytes, which
 // interning makes shared: counting costs a pointer hash per field, whatever
 // a string's length (a 4 MiB script hashes as fast as a user name).
-func (s *State) retainStrings(sp *api.JobSpec) {
+func (s *State) retainStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v != "" {
 			s.internRefs[unsafe.StringData(v)]++
@@ -361,7 +365,7 @@ func (s *State) retainStrings(sp *api.JobSpec) {
 // releaseStrings counts one job record less using the strings of sp and
 // forgets those no record uses any more, so the tables hold only what the
 // jobs in the state share.
-func (s *State) releaseStrings(sp *api.JobSpec) {
+func (s *State) releaseStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v == "" {
 			continue

@@ -25,11 +25,11 @@ func (b *logBuilder) add(ct CommandType, p any) uint64 {
 	return i
 }
 
-func afterok(ids ...string) *api.Dependency {
-	return &api.Dependency{Raw: "afterok:" + strings.Join(ids, ":"), Clauses: []api.DepClause{{Type: "afterok", JobIDs: ids}}}
+func afterok(ids ...string) *Dependency {
+	return &Dependency{Raw: "afterok:" + strings.Join(ids, ":"), Clauses: []DepClause{{Type: "afterok", JobIDs: ids}}}
 }
 
-func arraySpec(name, ranges string, first, last int) api.JobSpec {
+func arraySpec(name, ranges string, first, last int) JobSpec {
 	s := spec(name)
 	s.Array = &api.ArraySpec{Raw: ranges, Ranges: []api.ArrayRange{{First: first, Last: last, Step: 1}}}
 	return s
@@ -61,19 +61,19 @@ func retentionLog(t *testing.T) []*logEntry {
 	dependant.Dependency, dependant.Hold = afterok("5"), true
 	doneDependant := spec("done-dependant")
 	doneDependant.Dependency = afterok("7")
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{
 		spec("running"), held, spec("just-finished"), spec("old-finished"), spec("failed-target"),
 		dependant, spec("done-target"), doneDependant,
 	}})
 	wholeDep, taskDep := spec("on-array-60"), spec("on-task-80_0")
 	wholeDep.Dependency, wholeDep.Hold = afterok("60"), true
 	taskDep.Dependency, taskDep.Hold = afterok("80_0"), true
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 20, Jobs: []api.JobSpec{arraySpec("a20", "0-3", 0, 3)}})
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 40, Jobs: []api.JobSpec{arraySpec("a40", "0-1", 0, 1)}})
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 50, Jobs: []api.JobSpec{arraySpec("a50", "0-1", 0, 1)}})
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 60, Jobs: []api.JobSpec{arraySpec("a60", "0-1", 0, 1)}})
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 70, Jobs: []api.JobSpec{wholeDep}})
-	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 80, Jobs: []api.JobSpec{arraySpec("a80", "0-1", 0, 1), taskDep}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 20, Jobs: []JobSpec{arraySpec("a20", "0-3", 0, 3)}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 40, Jobs: []JobSpec{arraySpec("a40", "0-1", 0, 1)}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 50, Jobs: []JobSpec{arraySpec("a50", "0-1", 0, 1)}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 60, Jobs: []JobSpec{arraySpec("a60", "0-1", 0, 1)}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 70, Jobs: []JobSpec{wholeDep}})
+	b.add(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 80, Jobs: []JobSpec{arraySpec("a80", "0-1", 0, 1), taskDep}})
 	start := func(id uint64) PlanStart { return PlanStart{JobID: id, Node: "n1", CPUs: 1, MemMB: 100} }
 	task := func(arr uint64, task int, newID uint64) PlanStart {
 		st := start(arr)
@@ -223,7 +223,7 @@ func TestPurgeJobsReplayedAlike(t *testing.T) {
 func TestPurgeIsBoundedPerEntry(t *testing.T) {
 	f := newReplica()
 	b := &logBuilder{t: t}
-	var specs []api.JobSpec
+	var specs []JobSpec
 	for i := 0; i < 25; i++ {
 		specs = append(specs, spec(fmt.Sprint("j", i)))
 	}
@@ -251,10 +251,10 @@ func TestPurgeIsBoundedPerEntry(t *testing.T) {
 }
 
 func TestRequestIDs(t *testing.T) {
-	bob := func(name string) api.JobSpec { s := spec(name); s.User = "bob"; return s }
+	bob := func(name string) JobSpec { s := spec(name); s.User = "bob"; return s }
 	type submit struct {
 		at   time.Duration
-		spec api.JobSpec
+		spec JobSpec
 		want api.SubmitResult
 	}
 	cases := map[string]struct {
@@ -303,7 +303,7 @@ func TestRequestIDs(t *testing.T) {
 				case submit:
 					var first uint64
 					f.Read(func(s *State) { first = s.NextJobID })
-					res := next(CmdSubmitJobs, &SubmitJobs{Now: t0.Add(st.at), FirstID: first, Jobs: []api.JobSpec{st.spec}}).(*SubmitResult)
+					res := next(CmdSubmitJobs, &SubmitJobs{Now: t0.Add(st.at), FirstID: first, Jobs: []JobSpec{st.spec}}).(*SubmitResult)
 					if res.Results[0] != st.want {
 						t.Fatalf("step %d: %s submits %q: got %+v, want %+v", i, st.spec.User, st.spec.RequestID, res.Results[0], st.want)
 					}
@@ -379,7 +379,7 @@ func TestFormat1SnapshotRequests(t *testing.T) {
 func TestInternedStringsShrinkAfterPurge(t *testing.T) {
 	f := newReplica()
 	const n = 3000
-	var specs []api.JobSpec
+	var specs []JobSpec
 	for i := 0; i < n; i++ {
 		s := spec(fmt.Sprint("unique-name-", i))
 		s.Output = fmt.Sprintf("/home/alice/out-%d", i)
@@ -407,7 +407,7 @@ func TestInternedStringsShrinkAfterPurge(t *testing.T) {
 	// A new job still shares the remaining job's strings.
 	last := spec(fmt.Sprint("unique-name-", n-1))
 	last.RequestID = "another"
-	f.Apply(entry(t, 4, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: n + 1, Jobs: []api.JobSpec{last}}))
+	f.Apply(entry(t, 4, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: n + 1, Jobs: []JobSpec{last}}))
 	f.Read(func(s *State) {
 		a, b := s.Jobs[n].Spec.Name, s.Jobs[n+1].Spec.Name
 		if unsafe.StringData(a) != unsafe.StringData(b) {

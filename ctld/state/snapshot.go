@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -14,31 +15,43 @@ import (
 )
 
 // snapshotFormat is the version written in every snapshot header. Bump it
-// when the record layout changes and keep a reader for the old one.
+// when the record layout changes and keep a reader for the old ones
+// (snapshot_legacy.go).
 //
+// Format 3 writes the state's own records: jobs without where they run,
+// allocations (active and ended, after the jobs), and nodes that list their
+// allocations; the header carries the next allocation id. Format 2 (and 1)
+// wrote the jobs with their one run inlined and nodes that listed job ids.
 // Format 2 scopes request ids by user and keeps them in generations: a
-// requestGen record precedes the request records made in it. Format 1 had
-// one unscoped request record per id; readSnapshot takes each one's user
-// and time from the job it names (readLegacyRequest).
-const snapshotFormat = 2
+// requestGen record precedes the request records made in it; format 1 had
+// one unscoped request record per id.
+const snapshotFormat = 3
 
 type snapshotHeader struct {
-	Format    int    `json:"format"`
-	Index     uint64 `json:"index"`
-	NextJobID uint64 `json:"next_job_id"`
+	Format      int    `json:"format"`
+	Index       uint64 `json:"index"`
+	NextJobID   uint64 `json:"next_job_id"`
+	NextAllocID uint64 `json:"next_alloc_id,omitempty"`
 }
 
 // snapshotRecord is one line of a snapshot after the header; exactly one
 // field is set.
 type snapshotRecord struct {
-	Job        *api.Job          `json:"job,omitempty"`
-	Node       *api.Node         `json:"node,omitempty"`
+	Job        *Job              `json:"job,omitempty"`
+	Alloc      *Allocation       `json:"alloc,omitempty"`
+	Node       *Node             `json:"node,omitempty"`
 	Request    *requestRecord    `json:"request,omitempty"`
 	RequestGen *requestGenRecord `json:"request_gen,omitempty"`
-	Member     *api.Member       `json:"member,omitempty"`
+	Member     *memberRecord     `json:"member,omitempty"`
 	// Policy holds the scheduler configuration, QoS, accounts, users and
 	// usage: one record, written once.
 	Policy *policyRecord `json:"policy,omitempty"`
+}
+
+// memberRecord is one controller member's HTTP address.
+type memberRecord struct {
+	ID       string `json:"id"`
+	HTTPAddr string `json:"http_addr"`
 }
 
 // requestRecord is one remembered request id: the user's Key made Job.
@@ -125,8 +138,9 @@ func restorePolicy(s *State, p *policyRecord) {
 type Snapshot struct {
 	header   snapshotHeader
 	policy   *policyRecord
-	jobs     []*api.Job
-	nodes    []*api.Node
+	jobs     []*Job
+	allocs   []*Allocation
+	nodes    []*Node
 	requests *RequestIDs
 	members  map[string]string
 }
@@ -134,15 +148,19 @@ type Snapshot struct {
 // Snapshot captures the state as it is now.
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{
-		header:   snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID},
-		jobs:     make([]*api.Job, 0, len(s.Jobs)),
-		nodes:    make([]*api.Node, 0, len(s.Nodes)),
+		header:   snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID, NextAllocID: s.NextAllocID},
+		jobs:     make([]*Job, 0, len(s.Jobs)),
+		allocs:   make([]*Allocation, 0, len(s.Allocs)),
+		nodes:    make([]*Node, 0, len(s.Nodes)),
 		requests: s.Requests.clone(),
 		policy:   policyOf(s),
 		members:  maps.Clone(s.Members),
 	}
-	for _, id := range sortedJobIDs(s.Jobs) {
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
 		snap.jobs = append(snap.jobs, s.Jobs[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Allocs)) {
+		snap.allocs = append(snap.allocs, s.Allocs[id])
 	}
 	for _, name := range sortedKeys(s.Nodes) {
 		snap.nodes = append(snap.nodes, s.Nodes[name])
@@ -160,6 +178,11 @@ func (s *Snapshot) Write(w io.Writer) error {
 	}
 	for _, j := range s.jobs {
 		if err := enc.Encode(snapshotRecord{Job: j}); err != nil {
+			return err
+		}
+	}
+	for _, a := range s.allocs {
+		if err := enc.Encode(snapshotRecord{Alloc: a}); err != nil {
 			return err
 		}
 	}
@@ -182,7 +205,7 @@ func (s *Snapshot) Write(w io.Writer) error {
 		return err
 	}
 	for _, id := range sortedKeys(s.members) {
-		if err := enc.Encode(snapshotRecord{Member: &api.Member{ID: id, HTTPAddr: s.members[id]}}); err != nil {
+		if err := enc.Encode(snapshotRecord{Member: &memberRecord{ID: id, HTTPAddr: s.members[id]}}); err != nil {
 			return err
 		}
 	}
@@ -194,37 +217,10 @@ func (s *Snapshot) Write(w io.Writer) error {
 	return bw.Flush()
 }
 
-// readLegacyRequest puts a format-1 request record, which has neither user
-// nor time, in the one generation that holds them all (gen, made by the
-// first such record). The job the id created says both: its user, and its
-// submit time, which is the leader-stamped time of the entry that made the
-// id. The generation spans the oldest to the newest of those times, so no
-// id is forgotten earlier than its own time allows. Format-1 snapshots never
-// lost a job, so the job is there; if not, the id is kept for the user ""
-// and the generation's times are those of the others.
-func (s *State) readLegacyRequest(gen *requestGen, r *requestRecord) *requestGen {
-	user, made := "", time.Time{}
-	if j := s.Jobs[r.Job]; j != nil {
-		user, made = j.Spec.User, j.SubmitTime
-	}
-	if gen == nil {
-		gen = s.Requests.newGen(made, made)
-	}
-	if !made.IsZero() {
-		if gen.first.IsZero() || made.Before(gen.first) {
-			gen.first = made
-		}
-		if made.After(gen.last) {
-			gen.last = made
-		}
-	}
-	gen.put(user, r.Key, r.Job)
-	return gen
-}
-
 // ReadSnapshot reads a snapshot written by Write, or by an older build in
-// format 1 or 2, into a new State. A record of no known kind is an error:
-// a state that silently lost part of itself would diverge from its peers.
+// format 1 or 2, into a new State. A record of no known kind, or with a
+// field this build does not know, is an error: a state that silently lost
+// part of itself would diverge from its peers.
 func ReadSnapshot(r io.Reader) (*State, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	dec.DisallowUnknownFields()
@@ -232,34 +228,50 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("reading snapshot header: %w", err)
 	}
-	if h.Format != snapshotFormat && h.Format != 1 {
-		return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 and %d)", h.Format, snapshotFormat)
-	}
 	s := New()
-	s.Index, s.NextJobID = h.Index, h.NextJobID
+	s.Index, s.NextJobID, s.NextAllocID = h.Index, h.NextJobID, max(h.NextAllocID, 1)
+	switch h.Format {
+	case snapshotFormat:
+		if err := s.readRecords(dec); err != nil {
+			return nil, err
+		}
+		return s, nil
+	case 1, 2:
+		if err := s.readLegacyRecords(dec, h.Format); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 to %d)", h.Format, snapshotFormat)
+}
+
+// readRecords reads the records of a format-3 snapshot.
+func (s *State) readRecords(dec *json.Decoder) error {
 	var gen *requestGen
 	for line := 2; ; line++ {
 		var rec snapshotRecord
 		err := dec.Decode(&rec)
 		if errors.Is(err, io.EOF) {
-			return s, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading snapshot record: %w", err)
+			return fmt.Errorf("reading snapshot record %d: %w", line, err)
 		}
 		switch {
 		case rec.Job != nil:
 			s.internSpec(&rec.Job.Spec)
 			s.putJob(rec.Job)
+		case rec.Alloc != nil:
+			rec.Alloc.Node = s.intern(rec.Alloc.Node)
+			s.Allocs[rec.Alloc.ID] = rec.Alloc
 		case rec.Node != nil:
+			rec.Node.Name = s.intern(rec.Node.Name)
 			s.Nodes[rec.Node.Name] = rec.Node
 		case rec.RequestGen != nil:
 			gen = s.Requests.newGen(rec.RequestGen.First, rec.RequestGen.Last)
-		case rec.Request != nil && h.Format == 1:
-			gen = s.readLegacyRequest(gen, rec.Request)
 		case rec.Request != nil:
 			if gen == nil {
-				return nil, fmt.Errorf("reading snapshot: request id %q of user %q comes before any request generation", rec.Request.Key, rec.Request.User)
+				return fmt.Errorf("reading snapshot: request id %q of user %q comes before any request generation", rec.Request.Key, rec.Request.User)
 			}
 			gen.put(rec.Request.User, rec.Request.Key, rec.Request.Job)
 		case rec.Member != nil:
@@ -267,7 +279,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 		case rec.Policy != nil:
 			restorePolicy(s, rec.Policy)
 		default:
-			return nil, fmt.Errorf("reading snapshot: record %d is of no kind this build knows (job, node, request, request_gen, member, policy)", line)
+			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (job, alloc, node, request, request_gen, member, policy)", line)
 		}
 	}
 }

@@ -9,14 +9,20 @@ import (
 	"corral/api"
 )
 
-// State is the replicated cluster state. Only the FSM's apply methods change
-// it, always under the FSM's write lock. Jobs and nodes are copy-on-write:
-// a change stores a new pointer, so a pointer read under the lock stays a
-// consistent value forever.
+// State is the replicated cluster state. Only Apply changes it; the
+// controller calls it under its write lock. Records (jobs, allocations,
+// nodes) are copy-on-write: a change stores a new pointer, so a pointer
+// read under the lock stays a consistent value forever.
 type State struct {
-	Jobs      map[uint64]*api.Job
-	Nodes     map[string]*api.Node
+	Jobs map[uint64]*Job
+	// Allocs holds every allocation of the jobs in Jobs, active or ended;
+	// an allocation leaves with its job.
+	Allocs    map[uint64]*Allocation
+	Nodes     map[string]*Node
 	NextJobID uint64
+	// NextAllocID is the id the next allocation gets; the apply assigns
+	// them, in plan order, so every replica assigns the same.
+	NextAllocID uint64
 	// Requests remembers, per user, the job each client request id
 	// created, for RequestIDRetention (requests.go).
 	Requests *RequestIDs
@@ -56,32 +62,34 @@ type State struct {
 	depRefs    map[uint64]int
 	jobsPeak   int
 	// touched lists the nodes whose allocations changed during the entry
-	// being applied; the FSM wakes their watchers and clears it. It is
-	// scratch, never replicated.
+	// being applied; the controller wakes their watchers (TakeTouched).
+	// It is scratch, never replicated.
 	touched []string
 }
 
-// New returns an empty state whose first job id is 1.
+// New returns an empty state whose first job and allocation ids are 1.
 func New() *State {
 	return &State{
-		Jobs:       make(map[uint64]*api.Job),
-		Nodes:      make(map[string]*api.Node),
-		NextJobID:  1,
-		Requests:   &RequestIDs{},
-		Members:    make(map[string]string),
-		Pending:    make(map[uint64]struct{}),
-		Tasks:      make(map[api.TaskRef]uint64),
-		ArrayTasks: make(map[uint64][]uint64),
-		Config:     api.DefaultSchedConfig(),
-		QOS:        defaultQOS(),
-		Accounts:   make(map[string]*api.Account),
-		Users:      make(map[UserKey]*api.AccountUser),
-		Usage:      make(map[UserKey]Usage),
-		interned:   make(map[string]string),
-		envs:       make(map[string][]string),
-		internRefs: make(map[*byte]int32),
-		envRefs:    make(map[*string]int32),
-		depRefs:    make(map[uint64]int),
+		Jobs:        make(map[uint64]*Job),
+		Allocs:      make(map[uint64]*Allocation),
+		Nodes:       make(map[string]*Node),
+		NextJobID:   1,
+		NextAllocID: 1,
+		Requests:    &RequestIDs{},
+		Members:     make(map[string]string),
+		Pending:     make(map[uint64]struct{}),
+		Tasks:       make(map[api.TaskRef]uint64),
+		ArrayTasks:  make(map[uint64][]uint64),
+		Config:      api.DefaultSchedConfig(),
+		QOS:         defaultQOS(),
+		Accounts:    make(map[string]*api.Account),
+		Users:       make(map[UserKey]*api.AccountUser),
+		Usage:       make(map[UserKey]Usage),
+		interned:    make(map[string]string),
+		envs:        make(map[string][]string),
+		internRefs:  make(map[*byte]int32),
+		envRefs:     make(map[*string]int32),
+		depRefs:     make(map[uint64]int),
 	}
 }
 
@@ -113,7 +121,7 @@ func (s *State) internEnv(env []string) []string {
 	return c
 }
 
-func (s *State) internSpec(sp *api.JobSpec) {
+func (s *State) internSpec(sp *JobSpec) {
 	sp.User = s.intern(sp.User)
 	sp.Account = s.intern(sp.Account)
 	sp.Partition = s.intern(sp.Partition)
@@ -129,7 +137,7 @@ func (s *State) internSpec(sp *api.JobSpec) {
 
 // putJob stores a new version of a job and keeps the pending index, and
 // the indexes the purge reads, right.
-func (s *State) putJob(j *api.Job) {
+func (s *State) putJob(j *Job) {
 	s.trackRetention(s.Jobs[j.ID], j)
 	s.Jobs[j.ID] = j
 	if j.State == api.StatePending {
@@ -148,7 +156,7 @@ func (s *State) putJob(j *api.Job) {
 
 // ResolveTask returns the record holding task ref of an array and whether
 // the task is still pending in it; nil when the array or task is unknown.
-func (s *State) ResolveTask(ref api.TaskRef) (*api.Job, bool) {
+func (s *State) ResolveTask(ref api.TaskRef) (*Job, bool) {
 	if id, ok := s.Tasks[ref]; ok {
 		return s.Jobs[id], false
 	}
@@ -159,7 +167,7 @@ func (s *State) ResolveTask(ref api.TaskRef) (*api.Job, bool) {
 }
 
 // editJob returns a private copy of job id for modification, or nil.
-func (s *State) editJob(id uint64) *api.Job {
+func (s *State) editJob(id uint64) *Job {
 	j, ok := s.Jobs[id]
 	if !ok {
 		return nil
@@ -169,34 +177,27 @@ func (s *State) editJob(id uint64) *api.Job {
 }
 
 // editNode returns a private copy of node name for modification, or nil.
-func (s *State) editNode(name string) *api.Node {
+func (s *State) editNode(name string) *Node {
 	n, ok := s.Nodes[name]
 	if !ok {
 		return nil
 	}
 	c := *n
-	c.Jobs = slices.Clone(n.Jobs)
+	c.Allocs = slices.Clone(n.Allocs)
 	return &c
 }
 
 // putNode stores a new version of a node whose allocations changed at
 // index, so that its daemon's blocking query returns.
-func (s *State) putNode(n *api.Node, index uint64) {
+func (s *State) putNode(n *Node, index uint64) {
 	n.AllocIndex = index
 	s.Nodes[n.Name] = n
 	s.touched = append(s.touched, n.Name)
 }
 
-// bumpNode marks node name's allocations as changed at index.
-func (s *State) bumpNode(name string, index uint64) {
-	if n := s.editNode(name); n != nil {
-		s.putNode(n, index)
-	}
-}
-
 // eachJob applies change to a private copy of every job in ids and stores
 // it; change returns why a job cannot be changed, or "" after changing it.
-func (s *State) eachJob(ids []uint64, change func(j *api.Job) string) *IDsResult {
+func (s *State) eachJob(ids []uint64, change func(j *Job) string) *IDsResult {
 	res := &IDsResult{Errors: map[uint64]string{}}
 	for _, id := range ids {
 		j := s.editJob(id)
@@ -212,39 +213,6 @@ func (s *State) eachJob(ids []uint64, change func(j *api.Job) string) *IDsResult
 		res.Changed = append(res.Changed, id)
 	}
 	return res
-}
-
-// releaseJob returns a job's resources to its node and bumps the node's
-// allocation index so its daemon sees the change.
-func (s *State) releaseJob(j *api.Job, index uint64) {
-	n := s.editNode(j.Node)
-	if n == nil {
-		return
-	}
-	if i := slices.Index(n.Jobs, j.ID); i >= 0 {
-		n.Jobs = slices.Delete(n.Jobs, i, i+1)
-		if !j.CPUsLent {
-			n.AllocCPUs -= j.CPUs
-		}
-		n.AllocMemMB -= j.MemMB + j.OverheadMB
-	}
-	s.putNode(n, index)
-}
-
-// Desired returns the jobs node name should be running.
-func (s *State) Desired(name string) api.Desired {
-	n, ok := s.Nodes[name]
-	if !ok {
-		return api.Desired{Node: name, Index: s.Index}
-	}
-	d := api.Desired{Node: name, Index: n.AllocIndex, Known: true, Allocations: []api.Allocation{}}
-	for _, id := range n.Jobs {
-		j := s.Jobs[id]
-		if j != nil && (j.State == api.StateRunning || j.State == api.StateSuspended) {
-			d.Allocations = append(d.Allocations, api.Allocation{Job: *j})
-		}
-	}
-	return d
 }
 
 // Partitions derives the partition list: the configured ones plus any a

@@ -1,0 +1,128 @@
+package sched
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"corral/api"
+	"corral/ctld/state"
+)
+
+// Inputs are what a pass takes from outside the state: the partitions (with
+// their nodes), the memory per CPU of jobs that ask for none, the policy
+// and the previous pass's reservations.
+type Inputs struct {
+	Partitions   []api.Partition
+	DefMemPerCPU int64
+	Policy       Policy
+	Reservations map[uint64]Reservation
+}
+
+// NewSnapshot builds the snapshot of one pass over s at now. Every list is
+// built in a sorted order (pending jobs by id, nodes by name, runs by node
+// then allocation id), never in map order, so the same state gives the
+// same snapshot, and the pass the same plan, on every member and in the
+// simulator. It reads s's maps: the controller calls it under its read
+// lock; the snapshot keeps only immutable records.
+func NewSnapshot(s *state.State, now time.Time, in Inputs) *Snapshot {
+	snap := &Snapshot{Now: now, DefMemPerCPU: in.DefMemPerCPU, Policy: in.Policy, Reservations: in.Reservations,
+		Partitions: in.Partitions, Config: s.Config}
+	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
+	snap.Pending = make([]*state.Job, 0, len(s.Pending))
+	for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
+		j := s.Jobs[id]
+		snap.Pending = append(snap.Pending, j)
+		if j.Spec.Dependency != nil {
+			deps.collect(j.Spec.Dependency, s)
+		}
+	}
+	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
+	for _, name := range slices.Sorted(maps.Keys(s.Nodes)) {
+		n := s.Nodes[name]
+		snap.Nodes = append(snap.Nodes, n)
+		for _, id := range n.Allocs {
+			if a := s.Allocs[id]; a != nil && a.Active() && s.Jobs[a.Job] != nil {
+				snap.Running = append(snap.Running, Run{Alloc: a, Job: s.Jobs[a.Job]})
+			}
+		}
+	}
+	snap.QOS = maps.Clone(s.QOS)
+	snap.Fairshare = s.FairshareFactors(now)
+	deps.install(snap)
+	return snap
+}
+
+// depTargets is what a pass needs to evaluate dependencies: the jobs named,
+// every record of the arrays named, and single tasks named as 12_5.
+type depTargets struct {
+	jobs   map[uint64]*state.Job
+	arrays map[uint64][]*state.Job
+	tasks  map[api.TaskRef]*state.Job
+}
+
+// collect records the targets of dependency d.
+func (t *depTargets) collect(d *state.Dependency, s *state.State) {
+	for _, cl := range d.Clauses {
+		for _, raw := range cl.JobIDs {
+			ref, err := api.ParseJobRef(raw)
+			if err != nil {
+				continue
+			}
+			if ref.HasTask {
+				tr := api.TaskRef{Array: ref.ID, Task: ref.Task}
+				if j, _ := s.ResolveTask(tr); j != nil {
+					t.tasks[tr] = j
+				}
+				continue
+			}
+			j := s.Jobs[ref.ID]
+			if j == nil {
+				continue
+			}
+			t.jobs[ref.ID] = j
+			if j.ArrayJobID == j.ID {
+				if _, done := t.arrays[j.ID]; !done {
+					recs := []*state.Job{}
+					if j.IsArrayPending() {
+						recs = append(recs, j)
+					}
+					for _, id := range s.ArrayTasks[j.ID] {
+						recs = append(recs, s.Jobs[id])
+					}
+					t.arrays[j.ID] = recs
+				}
+			}
+		}
+	}
+}
+
+// install sets the snapshot's lookups over the collected targets.
+func (t *depTargets) install(snap *Snapshot) {
+	snap.Lookup = func(id uint64) *state.Job { return t.jobs[id] }
+	snap.Array = func(id uint64) []*state.Job { return t.arrays[id] }
+	var byTask map[api.TaskRef]*state.Job // the arrays' records by task, built on first use
+	snap.LookupTask = func(array uint64, task int) *state.Job {
+		ref := api.TaskRef{Array: array, Task: task}
+		if j := t.tasks[ref]; j != nil {
+			return j
+		}
+		if byTask == nil {
+			byTask = map[api.TaskRef]*state.Job{}
+			for id, recs := range t.arrays {
+				for _, j := range recs {
+					if j.IsArrayTask() {
+						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
+					}
+				}
+			}
+		}
+		if j := byTask[ref]; j != nil {
+			return j
+		}
+		if recs := t.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
+			return recs[0]
+		}
+		return nil
+	}
+}

@@ -1,0 +1,152 @@
+package state
+
+import (
+	"strconv"
+	"time"
+
+	"corral/api"
+)
+
+// JobSpec is a job's request as the state records it: what the user asked
+// for, after the controller filled in its defaults and validated it. It is
+// the state's own type (api.JobSpec is the wire's); the JSON names are
+// those every log entry since the first was written with, and the golden
+// log (testdata/golden.log) fails when one changes.
+type JobSpec struct {
+	// RequestID is the client's idempotency key (see RequestIDs).
+	RequestID string `json:"request_id,omitempty"`
+
+	Name      string   `json:"name"`
+	User      string   `json:"user"`
+	Account   string   `json:"account,omitempty"`
+	Partition string   `json:"partition,omitempty"`
+	QOS       string   `json:"qos,omitempty"`
+	Script    string   `json:"script"`
+	Args      []string `json:"args,omitempty"`
+	SubmitDir string   `json:"submit_dir"`
+	WorkDir   string   `json:"work_dir"`
+	// Env holds the exported environment as KEY=VALUE lines, sorted.
+	Env []string `json:"env,omitempty"`
+
+	NTasks      int   `json:"ntasks"`
+	CPUsPerTask int   `json:"cpus_per_task"`
+	Nodes       int   `json:"nodes,omitempty"`
+	MemPerNode  int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`
+	// TimeLimit is in seconds; 0 means the partition's limit.
+	TimeLimit int64 `json:"time_limit_s,omitempty"`
+
+	Output           string    `json:"output,omitempty"`
+	Error            string    `json:"error,omitempty"`
+	Requeue          bool      `json:"requeue,omitempty"`
+	Hold             bool      `json:"hold,omitempty"`
+	KillOnInvalidDep bool      `json:"kill_on_invalid_dep,omitempty"`
+	Begin            time.Time `json:"begin,omitempty"`
+	Comment          string    `json:"comment,omitempty"`
+	Nice             int       `json:"nice,omitempty"`
+
+	Gres       []api.Gres            `json:"gres,omitempty"`
+	Hugepages  []api.HugepageRequest `json:"hugepages,omitempty"`
+	NUMA       string                `json:"numa,omitempty"`
+	Dependency *Dependency           `json:"dependency,omitempty"`
+	Array      *api.ArraySpec        `json:"array,omitempty"`
+	Image      string                `json:"image,omitempty"`
+}
+
+// CPUs returns the number of CPUs the job asks for on its node.
+func (s *JobSpec) CPUs() int { return max(s.NTasks, 1) * max(s.CPUsPerTask, 1) }
+
+// MemMB returns the memory the job asks for on its node in MiB, or 0 when it
+// asked for none (the default per CPU applies).
+func (s *JobSpec) MemMB() int64 {
+	if s.MemPerNode > 0 {
+		return s.MemPerNode
+	}
+	if s.MemPerCPU > 0 {
+		return s.MemPerCPU * int64(s.CPUs())
+	}
+	return 0
+}
+
+// Dependency is a parsed --dependency expression. Clauses are joined by
+// "all of" unless Any is set.
+type Dependency struct {
+	Any     bool        `json:"any,omitempty"`
+	Clauses []DepClause `json:"clauses"`
+	Raw     string      `json:"raw"`
+}
+
+// DepClause is one dependency type with its targets, e.g. afterok:12:13.
+type DepClause struct {
+	// Type is after, afterany, afterok, afternotok, aftercorr or
+	// singleton (which names no job).
+	Type string `json:"type"`
+	// JobIDs names the targets as users do: "12", or "12_5" for one task
+	// of array 12.
+	JobIDs []string `json:"job_ids,omitempty"`
+	// Minutes is the +time of after:<id>+<minutes>.
+	Minutes int `json:"minutes,omitempty"`
+}
+
+// Job is a job as the state records it: the request and its lifecycle.
+// Where and how it runs is in its allocations (Allocs); its State is
+// derived from theirs while any is active, and is its own (PENDING, or the
+// outcome) otherwise.
+type Job struct {
+	ID   uint64  `json:"id"`
+	Spec JobSpec `json:"spec"`
+
+	State  api.JobState `json:"state"`
+	Reason api.Reason   `json:"reason,omitempty"`
+
+	SubmitTime time.Time `json:"submit_time"`
+	// StartTime is when the job's current or last run started.
+	StartTime time.Time `json:"start_time,omitempty"`
+	// EstStart is when a pending job that holds a reservation is expected
+	// to start; zero when it holds none.
+	EstStart time.Time `json:"est_start,omitempty"`
+	EndTime  time.Time `json:"end_time,omitempty"`
+
+	// The outcome of the last run.
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Priority int64  `json:"priority"`
+	Restarts int    `json:"restarts,omitempty"`
+
+	// Arrays: a submitted array is one record (ArrayJobID == ID) whose
+	// ArrayPending holds the tasks not started yet; each task that starts
+	// is split off as a record of its own, the last one keeping the
+	// array's record.
+	ArrayJobID   uint64        `json:"array_job_id,omitempty"`
+	ArrayTaskID  int           `json:"array_task_id,omitempty"`
+	ArrayPending *api.IndexSet `json:"array_pending,omitempty"`
+
+	// Allocs are the job's allocations, oldest first: the active ones and
+	// those of its earlier runs (kept until the job is purged).
+	Allocs []uint64 `json:"allocs,omitempty"`
+}
+
+// IsArrayTask reports whether the record is one task of an array.
+func (j *Job) IsArrayTask() bool { return j.ArrayJobID != 0 && j.ArrayPending == nil }
+
+// IsArrayPending reports whether the record holds an array's unstarted
+// tasks.
+func (j *Job) IsArrayPending() bool { return j.ArrayPending != nil }
+
+// Ref returns how users name the job: "12", "12_5" for task 5 of array 12,
+// "12_[3-99%10]" for array 12's unstarted tasks.
+func (j *Job) Ref() string {
+	id := strconv.FormatUint(j.ID, 10)
+	switch {
+	case j.IsArrayTask():
+		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
+	case j.IsArrayPending():
+		s := id + "_[" + j.ArrayPending.String()
+		if a := j.Spec.Array; a != nil && a.Throttle > 0 {
+			s += "%" + strconv.Itoa(a.Throttle)
+		}
+		return s + "]"
+	}
+	return id
+}
