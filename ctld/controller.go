@@ -62,10 +62,6 @@ type Controller struct {
 	submits   chan *submitCall
 	seen      map[string]time.Time
 	seenDirty bool
-	// reservations are the last pass's, which conservative backfill keeps
-	// until each can move earlier; leader memory only (a new leader
-	// plans afresh).
-	reservations map[uint64]sched.Reservation
 	// badNodes are the nodes the last pass left out (sched.CheckNode),
 	// so each problem is logged once.
 	badNodes map[string]string

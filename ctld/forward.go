@@ -3,13 +3,14 @@ package ctld
 import (
 	"bytes"
 	"context"
-	"corral/ctld/state"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"time"
+
+	"corral/ctld/state"
 )
 
 // forwarder sends writes that reach a follower on to the leader, so clients

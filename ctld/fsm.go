@@ -110,9 +110,11 @@ func (f *FSM) notify(t state.CommandType, nodes []string, res any) {
 			f.returnMemory()
 		}
 	case state.CmdApplyPlan:
-		// A plan frees nothing; only a partly rejected plan needs a rerun.
+		// A plan frees nothing, unless a stop lent CPUs or a cancel
+		// ended a job a dependant waits on; a partly skipped plan needs
+		// a rerun too.
 		pr, _ := res.(*state.PlanResult)
-		wake = pr != nil && len(pr.Rejected) > 0
+		wake = pr != nil && pr.Rerun()
 	}
 	if wake {
 		select {

@@ -117,12 +117,11 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 	}
 }
 
+// schedulePass runs one pass and commits its whole plan as one ApplyPlan
+// entry.
 func (c *Controller) schedulePass(wake *time.Timer) {
 	now := time.Now().UTC()
 	snap := c.snapshotForSched(now)
-	c.mu.Lock()
-	snap.Reservations = c.reservations
-	c.mu.Unlock()
 	plan, err := runPass(snap)
 	if err != nil {
 		// The pass contains failures per job; this is one outside any job.
@@ -133,22 +132,11 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 		return
 	}
 	c.noteInvalid(plan)
-	c.mu.Lock()
-	c.reservations = plan.Reservations
-	c.mu.Unlock()
 	if !plan.NextWake.IsZero() {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
-	c.applyPreemptions(now, plan)
-	if len(plan.Cancels) > 0 {
-		// --kill-on-invalid-dep=yes: the dependency can never be met.
-		cancel := &state.CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
-		if _, err := c.propose(state.CmdCancelJobs, cancel); err != nil {
-			c.log.Warn("cancelling jobs with invalid dependencies failed", "jobs", plan.Cancels, "err", err)
-		}
-	}
 	cmd := c.planCommand(now, snap, plan)
-	if len(cmd.Starts) == 0 && len(cmd.Reasons) == 0 {
+	if emptyPlan(cmd) {
 		return
 	}
 	res, err := c.propose(state.CmdApplyPlan, cmd)
@@ -156,8 +144,17 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 		c.log.Warn("committing plan failed", "err", err)
 		return
 	}
-	if pr, ok := res.(*state.PlanResult); ok && len(pr.Rejected) > 0 {
-		c.log.Debug("plan applier skipped stale starts", "jobs", pr.Rejected)
+	pr, _ := res.(*state.PlanResult)
+	if pr == nil {
+		return
+	}
+	for _, p := range plan.Preemptions {
+		if slices.Contains(pr.Stopped, p.Victim) {
+			c.log.Info("preempted", "victim", p.Victim, "mode", p.Mode, "for", p.Preemptor)
+		}
+	}
+	if len(pr.Rejected) > 0 || len(pr.Skipped) > 0 {
+		c.log.Debug("plan applier skipped what no longer applied", "starts", pr.Rejected, "others", pr.Skipped)
 	}
 }
 
@@ -169,46 +166,6 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 		snap = sched.NewSnapshot(s, now, in)
 	})
 	return snap
-}
-
-// applyPreemptions commits the pass's preemptions and resumes: victims
-// of cancel and requeue mode go through CancelJobs (their node ends them;
-// a requeued one is PENDING again once it confirms), victims of suspend
-// mode and jobs whose lent CPUs are free again through SuspendJobs.
-func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
-	type group struct {
-		mode      api.PreemptMode
-		preemptor uint64
-	}
-	groups := map[group][]uint64{}
-	var order []group
-	for _, p := range plan.Preemptions {
-		g := group{p.Mode, p.Preemptor}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], p.Victim)
-	}
-	for _, g := range order {
-		ids := groups[g]
-		by := fmt.Sprintf("job %d", g.preemptor)
-		var err error
-		if g.mode == api.PreemptSuspend {
-			_, err = c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true, By: g.preemptor})
-		} else {
-			_, err = c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
-		}
-		if err != nil {
-			c.log.Warn("preemption failed", "victims", ids, "mode", g.mode, "for", g.preemptor, "err", err)
-			continue
-		}
-		c.log.Info("preempted", "victims", ids, "mode", g.mode, "for", g.preemptor)
-	}
-	if len(plan.Resumes) > 0 {
-		if _, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: now, IDs: plan.Resumes, Suspend: false, Preempt: true}); err != nil {
-			c.log.Warn("resuming preempted jobs failed", "jobs", plan.Resumes, "err", err)
-		}
-	}
 }
 
 // estimateMoved reports whether a job's expected start changed enough to
@@ -227,10 +184,20 @@ func estimateMoved(old, new time.Time) bool {
 // rewritten.
 const estimateSlack = 30 * time.Second
 
-// planCommand turns a plan into an ApplyPlan, re-checking each start against
-// the current state and keeping only reasons that changed.
+// planCommand turns a pass's plan into the one ApplyPlan entry that
+// commits it: the cancels for dependencies that can never be met, the
+// preemptions, the resumes, the starts (with the ids the leader reserves
+// for array tasks that get records of their own) and the reasons and
+// reservations that changed from the snapshot's. Nothing is checked here:
+// the apply checks every part against the state it applies to.
 func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *state.ApplyPlan {
-	cmd := &state.ApplyPlan{Now: now}
+	cmd := &state.ApplyPlan{Now: now, Resumes: plan.Resumes}
+	for _, id := range plan.Cancels {
+		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: invalidDepReason})
+	}
+	for _, p := range plan.Preemptions {
+		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: p.Victim, Mode: p.Mode, By: p.Preemptor})
+	}
 	// A task of an array that starts gets a record, and an id, of its own.
 	var newIDs uint64
 	for _, st := range plan.Starts {
@@ -245,36 +212,39 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 		c.nextJobID += newIDs
 		c.mu.Unlock()
 	}
-	c.fsm.Read(func(s *state.State) {
-		used := map[string][2]int64{}
-		for _, st := range plan.Starts {
-			ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
-			if st.Array {
-				ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
-				nextID++
-			}
-			if s.CheckStart(ps, used) != "" {
-				continue
-			}
-			u := used[st.Node]
-			used[st.Node] = [2]int64{u[0] + int64(st.CPUs), u[1] + st.MemMB + st.OverheadMB}
-			cmd.Starts = append(cmd.Starts, ps)
+	for _, st := range plan.Starts {
+		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
+		if st.Array {
+			ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
+			nextID++
 		}
-		for _, j := range snap.Pending {
-			r, ok := plan.Reasons[j.ID]
-			if !ok {
-				continue
-			}
-			est := plan.Estimates[j.ID]
-			if est.After(now.Add(sched.Horizon / 2)) {
-				est = time.Time{} // behind a job without a time limit: unknown
-			}
-			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && (cur.Reason != r || estimateMoved(cur.EstStart, est)) {
-				cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: est, Message: plan.Invalid[j.ID]})
-			}
+		cmd.Starts = append(cmd.Starts, ps)
+	}
+	for _, j := range snap.Pending {
+		r, ok := plan.Reasons[j.ID]
+		if !ok {
+			continue
 		}
-	})
+		resv := plan.Reservations[j.ID]
+		if resv.Start.After(now.Add(sched.Horizon / 2)) {
+			// Behind a job without a time limit: no start can be told,
+			// and any pass would find the same.
+			resv = sched.Reservation{}
+		}
+		if j.Reason != r || j.EstNode != resv.Node || estimateMoved(j.EstStart, resv.Start) {
+			cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: resv.Start, Node: resv.Node, Message: plan.Invalid[j.ID]})
+		}
+	}
 	return cmd
+}
+
+// invalidDepReason is who cancels a job whose dependency can never be met,
+// as its message says ("cancelled by ...").
+const invalidDepReason = "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"
+
+// emptyPlan reports whether a plan entry would change nothing.
+func emptyPlan(p *state.ApplyPlan) bool {
+	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Reasons) == 0 && len(p.Migrations) == 0
 }
 
 // livenessLoop marks nodes DOWN when they miss heartbeats and flushes the

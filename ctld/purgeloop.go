@@ -2,8 +2,9 @@ package ctld
 
 import (
 	"context"
-	"corral/ctld/state"
 	"time"
+
+	"corral/ctld/state"
 )
 
 // purgeTick is how often the leader looks for finished jobs and request

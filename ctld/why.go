@@ -77,9 +77,6 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 // and says why j waits, where it ranks, and what it waits for.
 func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string, ...any)) {
 	snap := c.snapshotForSched(now)
-	c.mu.Lock()
-	snap.Reservations = c.reservations
-	c.mu.Unlock()
 	plan, err := runPass(snap)
 	if err != nil {
 		say("Job %s is PENDING; the scheduling pass could not be run to explain it: %v", j.Ref(), err)

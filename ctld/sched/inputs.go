@@ -10,13 +10,12 @@ import (
 )
 
 // Inputs are what a pass takes from outside the state: the partitions (with
-// their nodes), the memory per CPU of jobs that ask for none, the policy
-// and the previous pass's reservations.
+// their nodes), the memory per CPU of jobs that ask for none and the
+// policy.
 type Inputs struct {
 	Partitions   []api.Partition
 	DefMemPerCPU int64
 	Policy       Policy
-	Reservations map[uint64]Reservation
 }
 
 // NewSnapshot builds the snapshot of one pass over s at now. Every list is
@@ -26,8 +25,7 @@ type Inputs struct {
 // simulator. It reads s's maps: the controller calls it under its read
 // lock; the snapshot keeps only immutable records.
 func NewSnapshot(s *state.State, now time.Time, in Inputs) *Snapshot {
-	snap := &Snapshot{Now: now, DefMemPerCPU: in.DefMemPerCPU, Policy: in.Policy, Reservations: in.Reservations,
-		Partitions: in.Partitions, Config: s.Config}
+	snap := &Snapshot{Now: now, DefMemPerCPU: in.DefMemPerCPU, Policy: in.Policy, Partitions: in.Partitions, Config: s.Config}
 	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
 	snap.Pending = make([]*state.Job, 0, len(s.Pending))
 	for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
@@ -35,6 +33,14 @@ func NewSnapshot(s *state.State, now time.Time, in Inputs) *Snapshot {
 		snap.Pending = append(snap.Pending, j)
 		if j.Spec.Dependency != nil {
 			deps.collect(j.Spec.Dependency, s)
+		}
+		if j.EstNode != "" {
+			// The reservations are replicated with the plans that made
+			// them, so a new leader keeps every one of them.
+			if snap.Reservations == nil {
+				snap.Reservations = map[uint64]Reservation{}
+			}
+			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
 		}
 	}
 	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))

@@ -2,7 +2,9 @@ package state
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
+	"time"
 
 	"corral/api"
 )
@@ -94,5 +96,46 @@ func TestRunnerOverheadIsCharged(t *testing.T) {
 		if got := s.Nodes["vm1"].AllocMemMB; got != 500 {
 			t.Errorf("allocated memory %d MiB, want 500 (one job of 400 plus 100 overhead)", got)
 		}
+	})
+}
+
+// TestPlanStopsBeforeStarts applies one plan whose start on n1 needs the
+// CPUs its suspend-mode stop lends: the apply takes stops before starts on
+// each node, so the start fits; on n2 a cancel-mode stop frees nothing
+// until the node confirms, so the start there is rejected. A migration is
+// skipped, a resume of a job not suspended too, and a cancel ends a
+// pending job.
+func TestPlanStopsBeforeStarts(t *testing.T) {
+	r, next := scene(t) // jobs 1 (n1) and 2 (n2) run, 3 and 4 pending
+	next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []JobSpec{spec("big"), spec("other"), spec("doomed")}})
+	// Fill n1 and n2: one CPU each is left.
+	next(CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 3, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 11, Node: "n2", CPUs: 1, MemMB: 512}}})
+	next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 20, Jobs: []JobSpec{spec("pre1"), spec("pre2")}})
+	res := next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Minute),
+		Starts:     []PlanStart{{JobID: 20, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 21, Node: "n2", CPUs: 1, MemMB: 512}},
+		Stops:      []PlanStop{{JobID: 1, Mode: api.PreemptSuspend, By: 20}, {JobID: 2, Mode: api.PreemptCancel, By: 21}},
+		Resumes:    []uint64{3},
+		Cancels:    []PlanCancel{{JobID: 12, Reason: "the scheduler"}},
+		Migrations: []PlanMigration{{JobID: 11, From: "n2", To: "n1"}},
+	}).(*PlanResult)
+	s := r.s
+	expect(t, map[string][2]any{
+		"started on n1":          {fmt.Sprint(res.Started), "[20]"},
+		"rejected on n2":         {fmt.Sprint(res.Rejected), "[21]"},
+		"stopped":                {fmt.Sprint(res.Stopped), "[1 2]"},
+		"skipped":                {fmt.Sprint(res.Skipped), "[3 11]"},
+		"cancelled":              {fmt.Sprint(res.Cancelled), "[12]"},
+		"lent":                   {res.Lent, true},
+		"suspended victim":       {s.Jobs[1].State, api.StateSuspended},
+		"lent to":                {run(s, 1).PreemptedBy, uint64(20)},
+		"cancelled victim":       {s.Jobs[2].State, api.StateCompleting},
+		"as preempted":           {run(s, 2).StopAs, api.StatePreempted},
+		"by whom":                {s.Jobs[2].Message, "preempted by job 21"},
+		"the doomed job":         {s.Jobs[12] != nil && s.Jobs[12].Message == "cancelled by the scheduler", true},
+		"a rerun is worth it":    {res.Rerun(), true},
+		"n1's CPUs all in use":   {s.Nodes["n1"].AllocCPUs, 2},
+		"invariants":             {fmt.Sprint(s.CheckInvariants()), "<nil>"},
+		"the preemptor runs":     {s.Jobs[20].State, api.StateRunning},
+		"the other still queued": {s.Jobs[21].State, api.StatePending},
 	})
 }

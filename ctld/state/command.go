@@ -61,46 +61,6 @@ type HoldRelease struct {
 	Hold bool      `json:"hold"`
 }
 
-// PlanStart starts one job on one node with the given resources.
-type PlanStart struct {
-	JobID uint64 `json:"job_id"`
-	Node  string `json:"node"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
-	// OverheadMB is the node runner's own memory charged for the job.
-	OverheadMB int64 `json:"overhead_mb,omitempty"`
-	// For a task of an array (JobID is the array's pending record): Array
-	// is set, Task is the index, and NewID the id the leader reserved for
-	// the task's own record (unused when it is the array's last task,
-	// which keeps JobID).
-	Array bool   `json:"array,omitempty"`
-	Task  int    `json:"task,omitempty"`
-	NewID uint64 `json:"new_id,omitempty"`
-	// Placement is the exact set inside the node (nodes with inventory).
-	Placement *api.Placement `json:"placement,omitempty"`
-}
-
-// PlanReason sets the pending reason of a job the pass left pending.
-type PlanReason struct {
-	JobID  uint64     `json:"job_id"`
-	Reason api.Reason `json:"reason"`
-	// Start is the job's expected start under its reservation; zero when
-	// it holds none.
-	Start time.Time `json:"start,omitempty"`
-	// Message says why, for api.ReasonInvalidJob: the job is held with it
-	// (see sched.Plan.Invalid).
-	Message string `json:"message,omitempty"`
-}
-
-// ApplyPlan commits a scheduling pass: jobs to start and pending reasons that
-// changed. Apply re-checks every start against the state at its index and
-// skips those that no longer fit.
-type ApplyPlan struct {
-	Now     time.Time    `json:"now"`
-	Starts  []PlanStart  `json:"starts,omitempty"`
-	Reasons []PlanReason `json:"reasons,omitempty"`
-}
-
 // RegisterNode adds a node or records its daemon's restart.
 type RegisterNode struct {
 	Now  time.Time    `json:"now"`

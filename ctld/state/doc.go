@@ -29,6 +29,26 @@
 //     bytes, so what the hash misses a snapshot would lose;
 //     TestHashCoversEveryField changes every field and checks).
 //
+// Records and payloads are the state's own types (Job, JobSpec, Dependency,
+// Allocation, Node, the command payloads and the snapshot records); package
+// api is the wire, and the controller converts between them at its edge.
+// The small values that the wire and the records share — the job and node
+// state names, reasons and preemption modes, index sets and array
+// expressions, placements and inventories, GRES and hugepage requests, QoS,
+// accounts and the scheduler configuration, and the node daemons' own
+// messages (api.NodeInfo, api.JobReport) carried in RegisterNode and
+// JobReports — are api's types held as they are: duplicating them would
+// double what each field added to them costs, and the guard against an
+// accidental change of their encoding is the same as for the state's own
+// types: the golden log (testdata/golden.log, TestGoldenLog) pins the bytes
+// of every command type and TestGoldenLogCoversEveryField fails while any
+// field of any of them, at any depth, is zero in all its entries.
+//
+// One scheduling pass is one ApplyPlan entry (plan.go): cancels, stops by
+// preemption mode, resumes, starts, reasons and reservations (and room for
+// migrations), applied node by node with stops first and checked, once,
+// against the state they apply to.
+//
 // It never reads the clock, starts a goroutine, does I/O beyond the
 // io.Reader and io.Writer it is given, or decides what to schedule (that is
 // package ctld/sched, whose plans arrive here as ApplyPlan entries).

@@ -127,6 +127,21 @@ func goldenCommands() []struct {
 		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "burstable"}, Delete: true}},
 		{CmdPutUser, &PutUser{User: api.AccountUser{Name: "alice", Account: "phys"}, Delete: true}},
 		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys"}, Delete: true}},
+		// One pass as one entry: preemptions in every mode, a resume, a
+		// cancel, a start, a reservation and a migration.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(2 * time.Hour), Info: api.NodeInfo{Name: "m1", CPUs: 4, MemMB: 4096, Runner: "process", BootID: "boot-m"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(2 * time.Hour), FirstID: 20, Jobs: []JobSpec{simple("v1"), simple("v2"), simple("v3"), simple("pre"), simple("dep"), simple("wait")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(2*time.Hour + time.Second), Starts: []PlanStart{
+			{JobID: 20, Node: "m1", CPUs: 1, MemMB: 256}, {JobID: 21, Node: "m1", CPUs: 1, MemMB: 256}, {JobID: 22, Node: "m1", CPUs: 1, MemMB: 256}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(2*time.Hour + 2*time.Second),
+			Cancels: []PlanCancel{{JobID: 24, Reason: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}},
+			Stops: []PlanStop{{JobID: 20, Mode: api.PreemptCancel, By: 23}, {JobID: 21, Mode: api.PreemptRequeue, By: 23},
+				{JobID: 22, Mode: api.PreemptSuspend, By: 23}},
+			Resumes:    []uint64{22},
+			Starts:     []PlanStart{{JobID: 23, Node: "m1", CPUs: 1, MemMB: 256}},
+			Reasons:    []PlanReason{{JobID: 25, Reason: api.ReasonResources, Start: t0.Add(3 * time.Hour), Node: "m1"}},
+			Migrations: []PlanMigration{{JobID: 23, From: "m1", To: "g1"}},
+		}},
 	}
 }
 

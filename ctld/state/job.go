@@ -102,9 +102,13 @@ type Job struct {
 	SubmitTime time.Time `json:"submit_time"`
 	// StartTime is when the job's current or last run started.
 	StartTime time.Time `json:"start_time,omitempty"`
-	// EstStart is when a pending job that holds a reservation is expected
-	// to start; zero when it holds none.
+	// EstStart and EstNode are a pending job's reservation: when and on
+	// which node it is expected to start; zero when it holds none. They
+	// are replicated with the plan that made them, so a new leader's
+	// conservative backfill keeps every promised start (see
+	// sched.Snapshot.Reservations).
 	EstStart time.Time `json:"est_start,omitempty"`
+	EstNode  string    `json:"est_node,omitempty"`
 	EndTime  time.Time `json:"end_time,omitempty"`
 
 	// The outcome of the last run.

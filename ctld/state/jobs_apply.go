@@ -91,31 +91,35 @@ func (s *State) applyCancel(c *CancelJobs, index uint64) *IDsResult {
 }
 
 func (s *State) cancelIDs(c *CancelJobs, index uint64) *IDsResult {
-	return s.eachJob(c.IDs, func(j *Job) string {
-		switch {
-		case j.State.Terminal():
-			return fmt.Sprintf("already finished (%s)", j.State)
-		case j.State == api.StateCompleting:
-			return "already completing"
+	return s.eachJob(c.IDs, func(j *Job) string { return s.cancelJob(j, c, index) })
+}
+
+// cancelJob cancels job j (a private copy) as c says, or says why it
+// cannot.
+func (s *State) cancelJob(j *Job, c *CancelJobs, index uint64) string {
+	switch {
+	case j.State.Terminal():
+		return fmt.Sprintf("already finished (%s)", j.State)
+	case j.State == api.StateCompleting:
+		return "already completing"
+	}
+	if c.By != "" {
+		j.Message = "cancelled by " + c.By
+	}
+	final := api.StateCancelled
+	switch c.Preempt {
+	case api.PreemptCancel:
+		final = api.StatePreempted
+		j.Message = "preempted by " + c.By
+	case api.PreemptRequeue:
+		if !j.State.Active() {
+			return "not running: nothing to requeue"
 		}
-		if c.By != "" {
-			j.Message = "cancelled by " + c.By
-		}
-		final := api.StateCancelled
-		switch c.Preempt {
-		case api.PreemptCancel:
-			final = api.StatePreempted
-			j.Message = "preempted by " + c.By
-		case api.PreemptRequeue:
-			if !j.State.Active() {
-				return "not running: nothing to requeue"
-			}
-			final = api.StatePending
-			j.Message = "requeued: preempted by " + c.By
-		}
-		s.stopJob(j, final, c.Now, index)
-		return ""
-	})
+		final = api.StatePending
+		j.Message = "requeued: preempted by " + c.By
+	}
+	s.stopJob(j, final, c.Now, index)
+	return ""
 }
 
 // stopJob ends job j (a private copy) as final: at once when it holds no
@@ -152,25 +156,29 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 }
 
 func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
-	return s.eachJob(c.IDs, func(j *Job) string {
-		switch {
-		case c.Suspend && j.State != api.StateRunning:
-			return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
-		case !c.Suspend && j.State != api.StateSuspended:
-			return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
+	return s.eachJob(c.IDs, func(j *Job) string { return s.suspendJob(j, c, index) })
+}
+
+// suspendJob suspends or resumes job j (a private copy) as c says, or says
+// why it cannot.
+func (s *State) suspendJob(j *Job, c *SuspendJobs, index uint64) string {
+	switch {
+	case c.Suspend && j.State != api.StateRunning:
+		return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
+	case !c.Suspend && j.State != api.StateSuspended:
+		return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
+	}
+	active := s.activeAllocs(j)
+	for _, a := range active {
+		if why := s.canResume(a, c); why != "" {
+			return why
 		}
-		active := s.activeAllocs(j)
-		for _, a := range active {
-			if why := s.canResume(a, c); why != "" {
-				return why
-			}
-		}
-		for _, a := range active {
-			s.suspendAlloc(a, c, index)
-		}
-		s.deriveState(j)
-		return ""
-	})
+	}
+	for _, a := range active {
+		s.suspendAlloc(a, c, index)
+	}
+	s.deriveState(j)
+	return ""
 }
 
 // canResume says why allocation a cannot be resumed by c, or "".

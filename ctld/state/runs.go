@@ -144,7 +144,7 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 func (s *State) requeue(j *Job) {
 	j.State, j.Reason = api.StatePending, api.ReasonNone
 	j.Restarts++
-	j.StartTime, j.EndTime, j.EstStart = time.Time{}, time.Time{}, time.Time{}
+	j.StartTime, j.EndTime, j.EstStart, j.EstNode = time.Time{}, time.Time{}, time.Time{}, ""
 	j.ExitCode, j.Signal = 0, 0
 }
 
