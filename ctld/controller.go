@@ -44,11 +44,15 @@ type Config struct {
 	HTTPListener net.Listener
 	// HTTP bounds how long API clients may take (zero: the defaults).
 	HTTP HTTPTimeouts
+	// Clock is the time the controller stamps and its leader loops wait
+	// on; nil is the system clock.
+	Clock Clock
 }
 
 // Controller is one running ctld member.
 type Controller struct {
 	cfg   Config
+	clock Clock
 	log   *slog.Logger
 	fsm   *FSM
 	node  *raftNode
@@ -86,7 +90,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	markDefault(cfg.Partitions)
 	log := cfg.Logger.With("ctld", cfg.ID)
-	c := &Controller{cfg: cfg, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
 	ln := cfg.HTTPListener
 	if ln == nil {
 		var err error

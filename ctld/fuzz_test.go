@@ -81,7 +81,7 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 
 // fuzzController wraps an FSM the way the leader uses it, without Raft.
 func fuzzController(f *FSM) *Controller {
-	c := &Controller{cfg: Config{DefMemPerCPU: 512, Partitions: []api.Partition{{Name: api.DefaultPartition, Default: true}}}, fsm: f, log: quietLog()}
+	c := &Controller{cfg: Config{DefMemPerCPU: 512, Partitions: []api.Partition{{Name: api.DefaultPartition, Default: true}}}, fsm: f, log: quietLog(), clock: realClock{}}
 	f.Read(func(s *state.State) { c.nextJobID = s.NextJobID })
 	return c
 }

@@ -146,7 +146,7 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
-	specs, err := c.admitJobs(req.Jobs, time.Now())
+	specs, err := c.admitJobs(req.Jobs, c.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	jobs := c.selectJobs(&f)
-	prio := c.priorityFunc(time.Now())
+	prio := c.priorityFunc(c.clock.Now())
 	switch r.URL.Query().Get("format") {
 	case "rows":
 		w.Header().Set("Content-Type", api.JobRowsType)
@@ -378,7 +378,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
-	writeJSON(w, http.StatusOK, withPriority(v, c.priorityFunc(time.Now())))
+	writeJSON(w, http.StatusOK, withPriority(v, c.priorityFunc(c.clock.Now())))
 	return nil
 }
 
@@ -438,7 +438,7 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	if len(ids) > 0 || len(tasks) > 0 {
-		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: time.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
+		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: c.clock.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
 		if err != nil {
 			return err
 		}
@@ -463,7 +463,7 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
+	res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
 	if err != nil {
 		return err
 	}
@@ -483,7 +483,7 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
+	res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
 		return err
 	}
@@ -596,12 +596,12 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if len(info.Partitions) == 0 {
 		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
 	}
-	now := time.Now().UTC()
+	now := c.clock.Now().UTC()
 	if _, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.seen[info.Name] = time.Now() // with its monotonic reading (see livenessLoop)
+	c.seen[info.Name] = c.clock.Now() // with its monotonic reading (see livenessLoop)
 	c.seenDirty = true
 	c.mu.Unlock()
 	ack := c.nodeAck()
@@ -658,7 +658,7 @@ func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 		return st, err
 	}
 	c.mu.Lock()
-	c.seen[st.Name] = time.Now()
+	c.seen[st.Name] = c.clock.Now()
 	c.seenDirty = true
 	c.mu.Unlock()
 	return st, nil
@@ -678,7 +678,7 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if len(st.Reports) > 0 {
-		cmd := &state.JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
+		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
 		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err
 		}
@@ -698,7 +698,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: time.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
+	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}

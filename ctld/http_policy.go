@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http"
 	"sort"
-	"time"
 
 	"corral/api"
 	"corral/ctld/sched"
@@ -154,7 +153,7 @@ func priorityRows(snap *sched.Snapshot) []api.PriorityRow {
 }
 
 func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(time.Now().UTC())))
+	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(c.clock.Now().UTC())))
 	return nil
 }
 
@@ -165,7 +164,7 @@ func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
 		if s.Config.Fairshare == string(fairshare.Classic) {
 			alg = fairshare.Classic
 		}
-		fr, _ := fairshare.Compute(s.FairshareTree(time.Now().UTC()), alg)
+		fr, _ := fairshare.Compute(s.FairshareTree(c.clock.Now().UTC()), alg)
 		rows = make([]api.ShareRow, 0, len(fr))
 		for _, x := range fr {
 			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,

@@ -118,7 +118,7 @@ func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{})
 		specs = append(specs, call.specs...)
 	}
 	c.mu.Lock()
-	cmd := &state.SubmitJobs{Now: time.Now().UTC(), FirstID: c.nextJobID, Jobs: specs}
+	cmd := &state.SubmitJobs{Now: c.clock.Now().UTC(), FirstID: c.nextJobID, Jobs: specs}
 	c.nextJobID += uint64(len(specs))
 	c.mu.Unlock()
 	data, err := state.Encode(state.CmdSubmitJobs, cmd)

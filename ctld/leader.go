@@ -29,7 +29,7 @@ func (c *Controller) followLeadership(ctx context.Context) {
 
 	var stop context.CancelFunc
 	var wg sync.WaitGroup
-	check := time.NewTicker(250 * time.Millisecond)
+	check := time.NewTicker(250 * time.Millisecond) // Raft's own time, not the injected clock
 	defer check.Stop()
 	for {
 		isLeader := c.node.raft.State() == raft.Leader
@@ -63,7 +63,7 @@ func (c *Controller) lead(ctx context.Context) {
 		c.log.Warn("leader barrier failed; stepping back", "err", err)
 		return
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	c.mu.Lock()
 	c.leading = true
 	c.fsm.Read(func(s *state.State) {
@@ -103,7 +103,7 @@ func (c *Controller) isLeading() bool {
 // a job start, and when a begin time arrives. Changes that arrive during a
 // pass are coalesced into the next one; there is no periodic tick.
 func (c *Controller) scheduleLoop(ctx context.Context) {
-	wake := time.NewTimer(time.Hour)
+	wake := c.clock.NewTimer(time.Hour)
 	defer wake.Stop()
 	c.schedulePass(wake) // the previous leader may have left work
 	for {
@@ -111,7 +111,7 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.fsm.Changed:
-		case <-wake.C:
+		case <-wake.C():
 		}
 		c.schedulePass(wake)
 	}
@@ -119,8 +119,8 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 
 // schedulePass runs one pass and commits its whole plan as one ApplyPlan
 // entry.
-func (c *Controller) schedulePass(wake *time.Timer) {
-	now := time.Now().UTC()
+func (c *Controller) schedulePass(wake Timer) {
+	now := c.clock.Now().UTC()
 	snap := c.snapshotForSched(now)
 	plan, err := runPass(snap)
 	if err != nil {
@@ -254,19 +254,19 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 	if period > time.Second {
 		period = time.Second
 	}
-	t := time.NewTicker(period)
+	t := c.clock.NewTicker(period)
 	defer t.Stop()
-	lastFlush := time.Now()
+	lastFlush := c.clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		// The timeout is measured on the monotonic clock, as a node's
 		// lease is (see nodeAck): a step of the wall clock must not
 		// declare a node DOWN while it still holds its lease.
-		mono := time.Now()
+		mono := c.clock.Now()
 		now := mono.UTC()
 		var down []string
 		var seen map[string]time.Time

@@ -27,7 +27,7 @@ const compactAfter = 10_000
 // request ids are past their retention, one entry after another until none
 // is due (each entry removes at most DefaultPurgeMax jobs).
 func (c *Controller) purgeLoop(ctx context.Context) {
-	t := time.NewTicker(purgeTick)
+	t := c.clock.NewTicker(purgeTick)
 	defer t.Stop()
 	var last time.Time
 	held := 0
@@ -35,11 +35,11 @@ func (c *Controller) purgeLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		removed := 0
 		for ctx.Err() == nil {
-			now := time.Now().UTC()
+			now := c.clock.Now().UTC()
 			var due state.Due
 			c.fsm.Read(func(s *state.State) { due = s.PurgeDue(now) })
 			if !due.Requests && due.Jobs <= held && (due.Jobs == 0 || now.Sub(last) < purgeRecheck) {

@@ -25,7 +25,7 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := display.ParseQueueFormat(orDefaultFormat(opts)); err != nil {
 		return badRequest("--format: %v", err)
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	prio := c.priorityFunc(now)
 	jobs := c.matchJobs(&f)
 	sortForQueue(jobs, prio)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"corral/api"
 	"corral/ctld/state"
@@ -45,7 +44,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: time.Now().UTC(), ID: req.ID, Dependency: stateDependency(req.Dependency)}); err != nil {
+	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: c.clock.Now().UTC(), ID: req.ID, Dependency: stateDependency(req.Dependency)}); err != nil {
 		return badRequest("%v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})

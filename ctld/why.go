@@ -35,7 +35,7 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	now := time.Now().UTC()
+	now := c.clock.Now().UTC()
 	var rec *state.Job
 	var v jobView
 	c.fsm.Read(func(s *state.State) {

@@ -420,3 +420,8 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 		}
 	}
 }
+
+// gpus asks for n whole GPUs (--gres=gpu:N).
+func (b jobB) gpus(n int) jobB {
+	return b.with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: n}} })
+}

@@ -57,13 +57,21 @@ func (pl *placer) countQOS(j *state.Job, cpus int) {
 // resume gives jobs suspended by preemption their CPUs back once the job
 // that preempted them is gone (neither pending nor holding a node) and
 // the CPUs are free, before any pending job is placed.
+//
+// The suspended jobs are taken in job id order, whatever order the
+// snapshot lists them in, so two of them waiting for the same CPUs always
+// resolve the same way.
 func (pl *placer) resume(plan *Plan) {
-	var active map[uint64]bool
+	var lent []Run
 	for _, r := range pl.s.Running {
-		a := r.Alloc
-		if !a.CPUsLent || r.Job.State != api.StateSuspended {
-			continue
+		if r.Alloc.CPUsLent && r.Job.State == api.StateSuspended {
+			lent = append(lent, r)
 		}
+	}
+	slices.SortFunc(lent, func(a, b Run) int { return cmpInt64(int64(a.Job.ID), int64(b.Job.ID)) })
+	var active map[uint64]bool
+	for _, r := range lent {
+		a := r.Alloc
 		if active == nil {
 			active = make(map[uint64]bool, len(pl.s.Running)+len(pl.s.Pending))
 			for _, o := range pl.s.Running {

@@ -121,25 +121,100 @@ func TestPropertyPlanInvariants(t *testing.T) {
 	})
 }
 
+// randomPreemptionScene draws a scene for QoS and preemption: nodes full of
+// besteffort jobs that tie on priority and run time (their order must come
+// from their ids alone), guaranteed jobs that preempt them in a random
+// mode, QoS limits, jobs suspended by preemption waiting to resume, and GPU
+// nodes (quadHost) whose running jobs hold GPUs and CPUs by placement.
+func randomPreemptionScene(r *rand.Rand) *scene {
+	mode := pick(r, api.PreemptCancel, api.PreemptRequeue, api.PreemptSuspend)
+	sc := at(t0).withQOS(mode, pick(r, 0, 0, time.Minute))
+	sc.s.Config = api.DefaultSchedConfig()
+	if r.IntN(2) == 0 {
+		sc.s.QOS["guaranteed"].MaxJobsPerUser = 1 + r.IntN(3)
+	}
+	id := uint64(100)
+	for i := range 1 + r.IntN(5) {
+		name := fmt.Sprintf("c%d", i)
+		sc.with(node(name).cpus(4).mem(8192))
+		for range r.IntN(5) {
+			id++
+			elapsed := pick(r, time.Hour, time.Hour, 2*time.Hour)
+			sc.runningWith(name, elapsed, job(id).qos("besteffort").mem(1024), func(a *state.Allocation) {
+				if r.IntN(5) == 0 {
+					lentTo(1)(a) // suspended by preemption; its preemptor is gone
+				}
+			})
+		}
+	}
+	for i := range r.IntN(3) {
+		name := fmt.Sprintf("g%d", i)
+		inv := quadHost()
+		for g := range inv.GPUs {
+			inv.GPUs[g].UUID = fmt.Sprintf("GPU-%d-%d", i, g)
+			for m := range inv.GPUs[g].MIG {
+				inv.GPUs[g].MIG[m].UUID = fmt.Sprintf("MIG-%d-%d-%d", i, g, m)
+			}
+		}
+		sc.with(nodeSet{&state.Node{Name: name, CPUs: 32, MemMB: 256 << 10, Inventory: inv}})
+		for range r.IntN(3) {
+			id++
+			j := job(id).cpus(1 + r.IntN(4)).qos(pick(r, "besteffort", "burstable")).gpus(1)
+			used := state.NewUsed()
+			for _, run := range sc.s.Running {
+				if run.Alloc.Node == name {
+					used.AddAlloc(run.Alloc)
+				}
+			}
+			p, ok := PlaceInNode(inv, used, RequestOf(j.j, 0))
+			if !ok {
+				continue
+			}
+			sc.runningWith(name, time.Hour, j, func(a *state.Allocation) { a.Placement = &p })
+		}
+	}
+	for k := uint64(1); k <= uint64(r.IntN(20)); k++ {
+		j := job(k).cpus(pick(r, 1, 2, 4)).qos(pick(r, "guaranteed", "burstable", "besteffort")).
+			submitted(t0.Add(-time.Duration(r.IntN(3)) * time.Minute))
+		if r.IntN(4) == 0 {
+			j.gpus(1 + r.IntN(2))
+		}
+		sc.queue(j)
+	}
+	return sc
+}
+
+// TestPropertyDeterministic runs each pass again, and again with its
+// pending jobs, nodes and running allocations in shuffled orders: the plan
+// must not change. The scenes cover dependencies and backfill
+// (randomScene), and QoS, preemption in every mode with victims that tie,
+// resumes and GPU placements (randomPreemptionScene), under every policy.
 func TestPropertyDeterministic(t *testing.T) {
 	forEachSeed(t, func(t *testing.T, r *rand.Rand) {
-		s := randomScene(r).snapshot()
-		want := Schedule(s)
-		if again := Schedule(s); !reflect.DeepEqual(again, want) {
-			t.Fatalf("a second pass over the same snapshot differs:\n got %+v\nwant %+v", again, want)
-		}
-		for range 3 {
-			shuffled := *s
-			shuffled.Pending = slices.Clone(s.Pending)
-			shuffled.Nodes = slices.Clone(s.Nodes)
-			r.Shuffle(len(shuffled.Pending), func(a, b int) {
-				shuffled.Pending[a], shuffled.Pending[b] = shuffled.Pending[b], shuffled.Pending[a]
-			})
-			r.Shuffle(len(shuffled.Nodes), func(a, b int) {
-				shuffled.Nodes[a], shuffled.Nodes[b] = shuffled.Nodes[b], shuffled.Nodes[a]
-			})
-			if got := Schedule(&shuffled); !reflect.DeepEqual(got, want) {
-				t.Fatalf("shuffling Pending and Nodes changed the plan:\n got %+v\nwant %+v", got, want)
+		for _, sc := range []*scene{randomScene(r), randomPreemptionScene(r)} {
+			sc.policy(pick(r, PolicyEASY, PolicyFCFS, PolicyConservative))
+			s := sc.snapshot()
+			want := Schedule(s)
+			if again := Schedule(s); !reflect.DeepEqual(again, want) {
+				t.Fatalf("a second pass over the same snapshot differs:\n got %+v\nwant %+v", again, want)
+			}
+			for range 3 {
+				shuffled := *s
+				shuffled.Pending = slices.Clone(s.Pending)
+				shuffled.Nodes = slices.Clone(s.Nodes)
+				shuffled.Running = slices.Clone(s.Running)
+				r.Shuffle(len(shuffled.Pending), func(a, b int) {
+					shuffled.Pending[a], shuffled.Pending[b] = shuffled.Pending[b], shuffled.Pending[a]
+				})
+				r.Shuffle(len(shuffled.Nodes), func(a, b int) {
+					shuffled.Nodes[a], shuffled.Nodes[b] = shuffled.Nodes[b], shuffled.Nodes[a]
+				})
+				r.Shuffle(len(shuffled.Running), func(a, b int) {
+					shuffled.Running[a], shuffled.Running[b] = shuffled.Running[b], shuffled.Running[a]
+				})
+				if got := Schedule(&shuffled); !reflect.DeepEqual(got, want) {
+					t.Fatalf("shuffling Pending, Nodes and Running changed the plan:\n got %+v\nwant %+v", got, want)
+				}
 			}
 		}
 	})

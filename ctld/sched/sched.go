@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,6 +219,7 @@ func Schedule(s *Snapshot) Plan {
 		plan.Estimates = pl.estimates
 		plan.Reservations = pl.reservations
 	}
+	slices.Sort(plan.Cancels)
 	return plan
 }
 
