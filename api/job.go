@@ -115,6 +115,8 @@ const (
 	// request is outside what a pass computes with (see sched.CheckJob),
 	// or placing it failed. The job's Message says why.
 	ReasonInvalidJob Reason = "InvalidJob"
+	// ReasonPartitionInactive: the job's partition is INACTIVE.
+	ReasonPartitionInactive Reason = "PartitionInactive"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by

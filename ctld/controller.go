@@ -28,18 +28,22 @@ type Config struct {
 	// Peers lists every voter, this member included; an empty list makes a
 	// single-voter cluster.
 	Peers []Peer
-	// Partitions are the configured partitions; the first is the default
-	// when none is marked. Empty means one partition, "batch".
+	// Partitions seed a new cluster's partitions (the first is the
+	// default when none is marked; empty means one partition, "batch").
+	// Once a cluster is seeded its partitions are replicated state, changed
+	// with corral partition: the flags of a member that leads later change
+	// nothing.
 	Partitions []api.Partition
 	// NodeTimeout is how long a node may miss heartbeats before it is DOWN.
 	NodeTimeout time.Duration
-	// DefMemPerCPU is the memory (MiB) per CPU for jobs that ask for none.
+	// DefMemPerCPU and Policy seed a new cluster's memory per CPU for jobs
+	// that ask for none (MiB) and its scheduling policy (zero: EASY
+	// backfill); afterwards they are the replicated DefMemPerCPU and
+	// SchedulerPolicy settings (corral config set).
 	DefMemPerCPU int64
-	// Policy is the scheduling policy of the leader's passes (zero: EASY
-	// backfill).
-	Policy sched.Policy
-	Raft   RaftTuning
-	Logger *slog.Logger
+	Policy       sched.Policy
+	Raft         RaftTuning
+	Logger       *slog.Logger
 	// HTTPListener, when set, is used instead of listening on HTTPAddr.
 	HTTPListener net.Listener
 	// HTTP bounds how long API clients may take (zero: the defaults).

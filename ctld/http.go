@@ -154,6 +154,19 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	// The apply refuses a job whose QoS limit was reached meanwhile (by a
+	// request committed between the check above and this one): a request
+	// of which it refused every job is refused; one of which it took some
+	// is answered job by job.
+	refused := 0
+	for _, res := range results {
+		if res.Error != "" {
+			refused++
+		}
+	}
+	if refused == len(results) {
+		return &fieldError{Field: "qos", Msg: results[0].Error}
+	}
 	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
 	return nil
 }
@@ -166,8 +179,9 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 	var verr error
 	out := make([]state.JobSpec, len(jobs))
 	c.fsm.Read(func(s *state.State) {
-		parts := s.Partitions(c.cfg.Partitions)
-		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
+		parts := s.PartitionList()
+		fits := newFitChecker(s, parts, s.Config.DefMemPerCPU)
+		earlier := map[qosKey]int{}
 		for i := range jobs {
 			sp := &jobs[i]
 			if sp.Partition == "" {
@@ -176,14 +190,14 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 			// As Slurm does with DefMemPerCPU: a job that asks for no
 			// memory records the default, so it shows what it will get.
 			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
-				sp.MemPerCPU = c.cfg.DefMemPerCPU
+				sp.MemPerCPU = s.Config.DefMemPerCPU
 			}
 			// As sbatch does: a job without -A is charged to the user's
 			// default account (here the first, by name, they belong to).
 			if sp.Account == "" {
 				sp.Account = s.DefaultAccount(sp.User)
 			}
-			if verr = c.validateSpec(i, sp, s, parts, now, fits); verr != nil {
+			if verr = c.validateSpec(i, sp, s, parts, now, fits, earlier); verr != nil {
 				return
 			}
 			if a := sp.Array; a != nil && a.Raw == "" {
@@ -527,7 +541,7 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 
 func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) error {
 	var parts []api.Partition
-	c.fsm.Read(func(s *state.State) { parts = s.Partitions(c.cfg.Partitions) })
+	c.fsm.Read(func(s *state.State) { parts = s.PartitionList() })
 	writeJSON(w, http.StatusOK, parts)
 	return nil
 }
@@ -594,7 +608,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		c.log.Warn("node registration carried a report that is not valid; dropping it", "node", info.Name, "err", err)
 	}
 	if len(info.Partitions) == 0 {
-		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
+		c.fsm.Read(func(s *state.State) { info.Partitions = []string{defaultPartitionName(s.PartitionList())} })
 	}
 	now := c.clock.Now().UTC()
 	if _, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {

@@ -22,6 +22,7 @@ func (c *Controller) policyRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/share", c.read(c.handleShare))
 	mux.HandleFunc("GET /v1/jobs/{id}/why", c.read(c.handleWhy))
 	mux.HandleFunc("POST /v1/jobs/update", c.write(c.handleUpdateJob))
+	mux.HandleFunc("POST /v1/partitions", c.write(c.handlePartition))
 }
 
 func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -160,11 +161,7 @@ func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) erro
 func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
 	var rows []api.ShareRow
 	c.fsm.Read(func(s *state.State) {
-		alg := fairshare.FairTree
-		if s.Config.Fairshare == string(fairshare.Classic) {
-			alg = fairshare.Classic
-		}
-		fr, _ := fairshare.Compute(s.FairshareTree(c.clock.Now().UTC()), alg)
+		fr, _ := fairshare.Compute(s.FairshareTree(c.clock.Now().UTC()), s.FairshareAlgorithm())
 		rows = make([]api.ShareRow, 0, len(fr))
 		for _, x := range fr {
 			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,

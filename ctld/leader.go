@@ -63,6 +63,9 @@ func (c *Controller) lead(ctx context.Context) {
 		c.log.Warn("leader barrier failed; stepping back", "err", err)
 		return
 	}
+	// Before this member takes requests: a submission must find the
+	// partitions of a new cluster.
+	c.seedConfig()
 	now := c.clock.Now()
 	c.mu.Lock()
 	c.leading = true
@@ -90,6 +93,27 @@ func (c *Controller) lead(ctx context.Context) {
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(loop)
 	}
 	wg.Wait()
+}
+
+// seedConfig seeds a new cluster's partitions, memory per CPU and policy
+// from this member's flags (SeedConfig applies only to a cluster never
+// seeded). On a seeded cluster the flags are ignored: the replicated
+// configuration is changed with corral partition and corral config set.
+func (c *Controller) seedConfig() {
+	var seeded bool
+	c.fsm.Read(func(s *state.State) { seeded = s.Seeded })
+	if seeded {
+		return
+	}
+	cmd := &state.SeedConfig{Partitions: c.cfg.Partitions, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: string(c.cfg.Policy)}
+	if cmd.Policy == "" {
+		cmd.Policy = string(sched.PolicyEASY)
+	}
+	if res, err := c.propose(state.CmdSeedConfig, cmd); err != nil {
+		c.log.Warn("seeding the cluster's configuration failed; the next leader tries again", "err", err)
+	} else if done, _ := res.(bool); done {
+		c.log.Info("seeded the cluster's configuration from the flags", "partitions", len(cmd.Partitions), "def_mem_per_cpu_mb", cmd.DefMemPerCPU, "policy", cmd.Policy)
+	}
 }
 
 // isLeading reports whether the leader loops run here.
@@ -162,8 +186,7 @@ func (c *Controller) schedulePass(wake Timer) {
 func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 	var snap *sched.Snapshot
 	c.fsm.Read(func(s *state.State) {
-		in := sched.Inputs{Partitions: s.Partitions(c.cfg.Partitions), DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
-		snap = sched.NewSnapshot(s, now, in)
+		snap = sched.NewSnapshot(s, now)
 	})
 	return snap
 }

@@ -3,12 +3,14 @@ package ctld
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/qos"
 	"corral/submit"
 )
 
@@ -48,7 +50,7 @@ func refuseSpec(i int, err error) error {
 // CLI first, then what the cluster's state decides — the partition, QoS,
 // account, image and dependency targets exist, a negative nice comes from
 // root, and some node of the partition could ever hold the job.
-func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts []api.Partition, now time.Time, fits *fitChecker) error {
+func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts []api.Partition, now time.Time, fits *fitChecker, earlier map[qosKey]int) error {
 	if err := submit.ValidateSpec(sp, now); err != nil {
 		return refuseSpec(i, err)
 	}
@@ -59,7 +61,7 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts 
 	if err != nil {
 		return err
 	}
-	if err := checkPolicy(i, sp, s); err != nil {
+	if err := checkPolicy(i, sp, s, earlier); err != nil {
 		return err
 	}
 	if sp.Image != "" {
@@ -86,21 +88,44 @@ func findPartition(i int, sp *api.JobSpec, parts []api.Partition) (*api.Partitio
 		if p.MaxTime > 0 && sp.TimeLimit > p.MaxTime {
 			return nil, refuse(i, "time_limit_s", "--time=%ds exceeds partition %s's limit of %ds", sp.TimeLimit, p.Name, p.MaxTime)
 		}
-		return p, nil
+		return p, partitionAdmits(i, sp, p)
 	}
 	return nil, refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
 }
 
-// checkPolicy checks the job's QoS and account against the policy objects.
-func checkPolicy(i int, sp *api.JobSpec, s *state.State) error {
+// partitionAdmits refuses a job the partition does not take: it is DRAIN
+// or INACTIVE, or the job's account or QoS is not among those it allows.
+func partitionAdmits(i int, sp *api.JobSpec, p *api.Partition) error {
+	switch {
+	case !p.TakesJobs():
+		return refuse(i, "partition", "partition %s is %s: it takes no new jobs (scontrol update PartitionName=%s State=UP opens it)", p.Name, p.State, p.Name)
+	case len(p.AllowAccounts) > 0 && !slices.Contains(p.AllowAccounts, sp.Account):
+		return refuse(i, "account", "partition %s takes jobs of accounts %s only; account %q is not one (use -A)", p.Name, strings.Join(p.AllowAccounts, ", "), sp.Account)
+	case slices.Contains(p.DenyAccounts, sp.Account):
+		return refuse(i, "account", "partition %s refuses jobs of account %s", p.Name, sp.Account)
+	case len(p.AllowQos) > 0 && !slices.Contains(p.AllowQos, sp.QOS):
+		return refuse(i, "qos", "partition %s takes jobs of QoS %s only; QoS %q is not one (use --qos)", p.Name, strings.Join(p.AllowQos, ", "), sp.QOS)
+	}
+	return nil
+}
+
+// qosKey counts a request's jobs of one user in one QoS.
+type qosKey struct{ user, qos string }
+
+// checkPolicy checks the job's QoS and account against the policy objects;
+// earlier counts the request's jobs before this one by user and QoS.
+func checkPolicy(i int, sp *api.JobSpec, s *state.State, earlier map[qosKey]int) error {
 	if sp.QOS != "" {
 		q := s.QOS[sp.QOS]
 		if q == nil {
 			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.QOSNames(), ", "))
 		}
-		if q.MaxSubmitPerUser > 0 && s.ActiveInQOS(sp.User, q.Name) >= q.MaxSubmitPerUser {
-			return refuse(i, "qos", "QOSMaxSubmitJobPerUserLimit: user %s already has %d jobs pending or running in QoS %s, its limit", sp.User, q.MaxSubmitPerUser, q.Name)
+		// The jobs before this one in the same request count too; the
+		// apply counts again, with what was committed meanwhile.
+		if err := qos.SubmitLimit(q, sp.User, s.ActiveInQOS(sp.User, q.Name)+earlier[qosKey{sp.User, q.Name}]); err != nil {
+			return refuse(i, "qos", "%v", err)
 		}
+		earlier[qosKey{sp.User, q.Name}]++
 	}
 	if sp.Account != "" && len(s.Accounts) > 0 {
 		if s.Accounts[sp.Account] == nil {

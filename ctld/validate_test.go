@@ -231,3 +231,31 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxSubmitPerUserInOneRequest submits one request of five jobs for a
+// user whose QoS allows two pending or running: the request is refused at
+// its third job, with the user's count and the limit, and no job is
+// created; a request of two is taken, and one more refused.
+func TestMaxSubmitPerUserInOneRequest(t *testing.T) {
+	c := startOne(t, HTTPTimeouts{})
+	base := "http://" + c.HTTPAddr()
+	cl, _ := api.NewClient(base)
+	ctx := context.Background()
+	if err := cl.PutQOS(ctx, api.QOSRequest{QOS: api.QOS{Name: "two", MaxSubmitPerUser: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	five := make([]api.JobSpec, 5)
+	for i := range five {
+		five[i] = jobSpec(func(s *api.JobSpec) { s.QOS = "two" })
+	}
+	a := post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: five})
+	refused(t, a, "qos", "job 3 of the batch: QOSMaxSubmitJobPerUserLimit: user alice already has 2 jobs pending or running in QoS two, its limit is 2")
+	jobs, err := cl.Jobs(ctx, api.JobFilter{}, true)
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("%d jobs after the refused request (%v), want none", len(jobs), err)
+	}
+	if _, err := cl.Submit(ctx, five[:2]); err != nil {
+		t.Fatalf("two jobs refused: %v", err)
+	}
+	refused(t, post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: five[:1]}), "qos", "user alice already has 2 jobs")
+}

@@ -28,6 +28,9 @@ var reasonText = map[api.Reason]string{
 	api.ReasonHugepagesUnavailable:     "no node of its partition has the hugepages it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer",
 	api.ReasonInvalidJob:               "the scheduler cannot handle its request, so the job is held; cancel it and submit it again with a valid request (`corral release` tries again)",
 	api.ReasonJobHeldAdmin:             "an administrator holds it; `corral release` lets it run",
+	api.ReasonPartitionDown:            "its partition is DOWN: it starts no jobs until an administrator sets it UP (scontrol update PartitionName=... State=UP)",
+	api.ReasonPartitionInactive:        "its partition is INACTIVE: it starts no jobs until an administrator sets it UP",
+	api.ReasonPartitionNodeLimit:       "it asks for more or fewer nodes than its partition's MaxNodes and MinNodes allow; it will not start there",
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {

@@ -90,13 +90,13 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "raft", "HOST:PORT", "Raft listen address"),
 		valued(0, "http", "HOST:PORT", "API listen address"),
 		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
-		valued(0, "partitions", "LIST", "partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch)"),
-		valued(0, "queue-unfit", "LIST", "partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
+		valued(0, "partitions", "LIST", "a new cluster's partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch); later: corral partition"),
+		valued(0, "queue-unfit", "LIST", "a new cluster's partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
 		valued(0, "http-header-timeout", "DURATION", "time an API client may take to send a request's headers (default 10s)"),
 		valued(0, "http-body-timeout", "DURATION", "time an API client may take to send a request's body (default 30s)"),
-		valued(0, "def-mem-per-cpu", "SIZE", "memory per CPU for jobs that ask for none (default 512M)"),
-		valued(0, "backfill", "MODE", "easy (default), conservative, or none (first come, first served)"),
+		valued(0, "def-mem-per-cpu", "SIZE", "a new cluster's memory per CPU for jobs that ask for none (default 512M; later: corral config set DefMemPerCPU=MiB)"),
+		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {

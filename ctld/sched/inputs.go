@@ -9,23 +9,22 @@ import (
 	"corral/ctld/state"
 )
 
-// Inputs are what a pass takes from outside the state: the partitions (with
-// their nodes), the memory per CPU of jobs that ask for none and the
-// policy.
-type Inputs struct {
-	Partitions   []api.Partition
-	DefMemPerCPU int64
-	Policy       Policy
-}
-
 // NewSnapshot builds the snapshot of one pass over s at now. Every list is
 // built in a sorted order (pending jobs by id, nodes by name, runs by node
 // then allocation id), never in map order, so the same state gives the
 // same snapshot, and the pass the same plan, on every member and in the
 // simulator. It reads s's maps: the controller calls it under its read
 // lock; the snapshot keeps only immutable records.
-func NewSnapshot(s *state.State, now time.Time, in Inputs) *Snapshot {
-	snap := &Snapshot{Now: now, DefMemPerCPU: in.DefMemPerCPU, Policy: in.Policy, Partitions: in.Partitions, Config: s.Config}
+//
+// Everything the pass decides with comes from the state: its partitions
+// and the scheduler configuration (the memory per CPU of jobs that ask for
+// none, the policy) are replicated, so every member plans alike.
+func NewSnapshot(s *state.State, now time.Time) *Snapshot {
+	policy, err := ParsePolicy(s.Config.SchedulerPolicy)
+	if err != nil {
+		policy = PolicyEASY
+	}
+	snap := &Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config}
 	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
 	snap.Pending = make([]*state.Job, 0, len(s.Pending))
 	for _, id := range slices.Sorted(maps.Keys(s.Pending)) {

@@ -7,6 +7,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/qos"
 )
 
 // placer places the ready jobs of one pass, in order, under the policy.
@@ -55,10 +56,9 @@ type placer struct {
 	// deviceHeld marks partitions where a job asking for devices waits:
 	// later device jobs there wait behind it.
 	deviceHeld map[string]bool
-	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
-	// first use and counted up as jobs start.
-	qosJobs map[[2]string]int
-	qosCPUs map[string]int
+	// usage counts running jobs per QoS and user and CPUs per QoS, built
+	// on first use and counted up as jobs start.
+	usage *qos.Usage
 	// onNode lists each node's running jobs (preemption candidates);
 	// victims are the jobs already chosen; claimed nodes wait for a
 	// preemptor and start nothing else this pass.
@@ -186,6 +186,26 @@ func (pl *placer) release(id uint64) {
 	pl.profiles[k.node] = p
 }
 
+// partitionReason says why a job of partition p cannot start whatever the
+// nodes hold: the partition is DOWN or INACTIVE, or the job asks for more
+// or fewer nodes than it allows. "" when it may start.
+func partitionReason(j *state.Job, p *api.Partition) api.Reason {
+	if p == nil {
+		return ""
+	}
+	switch p.State {
+	case api.PartitionDown:
+		return api.ReasonPartitionDown
+	case api.PartitionInactive:
+		return api.ReasonPartitionInactive
+	}
+	nodes := max(j.Spec.Nodes, 1)
+	if p.MaxNodes > 0 && nodes > p.MaxNodes || p.MinNodes > 0 && nodes < p.MinNodes {
+		return api.ReasonPartitionNodeLimit
+	}
+	return ""
+}
+
 func (pl *placer) partitionOf(j *state.Job) string {
 	if j.Spec.Partition != "" {
 		return j.Spec.Partition
@@ -207,6 +227,10 @@ func (pl *placer) partitionOf(j *state.Job) string {
 func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
+	if r := partitionReason(j, pl.parts[part]); r != "" {
+		plan.Reasons[j.ID] = r
+		return false
+	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	req := RequestOf(j, pl.s.DefMemPerCPU)
 	if !pl.free.anyCouldFit(part, cpus, mem) {

@@ -5,53 +5,44 @@ import (
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/qos"
 )
 
-// qosLimit returns the reason a QoS limit holds j back, or "".
+// qosLimit returns the reason a QoS limit holds j back, or "" (package
+// qos says which).
 func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
 	q := pl.s.QOS[j.Spec.QOS]
 	if q == nil {
 		return ""
 	}
-	if q.MaxWall > 0 && int64(jobLimit(j, pl.parts[pl.partitionOf(j)]).Seconds()) > q.MaxWall {
-		return api.ReasonQOSMaxWallDurationLimit
+	if r := qos.WallLimit(q, jobLimit(j, pl.parts[pl.partitionOf(j)])); r != "" {
+		return r
 	}
 	if q.MaxJobsPerUser <= 0 && q.GrpCPUs <= 0 {
 		return ""
 	}
-	pl.countRunning()
-	if q.MaxJobsPerUser > 0 && pl.qosJobs[[2]string{q.Name, j.Spec.User}] >= q.MaxJobsPerUser {
-		return api.ReasonQOSMaxJobsPerUserLimit
-	}
-	if q.GrpCPUs > 0 && pl.qosCPUs[q.Name]+cpus > q.GrpCPUs {
-		return api.ReasonQOSGrpCpuLimit
-	}
-	return ""
+	return pl.qosUsage().Limit(q, j.Spec.User, cpus)
 }
 
-// countRunning builds the QoS usage counts from the running jobs once.
-func (pl *placer) countRunning() {
-	if pl.qosJobs != nil {
-		return
-	}
-	pl.qosJobs, pl.qosCPUs = map[[2]string]int{}, map[string]int{}
-	for _, r := range pl.s.Running {
-		sp := &r.Job.Spec
-		if sp.QOS == "" || r.Alloc.Desired == state.AllocStop {
-			continue
+// qosUsage returns the QoS usage counts, built from the running jobs on
+// first use (a run being stopped counts no more).
+func (pl *placer) qosUsage() *qos.Usage {
+	if pl.usage == nil {
+		pl.usage = qos.NewUsage()
+		for _, r := range pl.s.Running {
+			if r.Alloc.Desired != state.AllocStop {
+				pl.usage.Add(r.Job.Spec.QOS, r.Job.Spec.User, r.Alloc.HeldCPUs())
+			}
 		}
-		pl.qosJobs[[2]string{sp.QOS, sp.User}]++
-		pl.qosCPUs[sp.QOS] += r.Alloc.HeldCPUs()
 	}
+	return pl.usage
 }
 
 // countQOS records a start against its QoS's limits.
 func (pl *placer) countQOS(j *state.Job, cpus int) {
-	if pl.qosJobs == nil || j.Spec.QOS == "" {
-		return
+	if pl.usage != nil {
+		pl.usage.Add(j.Spec.QOS, j.Spec.User, cpus)
 	}
-	pl.qosJobs[[2]string{j.Spec.QOS, j.Spec.User}]++
-	pl.qosCPUs[j.Spec.QOS] += cpus
 }
 
 // resume gives jobs suspended by preemption their CPUs back once the job
@@ -145,9 +136,8 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		}
 		var cands []Run
 		for _, r := range pl.onNode[n.name] {
-			vq := pl.s.QOS[r.Job.Spec.QOS]
-			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] || vq == nil || !slices.Contains(q.Preempt, vq.Name) ||
-				r.Alloc.Elapsed(pl.s.Now).Seconds() < float64(vq.PreemptExemptTime) {
+			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] ||
+				!qos.MayPreempt(q, pl.s.QOS[r.Job.Spec.QOS], r.Alloc.Elapsed(pl.s.Now)) {
 				continue
 			}
 			cands = append(cands, r)
@@ -157,17 +147,10 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		}
 		total := totalCPUs(pl.s.Nodes)
 		vprio := func(r Run) int64 { return Priority(r.Job, pl.s, total).Priority }
-		slices.SortStableFunc(cands, func(a, b Run) int {
-			if pa, pb := vprio(a), vprio(b); pa != pb {
-				return cmpInt64(pa, pb)
-			}
-			if ea, eb := a.Alloc.Elapsed(pl.s.Now), b.Alloc.Elapsed(pl.s.Now); ea != eb {
-				return cmpInt64(int64(ea), int64(eb))
-			}
-			// Victims that tie are taken in job id order, so the same
-			// state always gives the same plan.
-			return cmpInt64(int64(a.Job.ID), int64(b.Job.ID))
-		})
+		victim := func(r Run) qos.Victim {
+			return qos.Victim{ID: r.Job.ID, Priority: vprio(r), Elapsed: r.Alloc.Elapsed(pl.s.Now)}
+		}
+		slices.SortFunc(cands, func(a, b Run) int { return qos.CompareVictims(victim(a), victim(b)) })
 		c := choice{node: i}
 		for _, r := range cands {
 			if freeCPUs >= cpus && freeMem >= mem+n.overhead {
@@ -177,7 +160,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 			c.prio += vprio(r)
 			c.lost += r.Alloc.Elapsed(pl.s.Now).Seconds()
 			freeCPUs += r.Alloc.CPUs
-			if pl.s.QOS[r.Job.Spec.QOS].PreemptMode != api.PreemptSuspend {
+			if pl.preemptMode(r.Job) != api.PreemptSuspend {
 				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
 			}
 		}
@@ -194,13 +177,19 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 	pl.claimed[best.node] = true
 	for _, r := range best.victims {
 		pl.victims[r.Job.ID] = true
-		mode := pl.s.QOS[r.Job.Spec.QOS].PreemptMode
-		if mode == "" {
-			mode = api.PreemptCancel
-		}
-		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.Job.ID, Preemptor: j.ID, Mode: mode})
+		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.Job.ID, Preemptor: j.ID, Mode: pl.preemptMode(r.Job)})
 	}
 	return true
+}
+
+// preemptMode is how victim v is preempted: its QoS's mode, else its
+// partition's, else cancel.
+func (pl *placer) preemptMode(v *state.Job) api.PreemptMode {
+	var part api.PreemptMode
+	if p := pl.parts[pl.partitionOf(v)]; p != nil {
+		part = p.PreemptMode
+	}
+	return qos.Mode(pl.s.QOS[v.Spec.QOS], part)
 }
 
 func cmpInt64(a, b int64) int {

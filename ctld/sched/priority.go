@@ -22,11 +22,12 @@ type Factors struct {
 //   - age: time since submission over PriorityMaxAge, at most 1;
 //   - fair-share: the association's factor (package fairshare);
 //   - QoS: the QoS's priority over the highest QoS priority;
-//   - partition: 1 (corral's partitions have no priority tiers);
+//   - partition: the job's partition's PriorityTier over the highest tier
+//     (1 when no partition has a tier);
 //   - job size: the job's CPUs over the cluster's;
 //   - site: 0 (no site factor is set per job yet).
 func Priority(j *state.Job, s *Snapshot, totalCPUs int) Factors {
-	f := Factors{Nice: j.Spec.Nice, Partition: 1}
+	f := Factors{Nice: j.Spec.Nice, Partition: partitionFactor(j, s.Partitions)}
 	c := s.Config
 	if c.PriorityMaxAge > 0 {
 		f.Age = min(1, max(0, s.Now.Sub(j.SubmitTime).Seconds()/float64(c.PriorityMaxAge)))
@@ -47,6 +48,34 @@ func Priority(j *state.Job, s *Snapshot, totalCPUs int) Factors {
 		float64(w.Partition)*f.Partition + float64(w.JobSize)*f.JobSize + float64(w.Site)*f.Site
 	f.Priority = int64(math.Round(sum)) + j.Priority - int64(f.Nice)
 	return f
+}
+
+// partitionFactor is job j's partition's tier over the highest tier; 1 when
+// no partition has one.
+func partitionFactor(j *state.Job, parts []api.Partition) float64 {
+	top, mine := 0, 0
+	for i := range parts {
+		top = max(top, parts[i].PriorityTier)
+		if parts[i].Name == j.Spec.Partition {
+			mine = parts[i].PriorityTier
+		}
+	}
+	if top == 0 {
+		return 1
+	}
+	return float64(mine) / float64(top)
+}
+
+// tierOf returns the priority tier of job j's partition.
+func tierOf(j *state.Job, parts map[string]*api.Partition, def string) int {
+	part := j.Spec.Partition
+	if part == "" {
+		part = def
+	}
+	if p := parts[part]; p != nil {
+		return p.PriorityTier
+	}
+	return 0
 }
 
 func maxQOSPriority(qos map[string]*api.QOS) int64 {

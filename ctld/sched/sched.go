@@ -196,15 +196,24 @@ func Schedule(s *Snapshot) Plan {
 		}
 		ready = append(ready, j)
 	}
+	pl := newPlacer(s)
+	// Jobs of a higher partition tier come first (Slurm's PriorityTier),
+	// then higher priority, then earlier submission, then lower id.
+	tier := make(map[uint64]int, len(ready))
+	for _, j := range ready {
+		tier[j.ID] = tierOf(j, pl.parts, pl.defPart)
+	}
 	sort.Slice(ready, func(a, b int) bool {
 		ja, jb := ready[a], ready[b]
+		if ta, tb := tier[ja.ID], tier[jb.ID]; ta != tb {
+			return ta > tb
+		}
 		if pa, pb := prio[ja.ID], prio[jb.ID]; pa != pb {
 			return pa > pb
 		}
 		return before(ja, jb)
 	})
 
-	pl := newPlacer(s)
 	pl.prio, pl.deps = prio, dp
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
 		plan.Resumes = nil // retried by the next pass

@@ -139,3 +139,43 @@ func TestPlanStopsBeforeStarts(t *testing.T) {
 		"the other still queued": {s.Jobs[21].State, api.StatePending},
 	})
 }
+
+// TestMaxSubmitPerUserCountsTheBatch commits one entry of five jobs of a
+// user whose QoS allows two pending or running: the first two are created,
+// the other three refused with the user's real count, and a job that ends
+// makes room for one more. The count is derived from the jobs, so a
+// snapshot round trip keeps it.
+func TestMaxSubmitPerUserCountsTheBatch(t *testing.T) {
+	r, next := scene(t)
+	next(CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "two", MaxSubmitPerUser: 2}})
+	var batch []JobSpec
+	for i := range 5 {
+		sp := spec(fmt.Sprint("q", i))
+		sp.QOS = "two"
+		batch = append(batch, sp)
+	}
+	res := next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: batch}).(*SubmitResult)
+	var created []uint64
+	for i, rr := range res.Results {
+		if rr.JobID != 0 {
+			created = append(created, rr.JobID)
+			continue
+		}
+		want := fmt.Sprintf("job %d of the batch: QOSMaxSubmitJobPerUserLimit: user alice already has 2 jobs pending or running in QoS two, its limit is 2", i+1)
+		if rr.Error != want {
+			t.Errorf("job %d of the batch: error %q, want %q", i+1, rr.Error, want)
+		}
+	}
+	if fmt.Sprint(created) != "[10 11]" {
+		t.Fatalf("created %v, want jobs 10 and 11 only", created)
+	}
+	g := restoredCopy(t, r)
+	next(CmdCancelJobs, &CancelJobs{Now: t0, IDs: []uint64{10}})
+	again := next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 20, Jobs: []JobSpec{batch[2], batch[3]}}).(*SubmitResult)
+	if again.Results[0].JobID != 20 || again.Results[1].Error == "" {
+		t.Errorf("after one ended: %+v, want one more taken and the next refused", again.Results)
+	}
+	if n := g.s.ActiveInQOS("alice", "two"); n != 2 {
+		t.Errorf("after a snapshot round trip the count is %d, want 2", n)
+	}
+}

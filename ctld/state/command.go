@@ -29,6 +29,8 @@ const (
 	CmdPutUser        CommandType = 15
 	CmdUpdateJob      CommandType = 16
 	CmdPurgeJobs      CommandType = 17
+	CmdPutPartition   CommandType = 18
+	CmdSeedConfig     CommandType = 19
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

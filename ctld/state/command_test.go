@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,8 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
 		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 3, Dependency: &Dependency{Raw: "afterany:1", Clauses: []DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
 		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 10}},
+		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}}, DefMemPerCPU: 1024, Policy: "conservative"}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug", MaxTime: 1800, State: api.PartitionDrain}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -306,6 +309,47 @@ var applyTests = map[CommandType]func(t *testing.T){
 			"others stay":           {len(r.s.Jobs), 3},
 		})
 	},
+}
+
+func init() {
+	applyTests[CmdPutPartition] = func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "batch", Default: true, State: "drain", MaxTime: 3600, PreemptMode: "Suspend"}})
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug", Default: true, PriorityTier: 2}})
+		bad, _ := next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "x", MaxTime: 60, DefaultTime: 120}}).(error)
+		s := r.s
+		batch := *s.Partitions["batch"]
+		dbg := spec("dbg")
+		dbg.Partition = "debug"
+		next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []JobSpec{dbg}})
+		busy, _ := next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug"}, Delete: true}).(error)
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "batch"}, Delete: true})
+		expect(t, map[string][2]any{
+			"stored in canonical form": {batch.State, api.PartitionDrain},
+			"mode canonical":           {batch.PreemptMode, api.PreemptSuspend},
+			"one default":              {batch.Default, false},
+			"the new default":          {s.Partitions["debug"].Default, true},
+			"DefaultTime over MaxTime": {bad != nil, true},
+			"in use, not deleted":      {busy != nil && strings.Contains(busy.Error(), "job 10"), true},
+			"unused, deleted":          {s.Partitions["batch"] == nil, true},
+			"nodes name batch":         {fmt.Sprint(s.PartitionList()[1].Name, s.PartitionList()[1].Nodes), "batch[n1 n2]"},
+		})
+	}
+	applyTests[CmdSeedConfig] = func(t *testing.T) {
+		r, next := scene(t)
+		first := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 60}}, DefMemPerCPU: 2048, Policy: "fcfs"})
+		again := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "other"}}, DefMemPerCPU: 1})
+		s := r.s
+		expect(t, map[string][2]any{
+			"seeded":                  {first, true},
+			"only once":               {again, false},
+			"partitions":              {len(s.Partitions), 2},
+			"memory per CPU":          {s.Config.DefMemPerCPU, int64(2048)},
+			"policy":                  {s.Config.SchedulerPolicy, "fcfs"},
+			"flag seen":               {s.Seeded, true},
+			"the second seed did not": {s.Partitions["other"] == nil, true},
+		})
+	}
 }
 
 // TestCommandTable walks the command table: every type has a name, an apply

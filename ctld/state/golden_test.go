@@ -142,6 +142,12 @@ func goldenCommands() []struct {
 			Reasons:    []PlanReason{{JobID: 25, Reason: api.ReasonResources, Start: t0.Add(3 * time.Hour), Node: "m1"}},
 			Migrations: []PlanMigration{{JobID: 23, From: "m1", To: "g1"}},
 		}},
+		// Replicated cluster configuration.
+		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true, MaxTime: 86400}}, DefMemPerCPU: 1024, Policy: "conservative"}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "gpu", Default: true, State: api.PartitionDrain, MaxTime: 7200,
+			DefaultTime: 3600, Nodes: []string{"g1"}, QueueUnfit: true, AllowAccounts: []string{"phys"}, DenyAccounts: []string{"bio"},
+			AllowQos: []string{"high"}, PriorityTier: 2, PreemptMode: api.PreemptRequeue, MaxNodes: 4, MinNodes: 1}}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "gpu"}, Delete: true}},
 	}
 }
 

@@ -41,6 +41,10 @@ func TestHashCoversEveryField(t *testing.T) {
 	for _, name := range sortedKeys(s.QOS) {
 		w.value(reflect.ValueOf(s.QOS[name]).Elem(), "QOS["+name+"]")
 	}
+	w.value(reflect.ValueOf(&s.Seeded).Elem(), "Seeded")
+	for _, name := range sortedKeys(s.Partitions) {
+		w.value(reflect.ValueOf(s.Partitions[name]).Elem(), "Partitions["+name+"]")
+	}
 	for _, name := range sortedKeys(s.Accounts) {
 		w.value(reflect.ValueOf(s.Accounts[name]).Elem(), "Accounts["+name+"]")
 	}

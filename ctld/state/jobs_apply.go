@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/qos"
 )
 
 // Business outcomes of applying a command. They are returned to the
@@ -38,6 +39,13 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 			// A leader that reserved ids it should not have: skip rather
 			// than overwrite, and make the mistake visible.
 			res.Results[i] = api.SubmitResult{}
+			continue
+		}
+		// The QoS's MaxSubmitPerUser counts what is committed: the
+		// user's jobs before this entry and the ones before this job in
+		// it, so no batch, however large, passes the limit.
+		if err := qos.SubmitLimit(s.QOS[spec.QOS], spec.User, s.ActiveInQOS(spec.User, spec.QOS)); err != nil {
+			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 			continue
 		}
 		s.internSpec(&spec)

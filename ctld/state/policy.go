@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"corral/api"
 	"corral/fairshare"
+	"corral/qos"
 )
 
 // UserKey names an association: a user in an account.
@@ -28,12 +27,13 @@ type Usage struct {
 	At  time.Time `json:"at"`
 }
 
-// decayed returns u's raw usage as of now.
+// decayed returns u's raw usage as of now (fairshare.Decay, with the
+// half-life in seconds).
 func (u Usage) decayed(now time.Time, halfLife int64) float64 {
-	if halfLife <= 0 || u.At.IsZero() || !now.After(u.At) {
+	if u.At.IsZero() {
 		return u.Raw
 	}
-	return u.Raw * math.Exp2(-now.Sub(u.At).Seconds()/float64(halfLife))
+	return fairshare.Decay(u.Raw, now.Sub(u.At), time.Duration(halfLife)*time.Second)
 }
 
 func defaultQOS() map[string]*api.QOS {
@@ -92,58 +92,30 @@ func (s *State) applyPutQOS(c *PutQOS) error {
 	return nil
 }
 
-// CheckQOS says why a QoS change cannot be applied, or nil.
+// CheckQOS says why a QoS change cannot be applied, or nil: package qos's
+// rules for the QoS itself, and, for a deletion, that no QoS may preempt it
+// and no job uses it.
 func (s *State) CheckQOS(q *api.QOS, del bool) error {
-	if q.Name == "" {
+	if !del {
+		return qos.Check(q, s.QOS)
+	}
+	switch {
+	case q.Name == "":
 		return errors.New("a QoS needs a name")
+	case s.QOS[q.Name] == nil:
+		return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.QOSNames(), ", "))
 	}
-	if del {
-		if s.QOS[q.Name] == nil {
-			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.QOSNames(), ", "))
-		}
-		for _, name := range sortedKeys(s.QOS) { // sorted: the same error on every replica
-			other := s.QOS[name]
-			if other.Name != q.Name && slices.Contains(other.Preempt, q.Name) {
-				return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, other.Name, other.Name)
-			}
-		}
-		if n := s.activeInAnyQOS(q.Name); n > 0 {
-			return fmt.Errorf("qos %s: %d pending or running jobs use it; cancel them or wait until they end", q.Name, n)
-		}
-		return nil
+	if by := qos.PreemptedBy(q.Name, s.QOS); len(by) > 0 {
+		return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, by[0], by[0])
 	}
-	for _, p := range q.Preempt {
-		if p == q.Name {
-			return fmt.Errorf("qos %s: a QoS cannot preempt itself", q.Name)
-		}
-		if s.QOS[p] == nil {
-			return fmt.Errorf("qos %s: --preempt names %s, which is no QoS (QoS: %s)", q.Name, p, strings.Join(s.QOSNames(), ", "))
-		}
-	}
-	if q.PreemptMode != "" {
-		m, err := api.ParsePreemptMode(string(q.PreemptMode))
-		if err != nil {
-			return fmt.Errorf("qos %s: %w", q.Name, err)
-		}
-		q.PreemptMode = m // stored in the form the scheduler compares
-	}
-	if q.Priority < 0 {
-		return fmt.Errorf("qos %s: --priority must be ≥ 0", q.Name)
-	}
-	if q.MaxWall < 0 || q.MaxJobsPerUser < 0 || q.MaxSubmitPerUser < 0 || q.GrpCPUs < 0 || q.PreemptExemptTime < 0 {
-		return fmt.Errorf("qos %s: limits must be positive (0 is unlimited)", q.Name)
+	if n := s.activeInAnyQOS(q.Name); n > 0 {
+		return fmt.Errorf("qos %s: %d pending or running jobs use it; cancel them or wait until they end", q.Name, n)
 	}
 	return nil
 }
 
-func (s *State) QOSNames() []string {
-	names := make([]string, 0, len(s.QOS))
-	for n := range s.QOS {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// QOSNames returns the QoS names, sorted.
+func (s *State) QOSNames() []string { return qos.Names(s.QOS) }
 
 func (s *State) applyPutAccount(c *PutAccount) error {
 	a := c.Account
@@ -246,25 +218,46 @@ func (s *State) DefaultAccount(user string) string {
 
 // activeInAnyQOS counts the pending and running jobs of every user in a
 // QoS.
-func (s *State) activeInAnyQOS(qos string) int {
+func (s *State) activeInAnyQOS(q string) int {
 	n := 0
-	for _, j := range s.Jobs {
-		if j.Spec.QOS == qos && !j.State.Terminal() {
-			n++
+	for k, c := range s.qosActive {
+		if k.qos == q {
+			n += c
 		}
 	}
 	return n
 }
 
-// ActiveInQOS counts a user's pending and running jobs in a QoS.
-func (s *State) ActiveInQOS(user, qos string) int {
-	n := 0
-	for _, j := range s.Jobs {
-		if j.Spec.User == user && j.Spec.QOS == qos && !j.State.Terminal() {
-			n++
-		}
+// ActiveInQOS counts a user's pending and running jobs in a QoS (a job
+// record each: an array's unstarted tasks count once).
+func (s *State) ActiveInQOS(user, q string) int { return s.qosActive[qosUser{user, q}] }
+
+// qosUser keys the count of a user's active jobs in a QoS.
+type qosUser struct{ user, qos string }
+
+// countActive keeps qosActive right as job old (nil for a new record) is
+// replaced by j.
+func (s *State) countActive(old, j *Job) {
+	was := old != nil && !old.State.Terminal() && old.Spec.QOS != ""
+	is := !j.State.Terminal() && j.Spec.QOS != ""
+	switch {
+	case was && !is:
+		s.addActive(old.Spec.User, old.Spec.QOS, -1)
+	case is && !was:
+		s.addActive(j.Spec.User, j.Spec.QOS, 1)
+	case was && is && (old.Spec.User != j.Spec.User || old.Spec.QOS != j.Spec.QOS):
+		s.addActive(old.Spec.User, old.Spec.QOS, -1)
+		s.addActive(j.Spec.User, j.Spec.QOS, 1)
 	}
-	return n
+}
+
+func (s *State) addActive(user, q string, delta int) {
+	k := qosUser{user, q}
+	if n := s.qosActive[k] + delta; n > 0 {
+		s.qosActive[k] = n
+	} else {
+		delete(s.qosActive, k)
+	}
 }
 
 // FairshareTree builds the association tree with usage decayed to now.
@@ -322,11 +315,7 @@ func (s *State) fairshare(now time.Time) map[UserKey]float64 {
 	if len(s.Users) == 0 {
 		return nil
 	}
-	alg := fairshare.FairTree
-	if s.Config.Fairshare == string(fairshare.Classic) {
-		alg = fairshare.Classic
-	}
-	_, factors := fairshare.Compute(s.FairshareTree(now), alg)
+	_, factors := fairshare.Compute(s.FairshareTree(now), s.FairshareAlgorithm())
 	out := make(map[UserKey]float64, len(factors))
 	for k, f := range factors {
 		out[UserKey{Account: k.Account, User: k.User}] = f
@@ -345,4 +334,15 @@ func (s *State) CheckUser(u api.AccountUser, del bool) error {
 func (s *State) PolicyView() api.PolicyView {
 	p := policyOf(s)
 	return api.PolicyView{Config: p.Config, QOS: p.QOS, Accounts: p.Accounts, Users: p.Users}
+}
+
+// FairshareAlgorithm is the configured fair-share algorithm: the one place
+// the setting is read (api.SchedConfig.Set admits only the known names;
+// anything else reads as Fair Tree, Slurm's default).
+func (s *State) FairshareAlgorithm() fairshare.Algorithm {
+	alg, err := fairshare.ParseAlgorithm(s.Config.Fairshare)
+	if err != nil {
+		return fairshare.FairTree
+	}
+	return alg
 }

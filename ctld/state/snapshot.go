@@ -76,6 +76,10 @@ type policyRecord struct {
 	Accounts []api.Account     `json:"accounts,omitempty"`
 	Users    []api.AccountUser `json:"users,omitempty"`
 	Usage    []usageRecord     `json:"usage,omitempty"`
+	// Partitions and Seeded are the configured partitions and whether
+	// the cluster was seeded (format 3).
+	Partitions []api.Partition `json:"partitions,omitempty"`
+	Seeded     bool            `json:"seeded,omitempty"`
 }
 
 type usageRecord struct {
@@ -85,7 +89,10 @@ type usageRecord struct {
 
 // policyOf copies the policy part of s, sorted so snapshots are stable.
 func policyOf(s *State) *policyRecord {
-	p := &policyRecord{Config: s.Config}
+	p := &policyRecord{Config: s.Config, Seeded: s.Seeded}
+	for _, n := range sortedKeys(s.Partitions) {
+		p.Partitions = append(p.Partitions, *s.Partitions[n])
+	}
 	for _, n := range sortedKeys(s.QOS) {
 		p.QOS = append(p.QOS, *s.QOS[n])
 	}
@@ -123,6 +130,10 @@ func restorePolicy(s *State, p *policyRecord) {
 	for i := range p.Accounts {
 		s.Accounts[p.Accounts[i].Name] = &p.Accounts[i]
 	}
+	for i := range p.Partitions {
+		s.Partitions[p.Partitions[i].Name] = &p.Partitions[i]
+	}
+	s.Seeded = p.Seeded
 	for i := range p.Users {
 		u := &p.Users[i]
 		s.Users[UserKey{Account: u.Account, User: u.Name}] = u

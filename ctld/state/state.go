@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"corral/api"
@@ -38,6 +37,12 @@ type State struct {
 	ArrayTasks map[uint64][]uint64
 	// Config is the scheduler's runtime configuration.
 	Config api.SchedConfig
+	// Partitions are the configured partitions, by name (PartitionList
+	// adds those that only node daemons name). Seeded is set once the
+	// first leader seeded them, with Config's memory per CPU and policy,
+	// from its flags (SeedConfig).
+	Partitions map[string]*api.Partition
+	Seeded     bool
 	// QOS, Accounts and Users are the policy objects, by name (users by
 	// account and name).
 	QOS      map[string]*api.QOS
@@ -61,6 +66,9 @@ type State struct {
 	finished   []finishedRef
 	depRefs    map[uint64]int
 	jobsPeak   int
+	// qosActive counts each user's pending and running jobs per QoS
+	// (derived from Jobs), for MaxSubmitPerUser.
+	qosActive map[qosUser]int
 	// touched lists the nodes whose allocations changed during the entry
 	// being applied; the controller wakes their watchers (TakeTouched).
 	// It is scratch, never replicated.
@@ -81,6 +89,7 @@ func New() *State {
 		Tasks:       make(map[api.TaskRef]uint64),
 		ArrayTasks:  make(map[uint64][]uint64),
 		Config:      api.DefaultSchedConfig(),
+		Partitions:  make(map[string]*api.Partition),
 		QOS:         defaultQOS(),
 		Accounts:    make(map[string]*api.Account),
 		Users:       make(map[UserKey]*api.AccountUser),
@@ -90,6 +99,7 @@ func New() *State {
 		internRefs:  make(map[*byte]int32),
 		envRefs:     make(map[*string]int32),
 		depRefs:     make(map[uint64]int),
+		qosActive:   make(map[qosUser]int),
 	}
 }
 
@@ -139,6 +149,7 @@ func (s *State) internSpec(sp *JobSpec) {
 // the indexes the purge reads, right.
 func (s *State) putJob(j *Job) {
 	s.trackRetention(s.Jobs[j.ID], j)
+	s.countActive(s.Jobs[j.ID], j)
 	s.Jobs[j.ID] = j
 	if j.State == api.StatePending {
 		s.Pending[j.ID] = struct{}{}
@@ -213,38 +224,4 @@ func (s *State) eachJob(ids []uint64, change func(j *Job) string) *IDsResult {
 		res.Changed = append(res.Changed, id)
 	}
 	return res
-}
-
-// Partitions derives the partition list: the configured ones plus any a
-// node serves.
-func (s *State) Partitions(cfg []api.Partition) []api.Partition {
-	byName := make(map[string]*api.Partition)
-	var out []api.Partition
-	for _, p := range cfg {
-		p.Nodes = nil
-		out = append(out, p)
-	}
-	for i := range out {
-		byName[out[i].Name] = &out[i]
-	}
-	names := make([]string, 0, len(s.Nodes))
-	for name := range s.Nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, pn := range s.Nodes[name].Partitions {
-			p, ok := byName[pn]
-			if !ok {
-				out = append(out, api.Partition{Name: pn})
-				// Re-point the map: append may have moved the slice.
-				for i := range out {
-					byName[out[i].Name] = &out[i]
-				}
-				p = byName[pn]
-			}
-			p.Nodes = append(p.Nodes, name)
-		}
-	}
-	return out
 }

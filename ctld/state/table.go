@@ -65,6 +65,10 @@ var commands = map[CommandType]command{
 	CmdPutUser:     def("PutUser", func(s *State, c *PutUser, _ uint64) any { return errOrNil(s.applyPutUser(c)) }),
 	CmdUpdateJob:   def("UpdateJob", func(s *State, c *UpdateJob, _ uint64) any { return errOrNil(s.applyUpdateJob(c)) }),
 	CmdPurgeJobs:   def("PurgeJobs", func(s *State, c *PurgeJobs, _ uint64) any { return s.applyPurge(c) }),
+	CmdPutPartition: def("PutPartition", func(s *State, c *PutPartition, _ uint64) any {
+		return errOrNil(s.applyPutPartition(c))
+	}),
+	CmdSeedConfig: def("SeedConfig", func(s *State, c *SeedConfig, _ uint64) any { return s.applySeed(c) }),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
