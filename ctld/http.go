@@ -204,6 +204,7 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 				a.Raw = arrayText(a)
 			}
 			out[i] = stateSpec(sp)
+			out[i].Dependency = s.ResolveDependency(out[i].Dependency)
 		}
 	})
 	if verr != nil {

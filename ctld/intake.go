@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"corral/api"
@@ -141,11 +139,4 @@ func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{})
 		}
 		answerAll(batch, res.Results, nil)
 	}()
-}
-
-// parseJobRef reads "12" or "12_3" (an array element) as job id 12.
-func parseJobRef(s string) (uint64, bool) {
-	base, _, _ := strings.Cut(s, "_")
-	id, err := strconv.ParseUint(base, 10, 64)
-	return id, err == nil && id > 0
 }

@@ -19,6 +19,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 		return refuseUpdate(req.ID, err)
 	}
 	var err error
+	var dep *state.Dependency
 	c.fsm.Read(func(s *state.State) {
 		j := s.Jobs[req.ID]
 		switch {
@@ -28,15 +29,19 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 			err = badRequest("job %d is %s; only pending jobs can be updated", req.ID, j.State)
 		case req.Dependency != nil:
 			for _, cl := range req.Dependency.Clauses {
-				for _, ref := range cl.JobIDs {
-					id, ok := parseJobRef(ref)
-					if !ok || s.Jobs[id] == nil {
-						err = &fieldError{Field: "dependency", Msg: fmt.Sprintf("job %d: --dependency=%s names %s, which is no job", req.ID, req.Dependency.Raw, ref)}
+				for _, raw := range cl.JobIDs {
+					ref, perr := api.ParseJobRef(raw)
+					if perr != nil || s.Jobs[ref.ID] == nil {
+						err = &fieldError{Field: "dependency", Msg: fmt.Sprintf("job %d: --dependency=%s names %s, which is no job", req.ID, req.Dependency.Raw, raw)}
 						return
 					}
 				}
 			}
-			if cycle := state.DependencyCycle(s, req.ID, stateDependency(req.Dependency)); cycle != nil {
+			// The references are resolved once, here, into the typed
+			// targets the entry carries; the cycle check reads those
+			// targets as the pass will.
+			dep = s.ResolveDependency(stateDependency(req.Dependency))
+			if cycle := state.DependencyCycle(s, req.ID, dep); cycle != nil {
 				err = &fieldError{Field: "dependency", Msg: fmt.Sprintf("job %d: --dependency=%s would make a cycle: %s; a job in a cycle could never start", req.ID, req.Dependency.Raw, state.CycleText(cycle))}
 			}
 		}
@@ -44,7 +49,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: c.clock.Now().UTC(), ID: req.ID, Dependency: stateDependency(req.Dependency)}); err != nil {
+	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: c.clock.Now().UTC(), ID: req.ID, Dependency: dep}); err != nil {
 		return badRequest("%v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})

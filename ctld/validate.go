@@ -145,13 +145,13 @@ func checkDependencyTargets(i int, d *api.Dependency, s *state.State) error {
 		return nil
 	}
 	for _, cl := range d.Clauses {
-		for _, ref := range cl.JobIDs {
-			id, ok := parseJobRef(ref)
-			if !ok {
-				return refuse(i, "dependency", "--dependency=%s: %q is not a job id", d.Raw, ref)
+		for _, raw := range cl.JobIDs {
+			ref, err := api.ParseJobRef(raw)
+			if err != nil {
+				return refuse(i, "dependency", "--dependency=%s: %v", d.Raw, err)
 			}
-			if _, exists := s.Jobs[id]; !exists {
-				return refuse(i, "dependency", "--dependency=%s: job %d does not exist", d.Raw, id)
+			if _, exists := s.Jobs[ref.ID]; !exists {
+				return refuse(i, "dependency", "--dependency=%s: job %d does not exist", d.Raw, ref.ID)
 			}
 		}
 	}

@@ -144,14 +144,16 @@ func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string
 		var parts []string
 		c.fsm.Read(func(s *state.State) {
 			for _, cl := range d.Clauses {
-				for _, raw := range cl.JobIDs {
+				for _, t := range cl.Targets {
 					st := "unknown"
-					if ref, err := api.ParseJobRef(raw); err == nil {
-						if t := s.Jobs[ref.ID]; t != nil {
-							st = string(t.State)
+					if t.Kind == state.DepTask {
+						if recs := t.Records(s.DepLookups()); len(recs) > 0 {
+							st = string(recs[0].State)
 						}
+					} else if tj := s.Jobs[t.Job]; tj != nil {
+						st = string(tj.State)
 					}
-					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, raw, st))
+					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, t, st))
 				}
 				if cl.Type == "singleton" {
 					parts = append(parts, "singleton: waits for the other jobs named "+j.Spec.Name+" of user "+j.Spec.User)

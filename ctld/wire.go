@@ -23,7 +23,9 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 	}
 }
 
-// stateDependency is a dependency as the state records it.
+// stateDependency is a dependency as the request gave it, its targets
+// still the references users wrote; the state resolves them
+// (State.ResolveDependency) before the job is proposed.
 func stateDependency(d *api.Dependency) *state.Dependency {
 	if d == nil {
 		return nil
@@ -54,7 +56,11 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 	}
 	out := &api.Dependency{Any: d.Any, Raw: d.Raw, Clauses: make([]api.DepClause, len(d.Clauses))}
 	for i, c := range d.Clauses {
-		out.Clauses[i] = api.DepClause{Type: c.Type, JobIDs: c.JobIDs, Minutes: c.Minutes}
+		ids := c.JobIDs
+		for _, t := range c.Targets {
+			ids = append(ids, t.String())
+		}
+		out.Clauses[i] = api.DepClause{Type: c.Type, JobIDs: ids, Minutes: c.Minutes}
 	}
 	return out
 }

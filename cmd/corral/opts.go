@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"corral/api"
@@ -111,12 +110,11 @@ func parseJobIDs(args []string) ([]uint64, error) {
 			if item == "" {
 				continue
 			}
-			base, _, _ := strings.Cut(item, "_")
-			id, err := strconv.ParseUint(base, 10, 64)
-			if err != nil || id == 0 {
+			ref, err := api.ParseJobRef(item)
+			if err != nil {
 				return nil, fmt.Errorf("%q is not a job id (job ids are positive numbers, e.g. 42)", item)
 			}
-			ids = append(ids, id)
+			ids = append(ids, ref.ID)
 		}
 	}
 	return ids, nil

@@ -283,6 +283,20 @@ func (sc *scene) noLookup() *scene { sc.jobs = nil; return sc }
 // snapshot returns the finished snapshot. Each call returns a fresh value
 // sharing the same jobs and nodes.
 func (sc *scene) snapshot() *Snapshot {
+	// Dependencies are resolved as the controller resolves them at
+	// submit: "12" names a whole array when job 12 is one.
+	for _, j := range sc.jobs {
+		j.Spec.Dependency = state.ResolveTargets(j.Spec.Dependency, func(id uint64) bool {
+			t := sc.jobs[id]
+			return t != nil && t.ArrayJobID == t.ID
+		})
+	}
+	for _, j := range sc.s.Pending {
+		j.Spec.Dependency = state.ResolveTargets(j.Spec.Dependency, func(id uint64) bool {
+			t := sc.jobs[id]
+			return t != nil && t.ArrayJobID == t.ID
+		})
+	}
 	s := sc.s
 	s.Pending = slices.Clone(sc.s.Pending)
 	s.Nodes = slices.Clone(sc.s.Nodes)

@@ -69,34 +69,21 @@ type depTargets struct {
 // collect records the targets of dependency d.
 func (t *depTargets) collect(d *state.Dependency, s *state.State) {
 	for _, cl := range d.Clauses {
-		for _, raw := range cl.JobIDs {
-			ref, err := api.ParseJobRef(raw)
-			if err != nil {
-				continue
-			}
-			if ref.HasTask {
-				tr := api.TaskRef{Array: ref.ID, Task: ref.Task}
+		for _, tg := range cl.Targets {
+			switch tg.Kind {
+			case state.DepTask:
+				tr := api.TaskRef{Array: tg.Job, Task: tg.Task}
 				if j, _ := s.ResolveTask(tr); j != nil {
 					t.tasks[tr] = j
 				}
 				continue
-			}
-			j := s.Jobs[ref.ID]
-			if j == nil {
-				continue
-			}
-			t.jobs[ref.ID] = j
-			if j.ArrayJobID == j.ID {
-				if _, done := t.arrays[j.ID]; !done {
-					recs := []*state.Job{}
-					if j.IsArrayPending() {
-						recs = append(recs, j)
-					}
-					for _, id := range s.ArrayTasks[j.ID] {
-						recs = append(recs, s.Jobs[id])
-					}
-					t.arrays[j.ID] = recs
+			case state.DepArray:
+				if _, done := t.arrays[tg.Job]; !done {
+					t.arrays[tg.Job] = s.ArrayRecords(tg.Job)
 				}
+			}
+			if j := s.Jobs[tg.Job]; j != nil {
+				t.jobs[tg.Job] = j
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,29 +31,104 @@ func (s *State) applyUpdateJob(c *UpdateJob) error {
 	if j.State != api.StatePending {
 		return fmt.Errorf("job %d is %s; only pending jobs can be updated", c.ID, j.State)
 	}
-	j.Spec.Dependency = c.Dependency
+	j.Spec.Dependency = s.ResolveDependency(c.Dependency)
 	j.Reason = api.ReasonNone
 	s.putJob(j)
 	return nil
 }
 
+// ResolveDependency returns d with its targets resolved, parsed from the
+// references users give (JobIDs): "12_5" names a task, "12" a whole array
+// when job 12 is one, else the job. The controller resolves a request's
+// dependency when it admits it; the apply resolves those of entries
+// written before targets were typed. d itself is not changed.
+func (s *State) ResolveDependency(d *Dependency) *Dependency {
+	return ResolveTargets(d, func(id uint64) bool {
+		j := s.Jobs[id]
+		return j != nil && j.ArrayJobID == j.ID
+	})
+}
+
+// ResolveTargets is ResolveDependency with isArray telling which ids name
+// arrays. A reference that does not parse names nothing (its clause can
+// never be met); validation refuses those before they are proposed.
+func ResolveTargets(d *Dependency, isArray func(id uint64) bool) *Dependency {
+	if d == nil || !slices.ContainsFunc(d.Clauses, func(c DepClause) bool { return len(c.JobIDs) > 0 }) {
+		return d
+	}
+	out := &Dependency{Any: d.Any, Raw: d.Raw, Clauses: make([]DepClause, len(d.Clauses))}
+	for i, c := range d.Clauses {
+		c.Targets = slices.Clone(c.Targets)
+		for _, raw := range c.JobIDs {
+			ref, err := api.ParseJobRef(raw)
+			t := DepTarget{Kind: DepJob, Job: ref.ID}
+			switch {
+			case err != nil:
+				t.Job = 0
+			case ref.HasTask:
+				t.Kind, t.Task = DepTask, ref.Task
+			case isArray(ref.ID):
+				t.Kind = DepArray
+			}
+			c.Targets = append(c.Targets, t)
+		}
+		c.JobIDs = nil
+		out.Clauses[i] = c
+	}
+	return out
+}
+
+// DepLookups returns the lookups that resolve a dependency target against
+// the state (DepTarget.Records).
+func (s *State) DepLookups() DepLookups {
+	return DepLookups{
+		Job: func(id uint64) *Job { return s.Jobs[id] },
+		Task: func(array uint64, task int) *Job {
+			j, _ := s.ResolveTask(api.TaskRef{Array: array, Task: task})
+			return j
+		},
+		Array: func(id uint64) []*Job { return s.ArrayRecords(id) },
+	}
+}
+
+// ArrayRecords returns every record of array id: its pending record, if it
+// still has tasks to start, then each started task's, in start order.
+func (s *State) ArrayRecords(id uint64) []*Job {
+	j := s.Jobs[id]
+	if j == nil || j.ArrayJobID != j.ID {
+		return nil
+	}
+	var recs []*Job
+	if j.IsArrayPending() {
+		recs = append(recs, j)
+	}
+	for _, tid := range s.ArrayTasks[id] {
+		if t := s.Jobs[tid]; t != nil {
+			recs = append(recs, t)
+		}
+	}
+	return recs
+}
+
 // DependencyCycle returns a cycle of waiting jobs (each waiting on the next,
 // the last on the first) that giving job id the dependency dep would
-// close, or nil. The graph has an edge from each pending job to each job
-// its dependency names that is pending too (finished and running jobs wait
+// close, or nil. The graph has an edge from each pending job to each record
+// its dependency names (DepTarget.Records, as the pass reads them) that is
+// pending too (finished and running jobs wait
 // on nothing, so no cycle passes through them); gonum's topological sort
 // finds the strongly connected components that hold cycles.
 func DependencyCycle(s *State, id uint64, dep *Dependency) []uint64 {
+	lookups := s.DepLookups()
 	targets := func(jid uint64, d *Dependency) []uint64 {
 		var out []uint64
 		if d == nil {
 			return nil
 		}
 		for _, cl := range d.Clauses {
-			for _, raw := range cl.JobIDs {
-				if t, ok := refID(raw); ok {
-					if tj := s.Jobs[t]; tj != nil && tj.State == api.StatePending {
-						out = append(out, t)
+			for _, t := range cl.Targets {
+				for _, tj := range t.Records(lookups) {
+					if tj.State == api.StatePending {
+						out = append(out, tj.ID)
 					}
 				}
 			}
@@ -150,11 +226,4 @@ func CycleText(cycle []uint64) string {
 	}
 	parts = append(parts, strconv.FormatUint(cycle[0], 10))
 	return strings.Join(parts, " → ")
-}
-
-// refID returns the job id a dependency reference names: 12 for "12" and
-// for "12_5".
-func refID(raw string) (uint64, bool) {
-	r, err := api.ParseJobRef(raw)
-	return r.ID, err == nil
 }

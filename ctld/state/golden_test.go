@@ -148,6 +148,15 @@ func goldenCommands() []struct {
 			DefaultTime: 3600, Nodes: []string{"g1"}, QueueUnfit: true, AllowAccounts: []string{"phys"}, DenyAccounts: []string{"bio"},
 			AllowQos: []string{"high"}, PriorityTier: 2, PreemptMode: api.PreemptRequeue, MaxNodes: 4, MinNodes: 1}}},
 		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "gpu"}, Delete: true}},
+		// Dependencies as typed targets, resolved once at submit: a job,
+		// one task of an array and a whole array.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 30, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("typed")
+			sp.Dependency = &Dependency{Raw: "afterok:25:2_5,afterany:2", Clauses: []DepClause{
+				{Type: "afterok", Targets: []DepTarget{{Kind: DepJob, Job: 25}, {Kind: DepTask, Job: 2, Task: 5}}},
+				{Type: "afterany", Targets: []DepTarget{{Kind: DepArray, Job: 2}}}}}
+			return sp
+		}()}}},
 	}
 }
 

@@ -81,11 +81,82 @@ type DepClause struct {
 	// Type is after, afterany, afterok, afternotok, aftercorr or
 	// singleton (which names no job).
 	Type string `json:"type"`
-	// JobIDs names the targets as users do: "12", or "12_5" for one task
-	// of array 12.
+	// Targets are the jobs the clause names, parsed and resolved once,
+	// when the job is submitted (or its dependency updated).
+	Targets []DepTarget `json:"targets,omitempty"`
+	// JobIDs is how entries written before typed targets named them ("12",
+	// "12_5"); the apply resolves them into Targets when it takes such an
+	// entry, and no record keeps them.
 	JobIDs []string `json:"job_ids,omitempty"`
 	// Minutes is the +time of after:<id>+<minutes>.
 	Minutes int `json:"minutes,omitempty"`
+}
+
+// DepKind is what a dependency target names.
+type DepKind string
+
+// Dependency target kinds.
+const (
+	// DepJob names one job ("12").
+	DepJob DepKind = "job"
+	// DepTask names one task of an array ("12_5"): the task's own record
+	// once it started, the array's pending record until then.
+	DepTask DepKind = "task"
+	// DepArray names every task of an array ("12", when job 12 is one).
+	DepArray DepKind = "array"
+)
+
+// DepTarget is one job a dependency names.
+type DepTarget struct {
+	Kind DepKind `json:"kind"`
+	Job  uint64  `json:"job"`
+	Task int     `json:"task,omitempty"`
+}
+
+// String writes the target as users name it.
+func (t DepTarget) String() string {
+	if t.Kind == DepTask {
+		return strconv.FormatUint(t.Job, 10) + "_" + strconv.Itoa(t.Task)
+	}
+	return strconv.FormatUint(t.Job, 10)
+}
+
+// DepLookups are how a target's records are found: a job by id, the record
+// holding a task of an array, every record of an array. The state and the
+// scheduling pass each give their own, and both resolve targets with
+// Records, so the pass and the cycle check read dependencies alike.
+type DepLookups struct {
+	Job   func(id uint64) *Job
+	Task  func(array uint64, task int) *Job
+	Array func(id uint64) []*Job
+}
+
+// Records returns the records target t names: nil when it names nothing
+// known (the dependency can never be met).
+func (t DepTarget) Records(l DepLookups) []*Job {
+	switch t.Kind {
+	case DepTask:
+		if l.Task != nil {
+			if j := l.Task(t.Job, t.Task); j != nil {
+				return []*Job{j}
+			}
+			return nil
+		}
+	case DepArray:
+		if l.Array != nil {
+			if recs := l.Array(t.Job); len(recs) > 0 {
+				return recs
+			}
+			return nil
+		}
+	}
+	if l.Job == nil {
+		return nil
+	}
+	if j := l.Job(t.Job); j != nil {
+		return []*Job{j}
+	}
+	return nil
 }
 
 // Job is a job as the state records it: the request and its lifecycle.

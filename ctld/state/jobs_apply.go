@@ -49,6 +49,7 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 			continue
 		}
 		s.internSpec(&spec)
+		spec.Dependency = s.ResolveDependency(spec.Dependency)
 		j := &Job{ID: id, Spec: spec, State: api.StatePending, Reason: api.ReasonNone, SubmitTime: c.Now}
 		if spec.Hold {
 			j.Reason = api.ReasonJobHeldUser

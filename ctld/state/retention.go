@@ -4,7 +4,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -128,16 +127,11 @@ func (s *State) countDeps(d *Dependency, delta int) {
 		return
 	}
 	for _, cl := range d.Clauses {
-		for _, raw := range cl.JobIDs {
-			base, _, _ := strings.Cut(raw, "_")
-			id, err := strconv.ParseUint(base, 10, 64)
-			if err != nil {
-				continue
-			}
-			if n := s.depRefs[id] + delta; n > 0 {
-				s.depRefs[id] = n
+		for _, t := range cl.Targets {
+			if n := s.depRefs[t.Job] + delta; n > 0 {
+				s.depRefs[t.Job] = n
 			} else {
-				delete(s.depRefs, id)
+				delete(s.depRefs, t.Job)
 			}
 		}
 	}

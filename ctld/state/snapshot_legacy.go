@@ -140,7 +140,14 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 	clear(s.Jobs)
 	slices.SortFunc(jobs, func(a, b *legacyJob) int { return cmpUint(a.ID, b.ID) })
 	runs := map[uint64]uint64{} // job id → its active allocation
+	arrays := map[uint64]bool{}
 	for _, lj := range jobs {
+		if lj.ArrayJobID == lj.ID {
+			arrays[lj.ID] = true
+		}
+	}
+	for _, lj := range jobs {
+		lj.Spec.Dependency = ResolveTargets(lj.Spec.Dependency, func(id uint64) bool { return arrays[id] })
 		j, a := s.upgradeJob(lj)
 		if a != nil && a.Active() {
 			runs[j.ID] = a.ID
