@@ -22,6 +22,8 @@ type APIError struct {
 	Status  int
 	Message string
 	Field   string
+	// Errno is the system error a job I/O request failed with (EACCES).
+	Errno string
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -34,6 +36,9 @@ type Client struct {
 	http     *http.Client
 	next     atomic.Uint32
 	RetryFor time.Duration
+	// User is sent in UserHeader with every request: whom the caller says
+	// it is, until requests are authenticated (issue #12).
+	User string
 }
 
 // NewClient returns a client for the comma-separated controller URLs in addrs
@@ -130,6 +135,9 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.User != "" {
+		req.Header.Set(UserHeader, c.User)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
@@ -144,7 +152,7 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = fmt.Sprintf("%s %s: %s: %s", method, u, resp.Status, strings.TrimSpace(string(data)))
 		}
-		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field, Errno: e.Errno}
 	}
 	if raw, ok := out.(*[]byte); ok {
 		*raw = data

@@ -204,6 +204,9 @@ type JobSpec struct {
 	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`  // MiB; 0 means unset
 	// TimeLimit is in seconds; 0 means the partition's limit.
 	TimeLimit int64 `json:"time_limit_s,omitempty"`
+	// Signal is the time-limit warning (sbatch --signal=[B:]SIG[@TIME]):
+	// nil sends none.
+	Signal *WarnSignal `json:"signal,omitempty"`
 
 	Output  string `json:"output,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -227,6 +230,10 @@ type JobSpec struct {
 	Array      *ArraySpec        `json:"array,omitempty"`
 	// Image names the guest image for the vm runner; empty is the default.
 	Image string `json:"image,omitempty"`
+	// NoMigrate gives up live migration for speed (--no-migrate): the vm
+	// runner shares the host's files over virtiofs, which QEMU cannot
+	// migrate, instead of NFS.
+	NoMigrate bool `json:"no_migrate,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.
@@ -284,6 +291,10 @@ type Job struct {
 
 	ExitCode int `json:"exit_code"`
 	Signal   int `json:"signal,omitempty"`
+	// CPUSeconds and PeakMemKB are what the job's run used on its node, as
+	// the node measured it (its VM's cgroup); 0 when not measured.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
 	// Message carries the node's explanation of an abnormal end.
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`

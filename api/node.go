@@ -51,6 +51,10 @@ type NodeInfo struct {
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
 	// node never over-commits its RAM.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// APIAddr is the node daemon's job API (http://HOST:PORT), which the
+	// controllers proxy exec, signals, files and output to; empty when the
+	// daemon serves none.
+	APIAddr string `json:"api_addr,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -160,6 +164,11 @@ type JobReport struct {
 	ExitCode   int      `json:"exit_code"`
 	Signal     int      `json:"signal,omitempty"`
 	Message    string   `json:"message,omitempty"`
+	// CPUSeconds and PeakMemKB are the run's CPU time and peak memory on
+	// the node, everything its runner ran for it included (a VM's QEMU and
+	// virtiofsd); 0 when the runner does not measure them.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
 }
 
 // NodeStatus is a node daemon's report: its identity and what happened to

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,22 @@ type Partition struct {
 	// PartitionNodeLimit.
 	MaxNodes int `json:"max_nodes,omitempty"`
 	MinNodes int `json:"min_nodes,omitempty"`
+
+	// What a job's VM sees (docs/vm.md); CheckVM says which values are
+	// valid.
+
+	// SharedPaths are host directories (/home, /scratch, /projects) that
+	// every job of the partition has read-write at the same path in its
+	// VM, besides its working and submit directories and its home.
+	SharedPaths []string `json:"shared_paths,omitempty"`
+	// Share is how the host's files reach the VMs: "nfs" (served by the
+	// node over the VM's own network; the VM can live-migrate) or
+	// "virtiofs" (faster; QEMU 7.2 cannot migrate such a VM). Empty means
+	// the node's default, nfs.
+	Share string `json:"share,omitempty"`
+	// Network is the jobs' outbound network: "none" (the default: the
+	// guest has no network device beyond its share) is the only one today.
+	Network string `json:"network,omitempty"`
 }
 
 // Up reports whether the partition starts jobs (UP or DRAIN).
@@ -94,7 +111,7 @@ func (p *Partition) TakesJobs() bool {
 
 // PartitionKeys lists the settings Set takes, as scontrol spells them.
 var PartitionKeys = []string{"AllowAccounts", "AllowQos", "Default", "DefaultTime", "DenyAccounts", "MaxNodes",
-	"MaxTime", "MinNodes", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "State"}
+	"MaxTime", "MinNodes", "Network", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "Share", "SharedPaths", "State"}
 
 // Set changes one setting by scontrol's name (case-insensitive), e.g.
 // Set("State", "DRAIN") or Set("MaxTime", "2:00:00"); parseTime reads
@@ -125,6 +142,12 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 		p.AllowQos = list()
 	case "nodes":
 		p.Nodes = list()
+	case "sharedpaths":
+		p.SharedPaths = list()
+	case "share":
+		p.Share = strings.ToLower(value)
+	case "network":
+		p.Network = strings.ToLower(value)
 	case "default", "queueunfit":
 		var b bool
 		switch strings.ToUpper(value) {
@@ -168,7 +191,31 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 	default:
 		return fmt.Errorf("unknown partition setting %q (settings: %s)", key, strings.Join(PartitionKeys, ", "))
 	}
+	if err == nil {
+		err = p.CheckVM()
+	}
 	return err
+}
+
+// CheckVM says what is wrong with the settings of what the partition's job
+// VMs see (SharedPaths, Share, Network), or nil.
+func (p *Partition) CheckVM() error {
+	for _, sp := range p.SharedPaths {
+		if !path.IsAbs(sp) || path.Clean(sp) != sp || sp == "/" {
+			return fmt.Errorf("shared path %q: give a clean absolute path other than /", sp)
+		}
+	}
+	switch p.Share {
+	case "", "nfs", "virtiofs":
+	default:
+		return fmt.Errorf("share %q: use nfs (migratable, the default) or virtiofs (faster; the VMs cannot migrate)", p.Share)
+	}
+	switch p.Network {
+	case "", "none":
+	default:
+		return fmt.Errorf("network %q: only none is offered so far", p.Network)
+	}
+	return nil
 }
 
 // HasNode reports whether node name is configured for the partition.

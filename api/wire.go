@@ -124,4 +124,7 @@ type Error struct {
 	Error string `json:"error"`
 	// Field names the offending field or option when there is one.
 	Field string `json:"field,omitempty"`
+	// Errno names the system error behind a failure inside a job (EACCES,
+	// ENOENT) on the job I/O routes.
+	Errno string `json:"errno,omitempty"`
 }

@@ -96,7 +96,13 @@ func (tc *testCluster) waitLeader(t testing.TB) *Controller {
 // runNode plays a minimal node daemon: it runs every allocation by
 // reporting it COMPLETED at once.
 func runNode(ctx context.Context, cl *api.Client, name string) {
-	info := api.NodeInfo{Name: name, CPUs: 2, MemMB: 4096, Runner: "test", BootID: name + "-boot"}
+	runNodeInfo(ctx, cl, api.NodeInfo{Name: name, CPUs: 2, MemMB: 4096, Runner: "test", BootID: name + "-boot"})
+}
+
+// runNodeInfo is runNode for a node that registers with info; it registers
+// again when the controllers forget it.
+func runNodeInfo(ctx context.Context, cl *api.Client, info api.NodeInfo) {
+	name := info.Name
 	for cl.Register(ctx, info) != nil && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -105,6 +111,10 @@ func runNode(ctx context.Context, cl *api.Client, name string) {
 		d, err := cl.Desired(ctx, name, index, 2*time.Second)
 		if err != nil {
 			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if !d.Known {
+			_ = cl.Register(ctx, info)
 			continue
 		}
 		index = d.Index

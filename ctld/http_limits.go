@@ -84,7 +84,7 @@ func (t HTTPTimeouts) withDefaults() HTTPTimeouts {
 // daemons; limitRequests gives each body its own deadline instead.
 func (c *Controller) newHTTPServer(t HTTPTimeouts) *http.Server {
 	return &http.Server{
-		Handler:           c.limitRequests(c.routes(), t),
+		Handler:           splitJobIO(c.jobIORoutes(), c.limitRequests(c.routes(), t)),
 		ReadHeaderTimeout: t.Header,
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,

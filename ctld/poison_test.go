@@ -25,30 +25,7 @@ func smallInventory() *api.Inventory {
 
 // runInventoryNode is runNode for a node that reports an inventory.
 func runInventoryNode(ctx context.Context, cl *api.Client, name string) {
-	info := api.NodeInfo{Name: name, CPUs: 2, MemMB: 4096, Runner: "test", BootID: name + "-boot", Inventory: smallInventory()}
-	for cl.Register(ctx, info) != nil && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	var index uint64
-	for ctx.Err() == nil {
-		d, err := cl.Desired(ctx, name, index, 2*time.Second)
-		if err != nil {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		if !d.Known {
-			_ = cl.Register(ctx, info)
-			continue
-		}
-		index = d.Index
-		var reps []api.JobReport
-		for _, a := range d.Allocations {
-			reps = append(reps, api.JobReport{JobID: a.Job.ID, StartIndex: a.Job.StartIndex, State: api.StateCompleted})
-		}
-		if len(reps) > 0 {
-			_ = cl.Report(ctx, api.NodeStatus{Name: name, BootID: info.BootID, Reports: reps})
-		}
-	}
+	runNodeInfo(ctx, cl, api.NodeInfo{Name: name, CPUs: 2, MemMB: 4096, Runner: "test", BootID: name + "-boot", Inventory: smallInventory()})
 }
 
 // poisonSpecs are requests that once passed the API and stopped every

@@ -3,6 +3,7 @@ package ctld
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -135,6 +136,11 @@ func validateNodeInfo(info *api.NodeInfo) error {
 	c.text("boot_id", info.BootID, 128)
 	c.text("version", info.Version, 128)
 	c.text("accel", info.Accel, 64)
+	if info.APIAddr != "" {
+		if u, err := url.Parse(info.APIAddr); err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			c.fail("api_addr", "api_addr %q is not http://HOST:PORT", submit.Shown(info.APIAddr))
+		}
+	}
 	c.count("partitions", len(info.Partitions), maxNodePartitions)
 	for i, p := range info.Partitions {
 		c.name("partitions", p, submit.MaxNameBytes)

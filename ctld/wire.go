@@ -19,7 +19,8 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		MemPerCPU: sp.MemPerCPU, TimeLimit: sp.TimeLimit, Output: sp.Output, Error: sp.Error,
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
-		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image,
+		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
+		NoMigrate: sp.NoMigrate,
 	}
 }
 
@@ -46,7 +47,8 @@ func apiSpec(sp *state.JobSpec) api.JobSpec {
 		MemPerCPU: sp.MemPerCPU, TimeLimit: sp.TimeLimit, Output: sp.Output, Error: sp.Error,
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
-		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image,
+		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
+		NoMigrate: sp.NoMigrate,
 	}
 }
 
@@ -90,6 +92,7 @@ func apiJobRun(j *state.Job, a *state.Allocation) api.Job {
 	out.Node, out.CPUs, out.MemMB, out.OverheadMB, out.Placement = a.Node, a.CPUs, a.MemMB, a.OverheadMB, a.Placement
 	out.StartIndex, out.SuspendedFor, out.SuspendTime = a.StartIndex, a.SuspendedFor, a.SuspendTime
 	out.CPUsLent, out.PreemptedBy = a.CPUsLent, a.PreemptedBy
+	out.CPUSeconds, out.PeakMemKB = a.CPUSeconds, a.PeakMemKB
 	if a.Active() && a.Desired == state.AllocStop {
 		out.FinalState = a.StopAs
 	}
@@ -102,7 +105,7 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr,
 		},
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,

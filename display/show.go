@@ -97,6 +97,12 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	k.str("BatchFlag", "1")
 	k.str("ExitCode", strconv.Itoa(j.ExitCode)+":"+strconv.Itoa(j.Signal))
 	k.newLine()
+	if j.CPUSeconds > 0 || j.PeakMemKB > 0 {
+		k.key("TotalCPU")
+		k.buf = appendLongSecs(k.buf, int64(j.CPUSeconds+0.5))
+		k.str("MaxRSS", strconv.FormatInt(j.PeakMemKB, 10)+"K")
+		k.newLine()
+	}
 	k.key("RunTime")
 	k.buf = appendLongSecs(k.buf, elapsedSecs(j, now))
 	k.key("TimeLimit")
@@ -503,5 +509,18 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("PreemptMode", strings.ToUpper(mode))
 	k.str("State", state)
 	k.int("TotalNodes", int64(len(p.Nodes)))
+	k.newLine()
+	// What the partition's job VMs see: corral's own settings.
+	share := p.Share
+	if share == "" {
+		share = "nfs"
+	}
+	network := p.Network
+	if network == "" {
+		network = "none"
+	}
+	k.str("SharedPaths", orNull(strings.Join(p.SharedPaths, ",")))
+	k.str("Share", share)
+	k.str("Network", network)
 	k.done(w)
 }

@@ -86,7 +86,9 @@ func startInProcessWith(b *testing.B, voters, nodes, cpus int, runner noded.Runn
 	}
 	for i := 0; i < nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(nodeDir, name), Client: ncl, Logger: log, Runner: runner})
+		d, err := noded.New(noded.Config{Name: name, CPUs: cpus, MemMB: 16 << 10, DataDir: filepath.Join(nodeDir, name), Client: ncl, Logger: log, Runner: runner,
+			// The benchmark's user does not exist on the host.
+			RunJobsAs: noded.RunAsDaemon})
 		if err != nil {
 			b.Fatal(err)
 		}

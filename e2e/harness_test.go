@@ -174,6 +174,10 @@ func (c *cluster) startNode(t testing.TB, name string, extra ...string) *proc {
 	if !slices.Contains(extra, "--runner") {
 		args = append(args, "--runner", "process")
 	}
+	if !slices.Contains(extra, "--run-jobs-as") {
+		// The CLI submits as USER=tester, whom the host does not know.
+		args = append(args, "--run-jobs-as", "daemon")
+	}
 	p := startProc(t, c.dir, name, args...)
 	c.nodeds = append(c.nodeds, p)
 	return p

@@ -239,7 +239,7 @@ func TestLeaseFencesCutOffNode(t *testing.T) {
 	c.leader(t, 15*time.Second)
 	proxy := startCutProxy(t, c.http[0])
 	args := []string{"noded", "--name", "n1", "--ctld", proxy.addr(), "--data", c.dir + "/n1", "--log-level", "warn",
-		"--runner", "process", "--cpus", "2", "--mem", "1G"}
+		"--runner", "process", "--cpus", "2", "--mem", "1G", "--run-jobs-as", "daemon"}
 	n1 := startProc(t, c.dir, "n1", args...)
 	c.waitNodes(t, 1)
 	fenceScenario(t, c, n1, func() { proxy.setCut(true) }, func() { proxy.setCut(false) })

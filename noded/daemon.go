@@ -52,6 +52,16 @@ type Config struct {
 	// When the node's lease runs out it is at most a fifth of the
 	// controllers' node timeout (see leaseTerms).
 	KillGrace time.Duration
+	// RunJobsAs says whose credentials a job runs with: RunAsJobUser (the
+	// default) resolves the job's user in the node's passwd and group
+	// databases and refuses a user the node does not know; RunAsDaemon runs
+	// every job as the daemon's own user, for development clusters and
+	// tests whose submitting users do not exist on the node.
+	RunJobsAs string
+	// APIListen is where the job API listens (exec, signals, files and
+	// output of running jobs, which the controllers proxy here; see
+	// jobapi.go), host:port; empty serves none.
+	APIListen string
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -66,8 +76,10 @@ type Daemon struct {
 	bootID string
 	root   string // DataDir/jobs
 
-	reg   *registration
-	rep   *reporter
+	reg *registration
+	rep *reporter
+	// users caches the identities jobs run as (identity.go).
+	users users
 	lease *lease
 	// inv is the inventory the daemon reports (see Config.Rediscover).
 	inv  atomic.Pointer[api.Inventory]
@@ -80,6 +92,7 @@ type Daemon struct {
 	startedCh chan startedEvent
 	exitedCh  chan exitedEvent
 	timeoutCh chan jobKey
+	warnCh    chan jobKey
 	ackCh     chan []jobKey
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
@@ -91,6 +104,10 @@ type Daemon struct {
 	// running holds the ids of the jobs with live processes, for
 	// registration.
 	running atomic.Pointer[[]uint64]
+	// runs are the running jobs the job API may reach (publishRuns);
+	// apiURL is where it listens.
+	runs   atomic.Pointer[map[uint64]*liveRun]
+	apiURL atomic.Pointer[string]
 
 	mu         sync.Mutex
 	runCalled  bool
@@ -109,6 +126,10 @@ type Daemon struct {
 	leaseLost bool
 	keeper    *keeperProc
 	killMu    sync.Mutex
+
+	// partitions caches the partitions' shared paths and shares
+	// (partition).
+	partitions partitionCache
 }
 
 // New checks cfg, fills in its defaults and returns a daemon.
@@ -150,6 +171,13 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch cfg.RunJobsAs {
+	case "":
+		cfg.RunJobsAs = RunAsJobUser
+	case RunAsJobUser, RunAsDaemon:
+	default:
+		return nil, fmt.Errorf("noded: run jobs as %q: use %s or %s", cfg.RunJobsAs, RunAsJobUser, RunAsDaemon)
+	}
 	var b [16]byte
 	rand.Read(b[:])
 	d := &Daemon{
@@ -162,6 +190,7 @@ func New(cfg Config) (*Daemon, error) {
 		startedCh: make(chan startedEvent),
 		exitedCh:  make(chan exitedEvent),
 		timeoutCh: make(chan jobKey),
+		warnCh:    make(chan jobKey),
 		ackCh:     make(chan []jobKey, 16),
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
@@ -217,6 +246,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.ensureKeeper()
 	runCtx, cancel := context.WithCancel(ctx)
+	if err := d.listenAPI(runCtx); err != nil {
+		cancel()
+		return err
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { d.maintain(runCtx) })
 	wg.Go(func() { d.watch(runCtx) })
@@ -300,6 +333,8 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.onExited(ev)
 		case k := <-d.timeoutCh:
 			d.onTimeout(k)
+		case k := <-d.warnCh:
+			d.onWarn(k)
 		case keys := <-d.ackCh:
 			d.onAcked(keys)
 		case held := <-d.leaseCh:

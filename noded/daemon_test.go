@@ -68,8 +68,8 @@ func startDaemon(t *testing.T, f *fakeCtl, dataDir string, edit ...func(*Config)
 	cfg := Config{
 		Name: "n1", CPUs: 2, MemMB: 1024, DataDir: dataDir, Client: f.client(t),
 		HeartbeatInterval: 20 * time.Millisecond, WaitTimeout: 500 * time.Millisecond,
-		KillGrace: 300 * time.Millisecond,
-		Logger:    slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		KillGrace: 300 * time.Millisecond, RunJobsAs: RunAsDaemon,
+		Logger: slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, e := range edit {
 		e(&cfg)

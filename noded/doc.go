@@ -101,6 +101,18 @@
 //     handle names its process group (ProcessGroup), which the daemon writes
 //     to the run's session file for the keeper. Until a controller tells a
 //     lease the node has none and stops nothing.
+//   - The job API (Config.APIListen, jobapi.go) lets the controllers reach
+//     into a running job: exec over an upgraded connection, signals, files
+//     and the output file, streamed as it grows. Its address goes in the
+//     registration (api_addr). The loop publishes a copy of its running
+//     runs (publishRuns) for it, so requests never touch the job table; a
+//     request is checked again here (the job runs here and is not being
+//     stopped or suspended, the caller owns it or is root, every field) and
+//     acts as the run's user through the handle's JobAgent: the vm runner's
+//     guest agent, or the process runner on the host (agentproc.go: the
+//     command as the user in a session of its own, signals to the job's
+//     session but its shim, files opened with the user's file-system
+//     credentials).
 //   - Reported runs are remembered (tombstones, at least five minutes and
 //     until the desired state drops them) so that a desired state read
 //     before the controllers applied the report cannot start the run again.
@@ -108,8 +120,11 @@
 //
 // The process runner runs a job as a session of its own under a small
 // /bin/sh shim that records the script's exit status in the run's
-// directory; see shimScript for why it works the way it does. Its limits:
-// jobs run as the daemon's user; a process that calls setsid escapes Kill
+// directory; see shimScript for why it works the way it does. Jobs run as
+// their user (Config.RunJobsAs, identity.go): the daemon resolves the job's
+// user in the node's passwd and group, refuses one it does not know, and
+// hands every runner the resolved ident.User; HOME, USER and LOGNAME are
+// set to that user's. Its limits: a process that calls setsid escapes Kill
 // (there is no cgroup); a script's own `exit 129`..`exit 192` cannot be told
 // from death by signal 1..64 and is reported as the signal; OOM is not
 // detected (an OOM kill shows as signal 9); suspend is SIGSTOP to every

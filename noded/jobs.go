@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"corral/api"
+	"corral/internal/ident"
 	"corral/submit"
 
 	"corral/internal/procref"
@@ -87,7 +88,11 @@ type localJob struct {
 	starting bool   // the runner's Start is in flight
 	handle   Handle // set while the job runs
 	timer    *time.Timer
-	deadline time.Time
+	// warnTimer sends the time-limit warning (Spec.Signal) once; warned
+	// says it went.
+	warnTimer *time.Timer
+	warned    bool
+	deadline  time.Time
 	// recSaved says the record on disk is rec: the last write of it
 	// succeeded.
 	recSaved bool
@@ -206,7 +211,17 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
+	part, submitDir, noMigrate := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate
 	go func() {
+		if d.runner.Name() == "vm" {
+			// The VM mounts the partition's shared paths too, over the
+			// share the job and its partition ask for.
+			p := d.partition(context.Background(), part)
+			if len(p.SharedPaths) > 0 {
+				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
+			}
+			spec.Share = shareFor(noMigrate, p)
+		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}
 	}()
@@ -225,6 +240,39 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		return LaunchSpec{}, err
 	}
 	lj.dir, lj.recSaved = dir, true
+	jc, err := d.jobContext(j)
+	if err != nil {
+		return LaunchSpec{}, err
+	}
+	return LaunchSpec{
+		Job:     j,
+		Dir:     lj.dir,
+		Env:     jc.env,
+		Stdout:  jc.stdout,
+		Stderr:  jc.stderr,
+		Script:  j.Spec.Script,
+		Args:    j.Spec.Args,
+		WorkDir: jc.workDir,
+		User:    jc.user,
+		Shares:  jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
+	}, nil
+}
+
+// jobCtx is what a run is started with, and what the job API acts with:
+// the run's user, environment, working directory and output files.
+type jobCtx struct {
+	user           ident.User
+	env            []string
+	workDir        string
+	stdout, stderr string
+}
+
+// jobContext resolves a job's user and paths on this node.
+func (d *Daemon) jobContext(j *api.Job) (jobCtx, error) {
+	u, err := d.jobUser(j)
+	if err != nil {
+		return jobCtx{}, err
+	}
 	workDir := j.Spec.WorkDir
 	if workDir == "" {
 		workDir = j.Spec.SubmitDir
@@ -239,16 +287,7 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if errPath != "" && !filepath.IsAbs(errPath) {
 		errPath = filepath.Join(workDir, errPath)
 	}
-	return LaunchSpec{
-		Job:     j,
-		Dir:     lj.dir,
-		Env:     JobEnv(j, d.cfg.Name),
-		Stdout:  out,
-		Stderr:  errPath,
-		Script:  j.Spec.Script,
-		Args:    j.Spec.Args,
-		WorkDir: workDir,
-	}, nil
+	return jobCtx{user: u, env: userEnv(JobEnv(j, d.cfg.Name), u), workDir: workDir, stdout: out, stderr: errPath}, nil
 }
 
 func (d *Daemon) onStarted(ev startedEvent) {
@@ -262,6 +301,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 		return
 	}
 	lj.handle = ev.handle
+	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
 	d.recordSession(lj)
@@ -345,6 +385,7 @@ func (d *Daemon) followSuspend(lj *localJob, suspend bool) {
 	}
 	d.saveRecord(lj, "cannot record a job's suspension")
 	d.armTimer(lj)
+	d.publishRuns()
 }
 
 // waitJob hands a job's end to the loop.
@@ -362,7 +403,13 @@ func (d *Daemon) onExited(ev exitedEvent) {
 		return
 	}
 	lj.handle = nil
-	d.finish(lj, d.endReport(lj, ev.res), d.reusable && ev.res.Message == "" && lj.recSaved)
+	rep := d.endReport(lj, ev.res)
+	if u, ok := ev.handle.(UsageReporter); ok {
+		if cpu, peak, ok := u.Usage(); ok {
+			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
+		}
+	}
+	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
 
@@ -391,6 +438,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
 	if limit <= 0 || lj.rec.paused() {
 		lj.deadline = time.Time{}
@@ -404,6 +452,7 @@ func (d *Daemon) armTimer(lj *localJob) {
 		case <-d.loopDone:
 		}
 	})
+	d.armWarning(lj)
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
@@ -430,6 +479,7 @@ func (d *Daemon) killWithin(lj *localJob, state api.JobState, msg string, grace 
 	}
 	lj.rec.Kill = &killRecord{State: state, Message: msg}
 	d.saveRecord(lj, "cannot record a job's kill")
+	d.publishRuns()
 	d.log.Info("killing job", "job", lj.key.ID, "start_index", lj.key.StartIndex, "state", state)
 	if lj.handle != nil {
 		lj.handle.Kill(grace)
@@ -517,6 +567,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 		lj.timer.Stop()
 		lj.timer = nil
 	}
+	stopWarn(lj)
 	rep.Message = clipMessage(rep.Message)
 	lj.report = &rep
 	if !proven {
@@ -571,6 +622,7 @@ func (d *Daemon) publishRunning() {
 		}
 	}
 	d.running.Store(&ids)
+	d.publishRuns()
 }
 
 func (d *Daemon) checkKillWaiters() {

@@ -44,7 +44,9 @@ type ProcessGroup interface {
 // ended by itself, and what it left in its group gets SIGKILL, as the
 // daemon's sweep would do. A leader's pid that names another process now (it
 // started at another time) is left alone. The keeper exits when it finds no
-// live run twice in a row, or when DataDir/jobs is gone; the daemon starts it
+// live run 20 times in a row (a node timeout at the default period, so a
+// node that runs short jobs one after another does not start a keeper per
+// job), or when DataDir/jobs is gone; the daemon starts it
 // again with its next run. It uses shell builtins only, but for sleep: one
 // fork per period.
 const keeperScript = `exec </dev/null >/dev/null 2>&1
@@ -83,7 +85,7 @@ while [ -d "$_dir/jobs" ]; do
 	done
 	if [ "$_live" = 0 ]; then
 		_idle=$((_idle+1))
-		[ "$_idle" -ge 2 ] && exit 0
+		[ "$_idle" -ge 20 ] && exit 0
 	else
 		_idle=0
 	fi

@@ -146,9 +146,11 @@ func (l *lease) renew(sent time.Time, ack api.NodeAck) error {
 	case l.changed <- struct{}{}:
 	default:
 	}
-	// Reports can renew hundreds of times a second; the keeper needs the
-	// file only to a fraction of its period.
-	if l.deadline.Sub(l.written) < l.terms.keeperPeriod()/2 {
+	// Reports can renew hundreds of times a second. The file may lag the
+	// lease by up to one keeper period: the keeper acts only two periods
+	// (a tenth of the node timeout) after the deadline it reads, so a
+	// lagging file never fences a node that holds its lease.
+	if l.deadline.Sub(l.written) < l.terms.keeperPeriod() {
 		return nil
 	}
 	l.written = l.deadline

@@ -119,7 +119,7 @@ func TestLeaseFileRoundTrip(t *testing.T) {
 // Running, so that the controllers fail none of them.
 func TestRegistrationCarriesBoundedReports(t *testing.T) {
 	f := newFakeCtl(t)
-	d, err := New(Config{Name: "n1", CPUs: 2, MemMB: 1024, DataDir: t.TempDir(), Client: f.client(t)})
+	d, err := New(Config{Name: "n1", CPUs: 2, MemMB: 1024, DataDir: t.TempDir(), Client: f.client(t), RunJobsAs: RunAsDaemon})
 	if err != nil {
 		t.Fatal(err)
 	}

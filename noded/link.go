@@ -139,6 +139,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		BootID:     d.bootID,
 		Running:    slices.Clone(*d.running.Load()),
 		Inventory:  d.inv.Load(),
+		APIAddr:    d.apiAddr(),
 	}
 	keys, reports := d.rep.snapshot()
 	if len(keys) > api.MaxRegisterReports {

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral/internal/ident"
 	"corral/internal/procref"
 )
 
@@ -27,8 +28,17 @@ const (
 )
 
 // shimScript runs the job script as its only child and records the script's
-// wait status in $dir/exit as one newline-terminated number, so that a daemon
-// that was not running when the job ended still learns how it ended.
+// wait status in the run's exit file as one newline-terminated number, so
+// that a daemon that was not running when the job ended still learns how it
+// ended.
+//
+// The shim runs as the job's user, and the run's state directory (with the
+// directories above it) need not be open to that user: the daemon opens the
+// script and the exit file itself and hands them over as descriptors, the
+// script as fd 3 (run as /dev/fd/3, which the kernel reopens without looking
+// at the directories on the way) and the exit file as fd 4 (opened for
+// appending). The script keeps fd 3, which an interpreter reading
+// /dev/fd/3 needs; nothing else of the job gets fd 4.
 //
 // The script runs in the foreground: a background child of dash ignores
 // SIGINT and SIGQUIT for good, and a foreground wait is not cut short by
@@ -40,23 +50,20 @@ const (
 // started stops the script from starting. The record is a single write by
 // shell builtins (no tmp+rename through mv): a helper process would be in the
 // job's session, and Kill's SIGKILL sweep could catch it and lose the record.
-// A record without its newline counts as absent. The record is appended
-// (>>), not written with >: the file may exist already, emptied for reuse
-// (see runDirs), and ext4 flushes a file that was truncated and then written
-// when it is closed, which costs more than all of a trivial job's other file
-// writes together. The daemon never hands the shim a non-empty exit file, and
-// two lines would not parse. The shim's own stderr goes to /dev/null so
-// shells that report a signalled child do not write into the job's error
-// file.
-const shimScript = `exec 3>&2 2>/dev/null
-_corral_dir=$1
-shift
+// A record without its newline counts as absent. The record is appended, not
+// written over: the file may exist already, emptied for reuse (see runDirs),
+// and ext4 flushes a file that was truncated and then written when it is
+// closed, which costs more than all of a trivial job's other file writes
+// together. The daemon never hands the shim a non-empty exit file, and two
+// lines would not parse. The shim's own stderr goes to /dev/null so shells
+// that report a signalled child do not write into the job's error file.
+const shimScript = `exec 5>&2 2>/dev/null
 _corral_term=0
 trap : HUP INT QUIT USR1 USR2
 trap _corral_term=1 TERM
 _corral_st=143
-[ "$_corral_term" = 1 ] || { "$@" 2>&3 3>&-; _corral_st=$?; }
-printf '%s\n' "$_corral_st" >>"$_corral_dir/exit"
+[ "$_corral_term" = 1 ] || { "$@" 2>&5 5>&- 4>&-; _corral_st=$?; }
+printf '%s\n' "$_corral_st" >&4
 `
 
 // launchState is what Recover needs to find the shim again. Pid and start
@@ -71,7 +78,7 @@ type launchState struct {
 type processRunner struct{}
 
 // NewProcessRunner returns the runner that runs jobs as plain processes, in
-// their own session, under the daemon's user.
+// their own session, as their user (LaunchSpec.User).
 func NewProcessRunner() Runner { return processRunner{} }
 
 func (processRunner) Name() string { return "process" }
@@ -83,16 +90,18 @@ func (processRunner) Name() string { return "process" }
 // where Wait's Result without Message comes from.
 func (processRunner) ReusableState() {}
 
-// Start starts the job's shim and returns once it runs; it takes
-// microseconds and does not look at ctx.
+// Start starts the job's shim as the job's user and returns once it runs; it
+// takes microseconds and does not look at ctx.
 func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 	if err := checkWorkDir(spec.WorkDir); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(spec.Dir, scriptFile)
-	if err := writeScript(script, spec.Script); err != nil {
-		return nil, fmt.Errorf("writing the job script: %w", err)
+	script, exit, err := jobFiles(spec)
+	if err != nil {
+		return nil, err
 	}
+	defer script.Close()
+	defer exit.Close()
 	stdout, stderr, err := openOutputs(spec)
 	if err != nil {
 		return nil, err
@@ -104,20 +113,25 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 	if env == nil {
 		env = []string{} // nil would hand the daemon's own environment to the job
 	}
-	args := append([]string{"/bin/sh", "-c", shimScript, "corral-job", spec.Dir, script}, spec.Args...)
+	args := append([]string{"/bin/sh", "-c", shimScript, "corral-job", "/dev/fd/3"}, spec.Args...)
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if switchUser(spec.User) {
+		attr.Credential = spec.User.Credential()
+	}
 	cmd := &exec.Cmd{
-		Path:   "/bin/sh",
-		Args:   args,
-		Dir:    spec.WorkDir,
-		Env:    env,
-		Stdout: stdout,
-		Stderr: stderr,
+		Path:       "/bin/sh",
+		Args:       args,
+		Dir:        spec.WorkDir,
+		Env:        env,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{script, exit},
 		// A session of its own: the job outlives the daemon, and its
 		// processes can be found by session id.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the job: %w", err)
+		return nil, fmt.Errorf("starting the job as %s: %w", spec.User.Name, err)
 	}
 	h, err := adoptChild(cmd, spec.Dir)
 	if err != nil {
@@ -128,6 +142,41 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// switchUser reports whether a job of u needs credentials other than the
+// daemon's: never when the daemon is not root (the daemon refused other
+// users already).
+func switchUser(u ident.User) bool {
+	return os.Geteuid() == 0 && u.Name != "" && u.UID != 0
+}
+
+// jobFiles writes the job script and opens it for the shim to run, and
+// opens the exit file for it to append to; both belong to the job's user,
+// whose shim could otherwise neither run the one nor write the other (a
+// reused directory's files may belong to an earlier job's user).
+func jobFiles(spec LaunchSpec) (script, exit *os.File, err error) {
+	path := filepath.Join(spec.Dir, scriptFile)
+	if err := writeScript(path, spec.Script); err != nil {
+		return nil, nil, fmt.Errorf("writing the job script: %w", err)
+	}
+	exit, err = os.OpenFile(filepath.Join(spec.Dir, exitFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the job's exit file: %w", err)
+	}
+	script, err = os.Open(path)
+	if err == nil && switchUser(spec.User) {
+		err = errors.Join(script.Chown(int(spec.User.UID), int(spec.User.GID)),
+			exit.Chown(int(spec.User.UID), int(spec.User.GID)))
+	}
+	if err != nil {
+		exit.Close()
+		if script != nil {
+			script.Close()
+		}
+		return nil, nil, fmt.Errorf("handing the job script to %s: %w", spec.User.Name, err)
+	}
+	return script, exit, nil
 }
 
 // writeScript writes an executable file, in place if it exists (see
@@ -177,7 +226,9 @@ func checkWorkDir(dir string) error {
 }
 
 // OpenOutputFile creates or truncates one of a job's output files, as
-// Slurm does by default. A missing directory is not created: it fails the
+// Slurm does by default. Runners call it as the job's user (ident.User.Do),
+// so the file is the user's and a directory the user may not write to fails
+// the job. A missing directory is not created: it fails the
 // job with a message that says so. Every runner opens outputs through it,
 // so the message is the same whatever runs the job.
 func OpenOutputFile(p string) (*os.File, error) {
@@ -206,7 +257,10 @@ func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
 	if errPath == "" {
 		errPath = outPath
 	}
-	open := OpenOutputFile
+	open := func(p string) (f *os.File, err error) {
+		spec.User.Do(func() error { f, err = OpenOutputFile(p); return nil })
+		return f, err
+	}
 	if stdout, err = open(outPath); err != nil {
 		return nil, nil, err
 	}
@@ -306,6 +360,9 @@ type procHandle struct {
 	killOnce sync.Once
 	done     chan struct{}
 	res      Result
+	// execs are the commands run beside the job (agentproc.go).
+	execMu sync.Mutex
+	execs  map[*procExec]bool
 }
 
 func newProcHandle(dir string, ref *procref.Ref, cmd *exec.Cmd) *procHandle {

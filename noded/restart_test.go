@@ -46,7 +46,8 @@ func TestDaemonProcess(t *testing.T) {
 	d, err := New(Config{
 		Name: "n1", CPUs: 2, MemMB: 1024, DataDir: c.DataDir, Client: cl,
 		HeartbeatInterval: 20 * time.Millisecond, WaitTimeout: 500 * time.Millisecond, KillGrace: c.KillGrace,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		RunJobsAs: RunAsDaemon,
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/ident"
 )
 
 // Runner starts jobs and re-attaches to the jobs an earlier daemon started.
@@ -60,6 +61,21 @@ type LaunchSpec struct {
 	Args           []string
 	// WorkDir is the directory the job runs in; it must exist.
 	WorkDir string
+	// User is whom the job runs as: the job's user as the node knows it, or
+	// the daemon's own (Config.RunJobsAs). Runners never run a job as
+	// anyone else.
+	User ident.User
+	// Shares are the host directories the job works in, besides its root:
+	// its working and submit directories, its home, and its partition's
+	// shared paths, absolute, cleaned and without duplicates. The process
+	// runner needs none of it (the job sees the host); the vm runner
+	// mounts them read-write at the same paths in the guest.
+	Shares []string
+	// Share is how the vm runner shares the host's files with the guest:
+	// "virtiofs" (fast, but QEMU cannot migrate the VM) for a job that
+	// asked --no-migrate or whose partition says so, else "" (the
+	// runner's default, the migratable NFS share).
+	Share string
 }
 
 // Handle is a running job.
@@ -88,6 +104,13 @@ type Pausable interface {
 // which a crash between pausing and recording may have left behind.
 type PauseReporter interface {
 	Paused() (bool, error)
+}
+
+// UsageReporter is implemented by a Handle whose runner measures what the
+// job used; Usage is called once the job has ended (Wait returned) and
+// reports false when nothing was measured.
+type UsageReporter interface {
+	Usage() (cpu time.Duration, peakBytes int64, ok bool)
 }
 
 // Result is how a job ended. A job that exited has ExitCode set; one killed

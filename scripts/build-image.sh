@@ -2,7 +2,10 @@
 # Builds the default guest image for the vm runner (`make image`):
 #   OUTDIR/vmlinux            uncompressed kernel, booted through its PVH entry
 #                             (OUTDIR/vmlinuz, the bzImage, when extraction fails)
-#   OUTDIR/initramfs.cpio     busybox-static + /init (cmd/corral-init), uncompressed (the
+#   OUTDIR/initramfs.cpio     busybox-static + /init (cmd/corral-init) + the kernel modules
+#                             the guest loads (virtio-mmio, virtiofs, NFSv3, virtio-net,
+#                             overlay, virtio-console, virtio-balloon) with their load
+#                             order per feature in /etc/corral/modules/, uncompressed (the
 #                             guest unpacks it ~0.1 s sooner than gzip under TCG)
 #   OUTDIR/image.json         what vmimage.Load reads
 # Usage: scripts/build-image.sh [OUTDIR]   (default build/images/default)
@@ -20,8 +23,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build/images/default}
 cache=${CORRAL_IMAGE_CACHE:-$root/build/cache}
 # The guest's /init is the project's Go program (cmd/corral-init), built
-# static; the up-to-date check below looks at its sources.
-initsrc=("$root/cmd/corral-init" "$root/vmimage/guestinit")
+# static; the up-to-date check below looks at its sources: its packages
+# and the ones it imports from this module (vmimage with the agent's
+# protocol, internal/ident).
+initsrc=("$root/cmd/corral-init" "$root/vmimage" "$root/internal/ident")
 go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 self=$root/scripts/build-image.sh
 name=$(basename "$out")
@@ -64,6 +69,7 @@ fetch_deb() {
 missing=()
 command -v lz4 >/dev/null || missing+=(lz4)
 command -v cpio >/dev/null || missing+=(cpio)
+command -v modprobe >/dev/null && command -v depmod >/dev/null || missing+=(kmod)
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found: this script needs Debian (or Ubuntu)"
 # The guest needs a static busybox: the one from busybox-static when it is
 # installed, else the package unpacked into the cache (installing
@@ -113,11 +119,17 @@ if [ -n "$kdeb" ]; then
 		say "unpacking $(basename "$kdeb")"
 		rm -rf "$cache/kernel"
 		mkdir -p "$kroot"
-		# Only /boot: the modules (about 100 MiB) are of no use to the guest.
-		dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$kroot" ./boot
+		# /boot and the modules; the package ships no modules.dep, so
+		# depmod writes one (the guest takes only the modules it loads).
+		dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$kroot" ./boot ./lib/modules
 		touch "$kroot/.unpacked"
 	fi
 	vmlinuz=$(ls "$kroot"/boot/vmlinuz-*-cloud-amd64 | head -n 1)
+	if [ ! -d "$kroot/lib/modules" ]; then
+		# A cache unpacked by an older build-image.sh holds /boot only.
+		dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$kroot" ./lib/modules
+	fi
+	modroot=$kroot
 	kpkgver=$(dpkg-deb -f "$kdeb" Version)
 	ksrc=$kdeb
 else
@@ -125,6 +137,7 @@ else
 	vmlinuz=$(ls /boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -n 1 || true)
 	[ -n "$vmlinuz" ] || die "no cloud kernel: apt-get download $(printf %s "${kpkg:-linux-image-cloud-amd64}") failed and /boot has no vmlinuz-*-cloud-amd64 (check apt sources, or apt-get install linux-image-cloud-amd64)"
 	say "apt-get download failed; using installed $vmlinuz"
+	modroot=/
 	kpkgver=$(dpkg-query -W -f '${Version}' "linux-image-${vmlinuz#/boot/vmlinuz-}" 2>/dev/null || echo unknown)
 	ksrc=$vmlinuz
 fi
@@ -174,6 +187,21 @@ else
 	cp "$vmlinuz" "$tmp/vmlinuz"
 fi
 
+# --- kernel modules ------------------------------------------------------------------
+# Each feature of the guest is a list of modules in load order (dependencies
+# first), which /init loads with finit_module when a job needs the feature.
+declare -A features=(
+	[virtio]="virtio_mmio"
+	[virtiofs]="virtiofs"
+	[nfs]="virtio_net nfsv3"
+	[overlay]="overlay"
+	[agent]="virtio_console"
+	[balloon]="virtio_balloon"
+)
+[ -d "$modroot/lib/modules/$kver" ] || die "no modules for $kver under $modroot/lib/modules (unpack the kernel package again: rm -rf $cache/kernel)"
+[ -f "$modroot/lib/modules/$kver/modules.dep" ] || depmod -b "$modroot" "$kver" ||
+	die "depmod -b $modroot $kver failed"
+
 # --- initramfs ------------------------------------------------------------------------
 say "initramfs: busybox $("$busybox" | head -n 1 | awk '{print $2}') + /init (cmd/corral-init)"
 stage=$tmp/root
@@ -189,6 +217,23 @@ chmod 0755 "$stage/bin/bash"
 (cd "$root" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "-s -w" -o "$stage/init" ./cmd/corral-init) ||
 	die "go build ./cmd/corral-init failed (the guest's /init)"
 chmod 0755 "$stage/init"
+mkdir -p "$stage/etc/corral/modules"
+for feature in "${!features[@]}"; do
+	: >"$stage/etc/corral/modules/$feature"
+	for mod in ${features[$feature]}; do
+		modprobe -d "$modroot" -S "$kver" --show-depends "$mod" >"$tmp/deps" ||
+			die "modprobe --show-depends $mod failed for kernel $kver"
+		while read -r cmd path _; do
+			[ "$cmd" = insmod ] || continue
+			rel=${path#"$modroot"}
+			rel=/${rel#/}
+			grep -qxF "$rel" "$stage/etc/corral/modules/$feature" && continue
+			mkdir -p "$stage$(dirname "$rel")"
+			cp "$path" "$stage$rel"
+			echo "$rel" >>"$stage/etc/corral/modules/$feature"
+		done <"$tmp/deps"
+	done
+done
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$stage/etc/passwd"
 printf 'root:x:0:\ntty:x:5:\nnogroup:x:65534:\n' >"$stage/etc/group"
 printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$stage/etc/hosts"
@@ -212,7 +257,8 @@ cat >"$tmp/image.json" <<EOF
   "kernel_format": "$([ "$pvh" = true ] && echo vmlinux-pvh || echo bzImage)",
   "pvh": $pvh,
   "busybox": "$("$busybox" | head -n 1 | awk '{print $2}')",
-  "protocol": 1
+  "host_root": true,
+  "protocol": 3
 }
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"

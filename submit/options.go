@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +59,8 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Account, "--account", v, false) }},
 	{Option: getopt.Option{Short: 'q', Long: "qos", Arg: req, ArgName: "QOS", Help: "quality of service"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.QOS, "--qos", v, false) }},
+	{Option: getopt.Option{Long: "signal", Arg: req, ArgName: "[B:]SIG[@TIME]", Help: "send SIG to the job's processes TIME seconds (default 60) before its time limit; B: only to the batch script"},
+		apply: applySignal},
 	{Option: getopt.Option{Long: "requeue", Help: "requeue the job if its node fails or it is preempted"},
 		apply: func(b *builder, _ string, _ bool) error { b.spec.Requeue = true; return nil }},
 	{Option: getopt.Option{Long: "no-requeue", Help: "never requeue the job"},
@@ -106,8 +107,43 @@ var supportedOptions = []optionDef{
 		apply: applyNUMA},
 	{Option: getopt.Option{Long: "image", Arg: req, ArgName: "NAME", Help: "guest image for jobs run in a VM"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
+	{Option: getopt.Option{Long: "no-migrate", Help: "share the node's files with the job's VM over virtiofs: faster, but the VM cannot be live-migrated"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.NoMigrate = true; return nil }},
 	{Option: getopt.Option{Short: 'h', Long: "help", Help: "show this help"},
 		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
+}
+
+// applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does; R: (the
+// reservation's end) is refused, corral has no reservations yet.
+func applySignal(b *builder, v string, _ bool) error {
+	w := &api.WarnSignal{BeforeS: 60}
+	rest := v
+	if flags, after, ok := strings.Cut(rest, ":"); ok {
+		switch flags {
+		case "B":
+			w.Batch = true
+		case "R", "RB", "BR":
+			return optionError("--signal", v, nil, "R: (signal before a reservation ends) is not supported: corral has no reservations")
+		default:
+			return optionError("--signal", v, nil, "the prefix must be B: (batch script only), e.g. --signal=B:USR1@120")
+		}
+		rest = after
+	}
+	sig, at, hasAt := strings.Cut(rest, "@")
+	n, err := api.ParseSignal(sig)
+	if err != nil {
+		return optionError("--signal", v, err, "give [B:]SIG[@TIME], e.g. --signal=USR1@120 or --signal=B:10")
+	}
+	w.Signal = n
+	if hasAt {
+		t, err := strconv.ParseInt(at, 10, 64)
+		if err != nil || t < 0 || t > api.MaxWarnBefore {
+			return optionError("--signal", v, err, "TIME is whole seconds from 0 to %d", api.MaxWarnBefore)
+		}
+		w.BeforeS = t
+	}
+	b.spec.Signal = w
+	return nil
 }
 
 func applyTime(b *builder, v string, _ bool) error {
@@ -256,7 +292,7 @@ func applyKillOnInvalidDep(b *builder, v string, _ bool) error {
 	case "no":
 		b.spec.KillOnInvalidDep = false
 	default:
-		return fmt.Errorf("--kill-on-invalid-dep=%s: use yes or no", v)
+		return optionError("--kill-on-invalid-dep", v, nil, "use yes or no")
 	}
 	return nil
 }

@@ -72,7 +72,6 @@ var unsupported = []struct {
 	{'Q', "quiet", none, ""},
 	{0, "reboot", none, ""},
 	{0, "reservation", req, ""},
-	{0, "signal", req, ""},
 	{0, "sockets-per-node", req, hintCPUs},
 	{0, "spread-job", none, ""},
 	{0, "switches", req, ""},

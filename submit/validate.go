@@ -102,7 +102,22 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 
 var specChecks = []func(*api.JobSpec, time.Time) error{
 	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkMemory,
-	checkTimes, checkNice, checkGres, checkHugepages, checkNUMA, checkDependency, checkArray,
+	checkTimes, checkNice, checkGres, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
+}
+
+// checkWarnSignal checks the time-limit warning (--signal).
+func checkWarnSignal(sp *api.JobSpec, _ time.Time) error {
+	w := sp.Signal
+	if w == nil {
+		return nil
+	}
+	if w.Signal < 1 || w.Signal > 64 {
+		return fieldErr("signal", strconv.Itoa(w.Signal), ErrInvalid, "--signal: signal %d must be from 1 to 64", w.Signal)
+	}
+	if w.BeforeS < 0 || w.BeforeS > api.MaxWarnBefore {
+		return fieldErr("signal", strconv.FormatInt(w.BeforeS, 10), ErrInvalid, "--signal: TIME %d must be from 0 to %d seconds", w.BeforeS, api.MaxWarnBefore)
+	}
+	return nil
 }
 
 // fieldErr builds a refusal of field (a JSON field name) with value.

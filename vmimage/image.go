@@ -33,6 +33,15 @@ type Image struct {
 	// PVH says whether Kernel is an uncompressed ELF with a PVH entry
 	// (booted directly by -M microvm) rather than a bzImage.
 	PVH bool
+	// HostRoot says the image's init can give a job the host's tree as its
+	// root and its shared paths (Payload.FS): the image carries the kernel
+	// modules for virtio, virtiofs, NFS and overlay. Images built before
+	// protocol 2 cannot.
+	HostRoot bool
+	// Agent says the image's init runs the guest agent on the
+	// vmimage.AgentPortName port when the kernel command line has
+	// corral.agent=1 (protocol 3).
+	Agent bool
 }
 
 // metadata is the JSON form of image.json, as scripts/build-image.sh writes
@@ -44,12 +53,15 @@ type metadata struct {
 	Initrd        string `json:"initrd"`
 	KernelVersion string `json:"kernel_version"`
 	PVH           bool   `json:"pvh"`
+	HostRoot      bool   `json:"host_root"`
 	Protocol      int    `json:"protocol"`
 }
 
 // Protocol is the version of the host–guest protocol this package speaks.
 // An image.json with a larger "protocol" was built for a newer corral.
-const Protocol = 1
+// Protocol 2 added job/user and job/fs (Payload.User and Payload.FS);
+// protocol 3 the guest agent.
+const Protocol = 3
 
 // Load reads the image in dir. Its errors name the file at fault and say how
 // to fix it; a missing image wraps fs.ErrNotExist.
@@ -83,6 +95,8 @@ func Load(dir string) (*Image, error) {
 		Initrd:        filepath.Join(abs, m.Initrd),
 		KernelVersion: m.KernelVersion,
 		PVH:           m.PVH,
+		HostRoot:      m.HostRoot && m.Protocol >= 2,
+		Agent:         m.Protocol >= 3,
 	}
 	if img.Name == "" {
 		img.Name = filepath.Base(abs)

@@ -21,9 +21,16 @@ type Payload struct {
 	// Args are the script's arguments; they may be empty strings but may
 	// not hold NUL.
 	Args []string
-	// WorkDir is the absolute directory the script starts in; the guest
-	// creates it when missing. Empty means "/".
+	// WorkDir is the absolute directory the script starts in. Empty means
+	// "/". In the initramfs root the guest creates it when missing; with
+	// the host's root (FS) it must exist there.
 	WorkDir string
+	// User, when set, is whom the job runs as (job/user); nil runs it as
+	// root.
+	User *User
+	// FS, when set, gives the job the host's tree as its root and its
+	// shared paths (job/fs); nil leaves it the initramfs.
+	FS *FS
 }
 
 // Mode bits and sizes of the newc cpio format ("SVR4 with no CRC").
@@ -61,6 +68,16 @@ func (p Payload) Validate() error {
 			return fmt.Errorf("payload args[%d]: holds a NUL byte, which no argument can carry", i)
 		}
 	}
+	if p.User != nil {
+		if err := p.User.Validate(); err != nil {
+			return err
+		}
+	}
+	if p.FS != nil {
+		if err := p.FS.Validate(); err != nil {
+			return err
+		}
+	}
 	if p.WorkDir != "" {
 		if !path.IsAbs(p.WorkDir) {
 			return fmt.Errorf("payload workdir %q: not an absolute path (start it with /)", p.WorkDir)
@@ -79,13 +96,20 @@ func (p Payload) entries() []payloadEntry {
 	if wd == "" {
 		wd = "/"
 	}
-	return []payloadEntry{
+	ents := []payloadEntry{
 		{name: "job", mode: modeDir | 0o755},
 		{name: "job/script", mode: modeFile | 0o755, data: p.Script},
 		{name: "job/env", mode: modeFile | 0o644, data: nulList(p.Env)},
 		{name: "job/args", mode: modeFile | 0o644, data: nulList(p.Args)},
 		{name: "job/workdir", mode: modeFile | 0o644, data: []byte(wd + "\n")},
 	}
+	if p.User != nil {
+		ents = append(ents, payloadEntry{name: "job/user", mode: modeFile | 0o644, data: p.User.encode()})
+	}
+	if p.FS != nil {
+		ents = append(ents, payloadEntry{name: "job/fs", mode: modeFile | 0o644, data: p.FS.encode()})
+	}
+	return ents
 }
 
 // nulList joins items with a NUL after each one, so that an empty item

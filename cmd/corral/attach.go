@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -14,13 +16,21 @@ import (
 	"corral/submit"
 )
 
-// runAttach streams a job's output as it is produced, like sattach: it
-// follows the job's output file (written on the node as the job runs; on a
-// cluster, the shared file system the job writes to) until the job ends.
+// runAttach streams a job's output as it is produced, like sattach: its
+// node streams the job's output file as it grows (no shared file system
+// needed) until the job ends. Where the node serves no job API, or the job
+// ended, it follows the file here instead (on a cluster, the shared file
+// system the job writes to).
 func runAttach(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "attach", getopt.Permute, args, flag(0, "error", "follow the error file instead of the output"))
 	if err != nil {
 		return err
+	}
+	for i, a := range o.args {
+		// sattach names a step, JOB.STEP: a job has one.
+		if j, _, ok := strings.Cut(a, "."); ok {
+			o.args[i] = j
+		}
 	}
 	ids, err := parseJobIDs(o.args)
 	if err != nil {
@@ -36,6 +46,21 @@ func runAttach(ctx context.Context, env *cliEnv, args []string) error {
 	j, err := waitStarted(ctx, env, cl, ids[0])
 	if err != nil {
 		return err
+	}
+	if !j.State.Terminal() {
+		rd, err := cl.JobOutput(ctx, j.ID, o.has("error"))
+		if err == nil {
+			defer rd.Close()
+			_, err = io.Copy(env.stdout, rd)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		var ae *api.APIError
+		if !errors.As(err, &ae) || (ae.Status != http.StatusNotImplemented && ae.Status != http.StatusConflict) {
+			return fmt.Errorf("attach: job %d: %w", j.ID, err)
+		}
 	}
 	out, errPath := submit.OutputPaths(j, j.Node)
 	path := out

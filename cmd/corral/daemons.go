@@ -91,6 +91,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "http", "HOST:PORT", "API listen address"),
 		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
 		valued(0, "partitions", "LIST", "a new cluster's partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch); later: corral partition"),
+		valued(0, "partitions-file", "FILE", "a new cluster's partitions as a JSON list of objects (name, default, max_time_s, default_time_s, queue_unfit, shared_paths, share, network, and the other fields of corral partition) instead of --partitions; later: corral partition"),
 		valued(0, "queue-unfit", "LIST", "a new cluster's partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
 		valued(0, "node-timeout", "DURATION", "missed-heartbeat window before a node is DOWN (default 10s)"),
 		valued(0, "http-header-timeout", "DURATION", "time an API client may take to send a request's headers (default 10s)"),
@@ -130,6 +131,11 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	parts, err := parsePartitions(orString(o.get("partitions"), "batch*"))
 	if err != nil {
 		return ctld.Config{}, err
+	}
+	if f := o.get("partitions-file"); f != "" {
+		if parts, err = readPartitionsFile(f); err != nil {
+			return ctld.Config{}, err
+		}
 	}
 	if parts, err = markQueueUnfit(parts, o.list("queue-unfit")); err != nil {
 		return ctld.Config{}, err
@@ -209,6 +215,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
+		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
@@ -299,6 +307,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
+		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")),
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again
@@ -315,6 +324,18 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		}
 	}
 	return cfg, nil
+}
+
+// apiListen is the node's job API address for --listen: loopback when
+// unset, none for "none".
+func apiListen(v string) string {
+	switch v {
+	case "":
+		return "127.0.0.1:0"
+	case "none":
+		return ""
+	}
+	return v
 }
 
 // scaleNUMAMemory makes the NUMA nodes' memory add up to what the node
@@ -393,6 +414,7 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "mem", "SIZE", "memory per node (default: the host's divided among the nodes)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: daemon (default: this process's user, the embedded cluster's only user) or user (each job's user as this host knows it)"),
 		flag(0, "fresh", "delete the state directory first"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
@@ -437,6 +459,7 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 		if v := o.get("cpus"); v != "" {
 			sub.last["cpus"] = v
 		}
+		sub.last["run-jobs-as"] = orString(o.get("run-jobs-as"), noded.RunAsDaemon)
 		sub.last["mem"] = orString(o.get("mem"), fmt.Sprintf("%dM", noded.HostMemMB()/int64(n)))
 		cfg, err := nodedConfig(sub, nil, log)
 		if err != nil {

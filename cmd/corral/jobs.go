@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"corral/api"
+	"corral/display"
 	"corral/internal/getopt"
 	"corral/submit"
 )
@@ -104,6 +106,9 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 		valued('p', "partition", "PART", "cancel only jobs in partition PART"),
 		valued('A', "account", "ACCOUNT", "cancel only jobs of ACCOUNT"),
 		flag('v', "verbose", "print each cancelled job"),
+		valued('s', "signal", "SIG", "send SIG (USR1, TERM, 10, ...) to the jobs' processes instead of cancelling them"),
+		flag('b', "batch", "with --signal: only the batch script's process group"),
+		flag('f', "full", "with --signal: every process of the job (the default here)"),
 	)
 	if err != nil {
 		return err
@@ -124,6 +129,9 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.has("signal") {
+		return signalJobs(ctx, env, cl, f, o.get("signal"), o.has("batch") && !o.has("full"), o.has("verbose"))
+	}
 	user, _ := callerIdentity(env)
 	resp, err := cl.Cancel(ctx, api.CancelRequest{Filter: f, By: user})
 	if err != nil {
@@ -139,6 +147,42 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 		if msg, ok := resp.Errors[id]; ok {
 			fmt.Fprintf(env.stderr, "%s: error: Kill job error on job id %d: %s\n", env.prog, id, msg)
 			failed = true
+		}
+	}
+	if failed {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+// signalJobs delivers a signal to running jobs, as scancel --signal does:
+// the jobs named, or the running jobs a filter selects.
+func signalJobs(ctx context.Context, env *cliEnv, cl *api.Client, f api.JobFilter, sigText string, batch, verbose bool) error {
+	sig, err := api.ParseSignal(sigText)
+	if err != nil {
+		return fmt.Errorf("--signal: %w", err)
+	}
+	ids := f.IDs
+	if len(f.Tasks) > 0 || len(ids) == 0 {
+		f.States = []api.JobState{api.StateRunning}
+		jobs, err := cl.Jobs(ctx, f, true)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if !slices.Contains(ids, j.ID) {
+				ids = append(ids, j.ID)
+			}
+		}
+	}
+	failed := false
+	for _, id := range ids {
+		err := cl.SignalJob(ctx, id, api.SignalRequest{Signal: api.SignalName(sig), Batch: batch})
+		if err != nil {
+			fmt.Fprintf(env.stderr, "%s: error: Signal %s to job %d: %s\n", env.prog, api.SignalName(sig), id, display.SafeText(err.Error()))
+			failed = true
+		} else if verbose {
+			fmt.Fprintf(env.stdout, "%s: Signal %s to job %d\n", env.prog, api.SignalName(sig), id)
 		}
 	}
 	if failed {

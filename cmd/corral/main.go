@@ -39,7 +39,10 @@ func init() {
 		"release":         {"release held jobs (scontrol release)", runRelease},
 		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
-		"attach":          {"stream a running job's output as it is produced (sattach)", runAttach},
+		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
+		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
+		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
+		"srun":            {"srun --jobid=JOB [--overlap] [--pty] CMD...: exec into a running job", runSrun},
 		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
@@ -52,7 +55,8 @@ func init() {
 		"ctld":            {"run a controller member", runCtld},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
-		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio and sshare symlinks in DIR", runInstallAliases},
+		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio, sshare, srun and sattach symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}
 }
@@ -73,13 +77,20 @@ func (e *cliEnv) client() (*api.Client, error) {
 	if addr == "" {
 		addr = defaultDevAddr
 	}
-	return api.NewClient(addr)
+	cl, err := api.NewClient(addr)
+	if err != nil {
+		return nil, err
+	}
+	// Whom the caller says it is; the job I/O routes check it against
+	// the job's owner (see callerIdentity).
+	cl.User, _ = callerIdentity(e)
+	return cl, nil
 }
 
 // slurmAliases maps a Slurm command name to a corral subcommand.
 var slurmAliases = map[string]string{
 	"sbatch": "submit", "squeue": "queue", "sinfo": "nodes", "scancel": "cancel", "scontrol": "scontrol",
-	"sprio": "prio", "sshare": "share",
+	"sprio": "prio", "sshare": "share", "srun": "srun", "sattach": "attach",
 }
 
 func main() {
@@ -136,6 +147,10 @@ func exitCode(env *cliEnv, err error) int {
 	}
 	// The message may quote what the server sent: escaped for the terminal.
 	fmt.Fprintf(env.stderr, "%s: error: %s\n", env.prog, display.SafeText(err.Error()))
+	var ce *cmdError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
 	var ge *getopt.Error
 	if errors.As(err, &ge) {
 		return 2

@@ -35,6 +35,24 @@ func TestPartitionCommandsAgainstController(t *testing.T) {
 	mustRun(t, ctx, addr, "corral", "partition", "modify", "batch", "State=UP")
 	mustRun(t, ctx, addr, "sbatch", "--wrap", "true")
 	mustFail(t, f, []string{"job", "pending or running in it"}, "corral", "partition", "delete", "batch")
+	// What the partition's VMs see is replicated with it too: the node
+	// daemons read it from GET /v1/partitions.
+	mustRun(t, ctx, addr, "corral", "partition", "modify", "debug", "SharedPaths=/home,/scratch", "Share=virtiofs")
+	mustFail(t, f, []string{"partition debug", `shared path "scratch"`}, "corral", "partition", "modify", "debug", "SharedPaths=scratch")
+	mustFail(t, f, []string{`share "9p": use nfs`}, "corral", "partition", "modify", "debug", "Share=9p")
+	if show := mustRun(t, ctx, addr, "scontrol", "show", "partition", "debug"); !strings.Contains(show, "SharedPaths=/home,/scratch") || !strings.Contains(show, "Share=virtiofs") || !strings.Contains(show, "Network=none") {
+		t.Errorf("scontrol show partition debug lacks the share settings:\n%s", show)
+	}
+	cl, _ := api.NewClient(addr)
+	parts, err := cl.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if p.Name == "debug" && (p.Share != "virtiofs" || len(p.SharedPaths) != 2) {
+			t.Errorf("GET /v1/partitions gives debug %+v, want its share settings", p)
+		}
+	}
 	mustRun(t, ctx, addr, "corral", "partition", "delete", "debug")
 	if show := mustRun(t, ctx, addr, "corral", "show", "partition"); strings.Contains(show, "debug") {
 		t.Errorf("debug is still shown after its deletion:\n%s", show)

@@ -46,6 +46,11 @@ type Allocation struct {
 	// are lent to the preemptor (PreemptedBy), its memory stays held.
 	CPUsLent    bool   `json:"cpus_lent,omitempty"`
 	PreemptedBy uint64 `json:"preempted_by,omitempty"`
+	// CPUSeconds and PeakMemKB are what the run used on its node, as its
+	// node measured it (the VM's cgroup) and reported at its end; 0 when
+	// not measured.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
 }
 
 // AllocDesired is what the controllers want a node to do with a run.

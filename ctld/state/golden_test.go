@@ -157,6 +157,21 @@ func goldenCommands() []struct {
 				{Type: "afterany", Targets: []DepTarget{{Kind: DepArray, Job: 2}}}}}
 			return sp
 		}()}}},
+		// What the job I/O, VM share and usage work added: a node's job
+		// API, a job's warning signal and --no-migrate, a run's measured
+		// usage, a partition's share settings.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(4 * time.Hour), Info: api.NodeInfo{Name: "io1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-io", APIAddr: "http://127.0.0.1:7101"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(4 * time.Hour), FirstID: 40, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("io")
+			sp.Signal, sp.NoMigrate = &api.WarnSignal{Signal: 10, BeforeS: 60, Batch: true}, true
+			return sp
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(4*time.Hour + time.Second), Starts: []PlanStart{{JobID: 40, Node: "io1", CPUs: 1, MemMB: 256}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(4*time.Hour + time.Minute), Node: "io1", BootID: "boot-io", Reports: []api.JobReport{
+			{JobID: 40, StartIndex: 34, State: api.StateCompleted, CPUSeconds: 12.5, PeakMemKB: 40960}}}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "vm", SharedPaths: []string{"/home", "/scratch"},
+			Share: "virtiofs", Network: "none"}}},
 	}
 }
 

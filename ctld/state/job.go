@@ -35,6 +35,8 @@ type JobSpec struct {
 	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`
 	// TimeLimit is in seconds; 0 means the partition's limit.
 	TimeLimit int64 `json:"time_limit_s,omitempty"`
+	// Signal is the time-limit warning (sbatch --signal); nil sends none.
+	Signal *api.WarnSignal `json:"signal,omitempty"`
 
 	Output           string    `json:"output,omitempty"`
 	Error            string    `json:"error,omitempty"`
@@ -51,6 +53,9 @@ type JobSpec struct {
 	Dependency *Dependency           `json:"dependency,omitempty"`
 	Array      *api.ArraySpec        `json:"array,omitempty"`
 	Image      string                `json:"image,omitempty"`
+	// NoMigrate gives up live migration for speed (--no-migrate): the vm
+	// runner shares files over virtiofs instead of NFS.
+	NoMigrate bool `json:"no_migrate,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.

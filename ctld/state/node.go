@@ -21,6 +21,10 @@ type Node struct {
 	Accel      string         `json:"accel,omitempty"`
 	// OverheadMB is the runner's own memory per run (QEMU's per VM).
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// APIAddr is the daemon's job API (http://HOST:PORT), which the
+	// controllers proxy exec, signals, files and output to; empty when it
+	// serves none.
+	APIAddr string `json:"api_addr,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down       bool      `json:"down,omitempty"`
@@ -44,7 +48,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 	return &Node{
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
-		Accel: info.Accel, OverheadMB: info.OverheadMB,
+		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr,
 	}
 }
 

@@ -125,7 +125,8 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		final = api.StatePending
 		j.Message = r.Message
 	}
-	s.endAlloc(a, r.State, now, index)
+	ended := s.endAlloc(a, r.State, now, index)
+	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
 	s.finishRun(j, final, now)
 	if j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal

@@ -99,6 +99,9 @@ func (s *State) CheckPartition(p *api.Partition, del bool) error {
 	case p.MaxNodes > 0 && p.MinNodes > p.MaxNodes:
 		return fmt.Errorf("partition %s: MinNodes %d is above MaxNodes %d", p.Name, p.MinNodes, p.MaxNodes)
 	}
+	if err := p.CheckVM(); err != nil {
+		return fmt.Errorf("partition %s: %w", p.Name, err)
+	}
 	return nil
 }
 

@@ -65,6 +65,8 @@ type legacyJob struct {
 	Placement    *api.Placement `json:"placement,omitempty"`
 	CPUsLent     bool           `json:"cpus_lent,omitempty"`
 	PreemptedBy  uint64         `json:"preempted_by,omitempty"`
+	CPUSeconds   float64        `json:"cpu_s,omitempty"`
+	PeakMemKB    int64          `json:"peak_mem_kb,omitempty"`
 }
 
 // legacyNode is a node record of formats 1 and 2: the registration's fields
@@ -83,6 +85,7 @@ type legacyNode struct {
 	Inventory  *api.Inventory  `json:"inventory,omitempty"`
 	Accel      string          `json:"accel,omitempty"`
 	OverheadMB int64           `json:"overhead_mb,omitempty"`
+	APIAddr    string          `json:"api_addr,omitempty"`
 	Down       bool            `json:"down,omitempty"`
 	Drain      bool            `json:"drain,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
@@ -178,6 +181,7 @@ func (s *State) upgradeJob(lj *legacyJob) (*Job, *Allocation) {
 		OverheadMB: lj.OverheadMB, Placement: lj.Placement, Desired: AllocRun, Status: AllocActive,
 		StartIndex: lj.StartIndex, StartTime: lj.StartTime, SuspendedFor: lj.SuspendedFor,
 		SuspendTime: lj.SuspendTime, CPUsLent: lj.CPUsLent, PreemptedBy: lj.PreemptedBy,
+		CPUSeconds: lj.CPUSeconds, PeakMemKB: lj.PeakMemKB,
 	}
 	switch lj.State {
 	case api.StateSuspended:
@@ -200,7 +204,7 @@ func (s *State) upgradeNode(ln *legacyNode, runs map[uint64]uint64) *Node {
 	n := &Node{
 		Name: s.intern(ln.Name), CPUs: ln.CPUs, MemMB: ln.MemMB, Partitions: ln.Partitions, Runner: ln.Runner,
 		BootID: ln.BootID, Version: ln.Version, Images: ln.Images, Inventory: ln.Inventory, Accel: ln.Accel,
-		OverheadMB: ln.OverheadMB, Down: ln.Down, Drain: ln.Drain, Reason: ln.Reason, Registered: ln.Registered,
+		OverheadMB: ln.OverheadMB, APIAddr: ln.APIAddr, Down: ln.Down, Drain: ln.Drain, Reason: ln.Reason, Registered: ln.Registered,
 		LastSeen: ln.LastSeen, AllocCPUs: ln.AllocCPUs, AllocMemMB: ln.AllocMemMB, AllocIndex: ln.AllocIndex,
 	}
 	for _, id := range ln.Jobs {

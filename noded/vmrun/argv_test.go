@@ -23,6 +23,7 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 		want     []string // consecutive argv pairs that must be present
 		wantNot  []string // substrings no argument may hold
 		wantTail string   // the -append value
+		net      *guestNet
 	}{
 		"tcg, separate stderr": {
 			accel: "tcg", out: outputs{stdout: "/o/out", stderr: "/o/err"}, node: "node1",
@@ -44,10 +45,15 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 			accel: "tcg", out: outputs{stderr: "/o/err"},
 			want: []string{"-chardev null,id=out", "-chardev file,id=err,path=/o/err,append=on"},
 		},
+		"the NFS share's card": {
+			accel: "tcg", out: outputs{stdout: "/o/out", shared: true}, net: &guestNet{},
+			want: []string{"-netdev tap,id=share,fd=3,vhost=off", "-device virtio-net-device,netdev=share,mac=" + guestMAC,
+				"-global virtio-mmio.force-legacy=false"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			argv := r.argv(vmArgs{img: img, accel: tc.accel, cpus: 2, memMB: 300, f: f, out: tc.out, node: tc.node})
+			argv := r.argv(vmArgs{img: img, accel: tc.accel, cpus: 2, memMB: 300, f: f, out: tc.out, node: tc.node, net: tc.net})
 			pairs := map[string]bool{}
 			for i := 0; i+1 < len(argv); i++ {
 				pairs[argv[i]+" "+argv[i+1]] = true
@@ -67,7 +73,7 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 			if tc.wantTail != "" && argv[len(argv)-1] != tc.wantTail {
 				t.Errorf("-append %q, want %q", argv[len(argv)-1], tc.wantTail)
 			}
-			for _, bad := range []string{"9p", "virtfs", "vfio", "-netdev"} {
+			for _, bad := range []string{"9p", "virtfs", "vfio", "-netdev user", "vhost=on"} {
 				if strings.Contains(strings.Join(argv, " "), bad) {
 					t.Errorf("argv holds %q, which would block live migration", bad)
 				}

@@ -12,16 +12,32 @@
 // line, serial ports, control protocol) belongs to corral/vmimage; this
 // package only follows it.
 //
-// It never decides whether a job may run, how much of the node it gets or
-// what state it ends in: the daemon does, from Result. It never removes a
+// It never decides whether a job may run, how much of the node it gets, what
+// state it ends in, or who may reach into it: the daemon does. It never removes a
 // job's state directory (the daemon does) but does remove the two files
 // that must not outlive the VM, the QMP socket and the per-job initrd. It
-// never uses 9p, networking or host devices a VM could not take along in a
-// live migration.
+// never uses 9p or networking. A VM whose image can take the host's root
+// (vmimage.Image.HostRoot) gets it over virtiofs: one virtiofsd per VM,
+// started before QEMU in a session of its own (share.go), which QEMU 7.2
+// cannot migrate (MigrationBlockers says so); the migratable NFS share is
+// not built yet (docs/vm.md). Each VM's QEMU and virtiofsd run in a cgroup
+// of their own when the host has them (noded/cgroup), whose CPU time and
+// peak memory the VM's Usage reports.
+//
+// Every VM whose image runs the guest agent (image protocol 3) gets its
+// port, a virtio-serial port on a socket QEMU serves (DIR/agent.sock), and
+// *VM implements noded.JobAgent through it (agent.go, agentvm.go): exec,
+// signals and files in the guest, for the node's job API. The client opens
+// a session per connection (a Hello with a fresh nonce, repeated until the
+// guest answers it), multiplexes requests by id over it, and opens a new
+// one when the old one broke: a VM a restarted daemon re-attached to, or a
+// migrated VM once retarget names the destination's socket (tested with a
+// real loopback migration). Requests of a broken session fail; the guest
+// abandons them too. The protocol is vmimage's ("The guest agent").
 //
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
-// *VM, which also offer Pause, Continue and Paused for suspend/resume and
-// VCPUThreads for pinning.
+// *VM, which also offer Pause, Continue and Paused for suspend/resume,
+// VCPUThreads for pinning, and Exec, Signal, ReadFile and WriteFile.
 //
 // # A job VM's life
 //
@@ -34,9 +50,11 @@
 //	         -chardev file,id=err,path=STDERR,append=on -device isa-serial,chardev=err,... (ttyS2, only when STDERR != STDOUT)
 //	         -chardev file,id=ctl,path=DIR/control,append=on -device isa-serial,chardev=ctl,... (ttyS3)
 //	         -qmp unix:DIR/qmp.sock,server=on,wait=off
+//	         -device virtio-serial-device -chardev socket,id=agent,path=DIR/agent.sock,server=on,wait=off
+//	         -device virtserialport,chardev=agent,name=corral.agent                 (the guest agent)
 //	         -kernel IMAGE/vmlinux -initrd DIR/job.initrd
-//	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE"
-//	       (setsid; pid + start time + argv -> DIR/vm.json; wait for QMP)
+//	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE corral.agent=1"
+//	       (setsid; pid + start time + argv + agent socket -> DIR/vm.json; wait for QMP)
 //	Wait:  QEMU exits -> DIR/control: CORRAL EXIT n [+ OOM] -> Result;
 //	       socket and initrd removed
 //	Kill:  DIR/killed, QMP quit, SIGKILL after grace -> Result{Signal: 9}

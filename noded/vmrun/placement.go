@@ -11,26 +11,36 @@ import (
 	"corral/api"
 )
 
-// memoryBackend returns the -object for the guest's RAM of a placed job:
+// memoryBackend returns the -object for the guest's RAM: for a placed job
 // bound to its NUMA nodes (host-nodes, policy=bind) unless it asked for
-// --numa=none, and backed by hugepages (memfd with hugetlb) when it got
-// some. "" when there is nothing to bind.
-func memoryBackend(p *api.Placement, numa string, memMB int64) string {
+// --numa=none, backed by hugepages (memfd with hugetlb) when it got some,
+// and shared (memfd, share=on) when a vhost-user device such as virtiofs
+// must reach it. "" when none of this applies (p may be nil).
+func memoryBackend(p *api.Placement, numa string, memMB int64, shared bool) string {
 	var hugeKB int64
-	for _, h := range p.Hugepages {
-		hugeKB = max(hugeKB, h.SizeKB)
+	bind := false
+	if p != nil {
+		for _, h := range p.Hugepages {
+			hugeKB = max(hugeKB, h.SizeKB)
+		}
+		bind = len(p.NUMANodes) > 0 && numa != api.NUMANone
 	}
-	bind := len(p.NUMANodes) > 0 && numa != api.NUMANone
-	if !bind && hugeKB == 0 {
+	if !bind && hugeKB == 0 && !shared {
 		return ""
 	}
 	var b strings.Builder
-	if hugeKB > 0 {
+	switch {
+	case hugeKB > 0:
 		// Guest RAM must be a whole number of pages.
 		pageMB := hugeKB / 1024
 		memMB = (memMB + pageMB - 1) / pageMB * pageMB
 		fmt.Fprintf(&b, "memory-backend-memfd,id=ram,size=%dM,hugetlb=on,hugetlbsize=%dM", memMB, pageMB)
-	} else {
+		if shared {
+			b.WriteString(",share=on")
+		}
+	case shared:
+		fmt.Fprintf(&b, "memory-backend-memfd,id=ram,size=%dM,share=on", memMB)
+	default:
 		fmt.Fprintf(&b, "memory-backend-ram,id=ram,size=%dM", memMB)
 	}
 	if bind {

@@ -109,7 +109,7 @@ func (r *Runner) bootTest(ctx context.Context, accel string, bound time.Duration
 		WorkDir: "/",
 	}
 	t0 := time.Now()
-	v, err := r.start(ctx, spec, accel)
+	v, err := r.start(ctx, spec, startOpts{accel: accel})
 	if err != nil {
 		b.took = time.Since(t0)
 		return b, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp"
@@ -66,7 +67,11 @@ func qmpSession(sock string, dial time.Duration, cmds []string) ([]json.RawMessa
 	for _, c := range cmds {
 		// mon.Run rather than go-qemu's generated raw API: that API is
 		// generated from an old QEMU schema (it lacks query-cpus-fast).
-		b, err := mon.Run([]byte(`{"execute":"` + c + `"}`))
+		cmd := []byte(`{"execute":"` + c + `"}`)
+		if strings.HasPrefix(c, "{") {
+			cmd = []byte(c) // a command with arguments, as JSON
+		}
+		b, err := mon.Run(cmd)
 		if err != nil {
 			return replies, fmt.Errorf("QMP %s: %w", c, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"corral/noded"
+	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 
 	"corral/internal/procref"
 )
@@ -36,13 +38,19 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		p, err := procref.Open(st.PID, st.Start, false)
 		switch {
 		case err == nil:
-			return r.reattach(f, st, p), nil, nil
+			v := r.reattach(f, st, p)
+			v.attachNFS(r.recoverNFS(abs, true))
+			return v, nil, nil
 		case !errors.Is(err, os.ErrProcessDone):
 			// Not known to be gone (out of descriptors, say): not ErrGone.
 			return nil, nil, fmt.Errorf("%s: watching the job's VM: %w", dir, err)
 		}
 	}
 	removeLeftovers(r.log, f)
+	r.recoverNFS(abs, false)
+	if st.Cgroup != "" && r.cg != nil {
+		r.cg.Open(st.Cgroup).Remove()
+	}
 	if res, ok := finalResult(f); ok {
 		return nil, &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", dir, noded.ErrGone)
 	}
@@ -56,7 +64,11 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 // VM's state only to log it: a monitor that does not answer does not keep
 // the daemon from watching the process and killing it.
 func (r *Runner) reattach(f vmFiles, st vmState, p *procref.Ref) *VM {
-	v := newVM(r.log, f, st, p, nil)
+	var grp *cgroup.Group
+	if st.Cgroup != "" && r.cg != nil {
+		grp = r.cg.Open(st.Cgroup)
+	}
+	v := newVM(r.log, f, st, p, nil, grp)
 	status := "unknown"
 	if s, err := queryStatus(context.Background(), st.QMP); err != nil {
 		v.log.Warn("re-attached job VM's monitor does not answer; it can still be killed", "err", err)
@@ -82,6 +94,9 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 		}
 	}
 	removeLeftovers(r.log, f)
+	if ns, err := vmnet.Open(filepath.Join(f.dir, netnsFile)); err == nil {
+		ns.Remove()
+	}
 	if res, ok := finalResult(f); ok {
 		return &res, fmt.Errorf("%s: the job's VM ended while no daemon watched: %w", f.dir, noded.ErrGone)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"corral/api"
 	"corral/noded"
+	"corral/noded/cgroup"
 	"corral/vmimage"
 )
 
@@ -32,6 +33,10 @@ type Config struct {
 	// Inventory is the node's hardware (as it reports it): the runner finds
 	// a placed GPU's PCI address in it for -device vfio-pci.
 	Inventory *api.Inventory
+	// NFSServer is the command that runs a VM's NFS file server, which
+	// gets its configuration file as one more argument; empty means this
+	// program's own "nfsd" subcommand (corral nfsd).
+	NFSServer []string
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -45,6 +50,10 @@ type Runner struct {
 	report   string
 	overhead int64
 	tscKHz   int
+	// cg places each VM in a cgroup of its own; nil where the host offers
+	// none (cgNote says why).
+	cg     *cgroup.Manager
+	cgNote string
 }
 
 var _ noded.Runner = (*Runner)(nil)
@@ -96,6 +105,13 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := r.probe(ctx, tscSource); err != nil {
 		return nil, fmt.Errorf("vm runner: %w", err)
 	}
+	if r.cg, err = cgroup.Detect(); err != nil {
+		r.cgNote = "no cgroup per VM: " + err.Error()
+		r.log.Warn("job VMs run without a cgroup of their own: no CPU set or memory limit on the host, no CPU time or peak memory per job", "why", err)
+	} else {
+		r.cgNote = "cgroup " + r.cg.Version() + " per VM"
+	}
+	r.report += "; " + r.cgNote
 	return r, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"corral/api"
 	"corral/noded"
+	"corral/noded/cgroup"
 	"corral/vmimage"
 
 	"corral/internal/procref"
@@ -33,6 +35,9 @@ const (
 	qemuLogFile = "qemu.log"    // QEMU's own stdout and stderr
 	qmpFile     = "qmp.sock"    // the QMP monitor socket
 	killedFile  = "killed"      // written by Kill before it stops the VM
+	vfsSockFile = "virtiofs.sock"
+	agentFile   = "agent.sock" // the guest agent's channel (agent.go)
+	vfsLogFile  = "virtiofsd.log"
 )
 
 // Limits of a job VM's shape.
@@ -64,31 +69,50 @@ type vmState struct {
 	Image  string   `json:"image"`
 	Accel  string   `json:"accel"`
 	Argv   []string `json:"argv"`
+	// Cgroup names the VM's cgroup; empty when it has none.
+	Cgroup string `json:"cgroup,omitempty"`
+	// Agent is the guest agent's socket; empty when the VM has none.
+	Agent string `json:"agent,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
 type vmFiles struct {
 	dir, state, initrd, console, control, qemuLog, qmp, killed string
+	vfsSock, virtiofsdLog, agentSock                           string
 }
 
 func filesIn(dir string) vmFiles {
 	j := func(n string) string { return filepath.Join(dir, n) }
 	return vmFiles{dir: dir, state: j(stateFile), initrd: j(initrdFile), console: j(consoleFile),
-		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile)}
+		control: j(controlFile), qemuLog: j(qemuLogFile), qmp: j(qmpFile), killed: j(killedFile),
+		vfsSock: j(vfsSockFile), virtiofsdLog: j(vfsLogFile), agentSock: j(agentFile)}
 }
 
 // Start boots the job's VM and returns once QEMU's monitor answers: the
 // guest is then booting, and output follows in about a second under TCG.
 // An error means no VM is left running; its text is shown to the user.
 func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
-	v, err := r.start(ctx, spec, r.accel)
+	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true, group: true, agent: true})
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string) (*VM, error) {
+// startOpts are what Start and the accelerator probe boot differently.
+type startOpts struct {
+	accel string
+	// hostRoot gives the job the host's tree as its root when its image
+	// can (vmimage.Image.HostRoot); the probe boots the bare initramfs.
+	hostRoot bool
+	// group puts the VM in a cgroup of its own (when the host has them).
+	group bool
+	// agent attaches the guest agent's port when the image runs an agent.
+	agent bool
+}
+
+func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
+	accel := o.accel
 	job := spec.Job
 	if job == nil {
 		job = &api.Job{}
@@ -106,26 +130,117 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, accel string)
 		return nil, fmt.Errorf("state directory %s: %w", spec.Dir, err)
 	}
 	f := filesIn(dir)
-	if len(f.qmp) > maxSockPath {
-		return nil, fmt.Errorf("state directory %s is too long for the VM's monitor socket (at most %d bytes for %s): use a shorter state directory", dir, maxSockPath, f.qmp)
+	if len(f.agentSock) > maxSockPath {
+		return nil, fmt.Errorf("state directory %s is too long for the VM's sockets (at most %d bytes for %s): use a shorter state directory", dir, maxSockPath, f.agentSock)
 	}
 	if err := resetFiles(f); err != nil {
 		return nil, fmt.Errorf("preparing the VM's files: %w", err)
 	}
-	out, err := prepareOutputs(spec.Stdout, spec.Stderr)
+	var out outputs
+	// As the job's user: the files are theirs, and a directory they may
+	// not write to fails the job, as on the host.
+	spec.User.Do(func() error { out, err = prepareOutputs(spec.Stdout, spec.Stderr); return nil })
 	if err != nil {
 		return nil, err
 	}
-	if err := writeInitrd(img, f.initrd, spec); err != nil {
+	var gfs *vmimage.FS
+	if o.hostRoot && img.HostRoot {
+		gfs = r.guestFS(spec)
+	}
+	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
 	}
-	argv := r.argv(vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
-		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA})
-	v, err := r.launch(argv, f, img.Name, accel)
+	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
+		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent}
+	var vfsd *exec.Cmd
+	var nfs *nfsServer
+	switch {
+	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
+		a.virtiofs = true
+		vfsd, err = startVirtiofsd(f)
+	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
+		if nfs, err = r.prepareNFS(dir, spec, gfs); err == nil {
+			a.net = nfs.net
+		}
+	}
 	if err != nil {
 		os.Remove(f.initrd)
 		return nil, err
 	}
+	var grp *cgroup.Group
+	if o.group && r.cg != nil {
+		if grp, err = r.cg.Create(groupName(dir), r.groupLimits(job, memMB)); err != nil {
+			r.log.Warn("the job's VM runs without its cgroup", "job", job.ID, "err", err)
+			grp = nil
+		}
+	}
+	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp, a.agent)
+	a.net.closeTap() // QEMU holds its own descriptor
+	if err == nil && nfs != nil {
+		if err = v.startNFS(nfs, grp); err != nil {
+			killProc(v.proc)
+			<-v.done
+		}
+	}
+	if err == nil && grp != nil {
+		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
+			if pid > 0 {
+				if err := grp.Add(pid); err != nil {
+					r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
+				}
+			}
+		}
+	}
+	if err == nil {
+		// Once QEMU's monitor answers, QEMU holds virtiofsd's socket and
+		// virtiofsd ends with it.
+		v, err = r.started(ctx, v, job, img, accel, cpus, memMB, dir)
+	}
+	if err != nil {
+		if vfsd != nil {
+			vfsd.Process.Kill()
+		}
+		nfs.stop()
+		os.Remove(f.initrd)
+		return nil, err
+	}
+	return v, nil
+}
+
+// groupName names a VM's cgroup after its state directory, which is unique
+// on the node.
+func groupName(dir string) string {
+	h := fnv.New64a()
+	h.Write([]byte(dir))
+	return fmt.Sprintf("vm-%016x", h.Sum64())
+}
+
+// groupSlackMB is what a VM's group may use beyond guest RAM and QEMU's
+// measured overhead: virtiofsd and the page tables.
+const groupSlackMB = 64
+
+// groupLimits are a VM's cgroup limits: the CPUs and NUMA nodes of its
+// placement, and its guest RAM plus QEMU's overhead plus groupSlackMB.
+func (r *Runner) groupLimits(job *api.Job, memMB int64) cgroup.Limits {
+	l := cgroup.Limits{MemBytes: (memMB + r.overhead + groupSlackMB) << 20}
+	if p := job.Placement; p != nil {
+		l.CPUs = p.CPUs
+		if job.Spec.NUMA != api.NUMANone {
+			l.Mems = p.NUMANodes
+		}
+	}
+	return l
+}
+
+func cmdPID(c *exec.Cmd) int {
+	if c == nil || c.Process == nil {
+		return 0
+	}
+	return c.Process.Pid
+}
+
+// started waits for a launched VM's monitor and pins its vCPUs.
+func (r *Runner) started(ctx context.Context, v *VM, job *api.Job, img *vmimage.Image, accel string, cpus int, memMB int64, dir string) (*VM, error) {
 	if err := v.awaitMonitor(ctx); err != nil {
 		killProc(v.proc)
 		<-v.done
@@ -166,7 +281,7 @@ func resetFiles(f vmFiles) error {
 			return err
 		}
 	}
-	for _, p := range []string{f.qmp, f.initrd} {
+	for _, p := range []string{f.qmp, f.initrd, f.agentSock} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -214,7 +329,7 @@ func prepareOutputs(out, errPath string) (outputs, error) {
 
 // writeInitrd writes the job's -initrd: the image's base initramfs and the
 // job's payload.
-func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec) error {
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS) error {
 	env := spec.Env
 	hasPath := false
 	for _, kv := range env {
@@ -223,7 +338,10 @@ func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec) error {
 	if !hasPath {
 		env = append(append([]string(nil), env...), guestPath)
 	}
-	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs}
+	if u := spec.User; u.Name != "" && u.UID != 0 {
+		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
+	}
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("writing the VM's initrd: %w", err)
@@ -253,6 +371,12 @@ type vmArgs struct {
 	// its --numa policy.
 	placement *api.Placement
 	numa      string
+	// virtiofs adds the virtiofs device of the host's tree.
+	virtiofs bool
+	// net adds the network card of the NFS share (nil: none).
+	net *guestNet
+	// agent adds the guest agent's port (agentArgs).
+	agent bool
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -270,11 +394,9 @@ func (r *Runner) argv(a vmArgs) []string {
 	}
 	machine := "microvm"
 	var backend []string
-	if a.placement != nil {
-		if obj := memoryBackend(a.placement, a.numa, a.memMB); obj != "" {
-			machine += ",memory-backend=ram"
-			backend = []string{"-object", obj}
-		}
+	if obj := memoryBackend(a.placement, a.numa, a.memMB, a.virtiofs); obj != "" {
+		machine += ",memory-backend=ram"
+		backend = []string{"-object", obj}
 	}
 	argv := []string{r.cfg.QEMU,
 		"-M", machine, "-accel", a.accel, "-cpu", cpu,
@@ -295,10 +417,18 @@ func (r *Runner) argv(a vmArgs) []string {
 		"-kernel", a.img.Kernel, "-initrd", a.f.initrd,
 	)
 	argv = append(argv, backend...)
+	if a.virtiofs {
+		argv = append(argv, virtiofsArgs(a.f)...)
+	}
+	argv = append(argv, a.net.qemuArgs()...)
 	if a.placement != nil {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}
 	var extra []string
+	if a.agent {
+		argv = append(argv, agentArgs(a.f.agentSock)...)
+		extra = append(extra, "corral.agent=1")
+	}
 	if hostnameRE.MatchString(a.node) {
 		extra = append(extra, "corral.hostname="+a.node)
 	}
@@ -320,7 +450,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
 // daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, error) {
+func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group, agent bool) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
@@ -328,7 +458,7 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 	defer logf.Close()
 	cmd := &exec.Cmd{
 		Path: argv[0], Args: argv, Dir: f.dir,
-		Stdout: logf, Stderr: logf,
+		Stdout: logf, Stderr: logf, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
@@ -343,6 +473,12 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
 		Image: image, Accel: accel, Argv: argv}
+	if grp != nil {
+		st.Cgroup = group
+	}
+	if agent {
+		st.Agent = f.agentSock
+	}
 	if err == nil {
 		if err = procref.WriteJSON(f.state, st); err != nil && p != nil {
 			p.Close()
@@ -355,5 +491,5 @@ func (r *Runner) launch(argv []string, f vmFiles, image, accel string) (*VM, err
 		cmd.Wait()
 		return nil, fmt.Errorf("recording the job's VM: %w", err)
 	}
-	return newVM(r.log, f, st, p, cmd), nil
+	return newVM(r.log, f, st, p, cmd, grp), nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"corral/noded"
+	"corral/noded/cgroup"
 	"corral/vmimage"
 
 	"corral/internal/procref"
@@ -33,15 +34,31 @@ type VM struct {
 	killOnce sync.Once
 	done     chan struct{}
 	res      noded.Result
+	// grp is the VM's cgroup (nil: none); usage is what it used, read
+	// when QEMU ended.
+	grp     *cgroup.Group
+	usage   cgroup.Usage
+	usageOK bool
+	// nfs is the VM's NFS file server (nil: none), stopped when QEMU
+	// exits; gone says QEMU has.
+	nfsMu sync.Mutex
+	nfs   *nfsServer
+	gone  bool
+	// agent reaches the guest agent; nil when the VM has none.
+	agent *agentClient
 }
 
 var (
-	_ noded.Handle       = (*VM)(nil)
-	_ noded.ProcessGroup = (*VM)(nil)
+	_ noded.Handle        = (*VM)(nil)
+	_ noded.ProcessGroup  = (*VM)(nil)
+	_ noded.UsageReporter = (*VM)(nil)
 )
 
-func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd) *VM {
-	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, done: make(chan struct{})}
+func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
+	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, grp: grp, done: make(chan struct{})}
+	if st.Agent != "" {
+		v.agent = newAgentClient(v.log, st.Agent)
+	}
 	go v.watch()
 	return v
 }
@@ -71,14 +88,51 @@ func (v *VM) watch() {
 		v.proc.Wait()
 	}
 	v.proc.Close()
+	v.stopNFS()
 	res, ok := finalResult(v.f)
 	if !ok {
 		// The daemon logs and reports the message; the probe expects it.
 		res = noded.Result{Message: lostMessage(v.f), OOM: readControl(v.f.control).oom}
 	}
+	if v.agent != nil {
+		v.agent.close()
+	}
 	removeLeftovers(v.log, v.f)
+	v.closeGroup()
 	v.res = res
 	close(v.done)
+}
+
+// closeGroup reads what the VM's cgroup used and removes the group, which
+// virtiofsd may take a moment longer to leave than QEMU.
+func (v *VM) closeGroup() {
+	if v.grp == nil {
+		return
+	}
+	u, err := v.grp.Usage()
+	if err != nil {
+		v.log.Warn("cannot read the job VM's cgroup usage", "err", err)
+	} else {
+		v.usage, v.usageOK = u, true
+	}
+	for i := 0; ; i++ {
+		err := v.grp.Remove()
+		if err == nil {
+			return
+		}
+		if i == 100 {
+			v.log.Warn("cannot remove the job VM's cgroup", "err", err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Usage returns the CPU time and peak memory of the VM's cgroup (QEMU and
+// virtiofsd), once the VM is gone; false when it had no group.
+func (v *VM) Usage() (time.Duration, int64, bool) {
+	<-v.done
+	return v.usage.CPU, v.usage.PeakBytes, v.usageOK
 }
 
 // ended reports whether the VM is gone.
@@ -320,7 +374,7 @@ func tailFile(path string, lines, max int) string {
 // removeLeftovers removes what must not outlive the VM: the monitor socket
 // (QEMU removes it itself only when it exits cleanly) and the initrd.
 func removeLeftovers(log *slog.Logger, f vmFiles) {
-	for _, p := range []string{f.qmp, f.initrd} {
+	for _, p := range []string{f.qmp, f.initrd, f.vfsSock, f.agentSock} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("cannot remove a job VM's file", "path", p, "err", err)
 		}

@@ -51,7 +51,8 @@ func testRunner(tb testing.TB) *Runner {
 	}
 	runnerOnce.Do(func() {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		sharedR, sharedErr = New(context.Background(), Config{ImageRoot: imageRoot(), Logger: log})
+		sharedR, sharedErr = New(context.Background(), Config{ImageRoot: imageRoot(), Logger: log,
+			NFSServer: []string{os.Args[0], nfsdChild}})
 	})
 	if sharedErr != nil {
 		tb.Fatalf("New: %v", sharedErr)
@@ -59,7 +60,8 @@ func testRunner(tb testing.TB) *Runner {
 	return sharedR
 }
 
-// jobSpec returns a job in a fresh state directory, stdout in out.txt.
+// jobSpec returns a job in a fresh state directory, stdout in out.txt; it
+// runs as root in that directory, which is shared with the guest.
 func jobSpec(tb testing.TB, script string, cpus int, memMB int64) noded.LaunchSpec {
 	dir := tb.TempDir()
 	return noded.LaunchSpec{
@@ -68,7 +70,8 @@ func jobSpec(tb testing.TB, script string, cpus int, memMB int64) noded.LaunchSp
 		Env:     []string{"PATH=/usr/bin:/bin", "CORRAL_JOB_ID=42"},
 		Stdout:  filepath.Join(dir, "out.txt"),
 		Script:  script,
-		WorkDir: "/tmp/work",
+		WorkDir: dir,
+		Shares:  []string{dir},
 	}
 }
 
@@ -188,7 +191,7 @@ func TestJobSeesItsVCPUsMemoryAndKernel(t *testing.T) {
 	if !contains(lines, img.KernelVersion) || !strings.Contains(img.KernelVersion, "cloud") {
 		t.Errorf("uname -r: want the cloud kernel %s; output:\n%s", img.KernelVersion, out)
 	}
-	if !contains(lines, "id=42 pwd=/tmp/work host=node1") {
+	if !contains(lines, "id=42 pwd="+spec.WorkDir+" host=node1") {
 		t.Errorf("environment, workdir or hostname missing; output:\n%s", out)
 	}
 	if got := readFile(t, spec.Stderr); got != "oops\n" {
@@ -374,7 +377,7 @@ func BenchmarkStartToFirstOutput(b *testing.B) {
 	r := testRunner(b)
 	var took []time.Duration
 	for i := 0; i < b.N; i++ {
-		spec := jobSpec(b, "echo hello\n", 1, 256)
+		spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
 		t0 := time.Now()
 		h, err := r.Start(context.Background(), spec)
 		if err != nil {

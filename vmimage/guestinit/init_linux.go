@@ -31,11 +31,18 @@ type guest struct {
 	out, err, ctl *os.File
 	ports         []*os.File // the UARTs opened, drained before EXIT
 	oomBefore     int64
+	// root is the job's root: "" for the initramfs, newRoot when the
+	// host's tree is.
+	root string
+	// reaper collects init's children; agent serves the node's requests
+	// (nil without an agent port).
+	reaper *reaper
+	agent  *Agent
 }
 
 // Main is PID 1. It never returns: it powers the VM off.
 func Main() {
-	g := &guest{start: time.Now(), oomBefore: -1}
+	g := &guest{start: time.Now(), oomBefore: -1, reaper: newReaper()}
 	// Signals to PID 1 are dropped unless it has a handler. Catching them
 	// (rather than ignoring them) keeps init alive when the job signals
 	// everything and leaves the job's own dispositions at their defaults.
@@ -58,13 +65,23 @@ func Main() {
 	if err != nil {
 		g.finish(127, err.Error())
 	}
-	if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
-		g.finish(127, "cannot enter working directory "+job.WorkDir)
-	}
-	if st, err := os.Stat(job.WorkDir); err != nil || !st.IsDir() {
-		g.finish(127, "cannot enter working directory "+job.WorkDir)
-	}
 	os.Chmod(jobDir+"/script", 0o755)
+	if job.FS != nil {
+		if err := g.hostRoot(job.FS); err != nil {
+			g.finish(127, err.Error())
+		}
+		// The script stays in the initramfs, which the job's root does
+		// not show: init hands it over as a descriptor (see run).
+		g.logf("host root ready")
+	} else if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
+		g.finish(127, "cannot enter working directory "+job.WorkDir)
+	}
+	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
+		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")
+	}
+	if opts.Agent {
+		g.startAgent()
+	}
 	g.finish(g.run(job), "")
 }
 
@@ -184,12 +201,34 @@ func (g *guest) run(job Job) int {
 		g.finish(127, "open /dev/null: "+err.Error())
 	}
 	g.oomBefore = oomKills()
+	files := []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	argv := job.Argv
+	if g.root != "" {
+		// The job's root does not hold /job: the script goes as fd 3 and
+		// runs as /dev/fd/3 (the kernel reopens it there without a path).
+		script, err := os.Open(job.Argv[job.ScriptArg])
+		if err != nil {
+			g.finish(127, "open the job script: "+err.Error())
+		}
+		defer script.Close()
+		files = append(files, script.Fd())
+		argv = append([]string(nil), job.Argv...)
+		argv[job.ScriptArg] = "/dev/fd/3"
+		attr.Chroot = g.root
+	}
+	if u := job.User; u != nil {
+		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
 	fmt.Fprintln(g.ctl, "CORRAL STARTED")
-	g.logf("starting %v in %s", job.Argv, job.WorkDir)
-	pid, err := syscall.ForkExec(job.Argv[0], job.Argv, &syscall.ProcAttr{
-		Dir:   job.WorkDir,
-		Env:   job.Env,
-		Files: []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()},
+	g.logf("starting %v in %s", argv, job.WorkDir)
+	pid, wait, err := g.reaper.spawn(func() (int, error) {
+		return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+			Dir:   job.WorkDir,
+			Env:   job.Env,
+			Files: files,
+			Sys:   attr,
+		})
 	})
 	devnull.Close()
 	if err != nil {
@@ -197,20 +236,12 @@ func (g *guest) run(job Job) int {
 		fmt.Fprintf(g.err, "%s: %v\n", job.Argv[0], err)
 		return StartFailureCode(err)
 	}
-	for {
-		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			g.logf("wait: %v", err)
-			return 127
-		}
-		if got == pid {
-			return ExitCode(ws.Exited(), ws.ExitStatus(), int(ws.Signal()))
-		}
+	if g.agent != nil {
+		g.agent.setJob(pid)
 	}
+	// The reaper reaps orphans reparented to init meanwhile.
+	ws := <-wait
+	return ExitCode(ws.Exited(), ws.ExitStatus(), int(ws.Signal()))
 }
 
 // finish ends the VM: it kills what the job left running, waits until the

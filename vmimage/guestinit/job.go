@@ -19,13 +19,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"corral/vmimage"
 )
 
 // Job is what the payload under /job asks for.
 type Job struct {
-	Argv    []string // the program and its arguments
-	Env     []string // KEY=VALUE, exactly the job's environment
-	WorkDir string
+	Argv []string // the program and its arguments
+	// ScriptArg is the index in Argv of the script's path.
+	ScriptArg int
+	Env       []string // KEY=VALUE, exactly the job's environment
+	WorkDir   string
+	// User is whom the job runs as; nil is root.
+	User *vmimage.User
+	// FS, when set, makes the host's tree the job's root (see vmimage.FS).
+	FS *vmimage.FS
 }
 
 // ErrNoPayload says the initramfs holds no job: the image was booted alone.
@@ -52,6 +60,7 @@ func ReadJob(dir string) (Job, error) {
 		j.Argv = []string{script}
 	} else {
 		j.Argv = []string{"/bin/sh", script}
+		j.ScriptArg = 1
 	}
 	args, err := readNULList(filepath.Join(dir, "args"))
 	if err != nil {
@@ -66,6 +75,24 @@ func ReadJob(dir string) (Job, error) {
 		if i := strings.IndexByte(kv, '='); i > 0 {
 			j.Env = append(j.Env, kv)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "user")); err == nil {
+		u, err := vmimage.ParseUser(b)
+		if err != nil {
+			return Job{}, err
+		}
+		j.User = &u
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job user: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "fs")); err == nil {
+		f, err := vmimage.ParseFS(b)
+		if err != nil {
+			return Job{}, err
+		}
+		j.FS = &f
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job fs: %w", err)
 	}
 	j.WorkDir = "/"
 	if b, err := os.ReadFile(filepath.Join(dir, "workdir")); err == nil {
@@ -106,6 +133,7 @@ func SplitNUL(b []byte) []string {
 type Options struct {
 	Debug    bool   // corral.debug=1: log each step on the console
 	Hostname string // corral.hostname=NAME
+	Agent    bool   // corral.agent=1: the VM has the agent port
 }
 
 // ParseCmdline reads the corral.* parameters from /proc/cmdline's text.
@@ -115,6 +143,8 @@ func ParseCmdline(cmdline string) Options {
 		switch {
 		case arg == "corral.debug=1":
 			o.Debug = true
+		case arg == "corral.agent=1":
+			o.Agent = true
 		case strings.HasPrefix(arg, "corral.hostname="):
 			o.Hostname = strings.TrimPrefix(arg, "corral.hostname=")
 		}

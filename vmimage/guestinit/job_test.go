@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"corral/vmimage"
 )
 
 func writeJob(t *testing.T, files map[string]string) string {
@@ -40,7 +42,27 @@ func TestReadJob(t *testing.T) {
 		},
 		"plain script runs through sh, no args, root workdir": {
 			files: map[string]string{"script": "echo hi\n", "workdir": "\n"},
-			want:  Job{Argv: []string{"/bin/sh", "SCRIPT"}, WorkDir: "/"},
+			want:  Job{Argv: []string{"/bin/sh", "SCRIPT"}, ScriptArg: 1, WorkDir: "/"},
+		},
+		"the host's root as a user": {
+			files: map[string]string{"script": "#!/bin/bash\n", "workdir": "/home/alice/run\n",
+				"user": "alice\n1000\n1000\n27 1000\n/home/alice\n",
+				"fs":   "root virtiofs corral-host\nshare /home/alice\nshare /scratch\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/home/alice/run",
+				User: &vmimage.User{Name: "alice", UID: 1000, GID: 1000, Groups: []uint32{27, 1000}, Home: "/home/alice"},
+				FS:   &vmimage.FS{Kind: "virtiofs", Tag: "corral-host", Shares: []string{"/home/alice", "/scratch"}}},
+		},
+		"the host's root over NFS with the card's MTU": {
+			files: map[string]string{"script": "#!/bin/bash\n", "workdir": "/w\n",
+				"fs": "root nfs 10.0.2.2 2049 / 10.0.2.15/24 65520\nshare /w\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
+				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24", MTU: 65520, Shares: []string{"/w"}}},
+		},
+		"the host's root over NFS": {
+			files: map[string]string{"script": "#!/bin/bash\n", "workdir": "/w\n",
+				"fs": "root nfs 10.0.2.2 2049 / 10.0.2.15/24\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
+				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24"}},
 		},
 		"one empty argument": {
 			files: map[string]string{"script": "#!/bin/sh\n", "args": "\x00"},

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadPartitionsFile(t *testing.T) {
+	tests := map[string]struct {
+		body, err string
+		shared    string
+	}{
+		"shared paths":      {body: `[{"name": "batch", "default": true, "shared_paths": ["/home", "/scratch"]}]`, shared: "/home"},
+		"misspelt field":    {body: `[{"name": "batch", "shared_path": ["/home"]}]`, err: `unknown field "shared_path"`},
+		"relative path":     {body: `[{"name": "batch", "shared_paths": ["home"]}]`, err: `shared path "home"`},
+		"nfs accepted":      {body: `[{"name": "batch", "share": "nfs"}]`},
+		"unknown share":     {body: `[{"name": "batch", "share": "9p"}]`, err: `share "9p": use nfs`},
+		"two defaults":      {body: `[{"name": "a", "default": true}, {"name": "b", "default": true}]`, err: "mark one"},
+		"unknown network":   {body: `[{"name": "a", "network": "internet"}]`, err: `network "internet"`},
+		"no partitions":     {body: `[]`, err: "no partitions"},
+		"duplicate name":    {body: `[{"name": "a"}, {"name": "a"}]`, err: "listed twice"},
+		"virtiofs accepted": {body: `[{"name": "fast", "share": "virtiofs"}]`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "p.json")
+			os.WriteFile(f, []byte(tc.body), 0o644)
+			parts, err := readPartitionsFile(f)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.shared != "" && (len(parts) == 0 || len(parts[0].SharedPaths) == 0 || parts[0].SharedPaths[0] != tc.shared) {
+				t.Errorf("partitions %+v lack shared path %s", parts, tc.shared)
+			}
+		})
+	}
+}

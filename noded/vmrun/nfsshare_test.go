@@ -1,0 +1,240 @@
+package vmrun
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp"
+
+	"corral/vmimage"
+)
+
+// appendScript appends "line N" to $1/log.txt every 50 ms, n times, and
+// fails loudly if any append fails. It waits with read -t on a pipe
+// nobody writes to, a builtin: an exec of sleep costs a TCG guest more
+// than the 50 ms.
+func appendScript(n int) string {
+	return `#!/bin/bash
+exec {never}<> <(:)
+for ((i = 1; i <= ` + strconv.Itoa(n) + `; i++)); do
+	echo "line $i" >> "$1/log.txt" || { echo "append $i failed" >&2; exit 3; }
+	read -t 0.05 -u $never
+done
+echo appended
+`
+}
+
+// checkLines checks that path holds "line 1" to "line n", each once, in
+// order.
+func checkLines(t *testing.T, path string, n int) {
+	t.Helper()
+	got := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
+	if len(got) != n {
+		t.Errorf("%s has %d lines, want %d (lost or duplicated appends)", path, len(got), n)
+	}
+	for i, l := range got {
+		if l != "line "+strconv.Itoa(i+1) {
+			t.Fatalf("%s line %d is %q, want %q (lost, duplicated or reordered)", path, i+1, l, "line "+strconv.Itoa(i+1))
+		}
+	}
+}
+
+// lineCount returns how many lines path has now.
+func lineCount(path string) int {
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), "\n")
+}
+
+// TestFileServerRestartIsAStall kills the VM's file server while the job
+// appends to a file on its shared path: the runner restarts the server,
+// the guest's hard mount waits and retries, and the job sees no error and
+// loses nothing. The handles the guest holds (its working directory, the
+// file) work with the new server process.
+func TestFileServerRestartIsAStall(t *testing.T) {
+	r := testRunner(t)
+	const n = 100
+	spec := jobSpec(t, appendScript(n), 1, 256)
+	spec.Args = []string{spec.Dir}
+	spec.Stderr = filepath.Join(spec.Dir, "err.txt")
+	log := filepath.Join(spec.Dir, "log.txt")
+	v := start(t, r, spec)
+	waitFor(t, "the first appends", 60*time.Second, func() bool { return lineCount(log) >= 10 })
+	old := v.NFSServerPID()
+	if old == 0 {
+		t.Fatal("the VM has no file server running")
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed, at := time.Now(), lineCount(log)
+	waitFor(t, "the file server's restart", 10*time.Second, func() bool { p := v.NFSServerPID(); return p != 0 && p != old })
+	waitFor(t, "an append after the restart", 60*time.Second, func() bool { return lineCount(log) > at+1 })
+	stall := time.Since(killed)
+	res := waitResult(t, v, 90*time.Second)
+	out, errOut := readFile(t, spec.Stdout), readFile(t, spec.Stderr)
+	if res.ExitCode != 0 || !strings.Contains(out, "appended") || errOut != "" {
+		t.Fatalf("result %+v, stdout %q, stderr %q", res, out, errOut)
+	}
+	checkLines(t, log, n)
+	t.Logf("server %d killed after %d lines; restarted as another process; appends went on after %v; all %d lines there", old, at, stall.Round(time.Millisecond), n)
+}
+
+// TestMigrationBlockers asks QEMU whether it would migrate a running VM:
+// the bare initramfs VM and the default VM (the host's root over NFS) have
+// no blocker, the VM with the virtiofs share names its vhost-user-fs
+// device.
+func TestMigrationBlockers(t *testing.T) {
+	r := testRunner(t)
+	cases := map[string]struct {
+		hostRoot bool
+		share    string
+		blocked  bool
+	}{
+		"initramfs root":              {},
+		"nfs root, the default":       {hostRoot: true},
+		"virtiofs root, --no-migrate": {hostRoot: true, share: vmimage.ShareVirtiofs, blocked: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := jobSpec(t, "#!/bin/sh\necho up\nsleep 30\n", 1, 256)
+			spec.Share = tc.share
+			v, err := r.start(context.Background(), spec, startOpts{accel: r.accel, hostRoot: tc.hostRoot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { v.Kill(0); v.Wait() })
+			waitFor(t, "the job's first output", 60*time.Second, func() bool { return strings.Contains(readFile(t, spec.Stdout), "up") })
+			reasons, err := v.MigrationBlockers()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case !tc.blocked && len(reasons) != 0:
+				t.Errorf("the VM is blocked from migrating: %v", reasons)
+			case tc.blocked && (len(reasons) == 0 || !strings.Contains(strings.Join(reasons, " "), "vhost-user-fs")):
+				t.Errorf("the virtiofs VM's blockers %v do not name vhost-user-fs", reasons)
+			}
+			t.Logf("%s: blockers %q", name, reasons)
+		})
+	}
+}
+
+// TestLiveMigrationKeepsTheSharedFile migrates a running default job VM on
+// loopback while it appends a line every 50 ms to a file on its shared
+// path: a second QEMU with the same devices (its own state directory,
+// network namespace, tap device and file server, as on another node) and
+// -incoming, QMP migrate with raised bandwidth. The job ends on the
+// destination with nothing lost, duplicated or reordered, and no error.
+func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
+	r := testRunner(t)
+	const n = 120
+	spec := jobSpec(t, appendScript(n), 1, 256)
+	spec.Args = []string{spec.Dir}
+	spec.Stderr = filepath.Join(spec.Dir, "err.txt")
+	log := filepath.Join(spec.Dir, "log.txt")
+	src := start(t, r, spec)
+	waitFor(t, "the first appends", 60*time.Second, func() bool { return lineCount(log) >= 15 })
+
+	dst, sock := startDestination(t, r, src)
+	qmpRaw(t, src.st.QMP, `{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":4294967296,"downtime-limit":100}}`)
+	at := lineCount(log)
+	qmpRaw(t, src.st.QMP, `{"execute":"migrate","arguments":{"uri":"unix:`+sock+`"}}`)
+	var info struct {
+		Return struct {
+			Status   string `json:"status"`
+			Total    int64  `json:"total-time"`
+			Downtime int64  `json:"downtime"`
+			Error    string `json:"error-desc"`
+		} `json:"return"`
+	}
+	waitFor(t, "the migration", 60*time.Second, func() bool {
+		json.Unmarshal(qmpRaw(t, src.st.QMP, `{"execute":"query-migrate"}`), &info)
+		if info.Return.Status == "failed" {
+			t.Fatalf("migration failed: %s", info.Return.Error)
+		}
+		return info.Return.Status == "completed"
+	})
+	src.Kill(0) // it waits in postmigrate
+	res := waitResult(t, dst, 90*time.Second)
+	out, errOut := readFile(t, spec.Stdout), readFile(t, spec.Stderr)
+	if res.ExitCode != 0 || !strings.Contains(out, "appended") || errOut != "" {
+		t.Fatalf("destination's result %+v, stdout %q, stderr %q; console: %s", res, out, errOut, tailFile(dst.f.console, 60, 6000))
+	}
+	checkLines(t, log, n)
+	t.Logf("migrated after %d lines: total %d ms, downtime %d ms; all %d lines there", at, info.Return.Total, info.Return.Downtime, n)
+}
+
+// startDestination starts, in a state directory of its own, the QEMU a
+// migration of src goes to: src's command line with that directory's
+// files, a tap device in a namespace of its own, -incoming on a Unix
+// socket; and its file server. It returns the VM and the socket.
+func startDestination(t *testing.T, r *Runner, src *VM) (*VM, string) {
+	t.Helper()
+	dir := t.TempDir()
+	f := filesIn(dir)
+	b, err := os.ReadFile(src.f.initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f.initrd, b, 0o600)
+	argv := make([]string, 0, len(src.st.Argv)+2)
+	// The state files move; the job's output files, on its shared path,
+	// stay where they are.
+	for _, a := range src.st.Argv {
+		for _, name := range []string{consoleFile, controlFile, qmpFile, initrdFile} {
+			a = strings.ReplaceAll(a, qemuEscape(filepath.Join(src.f.dir, name)), qemuEscape(filepath.Join(dir, name)))
+		}
+		argv = append(argv, a)
+	}
+	sock := filepath.Join(dir, "incoming.sock")
+	argv = append(argv, "-incoming", "unix:"+sock)
+	var srcConf = src.nfs.conf
+	gn, err := newGuestNet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := listenerFile(gn.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.launch(argv, gn.qemuFiles(), f, src.st.Image, src.st.Accel, "", nil, src.st.Agent != "")
+	gn.closeTap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Kill(0); <-v.done })
+	if err := v.awaitMonitor(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := &nfsServer{log: r.log, argv: r.nfsArgv(), dir: dir, net: gn, ln: ln, conf: srcConf}
+	if err := v.startNFS(n, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the incoming socket", 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil })
+	return v, sock
+}
+
+// qmpRaw runs one QMP command given as JSON and returns its reply.
+func qmpRaw(t *testing.T, sock, cmd string) []byte {
+	t.Helper()
+	mon, err := qmp.NewSocketMonitor("unix", sock, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Disconnect()
+	if err := mon.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := mon.Run([]byte(cmd))
+	if err != nil {
+		t.Fatalf("QMP %s: %v", cmd, err)
+	}
+	return b
+}

@@ -1,0 +1,133 @@
+//go:build linux
+
+package guestinit
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"corral/vmimage"
+)
+
+// guestNIC is the guest's network card, the virtio-net device of the share.
+const guestNIC = "eth0"
+
+// Mount options of the NFS share beyond the server's address.
+//   - hard: a server that restarts, or a VM that migrates to another
+//     node, stalls the job instead of failing its calls.
+//   - timeo=50 (5 s) with a high retrans: requests lost with a broken
+//     connection are sent again on the next one, and the console is not
+//     flooded with "not responding".
+//   - nolock: there is no lock manager; locks stay in the guest, which
+//     has the files' only writer of its job.
+//   - ACLs stay on (no noacl): overlayfs asks the NFS lower layer for a
+//     file's POSIX ACL on every permission check, and the server answers
+//     with the node's.
+//
+// The host's tree, the read-only lower layer of the job's root, changes
+// rarely and is looked up a lot (every exec, every python import):
+// nocto and a long attribute cache spare the guest most GETATTRs.
+const (
+	nfsCommonOptions = "vers=3,proto=tcp,hard,timeo=50,retrans=100,nolock"
+	nfsRootOptions   = nfsCommonOptions + ",nocto,actimeo=60"
+	nfsShareOptions  = nfsCommonOptions
+)
+
+// networkUp brings the share's network card up with the guest's address
+// (fs.GuestAddr). The server is on the same subnet: no route is needed, and
+// the guest has no other way out. The card can appear a moment after its
+// driver loaded.
+func (g *guest) networkUp(fs *vmimage.FS) error {
+	addr, err := netip.ParsePrefix(fs.GuestAddr)
+	if err != nil || !addr.Addr().Is4() {
+		return fmt.Errorf("guest address %q: want IPv4/prefix", fs.GuestAddr)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err = configureNIC(guestNIC, addr, fs.MTU)
+		if err == nil || !errors.Is(err, unix.ENODEV) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("network card %s for the NFS share: %w", guestNIC, err)
+	}
+	return nil
+}
+
+// configureNIC sets an interface's IPv4 address, netmask and MTU (0 keeps
+// the driver's) and brings it up, with the ioctls ifconfig uses.
+func configureNIC(name string, addr netip.Prefix, mtu int) error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ip := addr.Addr().As4()
+	var mask [4]byte
+	for i := 0; i < addr.Bits(); i++ {
+		mask[i/8] |= 0x80 >> (i % 8)
+	}
+	set := func(req uint, fill func(*unix.Ifreq) error) error {
+		ifr, err := unix.NewIfreq(name)
+		if err == nil {
+			err = fill(ifr)
+		}
+		if err == nil {
+			err = unix.IoctlIfreq(s, req, ifr)
+		}
+		return err
+	}
+	if err := set(unix.SIOCSIFADDR, func(r *unix.Ifreq) error { return r.SetInet4Addr(ip[:]) }); err != nil {
+		return fmt.Errorf("set address: %w", err)
+	}
+	if err := set(unix.SIOCSIFNETMASK, func(r *unix.Ifreq) error { return r.SetInet4Addr(mask[:]) }); err != nil {
+		return fmt.Errorf("set netmask: %w", err)
+	}
+	if mtu > 0 {
+		if err := set(unix.SIOCSIFMTU, func(r *unix.Ifreq) error { r.SetUint32(uint32(mtu)); return nil }); err != nil {
+			return fmt.Errorf("set mtu %d: %w", mtu, err)
+		}
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("get flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("set up: %w", err)
+	}
+	return nil
+}
+
+// mountNFS mounts export from the share's server at target. MOUNT and NFS
+// share the server's port, so the guest needs no rpcbind; without
+// mount.nfs, addr= must be given.
+func mountNFS(fs *vmimage.FS, export, target string, flags uintptr, options string) error {
+	data := fmt.Sprintf("%s,port=%d,mountport=%d,mountproto=tcp,addr=%s", options, fs.Port, fs.Port, fs.Addr)
+	return unix.Mount(fs.Addr+":"+export, target, "nfs", flags, data)
+}
+
+// mountNFSShare mounts the server's export of shared path p read-write at
+// the same path of the job's root, nosuid and nodev like every mount the
+// job sees. A path under one of the guest's own temporary directories is
+// created in that tmpfs first.
+func mountNFSShare(fs *vmimage.FS, p string) error {
+	dst := newRoot + p
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("shared path %s: %w", p, err)
+	}
+	if err := mountNFS(fs, p, dst, unix.MS_NOSUID|unix.MS_NODEV, nfsShareOptions); err != nil {
+		return fmt.Errorf("mount the shared path %s over NFS: %w (it must exist on the host)", p, err)
+	}
+	return nil
+}
