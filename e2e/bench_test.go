@@ -248,7 +248,7 @@ func BenchmarkVMSubmitToFirstOutput(b *testing.B) {
 		b.Skipf("no guest image in %s: run make image", root)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	runner, err := vmrun.New(context.Background(), vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log})
+	runner, err := vmrun.New(context.Background(), vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, NFSServer: []string{corralBin, "nfsd"}})
 	if err != nil {
 		b.Fatal(err)
 	}

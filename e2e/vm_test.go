@@ -237,14 +237,29 @@ func waitNoQEMU(t *testing.T, c *cluster) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir).Output()
-		if len(strings.TrimSpace(string(out))) == 0 {
+		mounts := mountsUnder(c.dir)
+		if len(strings.TrimSpace(string(out))) == 0 && len(mounts) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("QEMU processes left after their jobs ended: %s", out)
+			t.Fatalf("QEMU processes %q or mounts %q (the VMs' network namespaces) left after their jobs ended", out, mounts)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// mountsUnder lists the mount points under dir: a VM's network namespace
+// is a bind mount in its state directory until the node removes it, just
+// after QEMU and the VM's file server have exited.
+func mountsUnder(dir string) []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var found []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			found = append(found, f[4])
+		}
+	}
+	return found
 }
 
 // TestVMPinnedToPlacement: on a node that reported this host's topology, a

@@ -55,7 +55,7 @@ func unprobedRunner(accel string, tscKHz int) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default"}, log: slog.Default(),
+	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default", NFSServer: []string{os.Args[0], nfsdChild}}, log: slog.Default(),
 		images: map[string]*vmimage.Image{}, accel: accel, tscKHz: tscKHz}
 	if r.cfg.QEMU, err = exec.LookPath(r.cfg.QEMU); err != nil {
 		return nil, err
@@ -72,6 +72,7 @@ func TestRecoverAfterDaemonSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDaemon$", "-test.v")
 	cmd.Env = append(os.Environ(), helperDir+"="+dir, helperAccel+"="+r.Accel(), helperTSC+"="+strconv.Itoa(r.tscKHz))
+	cmd.Stderr = os.Stderr // the stand-in's own failures
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
