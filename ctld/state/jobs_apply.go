@@ -198,9 +198,20 @@ func (s *State) canResume(a *Allocation, c *SuspendJobs) string {
 	case !c.Preempt:
 		return "is suspended by preemption; it resumes when its CPUs are free"
 	}
-	// Take the lent CPUs back, if they are free.
-	if n := s.Nodes[a.Node]; n == nil || n.FreeCPUs() < a.CPUs {
+	// Take the lent CPUs back, if they are free: as many as it holds and,
+	// when it was placed on exact CPUs, those very CPUs (the preemptor, or
+	// a run started on them since, may still hold one while it stops).
+	n := s.Nodes[a.Node]
+	if n == nil || n.FreeCPUs() < a.CPUs {
 		return "its CPUs are still in use"
+	}
+	if a.Placement != nil {
+		used := s.NodeUsed(n)
+		for _, c := range a.Placement.CPUs {
+			if used.CPUs[c] {
+				return fmt.Sprintf("its CPU %d is still in use", c)
+			}
+		}
 	}
 	return ""
 }

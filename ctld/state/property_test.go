@@ -11,7 +11,8 @@ import (
 )
 
 // TestAllocationInvariantsHold applies random logs — submits, plans (with
-// placements that may collide), reports, cancels, suspends and resumes,
+// placements that may collide, stops in every preemption mode, resumes,
+// cancels and migrations in the same entry), reports, cancels, suspends and resumes,
 // preemptions, nodes going down, restarting and draining — and checks after
 // every entry that no resource is held by two allocations and that every
 // job's state agrees with its allocations' (CheckInvariants), and that a
@@ -125,10 +126,31 @@ func (g *logGen) next() (CommandType, any) {
 	}
 }
 
-// plan starts up to three pending jobs on random nodes; on the inventory
-// node with random CPUs and sometimes the GPU, which may collide.
+// plan is one pass's entry: sometimes stops of running jobs (preemption
+// in every mode, for a pending job), resumes of suspended jobs, cancels of
+// pending jobs and a migration (which this build rejects), and starts of
+// up to three pending jobs on random nodes; on the inventory node with
+// random CPUs and sometimes the GPU, which may collide with each other and
+// with the runs being stopped.
 func (g *logGen) plan() *ApplyPlan {
 	p := &ApplyPlan{Now: g.now}
+	modes := []api.PreemptMode{api.PreemptCancel, api.PreemptRequeue, api.PreemptSuspend}
+	if g.rnd.IntN(3) == 0 {
+		for range 1 + g.rnd.IntN(2) {
+			if id := g.pick(g.jobsIn(api.StateRunning)); id != 0 {
+				p.Stops = append(p.Stops, PlanStop{JobID: id, Mode: modes[g.rnd.IntN(3)], By: g.pick(g.jobsIn(api.StatePending))})
+			}
+		}
+	}
+	if id := g.pick(g.jobsIn(api.StateSuspended)); id != 0 && g.rnd.IntN(3) == 0 {
+		p.Resumes = append(p.Resumes, id)
+	}
+	if id := g.pick(g.jobsIn(api.StatePending)); id != 0 && g.rnd.IntN(8) == 0 {
+		p.Cancels = append(p.Cancels, PlanCancel{JobID: id, Reason: "the scheduler: its dependency can never be satisfied"})
+	}
+	if id := g.pick(g.jobsIn(api.StateRunning)); id != 0 && g.rnd.IntN(10) == 0 {
+		p.Migrations = append(p.Migrations, PlanMigration{JobID: id, From: "p1", To: "p2"})
+	}
 	for i := 0; i < 1+g.rnd.IntN(3); i++ {
 		id := g.pick(g.jobsIn(api.StatePending))
 		j := g.r.s.Jobs[id]
