@@ -297,6 +297,10 @@ func viewOf(s *state.State, j *state.Job) jobView {
 // api is the view as the API shows the job.
 func (v jobView) api() api.Job { return apiJobRun(v.job, v.run) }
 
+// slim is the view as listings show it: without the script and
+// environment.
+func (v jobView) slim() api.Job { return apiJobRunSlim(v.job, v.run) }
+
 // selectJobs returns the jobs matching f, ordered by id.
 func (c *Controller) selectJobs(f *api.JobFilter) []jobView {
 	out := c.matchJobs(f)
@@ -352,7 +356,9 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		w.Header().Set("Content-Type", api.JobRowsType)
 		rows := make([]*api.Job, len(jobs))
 		for i, v := range jobs {
-			rows[i] = withPriority(v, prio)
+			row := v.slim()
+			row.Priority = prio(v.job)
+			rows[i] = &row
 		}
 		return api.EncodeJobRows(w, rows)
 	case "", "json":

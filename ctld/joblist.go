@@ -22,9 +22,7 @@ func writeJobList(w io.Writer, jobs []jobView, prio func(*state.Job) int64) erro
 				return err
 			}
 		}
-		slim := v.api()
-		slim.Spec.Script = ""
-		slim.Spec.Env = nil
+		slim := v.slim()
 		slim.Priority = prio(v.job)
 		if err := enc.Encode(&slim); err != nil {
 			return err

@@ -38,7 +38,7 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	for start := 0; start == 0 || start < len(jobs); start += queueChunk {
 		buf, refs = buf[:0], refs[:0]
 		for _, v := range jobs[start:min(start+queueChunk, len(jobs))] {
-			buf = append(buf, v.api())
+			buf = append(buf, v.slim())
 			buf[len(buf)-1].Priority = prio(v.job)
 		}
 		for i := range buf {

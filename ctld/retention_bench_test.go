@@ -142,7 +142,7 @@ func fillPendingWith(apply func([]byte), n int) {
 	for first := 0; first < n; first += chunk {
 		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := state.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: "sim", User: "alice", InlineScript: &state.InlineScript{Script: "#!/bin/sh\ntrue\n"}, NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch",
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)
@@ -157,7 +157,7 @@ func fillUniqueWith(apply func([]byte), n int) {
 	for first := 0; first < n; first += chunk {
 		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := state.JobSpec{Name: fmt.Sprint("sim-", first+k), User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: fmt.Sprint("sim-", first+k), User: "alice", InlineScript: &state.InlineScript{Script: "#!/bin/sh\ntrue\n"}, NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch", Output: fmt.Sprintf("/home/alice/out/%d.log", first+k),
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)

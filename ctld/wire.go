@@ -12,9 +12,9 @@ import (
 
 // stateSpec is a validated request as the state records it.
 func stateSpec(sp *api.JobSpec) state.JobSpec {
-	return state.JobSpec{
+	out := state.JobSpec{
 		RequestID: sp.RequestID, Name: sp.Name, User: sp.User, Account: sp.Account, Partition: sp.Partition,
-		QOS: sp.QOS, Script: sp.Script, Args: sp.Args, SubmitDir: sp.SubmitDir, WorkDir: sp.WorkDir, Env: sp.Env,
+		QOS: sp.QOS, Args: sp.Args, SubmitDir: sp.SubmitDir, WorkDir: sp.WorkDir,
 		NTasks: sp.NTasks, CPUsPerTask: sp.CPUsPerTask, Nodes: sp.Nodes, MemPerNode: sp.MemPerNode,
 		MemPerCPU: sp.MemPerCPU, TimeLimit: sp.TimeLimit, Output: sp.Output, Error: sp.Error,
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
@@ -22,6 +22,9 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate,
 	}
+	// The script and environment go inline here; submit moves them out of
+	// line (state.OutOfLine) before the job is proposed.
+	return state.Inline(out, sp.Script, sp.Env)
 }
 
 // stateDependency is a dependency as the request gave it, its targets
@@ -38,11 +41,20 @@ func stateDependency(d *api.Dependency) *state.Dependency {
 	return out
 }
 
-// apiSpec is a recorded request as the API shows it.
+// apiSpec is a recorded request as the API shows it, with its script and
+// environment.
 func apiSpec(sp *state.JobSpec) api.JobSpec {
+	out := apiSpecSlim(sp)
+	out.Script, out.Env = sp.Script.Text(), sp.Env.Lines()
+	return out
+}
+
+// apiSpecSlim is apiSpec without the script and environment, as job
+// listings show it.
+func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 	return api.JobSpec{
 		RequestID: sp.RequestID, Name: sp.Name, User: sp.User, Account: sp.Account, Partition: sp.Partition,
-		QOS: sp.QOS, Script: sp.Script, Args: sp.Args, SubmitDir: sp.SubmitDir, WorkDir: sp.WorkDir, Env: sp.Env,
+		QOS: sp.QOS, Args: sp.Args, SubmitDir: sp.SubmitDir, WorkDir: sp.WorkDir,
 		NTasks: sp.NTasks, CPUsPerTask: sp.CPUsPerTask, Nodes: sp.Nodes, MemPerNode: sp.MemPerNode,
 		MemPerCPU: sp.MemPerCPU, TimeLimit: sp.TimeLimit, Output: sp.Output, Error: sp.Error,
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
@@ -80,8 +92,16 @@ func apiJob(s *state.State, j *state.Job) api.Job {
 
 // apiJobRun is job j with run a (nil: none) filled in.
 func apiJobRun(j *state.Job, a *state.Allocation) api.Job {
+	out := apiJobRunSlim(j, a)
+	out.Spec.Script, out.Spec.Env = j.Spec.Script.Text(), j.Spec.Env.Lines()
+	return out
+}
+
+// apiJobRunSlim is apiJobRun without the script and environment, which
+// listings never show.
+func apiJobRunSlim(j *state.Job, a *state.Allocation) api.Job {
 	out := api.Job{
-		ID: j.ID, Spec: apiSpec(&j.Spec), State: j.State, Reason: j.Reason, SubmitTime: j.SubmitTime,
+		ID: j.ID, Spec: apiSpecSlim(&j.Spec), State: j.State, Reason: j.Reason, SubmitTime: j.SubmitTime,
 		StartTime: j.StartTime, EstStart: j.EstStart, EndTime: j.EndTime, ExitCode: j.ExitCode, Signal: j.Signal,
 		Message: j.Message, Priority: j.Priority, Restarts: j.Restarts, ArrayJobID: j.ArrayJobID,
 		ArrayTaskID: j.ArrayTaskID, ArrayPending: j.ArrayPending, CPUs: j.Spec.CPUs(), Allocs: j.Allocs,

@@ -40,6 +40,9 @@ type SubmitJobs struct {
 	Now     time.Time `json:"now"`
 	FirstID uint64    `json:"first_id"`
 	Jobs    []JobSpec `json:"jobs"`
+	// Blobs are the scripts, environments and chunks the jobs name that
+	// the state may not hold yet, each once (see Blob).
+	Blobs []BlobRecord `json:"blobs,omitempty"`
 }
 
 // CancelJobs cancels jobs by id; pending ones end at once, running ones go

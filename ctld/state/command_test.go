@@ -23,6 +23,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 	node2 := api.NodeInfo{Name: "n2", CPUs: 2, MemMB: 4096, Runner: "process", BootID: "c1", Partitions: []string{"batch"}}
 	req := spec("b")
 	req.Requeue = true
+	req.InlineEnv = &InlineEnv{Env: []string{"HOME=/home/alice", "PATH=/usr/bin:/bin", "SAMPLE=1"}}
 	cmds := []struct {
 		t CommandType
 		p any

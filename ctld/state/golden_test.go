@@ -61,8 +61,8 @@ func goldenInventory() *api.Inventory {
 func goldenSpec() JobSpec {
 	return JobSpec{
 		RequestID: "golden-1", Name: "full", User: "alice", Account: "phys", Partition: "batch", QOS: "high",
-		Script: "#!/bin/sh\necho golden\n", Args: []string{"a", "b"}, SubmitDir: "/home/alice", WorkDir: "/home/alice/w",
-		Env: []string{"A=1", "PATH=/bin"}, NTasks: 1, CPUsPerTask: 2, Nodes: 1, MemPerNode: 512, MemPerCPU: 256,
+		InlineScript: &InlineScript{Script: "#!/bin/sh\necho golden\n"}, Args: []string{"a", "b"}, SubmitDir: "/home/alice", WorkDir: "/home/alice/w",
+		InlineEnv: &InlineEnv{Env: []string{"A=1", "PATH=/bin"}}, NTasks: 1, CPUsPerTask: 2, Nodes: 1, MemPerNode: 512, MemPerCPU: 256,
 		TimeLimit: 3600, Output: "out-%j.log", Error: "err-%j.log", Requeue: true, Hold: true, KillOnInvalidDep: true,
 		Begin: t0.Add(-time.Hour), Comment: "every field", Nice: 5,
 		Gres: []api.Gres{{Name: "gpu", Type: "h100", Count: 1}}, Hugepages: []api.HugepageRequest{{SizeKB: 2048, Count: 8}},
@@ -86,7 +86,7 @@ func goldenCommands() []struct {
 	restart.BootID, restart.Running = "boot-2", []uint64{2}
 	restart.Reports = []api.JobReport{{Alloc: 2, JobID: 4, StartIndex: 9, State: api.StateFailed, ExitCode: 3, Signal: 9, Message: "killed"}}
 	simple := func(name string) JobSpec {
-		return JobSpec{Name: name, User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1, RequestID: "g-" + name}
+		return JobSpec{Name: name, User: "alice", InlineScript: &InlineScript{Script: "#!/bin/sh\ntrue\n"}, NTasks: 1, CPUsPerTask: 1, RequestID: "g-" + name}
 	}
 	placement := &api.Placement{CPUs: []int{1, 3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 512}},
 		Hugepages: []api.HugepageAmount{{Node: 1, SizeKB: 2048, Count: 8}}, GPUs: []string{"GPU-aaaa"},
@@ -172,6 +172,21 @@ func goldenCommands() []struct {
 			{JobID: 40, StartIndex: 34, State: api.StateCompleted, CPUSeconds: 12.5, PeakMemKB: 40960}}}},
 		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "vm", SharedPaths: []string{"/home", "/scratch"},
 			Share: "virtiofs", Network: "none"}}},
+		// Scripts and environments out of line: the entry carries what it
+		// introduces, and the second job names the first's by key.
+		func() struct {
+			t CommandType
+			p any
+		} {
+			first := Inline(simple("blob-a"), "#!/bin/sh\necho out of line\n", []string{"HOME=/home/alice", "SAMPLE=1"})
+			blobs := OutOfLine(&first)
+			second := simple("blob-b")
+			second.InlineScript, second.Script, second.Env = nil, first.Script, first.Env
+			return struct {
+				t CommandType
+				p any
+			}{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(5 * time.Hour), FirstID: 50, Jobs: []JobSpec{first, second}, Blobs: blobs}}
+		}(),
 	}
 }
 

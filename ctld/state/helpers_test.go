@@ -11,7 +11,7 @@ import (
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func spec(name string) JobSpec {
-	return JobSpec{Name: name, User: "alice", Script: "#!/bin/sh\necho hi\n", NTasks: 1, CPUsPerTask: 1, RequestID: "req-" + name}
+	return JobSpec{Name: name, User: "alice", InlineScript: &InlineScript{Script: "#!/bin/sh\necho hi\n"}, NTasks: 1, CPUsPerTask: 1, RequestID: "req-" + name}
 }
 
 // logEntry is one entry of a test log: a framed command at its index, as

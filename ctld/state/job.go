@@ -16,17 +16,20 @@ type JobSpec struct {
 	// RequestID is the client's idempotency key (see RequestIDs).
 	RequestID string `json:"request_id,omitempty"`
 
-	Name      string   `json:"name"`
-	User      string   `json:"user"`
-	Account   string   `json:"account,omitempty"`
-	Partition string   `json:"partition,omitempty"`
-	QOS       string   `json:"qos,omitempty"`
-	Script    string   `json:"script"`
+	Name      string `json:"name"`
+	User      string `json:"user"`
+	Account   string `json:"account,omitempty"`
+	Partition string `json:"partition,omitempty"`
+	QOS       string `json:"qos,omitempty"`
+	// InlineScript and InlineEnv are a script and environment written
+	// inline, by entries and snapshots older than Script and Env (and in
+	// their place, so those encode as they did); the state moves them out
+	// of line when it takes them, so no record keeps them.
+	*InlineScript
 	Args      []string `json:"args,omitempty"`
 	SubmitDir string   `json:"submit_dir"`
 	WorkDir   string   `json:"work_dir"`
-	// Env holds the exported environment as KEY=VALUE lines, sorted.
-	Env []string `json:"env,omitempty"`
+	*InlineEnv
 
 	NTasks      int   `json:"ntasks"`
 	CPUsPerTask int   `json:"cpus_per_task"`
@@ -56,6 +59,12 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+
+	// Script is the job's script and Env its exported environment (sorted
+	// KEY=VALUE lines), out of line: shared with every job of the same
+	// content, named by key in entries and snapshots (see Blob).
+	Script *Blob `json:"script_ref,omitempty"`
+	Env    *Blob `json:"env_ref,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.

@@ -14,6 +14,11 @@ import (
 // SubmitResult answers SubmitJobs, one entry per job.
 type SubmitResult struct {
 	Results []api.SubmitResult
+	// Missing lists the jobs (by position in the entry) refused because
+	// the entry named a script or environment by key that the state no
+	// longer held (its last job was purged after the leader looked): the
+	// leader proposes them again with their content.
+	Missing []int
 }
 
 // IDsResult lists the jobs a command changed and why others were skipped.
@@ -24,6 +29,7 @@ type IDsResult struct {
 
 func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 	res := &SubmitResult{Results: make([]api.SubmitResult, len(c.Jobs))}
+	recs := blobRecordMap(c.Blobs)
 	for i := range c.Jobs {
 		spec := c.Jobs[i]
 		id := c.FirstID + uint64(i)
@@ -46,6 +52,11 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 		// it, so no batch, however large, passes the limit.
 		if err := qos.SubmitLimit(s.QOS[spec.QOS], spec.User, s.ActiveInQOS(spec.User, spec.QOS)); err != nil {
 			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
+			continue
+		}
+		if err := s.resolveBlobs(&spec, recs); err != nil {
+			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
+			res.Missing = append(res.Missing, i)
 			continue
 		}
 		s.internSpec(&spec)

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -244,8 +243,7 @@ func (s *State) shrinkMaps() bool {
 	s.depRefs = resized(s.depRefs)
 	s.interned = resized(s.interned)
 	s.internRefs = resized(s.internRefs)
-	s.envs = resized(s.envs)
-	s.envRefs = resized(s.envRefs)
+	s.blobs = resized(s.blobs)
 	s.jobsPeak = len(s.Jobs)
 	return true
 }
@@ -324,8 +322,8 @@ func (s *State) PurgeDue(now time.Time) Due {
 
 // specStrings lists the strings of a job's request that the state interns
 // and counts.
-func specStrings(sp *JobSpec) [10]string {
-	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
+func specStrings(sp *JobSpec) [9]string {
+	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
 }
 
 // sameSpecStrings reports whether two versions of a job hold the very same
@@ -333,32 +331,31 @@ func specStrings(sp *JobSpec) [10]string {
 // It runs on every change of a job, so it compares the fields one by one.
 func sameSpecStrings(a, b *JobSpec) bool {
 	return same(a.User, b.User) && same(a.Account, b.Account) && same(a.Partition, b.Partition) &&
-		same(a.QOS, b.QOS) && same(a.Script, b.Script) && same(a.SubmitDir, b.SubmitDir) &&
+		same(a.QOS, b.QOS) && a.Script == b.Script && same(a.SubmitDir, b.SubmitDir) &&
 		same(a.WorkDir, b.WorkDir) && same(a.Output, b.Output) && same(a.Error, b.Error) &&
-		same(a.Name, b.Name) && len(a.Env) == len(b.Env) && (len(a.Env) == 0 || &a.Env[0] == &b.Env[0])
+		same(a.Name, b.Name) && a.Env == b.Env
 }
 
 // same reports whether a and b are the same bytes in memory.
 func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b) }
 
-// retainStrings counts one more job record using the interned strings and
-// environment of sp. The counts are keyed by the strings' bytes, which
-// interning makes shared: counting costs a pointer hash per field, whatever
-// a string's length (a 4 MiB script hashes as fast as a user name).
+// retainStrings counts one more job record using the interned strings,
+// script and environment of sp. The counts are keyed by the strings' bytes,
+// which interning makes shared: counting costs a pointer hash per field,
+// whatever a string's length.
 func (s *State) retainStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v != "" {
 			s.internRefs[unsafe.StringData(v)]++
 		}
 	}
-	if len(sp.Env) > 0 {
-		s.envRefs[&sp.Env[0]]++
-	}
+	s.retainBlob(sp.Script)
+	s.retainBlob(sp.Env)
 }
 
-// releaseStrings counts one job record less using the strings of sp and
-// forgets those no record uses any more, so the tables hold only what the
-// jobs in the state share.
+// releaseStrings counts one job record less using the strings, script and
+// environment of sp and forgets those no record uses any more, so the
+// tables hold only what the jobs in the state share.
 func (s *State) releaseStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v == "" {
@@ -374,19 +371,8 @@ func (s *State) releaseStrings(sp *JobSpec) {
 			delete(s.interned, v)
 		}
 	}
-	if len(sp.Env) == 0 {
-		return
-	}
-	p := &sp.Env[0]
-	if n := s.envRefs[p] - 1; n > 0 {
-		s.envRefs[p] = n
-		return
-	}
-	delete(s.envRefs, p)
-	key := strings.Join(sp.Env, "\x00")
-	if c, ok := s.envs[key]; ok && &c[0] == p {
-		delete(s.envs, key)
-	}
+	s.releaseBlob(sp.Script)
+	s.releaseBlob(sp.Env)
 }
 
 // FinishedIndexed returns how many entries the index of finished jobs

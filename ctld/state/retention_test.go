@@ -383,7 +383,7 @@ func TestInternedStringsShrinkAfterPurge(t *testing.T) {
 	for i := 0; i < n; i++ {
 		s := spec(fmt.Sprint("unique-name-", i))
 		s.Output = fmt.Sprintf("/home/alice/out-%d", i)
-		s.Env = []string{"A=1", fmt.Sprint("I=", i)}
+		s.InlineEnv = &InlineEnv{Env: []string{"A=1", fmt.Sprint("I=", i)}}
 		specs = append(specs, s)
 	}
 	ids := make([]uint64, n)
@@ -393,15 +393,15 @@ func TestInternedStringsShrinkAfterPurge(t *testing.T) {
 	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: specs}))
 	f.Apply(entry(t, 2, CmdCancelJobs, &CancelJobs{Now: t0, IDs: ids[:n-1]}))
 	f.Read(func(s *State) {
-		if len(s.interned) < 2*n || len(s.envs) != n {
-			t.Fatalf("before the purge: %d interned strings and %d environments, want at least %d and %d", len(s.interned), len(s.envs), 2*n, n)
+		if len(s.interned) < 2*n || envBlobs(s) != n {
+			t.Fatalf("before the purge: %d interned strings and %d environments, want at least %d and %d", len(s.interned), envBlobs(s), 2*n, n)
 		}
 	})
 	f.Apply(entry(t, 3, CmdPurgeJobs, &PurgeJobs{Now: tPurgeAt}))
 	f.Read(func(s *State) {
-		if len(s.Jobs) != 1 || len(s.interned) > 6 || len(s.envs) != 1 {
-			t.Fatalf("after purging all but one job: %d jobs, %d interned strings, %d environments; want 1, at most 6, 1",
-				len(s.Jobs), len(s.interned), len(s.envs))
+		if len(s.Jobs) != 1 || len(s.interned) > 6 || envBlobs(s) != 1 || len(s.blobs) > 4 {
+			t.Fatalf("after purging all but one job: %d jobs, %d interned strings, %d environments, %d blobs; want 1, at most 6, 1, at most 4 (a script, an environment, its chunks)",
+				len(s.Jobs), len(s.interned), envBlobs(s), len(s.blobs))
 		}
 	})
 	// A new job still shares the remaining job's strings.
@@ -414,4 +414,15 @@ func TestInternedStringsShrinkAfterPurge(t *testing.T) {
 			t.Error("a job submitted after the rebuild does not share its name with the job that kept it")
 		}
 	})
+}
+
+// envBlobs counts the environments the state holds.
+func envBlobs(s *State) int {
+	n := 0
+	for k := range s.blobs {
+		if k.env {
+			n++
+		}
+	}
+	return n
 }

@@ -37,6 +37,9 @@ type snapshotHeader struct {
 // snapshotRecord is one line of a snapshot after the header; exactly one
 // field is set.
 type snapshotRecord struct {
+	// Blob records come first (texts, then environments), so that the
+	// jobs after them find the blobs they name.
+	Blob       *BlobRecord       `json:"blob,omitempty"`
 	Job        *Job              `json:"job,omitempty"`
 	Alloc      *Allocation       `json:"alloc,omitempty"`
 	Node       *Node             `json:"node,omitempty"`
@@ -149,6 +152,7 @@ func restorePolicy(s *State, p *policyRecord) {
 type Snapshot struct {
 	header   snapshotHeader
 	policy   *policyRecord
+	blobs    []BlobRecord
 	jobs     []*Job
 	allocs   []*Allocation
 	nodes    []*Node
@@ -166,6 +170,7 @@ func (s *State) Snapshot() *Snapshot {
 		requests: s.Requests.clone(),
 		policy:   policyOf(s),
 		members:  maps.Clone(s.Members),
+		blobs:    s.blobRecords(),
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
 		snap.jobs = append(snap.jobs, s.Jobs[id])
@@ -186,6 +191,11 @@ func (s *Snapshot) Write(w io.Writer) error {
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(s.header); err != nil {
 		return err
+	}
+	for i := range s.blobs {
+		if err := enc.Encode(snapshotRecord{Blob: &s.blobs[i]}); err != nil {
+			return err
+		}
 	}
 	for _, j := range s.jobs {
 		if err := enc.Encode(snapshotRecord{Job: j}); err != nil {
@@ -256,20 +266,31 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 to %d)", h.Format, snapshotFormat)
 }
 
-// readRecords reads the records of a format-3 snapshot.
+// readRecords reads the records of a format-3 snapshot. Its blobs are
+// kept as they are read and forgotten at the end if no job took them.
 func (s *State) readRecords(dec *json.Decoder) error {
 	var gen *requestGen
+	var made []*Blob
 	for line := 2; ; line++ {
 		var rec snapshotRecord
 		err := dec.Decode(&rec)
 		if errors.Is(err, io.EOF) {
+			s.dropUnused(made)
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("reading snapshot record %d: %w", line, err)
 		}
 		switch {
+		case rec.Blob != nil:
+			k, err := parseBlobKey(rec.Blob.Key)
+			if err != nil || s.blobFrom(k, map[blobKey]*BlobRecord{k: rec.Blob}, &made) == nil {
+				return fmt.Errorf("reading snapshot record %d: blob %s does not match its content or names a blob not read before it", line, rec.Blob.Key)
+			}
 		case rec.Job != nil:
+			if err := s.resolveBlobs(&rec.Job.Spec, nil); err != nil {
+				return fmt.Errorf("reading snapshot record %d: job %d: %w", line, rec.Job.ID, err)
+			}
 			s.internSpec(&rec.Job.Spec)
 			s.putJob(rec.Job)
 		case rec.Alloc != nil:
@@ -290,7 +311,7 @@ func (s *State) readRecords(dec *json.Decoder) error {
 		case rec.Policy != nil:
 			restorePolicy(s, rec.Policy)
 		default:
-			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (job, alloc, node, request, request_gen, member, policy)", line)
+			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (blob, job, alloc, node, request, request_gen, member, policy)", line)
 		}
 	}
 }

@@ -155,6 +155,10 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 		if a != nil && a.Active() {
 			runs[j.ID] = a.ID
 		}
+		// Formats 1 and 2 held scripts and environments inline.
+		if err := s.resolveBlobs(&j.Spec, nil); err != nil {
+			return fmt.Errorf("reading snapshot: job %d: %w", j.ID, err)
+		}
 		s.internSpec(&j.Spec)
 		s.putJob(j)
 	}

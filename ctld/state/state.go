@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"corral/api"
 )
@@ -53,16 +52,17 @@ type State struct {
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
+	// blobs are the scripts, environments and environment chunks the
+	// jobs name, by key (blob.go): replicated (snapshots write them), each
+	// counting the records that use it.
+	blobs    map[blobKey]*Blob
 	interned map[string]string
-	envs     map[string][]string
-	// internRefs and envRefs count the job records using each interned
-	// string and environment, so that a purge forgets those no job uses.
-	// finished indexes the jobs in a terminal state by end time, then id;
+	// internRefs counts the job records using each interned string, so
+	// that a purge forgets those no job uses. finished indexes the jobs in a terminal state by end time, then id;
 	// depRefs counts the unfinished jobs whose dependency names each job
 	// or array. All are derived from Jobs (retention.go), and so is
 	// jobsPeak, the most jobs held since the maps were last sized.
 	internRefs map[*byte]int32
-	envRefs    map[*string]int32
 	finished   []finishedRef
 	depRefs    map[uint64]int
 	jobsPeak   int
@@ -94,10 +94,9 @@ func New() *State {
 		Accounts:    make(map[string]*api.Account),
 		Users:       make(map[UserKey]*api.AccountUser),
 		Usage:       make(map[UserKey]Usage),
+		blobs:       make(map[blobKey]*Blob),
 		interned:    make(map[string]string),
-		envs:        make(map[string][]string),
 		internRefs:  make(map[*byte]int32),
-		envRefs:     make(map[*string]int32),
 		depRefs:     make(map[uint64]int),
 		qosActive:   make(map[qosUser]int),
 	}
@@ -117,32 +116,16 @@ func (s *State) intern(v string) string {
 	return v
 }
 
-// internEnv shares identical exported environments between jobs.
-func (s *State) internEnv(env []string) []string {
-	if len(env) == 0 {
-		return nil
-	}
-	key := strings.Join(env, "\x00")
-	if c, ok := s.envs[key]; ok {
-		return c
-	}
-	c := slices.Clip(slices.Clone(env))
-	s.envs[key] = c
-	return c
-}
-
 func (s *State) internSpec(sp *JobSpec) {
 	sp.User = s.intern(sp.User)
 	sp.Account = s.intern(sp.Account)
 	sp.Partition = s.intern(sp.Partition)
 	sp.QOS = s.intern(sp.QOS)
-	sp.Script = s.intern(sp.Script)
 	sp.SubmitDir = s.intern(sp.SubmitDir)
 	sp.WorkDir = s.intern(sp.WorkDir)
 	sp.Output = s.intern(sp.Output)
 	sp.Error = s.intern(sp.Error)
 	sp.Name = s.intern(sp.Name)
-	sp.Env = s.internEnv(sp.Env)
 }
 
 // putJob stores a new version of a job and keeps the pending index, and
