@@ -94,7 +94,7 @@ type burstReleaser struct {
 }
 
 const (
-	burstBytes = 2 << 20
+	burstBytes = 512 << 10
 	burstQuiet = 2 * time.Second
 )
 

@@ -43,22 +43,29 @@ func typicalEnv(dir string) []string {
 	return env
 }
 
-// envMemFigures are what measureCLIJobMemory saw of one controller.
+// envMemFigures are what measureCLIJobMemory saw of one controller: its
+// resident memory (MB) idle, after the first warm jobs and after all of
+// them, and what that is per job: from idle, and past the warm jobs (the
+// cost of one more job, without the start-up costs a first request makes).
 type envMemFigures struct {
-	jobs                 int
-	envBytes             int
-	idleMB, heldMB       float64
-	idleAnonMB, idleFile float64
-	heldAnonMB, heldFile float64
-	perJobKB             float64
-	took                 time.Duration
+	warm, jobs                 int
+	envBytes                   int
+	idleMB, warmMB, heldMB     float64
+	warmAnonMB, warmFile       float64
+	heldAnonMB, heldFile       float64
+	perJobKB, marginalPerJobKB float64
+	// marginalAnonKB is marginalPerJobKB without the file pages: the
+	// heap's share, without the pages of the Raft log's bbolt file that
+	// writing it touched (which the kernel reclaims under pressure).
+	marginalAnonKB float64
+	took           time.Duration
 }
 
-// measureCLIJobMemory starts a one-voter controller process and submits n
-// held jobs with `corral submit` processes (4 at a time), each exporting a
-// typical environment; it returns the controller's resident memory before
-// and after, per job.
-func measureCLIJobMemory(t testing.TB, n int) envMemFigures {
+// measureCLIJobMemory starts a one-voter controller process and submits
+// n held jobs with `corral submit` processes (4 at a time), each exporting
+// a typical environment; it reads the controller's resident memory idle,
+// after the first warm jobs and after all n.
+func measureCLIJobMemory(t testing.TB, warm, n int) envMemFigures {
 	c := startControllers(t, 1)
 	c.leader(t, 15*time.Second)
 	pid := c.ctlds[0].cmd.Process.Pid
@@ -69,11 +76,33 @@ func measureCLIJobMemory(t testing.TB, n int) envMemFigures {
 	}
 	base := typicalEnv(dir)
 	base[len(base)-1] = "CORRAL_ADDR=" + c.addr
-	f := envMemFigures{jobs: n, envBytes: len(strings.Join(base, "\n")) + len("SAMPLE=00000\n")}
+	f := envMemFigures{warm: warm, jobs: n, envBytes: len(strings.Join(base, "\n")) + len("SAMPLE=00000\n")}
 	time.Sleep(2 * time.Second) // let start-up garbage go
 	f.idleMB = procStatusMB(t, pid, "VmRSS")
-	f.idleAnonMB, f.idleFile = procStatusMB(t, pid, "RssAnon"), procStatusMB(t, pid, "RssFile")
 	start := time.Now()
+	submitWithCLI(t, dir, script, base, 0, warm)
+	// The memory of the requests is returned once they stop (2 s).
+	time.Sleep(5 * time.Second)
+	f.warmMB = procStatusMB(t, pid, "VmRSS")
+	f.warmAnonMB, f.warmFile = procStatusMB(t, pid, "RssAnon"), procStatusMB(t, pid, "RssFile")
+	submitWithCLI(t, dir, script, base, warm, n)
+	f.took = time.Since(start)
+	st, err := c.client(t).Status(context.Background())
+	if err != nil || st.Jobs["PENDING"] != n {
+		t.Fatalf("status after %d submissions: %+v, %v", n, st, err)
+	}
+	time.Sleep(5 * time.Second)
+	f.heldMB = procStatusMB(t, pid, "VmRSS")
+	f.heldAnonMB, f.heldFile = procStatusMB(t, pid, "RssAnon"), procStatusMB(t, pid, "RssFile")
+	f.perJobKB = (f.heldMB - f.idleMB) * 1024 / float64(n)
+	f.marginalPerJobKB = (f.heldMB - f.warmMB) * 1024 / float64(n-warm)
+	f.marginalAnonKB = (f.heldAnonMB - f.warmAnonMB) * 1024 / float64(n-warm)
+	return f
+}
+
+// submitWithCLI runs `corral submit --hold script` for samples from to
+// to-1, 4 at a time, each with env and its SAMPLE.
+func submitWithCLI(t testing.TB, dir, script string, env []string, from, to int) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	next := make(chan int)
@@ -83,7 +112,7 @@ func measureCLIJobMemory(t testing.TB, n int) envMemFigures {
 			defer wg.Done()
 			for k := range next {
 				cmd := exec.Command(corralBin, "submit", "--hold", script)
-				cmd.Dir, cmd.Env = dir, append(append([]string{}, base...), "SAMPLE="+strconv.Itoa(k))
+				cmd.Dir, cmd.Env = dir, append(append([]string{}, env...), "SAMPLE="+strconv.Itoa(k))
 				if out, err := cmd.CombinedOutput(); err != nil {
 					errs <- fmt.Errorf("job %d: %v: %s", k, err, out)
 					return
@@ -91,66 +120,61 @@ func measureCLIJobMemory(t testing.TB, n int) envMemFigures {
 			}
 		}()
 	}
-	for k := 0; k < n; k++ {
+	defer func() {
+		close(next)
+		wg.Wait()
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+	}()
+	for k := from; k < to; k++ {
 		select {
 		case next <- k:
 		case err := <-errs:
-			close(next)
-			wg.Wait()
-			t.Fatal(err)
+			errs <- err
+			return
 		}
 	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		t.Fatal(err)
-	default:
-	}
-	f.took = time.Since(start)
-	st, err := c.client(t).Status(context.Background())
-	if err != nil || st.Jobs["PENDING"] != n {
-		t.Fatalf("status after %d submissions: %+v, %v", n, st, err)
-	}
-	time.Sleep(5 * time.Second) // the memory of the requests is returned in the background
-	f.heldMB = procStatusMB(t, pid, "VmRSS")
-	f.heldAnonMB, f.heldFile = procStatusMB(t, pid, "RssAnon"), procStatusMB(t, pid, "RssFile")
-	f.perJobKB = (f.heldMB - f.idleMB) * 1024 / float64(n)
-	return f
 }
 
 func (f envMemFigures) String() string {
-	return fmt.Sprintf("%d held jobs submitted with corral submit, %d-byte environment each: RSS idle %.1f MB (%.1f anonymous, %.1f file), held %.1f MB (%.1f anonymous, %.1f file): %.2f KB per job; submitted in %s",
-		f.jobs, f.envBytes, f.idleMB, f.idleAnonMB, f.idleFile, f.heldMB, f.heldAnonMB, f.heldFile, f.perJobKB, f.took.Round(time.Millisecond))
+	return fmt.Sprintf("%d held jobs submitted with corral submit, %d-byte environment each: RSS idle %.1f MB, after %d jobs %.1f MB (%.1f anonymous, %.1f file), after %d %.1f MB (%.1f anonymous, %.1f file): %.2f KB per job from idle, %.2f KB per job past the first %d (%.2f KB anonymous); submitted in %s",
+		f.jobs, f.envBytes, f.idleMB, f.warm, f.warmMB, f.warmAnonMB, f.warmFile, f.jobs, f.heldMB, f.heldAnonMB, f.heldFile, f.perJobKB, f.marginalPerJobKB, f.warm, f.marginalAnonKB, f.took.Round(time.Millisecond))
 }
 
 // TestControllerMemoryPerCLIJob is the small version of
-// BenchmarkControllerMemoryPerCLIJob: 1,000 jobs, each well under the 4 KB
-// of its environment.
+// BenchmarkControllerMemoryPerCLIJob: past the first 1,000 jobs, 1,000 more
+// cost the controller at most 4 KB of anonymous memory each (kept inline,
+// their 3.7 KB environments cost more than 7 KB: in the state and in the
+// log cache).
 func TestControllerMemoryPerCLIJob(t *testing.T) {
 	if testing.Short() {
-		t.Skip("submits 1,000 jobs through the CLI")
+		t.Skip("submits 2,000 jobs through the CLI")
 	}
-	f := measureCLIJobMemory(t, 1000)
+	f := measureCLIJobMemory(t, 1000, 2000)
 	t.Log(f)
-	if f.perJobKB > 4 {
-		t.Errorf("%.2f KB of controller memory per held job, above 4 KB: the environments are kept per job", f.perJobKB)
+	if f.marginalAnonKB > 4 {
+		t.Errorf("%.2f KB of anonymous controller memory per held job past the first 1,000, above 4 KB: the environments are kept per job (inline they cost more than 7 KB)", f.marginalAnonKB)
 	}
 }
 
 // BenchmarkControllerMemoryPerCLIJob measures the controller's resident
-// memory per held job submitted through the CLI with a typical 4 KB
+// memory per held job submitted through the CLI with a typical 3.7 KB
 // environment (issue 10's target: at most 2 KB), at 5,000 jobs or
-// $CORRAL_ENVMEM_JOBS.
+// $CORRAL_ENVMEM_JOBS, the first 1,000 counted apart.
 func BenchmarkControllerMemoryPerCLIJob(b *testing.B) {
 	n := 5000
-	if v, err := strconv.Atoi(os.Getenv("CORRAL_ENVMEM_JOBS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("CORRAL_ENVMEM_JOBS")); err == nil && v > 1000 {
 		n = v
 	}
 	for i := 0; i < b.N; i++ {
-		f := measureCLIJobMemory(b, n)
+		f := measureCLIJobMemory(b, 1000, n)
 		b.Log(f)
 		b.ReportMetric(f.perJobKB, "KB/job")
+		b.ReportMetric(f.marginalPerJobKB, "marginal-KB/job")
+		b.ReportMetric(f.marginalAnonKB, "marginal-anon-KB/job")
 		b.ReportMetric(f.idleMB, "idle-RSS-MB")
 		b.ReportMetric(f.heldMB, "held-RSS-MB")
 		b.ReportMetric(f.heldAnonMB, "held-anon-MB")

@@ -157,7 +157,7 @@ const envSep = "\x00"
 // holds maxChunkBytes.
 const (
 	chunkEvery    = 8
-	maxChunkBytes = 2048
+	maxChunkBytes = 1024
 )
 
 func textKey(text string) blobKey { return blobKey{sum: sha256.Sum256([]byte(text))} }
