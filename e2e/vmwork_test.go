@@ -215,16 +215,36 @@ echo from-the-job > `+shared+`/out.txt
 // when the test ends.
 func hostDir(t *testing.T, prefix string, perm os.FileMode) string {
 	t.Helper()
-	d, err := os.MkdirTemp(".", prefix)
-	if err != nil {
-		t.Fatal(err)
+	// The guest has /tmp, /var/tmp and /run of its own: a host directory
+	// there (a checkout under /tmp, say) is not what the job would see.
+	cwd, _ := os.Getwd()
+	for _, parent := range []string{cwd, "/var/cache", "/srv", "/opt"} {
+		if guestPrivate(parent) {
+			continue
+		}
+		d, err := os.MkdirTemp(parent, prefix)
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, perm); err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
-	d, _ = filepath.Abs(d)
-	t.Cleanup(func() { os.RemoveAll(d) })
-	if err := os.Chmod(d, perm); err != nil {
-		t.Fatal(err)
+	t.Skip("no host directory outside /tmp, /var/tmp and /run to write to")
+	return ""
+}
+
+// guestPrivate reports whether path lies in a tree the guest has its own
+// copy of.
+func guestPrivate(path string) bool {
+	for _, p := range []string{"/tmp", "/var/tmp", "/run"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
 	}
-	return d
+	return false
 }
 
 func submitAs(t *testing.T, c *cluster, dir, name string, args ...string) uint64 {
