@@ -425,3 +425,8 @@ func (c *Client) Why(ctx context.Context, ref string) (*Why, error) {
 func (c *Client) UpdateJob(ctx context.Context, req UpdateJobRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/jobs/update", req, nil)
 }
+
+// PutPartition adds, changes or deletes a partition.
+func (c *Client) PutPartition(ctx context.Context, req PartitionRequest) error {
+	return c.do(ctx, "POST", "/v1/partitions", req, nil)
+}

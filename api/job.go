@@ -115,6 +115,8 @@ const (
 	// request is outside what a pass computes with (see sched.CheckJob),
 	// or placing it failed. The job's Message says why.
 	ReasonInvalidJob Reason = "InvalidJob"
+	// ReasonPartitionInactive: the job's partition is INACTIVE.
+	ReasonPartitionInactive Reason = "PartitionInactive"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by
@@ -326,6 +328,11 @@ type Job struct {
 	// PreemptedBy is the job that suspended this one by preemption; it
 	// resumes once that job is gone and its CPUs are free.
 	PreemptedBy uint64 `json:"preempted_by,omitempty"`
+
+	// Allocs are the job's allocations, oldest first: its current run's
+	// and its earlier runs'. Node, CPUs, MemMB, Placement, StartIndex and
+	// the suspension fields above describe the newest one.
+	Allocs []uint64 `json:"allocs,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

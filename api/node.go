@@ -100,8 +100,11 @@ type Node struct {
 	AllocMemMB int64 `json:"alloc_mem_mb"`
 	// AllocIndex is the Raft index at which the node's allocation list
 	// last changed; node daemons wait on it.
-	AllocIndex uint64   `json:"alloc_index"`
-	Jobs       []uint64 `json:"jobs,omitempty"`
+	AllocIndex uint64 `json:"alloc_index"`
+	// Jobs are the jobs of the node's active allocations; Allocs the
+	// allocations themselves.
+	Jobs   []uint64 `json:"jobs,omitempty"`
+	Allocs []uint64 `json:"allocs,omitempty"`
 }
 
 // State derives the sinfo state from the node's flags and load.
@@ -128,10 +131,15 @@ func (n *Node) FreeCPUs() int { return n.CPUs - n.AllocCPUs }
 // FreeMemMB returns the memory not held by active jobs.
 func (n *Node) FreeMemMB() int64 { return n.MemMB - n.AllocMemMB }
 
-// Allocation is one job a node should be running: its part of the node's
-// desired state.
+// Allocation is one run a node should hold: its part of the node's desired
+// state. Job is the job as the run needs it (its request, script and
+// environment), with the allocation's node, resources, placement, start
+// index and desired state (RUNNING, SUSPENDED, or COMPLETING with the
+// FinalState it stops for) filled in.
 type Allocation struct {
-	Job Job `json:"job"`
+	// ID names the allocation; reports of its end carry it.
+	ID  uint64 `json:"id,omitempty"`
+	Job Job    `json:"job"`
 }
 
 // Desired is a node's desired state at a Raft index.
@@ -144,8 +152,11 @@ type Desired struct {
 	Known bool `json:"known"`
 }
 
-// JobReport is what a node says about one of its jobs.
+// JobReport is what a node says about one of its runs.
 type JobReport struct {
+	// Alloc is the allocation the run belongs to. A daemon that predates
+	// allocation ids sends 0; JobID and StartIndex name the run then.
+	Alloc uint64 `json:"alloc,omitempty"`
 	JobID uint64 `json:"job_id"`
 	// StartIndex identifies the run (see Job.StartIndex).
 	StartIndex uint64   `json:"start_index"`

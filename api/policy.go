@@ -95,6 +95,13 @@ type SchedConfig struct {
 	// remembered, so that a retry returns the original job (seconds). 0
 	// remembers request ids forever.
 	RequestIDRetention int64 `json:"request_id_retention_s"`
+	// DefMemPerCPU is the memory (MiB) per CPU a job that asks for none
+	// gets (Slurm's DefMemPerCPU).
+	DefMemPerCPU int64 `json:"def_mem_per_cpu_mb"`
+	// SchedulerPolicy is how a pass orders starts: easy (EASY backfill,
+	// the default), conservative (a reservation for every waiting job) or
+	// fcfs (first come, first served; no backfill).
+	SchedulerPolicy string `json:"scheduler_policy"`
 }
 
 // UnmarshalJSON reads a configuration, taking the default for every
@@ -125,8 +132,13 @@ func DefaultSchedConfig() SchedConfig {
 
 		MinJobAge:          300,
 		RequestIDRetention: 24 * 3600,
+		DefMemPerCPU:       512,
+		SchedulerPolicy:    "easy",
 	}
 }
+
+// SchedulerPolicies are the values SchedulerPolicy takes.
+var SchedulerPolicies = []string{"easy", "conservative", "fcfs"}
 
 // configKeys maps `corral config set` names (Slurm's where one exists) to
 // the field they set.
@@ -146,10 +158,31 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 		c.Fairshare = v
 		return nil
 	},
-	"BillingWeightCPU":   floatField(func(c *SchedConfig) *float64 { return &c.BillingCPU }),
-	"BillingWeightMem":   floatField(func(c *SchedConfig) *float64 { return &c.BillingMem }),
-	"BillingWeightGPU":   floatField(func(c *SchedConfig) *float64 { return &c.BillingGPU }),
-	"MinJobAge":          durField(func(c *SchedConfig) *int64 { return &c.MinJobAge }),
+	"BillingWeightCPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingCPU }),
+	"BillingWeightMem": floatField(func(c *SchedConfig) *float64 { return &c.BillingMem }),
+	"BillingWeightGPU": floatField(func(c *SchedConfig) *float64 { return &c.BillingGPU }),
+	"MinJobAge":        durField(func(c *SchedConfig) *int64 { return &c.MinJobAge }),
+	"DefMemPerCPU": func(c *SchedConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 1<<30 {
+			return fmt.Errorf("DefMemPerCPU=%s: give MiB, a whole number from 1 to %d", v, 1<<30)
+		}
+		c.DefMemPerCPU = n
+		return nil
+	},
+	"SchedulerPolicy": func(c *SchedConfig, v string) error {
+		v = strings.ToLower(v)
+		if v == "none" {
+			v = "fcfs"
+		}
+		for _, p := range SchedulerPolicies {
+			if v == p {
+				c.SchedulerPolicy = v
+				return nil
+			}
+		}
+		return fmt.Errorf("SchedulerPolicy=%s: use easy, conservative or fcfs", v)
+	},
 	"RequestIDRetention": durField(func(c *SchedConfig) *int64 { return &c.RequestIDRetention }),
 }
 

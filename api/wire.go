@@ -14,6 +14,10 @@ type SubmitResult struct {
 	// Duplicate is set when the request id had been seen before and JobID is
 	// the job created then.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Error says why the job was refused when it was committed (JobID is
+	// 0): a limit its QoS sets on the user's jobs, counted with the jobs
+	// committed before it, in the same batch or another.
+	Error string `json:"error,omitempty"`
 }
 
 // SubmitResponse answers a SubmitRequest, one result per job in order.

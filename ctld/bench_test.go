@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // BenchmarkSubmitThroughput measures distinct jobs per second accepted
@@ -75,19 +77,47 @@ func BenchmarkSubmitSingle(b *testing.B) {
 }
 
 // fillPending applies n pending jobs straight into an FSM.
-func fillPending(f *FSM, n int) {
+func fillPending(f *FSM, n int) { fillPendingEnv(f, n, nil) }
+
+// fillPendingEnv applies n pending jobs with the environments env gives
+// (none when nil), as the leader proposes them: out of line, each entry
+// carrying the blobs it introduces.
+func fillPendingEnv(f *FSM, n int, env func(k int) []string) {
 	const chunk = 10_000
 	for first := 0; first < n; first += chunk {
-		cmd := &SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
+		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
+		seen := map[string]bool{}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := api.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: "sim", User: "alice", NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch",
 				RequestID: fmt.Sprintf("%032x", first+k)}
+			var lines []string
+			if env != nil {
+				lines = env(first + k)
+			}
+			s = state.Inline(s, "#!/bin/sh\ntrue\n", lines)
+			for _, r := range state.OutOfLine(&s) {
+				if !seen[r.Key] {
+					cmd.Blobs = append(cmd.Blobs, r)
+					seen[r.Key] = true
+				}
+			}
 			cmd.Jobs = append(cmd.Jobs, s)
 		}
-		data, _ := encodeCommand(CmdSubmitJobs, cmd)
+		data, _ := state.Encode(state.CmdSubmitJobs, cmd)
 		f.Apply(rlog(uint64(first/chunk+1), data))
 	}
+}
+
+// benchEnv is a 4 KB login environment of 40 variables whose last one
+// differs for each job, as in a submission loop that exports its loop
+// variable.
+func benchEnv(k int) []string {
+	var env []string
+	for i := 0; i < 39; i++ {
+		env = append(env, fmt.Sprintf("VAR_%02d=%s", i, strings.Repeat("x", 95)))
+	}
+	return append(env, fmt.Sprint("ZZ_SAMPLE=", k))
 }
 
 // BenchmarkMemoryPerPendingJob reports the controller's heap per pending
@@ -104,6 +134,25 @@ func BenchmarkMemoryPerPendingJob(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		f := NewFSM(quietLog())
 		fillPending(f, 100_000)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/100_000, "bytes/job")
+		runtime.KeepAlive(f)
+	}
+}
+
+// BenchmarkMemoryPerPendingJobWithEnv is BenchmarkMemoryPerPendingJob
+// with a 4 KB environment per job, each different in one variable
+// (benchEnv): what the environments cost once they are out of line.
+func BenchmarkMemoryPerPendingJobWithEnv(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f := NewFSM(quietLog())
+		fillPendingEnv(f, 100_000, benchEnv)
 		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -177,11 +177,11 @@ func waitState(t testing.TB, cl *api.Client, id uint64, want api.JobState) *api.
 			return j
 		}
 		if time.Now().After(deadline) {
-			state := "unknown"
+			st := "unknown"
 			if j != nil {
-				state = string(j.State) + " " + string(j.Reason)
+				st = string(j.State) + " " + string(j.Reason)
 			}
-			t.Fatalf("job %d: %s after 15s, want %s (err %v)", id, state, want, err)
+			t.Fatalf("job %d: %s after 15s, want %s (err %v)", id, st, want, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

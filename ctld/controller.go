@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // Config describes one controller member.
@@ -25,27 +28,35 @@ type Config struct {
 	// Peers lists every voter, this member included; an empty list makes a
 	// single-voter cluster.
 	Peers []Peer
-	// Partitions are the configured partitions; the first is the default
-	// when none is marked. Empty means one partition, "batch".
+	// Partitions seed a new cluster's partitions (the first is the
+	// default when none is marked; empty means one partition, "batch").
+	// Once a cluster is seeded its partitions are replicated state, changed
+	// with corral partition: the flags of a member that leads later change
+	// nothing.
 	Partitions []api.Partition
 	// NodeTimeout is how long a node may miss heartbeats before it is DOWN.
 	NodeTimeout time.Duration
-	// DefMemPerCPU is the memory (MiB) per CPU for jobs that ask for none.
+	// DefMemPerCPU and Policy seed a new cluster's memory per CPU for jobs
+	// that ask for none (MiB) and its scheduling policy (zero: EASY
+	// backfill); afterwards they are the replicated DefMemPerCPU and
+	// SchedulerPolicy settings (corral config set).
 	DefMemPerCPU int64
-	// Policy is the scheduling policy of the leader's passes (zero: EASY
-	// backfill).
-	Policy sched.Policy
-	Raft   RaftTuning
-	Logger *slog.Logger
+	Policy       sched.Policy
+	Raft         RaftTuning
+	Logger       *slog.Logger
 	// HTTPListener, when set, is used instead of listening on HTTPAddr.
 	HTTPListener net.Listener
 	// HTTP bounds how long API clients may take (zero: the defaults).
 	HTTP HTTPTimeouts
+	// Clock is the time the controller stamps and its leader loops wait
+	// on; nil is the system clock.
+	Clock Clock
 }
 
 // Controller is one running ctld member.
 type Controller struct {
 	cfg   Config
+	clock Clock
 	log   *slog.Logger
 	fsm   *FSM
 	node  *raftNode
@@ -59,10 +70,6 @@ type Controller struct {
 	submits   chan *submitCall
 	seen      map[string]time.Time
 	seenDirty bool
-	// reservations are the last pass's, which conservative backfill keeps
-	// until each can move earlier; leader memory only (a new leader
-	// plans afresh).
-	reservations map[uint64]sched.Reservation
 	// badNodes are the nodes the last pass left out (sched.CheckNode),
 	// so each problem is logged once.
 	badNodes map[string]string
@@ -87,7 +94,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	markDefault(cfg.Partitions)
 	log := cfg.Logger.With("ctld", cfg.ID)
-	c := &Controller{cfg: cfg, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
 	ln := cfg.HTTPListener
 	if ln == nil {
 		var err error
@@ -160,8 +170,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // propose applies one command through Raft and returns the FSM's result.
-func (c *Controller) propose(t CommandType, payload any) (any, error) {
-	data, err := encodeCommand(t, payload)
+func (c *Controller) propose(t state.CommandType, payload any) (any, error) {
+	data, err := state.Encode(t, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +195,7 @@ func (c *Controller) leaderHTTP() (addr string, self bool, ok bool) {
 	if string(id) == c.cfg.ID {
 		return c.cfg.HTTPAddr, true, true
 	}
-	c.fsm.Read(func(s *State) { addr = s.Members[string(id)] })
+	c.fsm.Read(func(s *state.State) { addr = s.Members[string(id)] })
 	return addr, false, addr != ""
 }
 
@@ -201,14 +211,16 @@ func (c *Controller) announceSelf(ctx context.Context) {
 		case <-t.C:
 		}
 		var known string
-		c.fsm.Read(func(s *State) { known = s.Members[c.cfg.ID] })
+		c.fsm.Read(func(s *state.State) { known = s.Members[c.cfg.ID] })
 		if known == c.cfg.HTTPAddr {
 			continue
 		}
 		if c.node.raft.State() == raft.Leader {
-			_, _ = c.propose(CmdSetMember, &SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+			_, _ = c.propose(state.CmdSetMember, &state.SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
 			continue
 		}
-		c.proxy.announce(ctx, SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
+		c.proxy.announce(ctx, state.SetMember{ID: c.cfg.ID, HTTPAddr: c.cfg.HTTPAddr})
 	}
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -7,6 +7,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // fitChecker refuses at submit, as Slurm does ("Requested node
@@ -21,7 +22,7 @@ import (
 // One checker serves one request: it remembers the answer for each shape
 // of job, so a batch of thousands of alike jobs asks once.
 type fitChecker struct {
-	state *State
+	state *state.State
 	snap  *sched.Snapshot // built on first use
 	parts []api.Partition
 	def   int64
@@ -40,13 +41,13 @@ type fitKey struct {
 
 // newFitChecker returns a checker for one request; s must stay readable
 // while it is used (inside one FSM.Read).
-func newFitChecker(s *State, parts []api.Partition, defMemPerCPU int64) *fitChecker {
+func newFitChecker(s *state.State, parts []api.Partition, defMemPerCPU int64) *fitChecker {
 	return &fitChecker{state: s, parts: parts, def: defMemPerCPU, memo: map[fitKey]error{}}
 }
 
 func (f *fitChecker) snapshot() *sched.Snapshot {
 	if f.snap == nil {
-		f.snap = &sched.Snapshot{Partitions: f.parts, DefMemPerCPU: f.def, Nodes: make([]*api.Node, 0, len(f.state.Nodes))}
+		f.snap = &sched.Snapshot{Partitions: f.parts, DefMemPerCPU: f.def, Nodes: make([]*state.Node, 0, len(f.state.Nodes))}
 		for _, name := range sortedKeys(f.state.Nodes) {
 			f.snap.Nodes = append(f.snap.Nodes, f.state.Nodes[name])
 		}
@@ -63,7 +64,7 @@ func (f *fitChecker) check(i int, sp *api.JobSpec, p *api.Partition) error {
 	if len(f.state.Nodes) == 0 {
 		return nil
 	}
-	j := &api.Job{Spec: *sp}
+	j := &state.Job{Spec: stateSpec(sp)}
 	req := sched.RequestOf(j, f.def)
 	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA}
 	why, seen := f.memo[k]
@@ -87,8 +88,8 @@ func (e *unfitError) Error() string { return e.msg }
 
 // why returns nil when some node of the partition could hold the job, and
 // otherwise what it asks for and what the largest node offers.
-func (f *fitChecker) why(j *api.Job, part string, req sched.NodeRequest) error {
-	var nodes []*api.Node
+func (f *fitChecker) why(j *state.Job, part string, req sched.NodeRequest) error {
+	var nodes []*state.Node
 	snap := f.snapshot()
 	for _, n := range snap.Nodes {
 		if slices.Contains(partitionsOf(n), part) {
@@ -105,7 +106,7 @@ func (f *fitChecker) why(j *api.Job, part string, req sched.NodeRequest) error {
 		}
 		for _, n := range nodes {
 			if n.Inventory != nil && n.Inventory.Topology != nil {
-				if _, ok := sched.PlaceInNode(n.Inventory, sched.NewUsed(), req); ok {
+				if _, ok := sched.PlaceInNode(n.Inventory, state.NewUsed(), req); ok {
 					return nil
 				}
 			}
@@ -114,7 +115,7 @@ func (f *fitChecker) why(j *api.Job, part string, req sched.NodeRequest) error {
 	return describeUnfit(req, part, nodes)
 }
 
-func partitionsOf(n *api.Node) []string {
+func partitionsOf(n *state.Node) []string {
 	if len(n.Partitions) == 0 {
 		return []string{api.DefaultPartition}
 	}
@@ -123,7 +124,7 @@ func partitionsOf(n *api.Node) []string {
 
 // describeUnfit compares the request with the most each kind of resource
 // any node of the partition offers, and names the first one short.
-func describeUnfit(req sched.NodeRequest, part string, nodes []*api.Node) error {
+func describeUnfit(req sched.NodeRequest, part string, nodes []*state.Node) error {
 	var most struct {
 		cpus             int
 		mem              int64

@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"time"
+
+	"corral/ctld/state"
 )
 
 // forwarder sends writes that reach a follower on to the leader, so clients
@@ -61,7 +63,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // announce asks the leader to record this member's HTTP address.
-func (f *forwarder) announce(ctx context.Context, m SetMember) {
+func (f *forwarder) announce(ctx context.Context, m state.SetMember) {
 	addr, self, ok := f.c.leaderHTTP()
 	if !ok || self {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // The fuzz targets here feed the controller what crosses its trust
@@ -33,7 +34,7 @@ func fuzzState(tb testing.TB) *FSM {
 	gpu := spec("gpu")
 	gpu.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 	for i, c := range fuzzSeedCommands(inv, arr, dep, held, gpu) {
-		data, err := encodeCommand(c.t, c.p)
+		data, err := state.Encode(c.t, c.p)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func fuzzState(tb testing.TB) *FSM {
 }
 
 type fuzzCommand struct {
-	t CommandType
+	t state.CommandType
 	p any
 }
 
@@ -53,35 +54,35 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 	n1 := api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, Runner: "test", BootID: "b1", Partitions: []string{"batch"}, Inventory: inv}
 	n2 := api.NodeInfo{Name: "n2", CPUs: 4, MemMB: 8192, Runner: "test", BootID: "b2", Partitions: []string{"batch"}}
 	return []fuzzCommand{
-		{CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
-		{CmdRegisterNode, &RegisterNode{Now: t0, Info: n1}},
-		{CmdRegisterNode, &RegisterNode{Now: t0, Info: n2}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a"), spec("b"), arr, dep, held, gpu, spec("c")}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{
+		{state.CmdSetMember, &state.SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
+		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: n1}},
+		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: n2}},
+		{state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: stateSpecs(spec("a"), spec("b"), arr, dep, held, gpu, spec("c"))}},
+		{state.CmdApplyPlan, &state.ApplyPlan{Now: t0.Add(time.Second), Starts: []state.PlanStart{
 			{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512, Placement: &api.Placement{CPUs: []int{0}, NUMANodes: []int{0}, Mem: []api.NodeAmount{{Node: 0, MB: 512}}}},
 			{JobID: 2, Node: "n2", CPUs: 1, MemMB: 512},
 			{JobID: 3, Node: "n2", CPUs: 1, MemMB: 512, Array: true, Task: 0, NewID: 8},
 		}}},
-		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{2}, Suspend: true}},
-		{CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
-		{CmdHoldRelease, &HoldRelease{Now: t0.Add(3 * time.Second), IDs: []uint64{5}, Hold: true}},
-		{CmdJobReports, &JobReports{Now: t0.Add(3 * time.Second), Node: "n2", BootID: "b2", Reports: []api.JobReport{{JobID: 8, StartIndex: 5, State: api.StateFailed, ExitCode: 7}}}},
-		{CmdCancelJobs, &CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{7}, Tasks: []api.TaskRef{{Array: 3, Task: 4}}, By: "alice"}},
-		{CmdNodeDrain, &NodeDrain{Now: t0.Add(5 * time.Second), Node: "n2", Drain: true, Reason: "maintenance"}},
-		{CmdNodeDown, &NodeDown{Now: t0.Add(6 * time.Second), Nodes: []string{"n9"}, Reason: "Not responding"}},
-		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"PriorityWeightAge", "500"}}}},
-		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "high", Priority: 100}}},
-		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 1}}},
-		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
-		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &api.Dependency{Raw: "afterany:1", Clauses: []api.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
-		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 3}},
+		{state.CmdSuspendJobs, &state.SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{2}, Suspend: true}},
+		{state.CmdNodeHeartbeats, &state.NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
+		{state.CmdHoldRelease, &state.HoldRelease{Now: t0.Add(3 * time.Second), IDs: []uint64{5}, Hold: true}},
+		{state.CmdJobReports, &state.JobReports{Now: t0.Add(3 * time.Second), Node: "n2", BootID: "b2", Reports: []api.JobReport{{JobID: 8, StartIndex: 5, State: api.StateFailed, ExitCode: 7}}}},
+		{state.CmdCancelJobs, &state.CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{7}, Tasks: []api.TaskRef{{Array: 3, Task: 4}}, By: "alice"}},
+		{state.CmdNodeDrain, &state.NodeDrain{Now: t0.Add(5 * time.Second), Node: "n2", Drain: true, Reason: "maintenance"}},
+		{state.CmdNodeDown, &state.NodeDown{Now: t0.Add(6 * time.Second), Nodes: []string{"n9"}, Reason: "Not responding"}},
+		{state.CmdSetConfig, &state.SetConfig{Settings: [][2]string{{"PriorityWeightAge", "500"}}}},
+		{state.CmdPutQOS, &state.PutQOS{QOS: api.QOS{Name: "high", Priority: 100}}},
+		{state.CmdPutAccount, &state.PutAccount{Account: api.Account{Name: "phys", Shares: 1}}},
+		{state.CmdPutUser, &state.PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
+		{state.CmdUpdateJob, &state.UpdateJob{Now: t0.Add(7 * time.Second), ID: 4, Dependency: &state.Dependency{Raw: "afterany:1", Clauses: []state.DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+		{state.CmdPurgeJobs, &state.PurgeJobs{Now: t0.Add(time.Hour), Max: 3}},
 	}
 }
 
 // fuzzController wraps an FSM the way the leader uses it, without Raft.
 func fuzzController(f *FSM) *Controller {
-	c := &Controller{cfg: Config{DefMemPerCPU: 512, Partitions: []api.Partition{{Name: api.DefaultPartition, Default: true}}}, fsm: f, log: quietLog()}
-	f.Read(func(s *State) { c.nextJobID = s.NextJobID })
+	c := &Controller{cfg: Config{DefMemPerCPU: 512, Partitions: []api.Partition{{Name: api.DefaultPartition, Default: true}}}, fsm: f, log: quietLog(), clock: realClock{}}
+	f.Read(func(s *state.State) { c.nextJobID = s.NextJobID })
 	return c
 }
 
@@ -99,8 +100,8 @@ func passAndApply(t *testing.T, f *FSM, now time.Time, index uint64) {
 	cmd := c.planCommand(now, snap, plan)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applyLocked(cmd, index)
-	f.state.Index = index
+	f.state.Apply(index, state.CmdApplyPlan, cmd)
+	f.state.TakeTouched()
 }
 
 // roundTrip checks that a snapshot of f restores to the same state hash.
@@ -110,10 +111,10 @@ func roundTrip(t *testing.T, f *FSM) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := snap.(*fsmSnapshot).write(&buf); err != nil {
+	if err := snap.(*fsmSnapshot).snap.Write(&buf); err != nil {
 		t.Fatalf("persisting a snapshot: %v", err)
 	}
-	s, err := readSnapshot(&buf)
+	s, err := state.ReadSnapshot(&buf)
 	if err != nil {
 		t.Fatalf("a snapshot this build wrote does not read back: %v", err)
 	}
@@ -131,32 +132,32 @@ func FuzzApplyCommand(f *testing.F) {
 	arr := spec("x")
 	arr.Array = &api.ArraySpec{Raw: "0-1099511627776,1-2", Ranges: []api.ArrayRange{{First: 0, Last: 1 << 40, Step: 1}, {First: 1, Last: 2, Step: 1}}}
 	for _, c := range fuzzSeedCommands(smallInventory(), arr, spec("y"), spec("z"), spec("w")) {
-		if sj, ok := c.p.(*SubmitJobs); ok {
+		if sj, ok := c.p.(*state.SubmitJobs); ok {
 			fresh := *sj
 			fresh.FirstID = 100 // past fuzzState's ids, so the jobs are created
 			c.p = &fresh
 		}
-		data, err := encodeCommand(c.t, c.p)
+		data, err := state.Encode(c.t, c.p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 	}
 	for _, sp := range poisonSpecs() {
-		data, _ := encodeCommand(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 100, Jobs: []api.JobSpec{sp}})
+		data, _ := state.Encode(state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 100, Jobs: stateSpecs(sp)})
 		f.Add(data)
 	}
 	f.Add([]byte{0})
 	f.Add([]byte{255, '{', '}'})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, cmd, err := decodeCommand(data)
+		ct, cmd, err := state.Decode(data)
 		if err != nil {
 			return // the FSM stops loudly on these, by design
 		}
 		fsm := fuzzState(t)
 		fsm.mu.Lock()
-		fsm.applyLocked(cmd, 21)
-		fsm.state.Index, fsm.state.touched = 21, nil
+		fsm.state.Apply(21, ct, cmd)
+		fsm.state.TakeTouched()
 		fsm.mu.Unlock()
 		passAndApply(t, fsm, t0.Add(time.Minute), 22)
 		roundTrip(t, fsm)
@@ -171,14 +172,14 @@ func FuzzReadSnapshot(f *testing.F) {
 		f.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := snap.(*fsmSnapshot).write(&buf); err != nil {
+	if err := snap.(*fsmSnapshot).snap.Write(&buf); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"format":1,"index":3,"next_job_id":2}` + "\n" + `{"job":{"id":1,"state":"PENDING","spec":{"ntasks":-1}}}`))
 	f.Add([]byte(`{"format":99}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := readSnapshot(bytes.NewReader(data))
+		s, err := state.ReadSnapshot(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -196,7 +197,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		func() any { return &api.SubmitRequest{} }, func() any { return &api.CancelRequest{} },
 		func() any { return &api.HoldRequest{} }, func() any { return &api.SuspendRequest{} },
 		func() any { return &api.NodeInfo{} }, func() any { return &api.NodeStatus{} },
-		func() any { return &api.DrainRequest{} }, func() any { return &SetMember{} },
+		func() any { return &api.DrainRequest{} }, func() any { return &state.SetMember{} },
 		func() any { return &api.ConfigRequest{} }, func() any { return &api.QOSRequest{} },
 		func() any { return &api.AccountRequest{} }, func() any { return &api.UserRequest{} },
 		func() any { return &api.UpdateJobRequest{} },
@@ -246,16 +247,17 @@ func FuzzSubmitToPass(f *testing.F) {
 		fsm := fuzzState(t)
 		c := fuzzController(fsm)
 		now := t0.Add(time.Minute)
-		if err := c.admitJobs(req.Jobs, now); err != nil {
+		specs, err := c.admitJobs(req.Jobs, now)
+		if err != nil {
 			return
 		}
 		first := c.nextJobID
 		fsm.mu.Lock()
-		fsm.applyLocked(&SubmitJobs{Now: now, FirstID: first, Jobs: req.Jobs}, 21)
-		fsm.state.Index, fsm.state.touched = 21, nil
+		fsm.state.Apply(21, state.CmdSubmitJobs, &state.SubmitJobs{Now: now, FirstID: first, Jobs: specs})
+		fsm.state.TakeTouched()
 		fsm.mu.Unlock()
 		passAndApply(t, fsm, now, 22)
-		fsm.Read(func(s *State) {
+		fsm.Read(func(s *state.State) {
 			for id := first; id < first+uint64(len(req.Jobs)); id++ {
 				if j := s.Jobs[id]; j != nil && j.Reason == api.ReasonInvalidJob {
 					t.Fatalf("job %d was admitted but the pass cannot handle it: %s (spec %+v)", id, j.Message, j.Spec)

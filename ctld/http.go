@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/submit"
 )
 
@@ -145,12 +146,26 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
-	if err := c.admitJobs(req.Jobs, time.Now()); err != nil {
-		return err
-	}
-	results, err := c.submit(r.Context(), req.Jobs)
+	specs, err := c.admitJobs(req.Jobs, c.clock.Now())
 	if err != nil {
 		return err
+	}
+	results, err := c.submit(r.Context(), specs)
+	if err != nil {
+		return err
+	}
+	// The apply refuses a job whose QoS limit was reached meanwhile (by a
+	// request committed between the check above and this one): a request
+	// of which it refused every job is refused; one of which it took some
+	// is answered job by job.
+	refused := 0
+	for _, res := range results {
+		if res.Error != "" {
+			refused++
+		}
+	}
+	if refused == len(results) {
+		return &fieldError{Field: "qos", Msg: results[0].Error}
 	}
 	writeJSON(w, http.StatusOK, api.SubmitResponse{Results: results})
 	return nil
@@ -158,12 +173,15 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 
 // admitJobs fills in each job's defaults and validates the batch against
 // the state: what a submission goes through before it is proposed. It
-// changes the specs in place and returns the first job's refusal.
-func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
+// changes the specs in place and returns them as the state records them,
+// or the first job's refusal.
+func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSpec, error) {
 	var verr error
-	c.fsm.Read(func(s *State) {
-		parts := s.Partitions(c.cfg.Partitions)
-		fits := newFitChecker(s, parts, c.cfg.DefMemPerCPU)
+	out := make([]state.JobSpec, len(jobs))
+	c.fsm.Read(func(s *state.State) {
+		parts := s.PartitionList()
+		fits := newFitChecker(s, parts, s.Config.DefMemPerCPU)
+		earlier := map[qosKey]int{}
 		for i := range jobs {
 			sp := &jobs[i]
 			if sp.Partition == "" {
@@ -172,22 +190,27 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) error {
 			// As Slurm does with DefMemPerCPU: a job that asks for no
 			// memory records the default, so it shows what it will get.
 			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
-				sp.MemPerCPU = c.cfg.DefMemPerCPU
+				sp.MemPerCPU = s.Config.DefMemPerCPU
 			}
 			// As sbatch does: a job without -A is charged to the user's
 			// default account (here the first, by name, they belong to).
 			if sp.Account == "" {
-				sp.Account = s.defaultAccount(sp.User)
+				sp.Account = s.DefaultAccount(sp.User)
 			}
-			if verr = c.validateSpec(i, sp, s, parts, now, fits); verr != nil {
+			if verr = c.validateSpec(i, sp, s, parts, now, fits, earlier); verr != nil {
 				return
 			}
 			if a := sp.Array; a != nil && a.Raw == "" {
 				a.Raw = arrayText(a)
 			}
+			out[i] = stateSpec(sp)
+			out[i].Dependency = s.ResolveDependency(out[i].Dependency)
 		}
 	})
-	return verr
+	if verr != nil {
+		return nil, verr
+	}
+	return out, nil
 }
 
 func defaultPartitionName(parts []api.Partition) string {
@@ -207,7 +230,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		return f, &fieldError{Field: "id", Msg: fmt.Sprintf("%d job ids; the most is %d", len(q["id"]), maxIDs)}
 	}
 	for _, s := range q["id"] {
-		ref, err := ParseJobRef(s)
+		ref, err := api.ParseJobRef(s)
 		if err != nil {
 			return f, badRequest("id: %v", err)
 		}
@@ -228,7 +251,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 	return f, validateFilter(&f)
 }
 
-func matches(j *api.Job, f *api.JobFilter) bool {
+func matches(j *state.Job, f *api.JobFilter) bool {
 	return (!f.HasJobs() || matchesRef(j, f)) &&
 		(len(f.Users) == 0 || slices.Contains(f.Users, j.Spec.User)) &&
 		(len(f.Names) == 0 || slices.Contains(f.Names, j.Spec.Name)) &&
@@ -240,7 +263,7 @@ func matches(j *api.Job, f *api.JobFilter) bool {
 // matchesRef reports whether the filter names j: by its id, by its array's
 // id, or as one of its array's tasks (a pending task matches the array's
 // pending record).
-func matchesRef(j *api.Job, f *api.JobFilter) bool {
+func matchesRef(j *state.Job, f *api.JobFilter) bool {
 	if slices.Contains(f.IDs, j.ID) || j.ArrayJobID != 0 && slices.Contains(f.IDs, j.ArrayJobID) {
 		return true
 	}
@@ -253,29 +276,54 @@ func matchesRef(j *api.Job, f *api.JobFilter) bool {
 	return false
 }
 
+// jobView is a job and its newest allocation (nil for a pending job or
+// one that never ran), taken together under the read lock. Both are
+// immutable records, so a view can be read and shown after the lock is
+// released without the state's maps.
+type jobView struct {
+	job *state.Job
+	run *state.Allocation
+}
+
+// viewOf returns j's view in s.
+func viewOf(s *state.State, j *state.Job) jobView {
+	v := jobView{job: j}
+	if j.State != api.StatePending && len(j.Allocs) > 0 {
+		v.run = s.LastAlloc(j)
+	}
+	return v
+}
+
+// api is the view as the API shows the job.
+func (v jobView) api() api.Job { return apiJobRun(v.job, v.run) }
+
+// slim is the view as listings show it: without the script and
+// environment.
+func (v jobView) slim() api.Job { return apiJobRunSlim(v.job, v.run) }
+
 // selectJobs returns the jobs matching f, ordered by id.
-func (c *Controller) selectJobs(f *api.JobFilter) []*api.Job {
+func (c *Controller) selectJobs(f *api.JobFilter) []jobView {
 	out := c.matchJobs(f)
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	sort.Slice(out, func(a, b int) bool { return out[a].job.ID < out[b].job.ID })
 	return out
 }
 
 // matchJobs returns the jobs matching f in no particular order.
-func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
-	var out []*api.Job
-	c.fsm.Read(func(s *State) {
+func (c *Controller) matchJobs(f *api.JobFilter) []jobView {
+	var out []jobView
+	c.fsm.Read(func(s *state.State) {
 		if f.HasJobs() && !namesArray(s, f) {
 			for _, id := range f.IDs {
 				if j := s.Jobs[id]; j != nil && matches(j, f) {
-					out = append(out, j)
+					out = append(out, viewOf(s, j))
 				}
 			}
 			return
 		}
-		out = make([]*api.Job, 0, len(s.Jobs))
+		out = make([]jobView, 0, len(s.Jobs))
 		for _, j := range s.Jobs {
 			if matches(j, f) {
-				out = append(out, j)
+				out = append(out, viewOf(s, j))
 			}
 		}
 	})
@@ -284,7 +332,7 @@ func (c *Controller) matchJobs(f *api.JobFilter) []*api.Job {
 
 // namesArray reports whether f names an array or one of its tasks: their
 // records are found by scanning, not by id.
-func namesArray(s *State, f *api.JobFilter) bool {
+func namesArray(s *state.State, f *api.JobFilter) bool {
 	if len(f.Tasks) > 0 {
 		return true
 	}
@@ -302,14 +350,17 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	jobs := c.selectJobs(&f)
-	prio := c.priorityFunc(time.Now())
+	prio := c.priorityFunc(c.clock.Now())
 	switch r.URL.Query().Get("format") {
 	case "rows":
 		w.Header().Set("Content-Type", api.JobRowsType)
-		for i, j := range jobs {
-			jobs[i] = withPriority(j, prio)
+		rows := make([]*api.Job, len(jobs))
+		for i, v := range jobs {
+			row := v.slim()
+			row.Priority = prio(v.job)
+			rows[i] = &row
 		}
-		return api.EncodeJobRows(w, jobs)
+		return api.EncodeJobRows(w, rows)
 	case "", "json":
 		w.Header().Set("Content-Type", "application/json")
 		return writeJobList(w, jobs, prio, c.migrationFunc())
@@ -321,18 +372,22 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 // array ("12_5"). A task not started yet is answered with the array's
 // pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	ref, err := ParseJobRef(r.PathValue("id"))
+	ref, err := api.ParseJobRef(r.PathValue("id"))
 	if err != nil {
 		return &fieldError{Field: "id", Msg: err.Error()}
 	}
-	var j *api.Job
+	var j *state.Job
+	var v jobView
 	var next uint64
 	var minAge int64
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
-			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
 			j = s.Jobs[ref.ID]
+		}
+		if j != nil {
+			v = viewOf(s, j)
 		}
 		next, minAge = s.NextJobID, s.Config.MinJobAge
 	})
@@ -344,9 +399,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
-	v := withPriority(j, c.priorityFunc(time.Now()))
-	c.migrationFunc()(v)
-	writeJSON(w, http.StatusOK, v)
+	view := withPriority(v, c.priorityFunc(c.clock.Now()))
+	c.migrationFunc()(view)
+	writeJSON(w, http.StatusOK, view)
 	return nil
 }
 
@@ -375,14 +430,14 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 	var tasks []api.TaskRef
 	byID := f
 	byID.Tasks = nil
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		for _, id := range f.IDs {
 			if s.Jobs[id] == nil {
 				ids = append(ids, id)
 			}
 		}
 		for _, t := range f.Tasks {
-			switch j, pending := s.resolveTask(t); {
+			switch j, pending := s.ResolveTask(t); {
 			case j == nil:
 				resp.Errors[t.Array] = fmt.Sprintf("no task %s", t)
 			case pending:
@@ -397,7 +452,8 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	})
 	if byID.HasJobs() || len(f.Tasks) == 0 {
-		for _, j := range c.selectJobs(&byID) {
+		for _, v := range c.selectJobs(&byID) {
+			j := v.job
 			if !slices.Contains(f.IDs, j.ID) && (j.State.Terminal() || j.State == api.StateCompleting) {
 				continue // selected by a filter or as a task of a named array
 			}
@@ -405,11 +461,11 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	if len(ids) > 0 || len(tasks) > 0 {
-		res, err := c.propose(CmdCancelJobs, &CancelJobs{Now: time.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
+		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: c.clock.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
 		if err != nil {
 			return err
 		}
-		ir := res.(*IDsResult)
+		ir := res.(*state.IDsResult)
 		resp.Cancelled = ir.Changed
 		for id, e := range ir.Errors {
 			resp.Errors[id] = e
@@ -430,11 +486,11 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(CmdHoldRelease, &HoldRelease{Now: time.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
+	res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
 	if err != nil {
 		return err
 	}
-	ir := res.(*IDsResult)
+	ir := res.(*state.IDsResult)
 	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
 	return nil
 }
@@ -450,20 +506,20 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: time.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
+	res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
 	if err != nil {
 		return err
 	}
-	ir := res.(*IDsResult)
+	ir := res.(*state.IDsResult)
 	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
 	return nil
 }
 
 func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {
 	var nodes []api.Node
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		for _, name := range sortedKeys(s.Nodes) {
-			nodes = append(nodes, *s.Nodes[name])
+			nodes = append(nodes, apiNode(s, s.Nodes[name]))
 		}
 	})
 	if nodes == nil {
@@ -479,7 +535,12 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(name), why)}
 	}
 	var n *api.Node
-	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	c.fsm.Read(func(s *state.State) {
+		if rec := s.Nodes[name]; rec != nil {
+			v := apiNode(s, rec)
+			n = &v
+		}
+	})
 	if n == nil {
 		return notFound("node %s: no such node", name)
 	}
@@ -489,7 +550,7 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 
 func (c *Controller) handlePartitions(w http.ResponseWriter, r *http.Request) error {
 	var parts []api.Partition
-	c.fsm.Read(func(s *State) { parts = s.Partitions(c.cfg.Partitions) })
+	c.fsm.Read(func(s *state.State) { parts = s.PartitionList() })
 	writeJSON(w, http.StatusOK, parts)
 	return nil
 }
@@ -522,7 +583,7 @@ func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 	for {
 		ch := c.fsm.WatchNode(name)
 		var d api.Desired
-		c.fsm.Read(func(s *State) { d = s.Desired(name) })
+		c.fsm.Read(func(s *state.State) { d = desired(s, name) })
 		if !d.Known || d.Index > index || wait == 0 {
 			writeJSON(w, http.StatusOK, d)
 			return
@@ -556,19 +617,19 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		c.log.Warn("node registration carried a report that is not valid; dropping it", "node", info.Name, "err", err)
 	}
 	if len(info.Partitions) == 0 {
-		info.Partitions = []string{defaultPartitionName(c.cfg.Partitions)}
+		c.fsm.Read(func(s *state.State) { info.Partitions = []string{defaultPartitionName(s.PartitionList())} })
 	}
-	now := time.Now().UTC()
-	if _, err := c.propose(CmdRegisterNode, &RegisterNode{Now: now, Info: info}); err != nil {
+	now := c.clock.Now().UTC()
+	if _, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.seen[info.Name] = time.Now() // with its monotonic reading (see livenessLoop)
+	c.seen[info.Name] = c.clock.Now() // with its monotonic reading (see livenessLoop)
 	c.seenDirty = true
 	c.mu.Unlock()
 	ack := c.nodeAck()
 	// The node's allocation index is the registration's or a later one.
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		if n := s.Nodes[info.Name]; n != nil {
 			ack.Index = n.AllocIndex
 		}
@@ -593,8 +654,8 @@ func (c *Controller) nodeAck() api.NodeAck {
 // knownNode checks that a reporting daemon is the node's current
 // incarnation; a 404 tells it to register again.
 func (c *Controller) knownNode(name, bootID string) error {
-	var n *api.Node
-	c.fsm.Read(func(s *State) { n = s.Nodes[name] })
+	var n *state.Node
+	c.fsm.Read(func(s *state.State) { n = s.Nodes[name] })
 	switch {
 	case n == nil:
 		return notFound("node %s is not registered; register first", name)
@@ -620,7 +681,7 @@ func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 		return st, err
 	}
 	c.mu.Lock()
-	c.seen[st.Name] = time.Now()
+	c.seen[st.Name] = c.clock.Now()
 	c.seenDirty = true
 	c.mu.Unlock()
 	return st, nil
@@ -640,8 +701,8 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if len(st.Reports) > 0 {
-		cmd := &JobReports{Now: time.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
-		if _, err := c.propose(CmdJobReports, cmd); err != nil {
+		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
+		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err
 		}
 	}
@@ -660,7 +721,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(CmdNodeDrain, &NodeDrain{Now: time.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
+	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}
@@ -671,7 +732,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) error {
-	var m SetMember
+	var m state.SetMember
 	if err := decode(r, &m); err != nil {
 		return err
 	}
@@ -684,7 +745,7 @@ func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) err
 	if why := submit.TextProblem(m.HTTPAddr, submit.MaxNameBytes); why != "" || strings.ContainsAny(m.HTTPAddr, " /") {
 		return &fieldError{Field: "http_addr", Msg: fmt.Sprintf("http_addr %q must be HOST:PORT", submit.Shown(m.HTTPAddr))}
 	}
-	if _, err := c.propose(CmdSetMember, &m); err != nil {
+	if _, err := c.propose(state.CmdSetMember, &m); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -707,7 +768,7 @@ func (c *Controller) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.StateHash, st.AppliedIndex = c.fsm.HashAt()
 	}
 	var members map[string]string
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		members = make(map[string]string, len(s.Members))
 		for k, v := range s.Members {
 			members[k] = v

@@ -5,10 +5,10 @@ import (
 	"math"
 	"net/http"
 	"sort"
-	"time"
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 	"corral/fairshare"
 )
 
@@ -22,23 +22,21 @@ func (c *Controller) policyRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/share", c.read(c.handleShare))
 	mux.HandleFunc("GET /v1/jobs/{id}/why", c.read(c.handleWhy))
 	mux.HandleFunc("POST /v1/jobs/update", c.write(c.handleUpdateJob))
+	mux.HandleFunc("POST /v1/partitions", c.write(c.handlePartition))
 }
 
 func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error {
 	var v api.PolicyView
-	c.fsm.Read(func(s *State) {
-		p := policyOf(s)
-		v = api.PolicyView{Config: p.Config, QOS: p.QOS, Accounts: p.Accounts, Users: p.Users}
-	})
+	c.fsm.Read(func(s *state.State) { v = s.PolicyView() })
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
 // proposePolicy commits a policy change the leader checked first, so a bad
 // one is a 400 naming the field and never reaches the log.
-func (c *Controller) proposePolicy(t CommandType, cmd any, check func(s *State) error) error {
+func (c *Controller) proposePolicy(t state.CommandType, cmd any, check func(s *state.State) error) error {
 	var err error
-	c.fsm.Read(func(s *State) { err = check(s) })
+	c.fsm.Read(func(s *state.State) { err = check(s) })
 	if err != nil {
 		return badRequest("%v", err)
 	}
@@ -59,8 +57,8 @@ func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) error 
 	if err := validateSettings(req.Settings); err != nil {
 		return err
 	}
-	cmd := &SetConfig{Settings: req.Settings}
-	err := c.proposePolicy(CmdSetConfig, cmd, func(s *State) error {
+	cmd := &state.SetConfig{Settings: req.Settings}
+	err := c.proposePolicy(state.CmdSetConfig, cmd, func(s *state.State) error {
 		cfg := s.Config
 		for _, kv := range req.Settings {
 			if err := cfg.Set(kv[0], kv[1]); err != nil {
@@ -84,8 +82,8 @@ func (c *Controller) handleQOS(w http.ResponseWriter, r *http.Request) error {
 	if err := validateQOS(&req.QOS); err != nil {
 		return err
 	}
-	if err := c.proposePolicy(CmdPutQOS, &PutQOS{QOS: req.QOS, Delete: req.Delete}, func(s *State) error {
-		return s.checkQOS(&req.QOS, req.Delete)
+	if err := c.proposePolicy(state.CmdPutQOS, &state.PutQOS{QOS: req.QOS, Delete: req.Delete}, func(s *state.State) error {
+		return s.CheckQOS(&req.QOS, req.Delete)
 	}); err != nil {
 		return err
 	}
@@ -101,9 +99,9 @@ func (c *Controller) handleAccount(w http.ResponseWriter, r *http.Request) error
 	if err := validateAccount(&req.Account); err != nil {
 		return err
 	}
-	if err := c.proposePolicy(CmdPutAccount, &PutAccount{Account: req.Account, Delete: req.Delete}, func(s *State) error {
+	if err := c.proposePolicy(state.CmdPutAccount, &state.PutAccount{Account: req.Account, Delete: req.Delete}, func(s *state.State) error {
 		a := req.Account
-		return s.checkAccount(&a, req.Delete)
+		return s.CheckAccount(&a, req.Delete)
 	}); err != nil {
 		return err
 	}
@@ -119,14 +117,10 @@ func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
 	if err := validateAccountUser(&req.User); err != nil {
 		return err
 	}
-	// The FSM's own checks are the whole validation; run them on a
-	// scratch copy of the users so nothing changes here.
-	if err := c.proposePolicy(CmdPutUser, &PutUser{User: req.User, Delete: req.Delete}, func(s *State) error {
-		scratch := &State{Accounts: s.Accounts, Users: map[UserKey]*api.AccountUser{}}
-		for k, v := range s.Users {
-			scratch.Users[k] = v
-		}
-		return scratch.applyPutUser(&PutUser{User: req.User, Delete: req.Delete})
+	// The apply's own checks are the whole validation; CheckUser runs
+	// them on a scratch copy of the users so nothing changes here.
+	if err := c.proposePolicy(state.CmdPutUser, &state.PutUser{User: req.User, Delete: req.Delete}, func(s *state.State) error {
+		return s.CheckUser(req.User, req.Delete)
 	}); err != nil {
 		return err
 	}
@@ -160,18 +154,14 @@ func priorityRows(snap *sched.Snapshot) []api.PriorityRow {
 }
 
 func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(time.Now().UTC())))
+	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(c.clock.Now().UTC())))
 	return nil
 }
 
 func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
 	var rows []api.ShareRow
-	c.fsm.Read(func(s *State) {
-		alg := fairshare.FairTree
-		if s.Config.Fairshare == string(fairshare.Classic) {
-			alg = fairshare.Classic
-		}
-		fr, _ := fairshare.Compute(s.fairshareTree(time.Now().UTC()), alg)
+	c.fsm.Read(func(s *state.State) {
+		fr, _ := fairshare.Compute(s.FairshareTree(c.clock.Now().UTC()), s.FairshareAlgorithm())
 		rows = make([]api.ShareRow, 0, len(fr))
 		for _, x := range fr {
 			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,

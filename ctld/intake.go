@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // errNotLeader tells a handler to forward the request to the leader.
@@ -22,7 +23,10 @@ const maxJobsPerEntry = 4096
 const maxInFlight = 32
 
 type submitCall struct {
-	specs []api.JobSpec
+	specs []state.JobSpec
+	// blobs holds, per spec, the content of the script and environment
+	// it names by key (state.OutOfLine).
+	blobs [][]state.BlobRecord
 	done  chan submitAnswer
 }
 
@@ -32,12 +36,16 @@ type submitAnswer struct {
 }
 
 // submit hands a validated batch to the leader's batcher and waits for its
-// commit. Many concurrent calls share Raft entries.
-func (c *Controller) submit(ctx context.Context, specs []api.JobSpec) ([]api.SubmitResult, error) {
+// commit. Many concurrent calls share Raft entries. The jobs' scripts and
+// environments are moved out of line here, in the request's goroutine.
+func (c *Controller) submit(ctx context.Context, specs []state.JobSpec) ([]api.SubmitResult, error) {
 	if !c.isLeading() {
 		return nil, errNotLeader
 	}
-	call := &submitCall{specs: specs, done: make(chan submitAnswer, 1)}
+	call := &submitCall{specs: specs, blobs: make([][]state.BlobRecord, len(specs)), done: make(chan submitAnswer, 1)}
+	for i := range specs {
+		call.blobs[i] = state.OutOfLine(&specs[i])
+	}
 	select {
 	case c.submits <- call:
 	case <-ctx.Done():
@@ -112,39 +120,107 @@ func answerAll(batch []*submitCall, results []api.SubmitResult, err error) {
 // proposeBatch stamps and proposes one entry; a goroutine waits for its
 // commit so the next batch can be proposed meanwhile.
 func (c *Controller) proposeBatch(batch []*submitCall, n int, sem chan struct{}) {
-	specs := make([]api.JobSpec, 0, n)
+	specs := make([]state.JobSpec, 0, n)
+	blobs := make([][]state.BlobRecord, 0, n)
 	for _, call := range batch {
 		specs = append(specs, call.specs...)
+		blobs = append(blobs, call.blobs...)
 	}
-	c.mu.Lock()
-	cmd := &SubmitJobs{Now: time.Now().UTC(), FirstID: c.nextJobID, Jobs: specs}
-	c.nextJobID += uint64(len(specs))
-	c.mu.Unlock()
-	data, err := encodeCommand(CmdSubmitJobs, cmd)
+	f, err := c.proposeSubmit(specs, c.newBlobs(blobs))
 	if err != nil {
 		<-sem
 		answerAll(batch, nil, err)
 		return
 	}
-	f := c.node.raft.Apply(data, 10*time.Second)
 	go func() {
 		defer func() { <-sem }()
-		if err := f.Error(); err != nil {
-			answerAll(batch, nil, fmt.Errorf("committing submission: %w", err))
-			return
+		res, err := c.submitResult(f)
+		if err == nil && len(res.Missing) > 0 {
+			err = c.resubmitMissing(specs, blobs, res)
 		}
-		res, _ := f.Response().(*SubmitResult)
-		if res == nil {
-			answerAll(batch, nil, errors.New("submission produced no result"))
+		if err != nil {
+			answerAll(batch, nil, err)
 			return
 		}
 		answerAll(batch, res.Results, nil)
 	}()
 }
 
-// parseJobRef reads "12" or "12_3" (an array element) as job id 12.
-func parseJobRef(s string) (uint64, bool) {
-	base, _, _ := strings.Cut(s, "_")
-	id, err := strconv.ParseUint(base, 10, 64)
-	return id, err == nil && id > 0
+// proposeSubmit stamps ids and the submit time on specs and proposes them
+// as one SubmitJobs entry carrying blobs.
+func (c *Controller) proposeSubmit(specs []state.JobSpec, blobs []state.BlobRecord) (raft.ApplyFuture, error) {
+	c.mu.Lock()
+	cmd := &state.SubmitJobs{Now: c.clock.Now().UTC(), FirstID: c.nextJobID, Jobs: specs, Blobs: blobs}
+	c.nextJobID += uint64(len(specs))
+	c.mu.Unlock()
+	data, err := state.Encode(state.CmdSubmitJobs, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return c.node.raft.Apply(data, 10*time.Second), nil
+}
+
+// submitResult waits for a SubmitJobs entry's commit and returns its
+// result.
+func (c *Controller) submitResult(f raft.ApplyFuture) (*state.SubmitResult, error) {
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("committing submission: %w", err)
+	}
+	res, _ := f.Response().(*state.SubmitResult)
+	if res == nil {
+		return nil, errors.New("submission produced no result")
+	}
+	return res, nil
+}
+
+// newBlobs returns the blobs of a batch that the entry must carry: each
+// once, and none the state holds already (a job names those by key). A
+// blob the state forgets before the entry applies (its last job purged
+// meanwhile) makes the apply refuse the jobs naming it, and
+// resubmitMissing sends them again with it.
+func (c *Controller) newBlobs(perSpec [][]state.BlobRecord) []state.BlobRecord {
+	var out []state.BlobRecord
+	seen := map[string]bool{}
+	c.fsm.Read(func(s *state.State) {
+		for _, recs := range perSpec {
+			for _, r := range recs {
+				if !seen[r.Key] && !s.HasBlob(r.Key) {
+					out = append(out, r)
+				}
+				seen[r.Key] = true
+			}
+		}
+	})
+	return out
+}
+
+// resubmitMissing proposes again, with all their blobs, the jobs the
+// apply refused for a blob it no longer held, and puts their results in
+// res.
+func (c *Controller) resubmitMissing(specs []state.JobSpec, blobs [][]state.BlobRecord, res *state.SubmitResult) error {
+	again := make([]state.JobSpec, len(res.Missing))
+	var all []state.BlobRecord
+	seen := map[string]bool{}
+	for i, k := range res.Missing {
+		again[i] = specs[k]
+		for _, r := range blobs[k] {
+			if !seen[r.Key] {
+				all = append(all, r)
+				seen[r.Key] = true
+			}
+		}
+	}
+	f, err := c.proposeSubmit(again, all)
+	if err != nil {
+		return err
+	}
+	res2, err := c.submitResult(f)
+	if err != nil {
+		return err
+	}
+	for i, k := range res.Missing {
+		res.Results[k] = res2.Results[i]
+	}
+	res.Missing = nil
+	return nil
 }

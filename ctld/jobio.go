@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // The job I/O routes reach into a running job: exec (an upgraded
@@ -81,7 +82,7 @@ var errForward = fmt.Errorf("forward to the leader")
 // checkJobIO checks a job I/O request against the state: the job runs on
 // a node that serves a job API, and the caller may reach into it.
 func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) {
-	ref, err := ParseJobRef(r.PathValue("id"))
+	ref, err := api.ParseJobRef(r.PathValue("id"))
 	if err != nil || ref.HasTask {
 		return nodeTarget{}, &fieldError{Field: "id", Msg: fmt.Sprintf("%q: give the job id of a running job (a started array task has its own)", r.PathValue("id"))}
 	}
@@ -90,21 +91,26 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		return nodeTarget{}, &httpError{status: http.StatusUnauthorized, field: api.UserHeader, msg: "who is asking? send " + api.UserHeader + " (the CLI sends $USER)"}
 	}
 	var t nodeTarget
-	var state api.JobState
+	var st api.JobState
 	var owner, reason string
 	found := false
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		j := s.Jobs[ref.ID]
 		if j == nil {
 			return
 		}
-		found, state, owner, reason = true, j.State, j.Spec.User, string(j.Reason)
-		t = nodeTarget{job: j.ID, node: j.Node}
-		if n := s.Nodes[j.Node]; n != nil {
-			t.addr = n.APIAddr
+		found, st, owner, reason = true, j.State, j.Spec.User, string(j.Reason)
+		t = nodeTarget{job: j.ID}
+		// The run to reach is the job's active allocation (a job has one
+		// node today; a migrating job's source answers until it moves).
+		if active := s.ActiveAllocs(j); len(active) > 0 {
+			t.node = active[0].Node
+			if n := s.Nodes[t.node]; n != nil {
+				t.addr = n.APIAddr
+			}
 		}
 	})
-	if (!found || state != api.StateRunning) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
+	if (!found || st != api.StateRunning) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
 		return t, errForward
 	}
 	switch {
@@ -112,12 +118,12 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		return t, notFound("job %d: no such job", ref.ID)
 	case caller != owner && caller != "root":
 		return t, &httpError{status: http.StatusForbidden, msg: fmt.Sprintf("job %d belongs to %s: only its owner (or root) may reach into it", ref.ID, owner)}
-	case state == api.StateSuspended:
+	case st == api.StateSuspended:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is suspended: resume it first (scontrol resume %d)", ref.ID, ref.ID)}
-	case state == api.StatePending:
+	case st == api.StatePending:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is pending (%s): it has no node to reach yet", ref.ID, reason)}
-	case state != api.StateRunning:
-		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is %s, not running", ref.ID, state)}
+	case st != api.StateRunning:
+		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is %s, not running", ref.ID, st)}
 	case t.addr == "":
 		return t, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf("job %d runs on node %s, which serves no job API (start its node daemon with --listen, or upgrade it)", ref.ID, t.node)}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // followLeadership starts the leader-only loops when this member wins an
@@ -28,7 +29,7 @@ func (c *Controller) followLeadership(ctx context.Context) {
 
 	var stop context.CancelFunc
 	var wg sync.WaitGroup
-	check := time.NewTicker(250 * time.Millisecond)
+	check := time.NewTicker(250 * time.Millisecond) // Raft's own time, not the injected clock
 	defer check.Stop()
 	for {
 		isLeader := c.node.raft.State() == raft.Leader
@@ -62,10 +63,13 @@ func (c *Controller) lead(ctx context.Context) {
 		c.log.Warn("leader barrier failed; stepping back", "err", err)
 		return
 	}
-	now := time.Now()
+	// Before this member takes requests: a submission must find the
+	// partitions of a new cluster.
+	c.seedConfig()
+	now := c.clock.Now()
 	c.mu.Lock()
 	c.leading = true
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		c.nextJobID = s.NextJobID
 		// Every node gets a full timeout from the moment this member
 		// took over: heartbeats sent to the old leader are not known here.
@@ -91,6 +95,27 @@ func (c *Controller) lead(ctx context.Context) {
 	wg.Wait()
 }
 
+// seedConfig seeds a new cluster's partitions, memory per CPU and policy
+// from this member's flags (SeedConfig applies only to a cluster never
+// seeded). On a seeded cluster the flags are ignored: the replicated
+// configuration is changed with corral partition and corral config set.
+func (c *Controller) seedConfig() {
+	var seeded bool
+	c.fsm.Read(func(s *state.State) { seeded = s.Seeded })
+	if seeded {
+		return
+	}
+	cmd := &state.SeedConfig{Partitions: c.cfg.Partitions, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: string(c.cfg.Policy)}
+	if cmd.Policy == "" {
+		cmd.Policy = string(sched.PolicyEASY)
+	}
+	if res, err := c.propose(state.CmdSeedConfig, cmd); err != nil {
+		c.log.Warn("seeding the cluster's configuration failed; the next leader tries again", "err", err)
+	} else if done, _ := res.(bool); done {
+		c.log.Info("seeded the cluster's configuration from the flags", "partitions", len(cmd.Partitions), "def_mem_per_cpu_mb", cmd.DefMemPerCPU, "policy", cmd.Policy)
+	}
+}
+
 // isLeading reports whether the leader loops run here.
 func (c *Controller) isLeading() bool {
 	c.mu.Lock()
@@ -102,7 +127,7 @@ func (c *Controller) isLeading() bool {
 // a job start, and when a begin time arrives. Changes that arrive during a
 // pass are coalesced into the next one; there is no periodic tick.
 func (c *Controller) scheduleLoop(ctx context.Context) {
-	wake := time.NewTimer(time.Hour)
+	wake := c.clock.NewTimer(time.Hour)
 	defer wake.Stop()
 	c.schedulePass(wake) // the previous leader may have left work
 	for {
@@ -110,18 +135,17 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.fsm.Changed:
-		case <-wake.C:
+		case <-wake.C():
 		}
 		c.schedulePass(wake)
 	}
 }
 
-func (c *Controller) schedulePass(wake *time.Timer) {
-	now := time.Now().UTC()
+// schedulePass runs one pass and commits its whole plan as one ApplyPlan
+// entry.
+func (c *Controller) schedulePass(wake Timer) {
+	now := c.clock.Now().UTC()
 	snap := c.snapshotForSched(now)
-	c.mu.Lock()
-	snap.Reservations = c.reservations
-	c.mu.Unlock()
 	plan, err := runPass(snap)
 	if err != nil {
 		// The pass contains failures per job; this is one outside any job.
@@ -132,131 +156,39 @@ func (c *Controller) schedulePass(wake *time.Timer) {
 		return
 	}
 	c.noteInvalid(plan)
-	c.mu.Lock()
-	c.reservations = plan.Reservations
-	c.mu.Unlock()
 	if !plan.NextWake.IsZero() {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
-	c.applyPreemptions(now, plan)
-	if len(plan.Cancels) > 0 {
-		// --kill-on-invalid-dep=yes: the dependency can never be met.
-		cancel := &CancelJobs{Now: now, IDs: plan.Cancels, By: "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"}
-		if _, err := c.propose(CmdCancelJobs, cancel); err != nil {
-			c.log.Warn("cancelling jobs with invalid dependencies failed", "jobs", plan.Cancels, "err", err)
-		}
-	}
 	cmd := c.planCommand(now, snap, plan)
-	if len(cmd.Starts) == 0 && len(cmd.Reasons) == 0 {
+	if emptyPlan(cmd) {
 		return
 	}
-	res, err := c.propose(CmdApplyPlan, cmd)
+	res, err := c.propose(state.CmdApplyPlan, cmd)
 	if err != nil {
 		c.log.Warn("committing plan failed", "err", err)
 		return
 	}
-	if pr, ok := res.(*PlanResult); ok && len(pr.Rejected) > 0 {
-		c.log.Debug("plan applier skipped stale starts", "jobs", pr.Rejected)
+	pr, _ := res.(*state.PlanResult)
+	if pr == nil {
+		return
 	}
-}
-
-// snapshotForSched copies what one pass needs under the FSM's read lock.
-func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
-	snap := &sched.Snapshot{Now: now, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: c.cfg.Policy}
-	deps := &depTargets{jobs: map[uint64]*api.Job{}, arrays: map[uint64][]*api.Job{}, tasks: map[api.TaskRef]*api.Job{}}
-	c.fsm.Read(func(s *State) {
-		snap.Pending = make([]*api.Job, 0, len(s.Pending))
-		for id := range s.Pending {
-			j := s.Jobs[id]
-			snap.Pending = append(snap.Pending, j)
-			if j.Spec.Dependency != nil {
-				collectDeps(j.Spec.Dependency, s, deps)
-			}
-		}
-		snap.Nodes = make([]*api.Node, 0, len(s.Nodes))
-		for _, n := range s.Nodes {
-			snap.Nodes = append(snap.Nodes, n)
-			for _, id := range n.Jobs {
-				if j := s.Jobs[id]; j != nil {
-					snap.Running = append(snap.Running, j)
-				}
-			}
-		}
-		snap.Partitions = s.Partitions(c.cfg.Partitions)
-		snap.Config = s.Config
-		snap.QOS = make(map[string]*api.QOS, len(s.QOS))
-		for k, q := range s.QOS {
-			snap.QOS[k] = q
-		}
-		snap.Fairshare = s.fairshareFactors(now)
-	})
-	snap.Lookup = func(id uint64) *api.Job { return deps.jobs[id] }
-	snap.Array = func(id uint64) []*api.Job { return deps.arrays[id] }
-	var byTask map[api.TaskRef]*api.Job // the arrays' records by task, built on first use
-	snap.LookupTask = func(array uint64, task int) *api.Job {
-		ref := api.TaskRef{Array: array, Task: task}
-		if j := deps.tasks[ref]; j != nil {
-			return j
-		}
-		if byTask == nil {
-			byTask = map[api.TaskRef]*api.Job{}
-			for id, recs := range deps.arrays {
-				for _, j := range recs {
-					if j.IsArrayTask() {
-						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
-					}
-				}
-			}
-		}
-		if j := byTask[ref]; j != nil {
-			return j
-		}
-		if recs := deps.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
-			return recs[0]
-		}
-		return nil
-	}
-	return snap
-}
-
-// applyPreemptions commits the pass's preemptions and resumes: victims
-// of cancel and requeue mode go through CancelJobs (their node ends them;
-// a requeued one is PENDING again once it confirms), victims of suspend
-// mode and jobs whose lent CPUs are free again through SuspendJobs.
-func (c *Controller) applyPreemptions(now time.Time, plan sched.Plan) {
-	type group struct {
-		mode      api.PreemptMode
-		preemptor uint64
-	}
-	groups := map[group][]uint64{}
-	var order []group
 	for _, p := range plan.Preemptions {
-		g := group{p.Mode, p.Preemptor}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], p.Victim)
-	}
-	for _, g := range order {
-		ids := groups[g]
-		by := fmt.Sprintf("job %d", g.preemptor)
-		var err error
-		if g.mode == api.PreemptSuspend {
-			_, err = c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: ids, Suspend: true, Preempt: true, By: g.preemptor})
-		} else {
-			_, err = c.propose(CmdCancelJobs, &CancelJobs{Now: now, IDs: ids, By: by, Preempt: g.mode})
-		}
-		if err != nil {
-			c.log.Warn("preemption failed", "victims", ids, "mode", g.mode, "for", g.preemptor, "err", err)
-			continue
-		}
-		c.log.Info("preempted", "victims", ids, "mode", g.mode, "for", g.preemptor)
-	}
-	if len(plan.Resumes) > 0 {
-		if _, err := c.propose(CmdSuspendJobs, &SuspendJobs{Now: now, IDs: plan.Resumes, Suspend: false, Preempt: true}); err != nil {
-			c.log.Warn("resuming preempted jobs failed", "jobs", plan.Resumes, "err", err)
+		if slices.Contains(pr.Stopped, p.Victim) {
+			c.log.Info("preempted", "victim", p.Victim, "mode", p.Mode, "for", p.Preemptor)
 		}
 	}
+	if len(pr.Rejected) > 0 || len(pr.Skipped) > 0 {
+		c.log.Debug("plan applier skipped what no longer applied", "starts", pr.Rejected, "others", pr.Skipped)
+	}
+}
+
+// snapshotForSched builds what one pass needs under the FSM's read lock.
+func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
+	var snap *sched.Snapshot
+	c.fsm.Read(func(s *state.State) {
+		snap = sched.NewSnapshot(s, now)
+	})
+	return snap
 }
 
 // estimateMoved reports whether a job's expected start changed enough to
@@ -275,53 +207,20 @@ func estimateMoved(old, new time.Time) bool {
 // rewritten.
 const estimateSlack = 30 * time.Second
 
-// depTargets is what a pass needs to evaluate dependencies: the jobs named,
-// every record of the arrays named, and single tasks named as 12_5.
-type depTargets struct {
-	jobs   map[uint64]*api.Job
-	arrays map[uint64][]*api.Job
-	tasks  map[api.TaskRef]*api.Job
-}
-
-func collectDeps(d *api.Dependency, s *State, into *depTargets) {
-	for _, cl := range d.Clauses {
-		for _, raw := range cl.JobIDs {
-			ref, err := ParseJobRef(raw)
-			if err != nil {
-				continue
-			}
-			if ref.HasTask {
-				t := api.TaskRef{Array: ref.ID, Task: ref.Task}
-				if j, _ := s.resolveTask(t); j != nil {
-					into.tasks[t] = j
-				}
-				continue
-			}
-			j := s.Jobs[ref.ID]
-			if j == nil {
-				continue
-			}
-			into.jobs[ref.ID] = j
-			if j.ArrayJobID == j.ID {
-				if _, done := into.arrays[j.ID]; !done {
-					recs := []*api.Job{}
-					if j.IsArrayPending() {
-						recs = append(recs, j)
-					}
-					for _, id := range s.ArrayTasks[j.ID] {
-						recs = append(recs, s.Jobs[id])
-					}
-					into.arrays[j.ID] = recs
-				}
-			}
-		}
+// planCommand turns a pass's plan into the one ApplyPlan entry that
+// commits it: the cancels for dependencies that can never be met, the
+// preemptions, the resumes, the starts (with the ids the leader reserves
+// for array tasks that get records of their own) and the reasons and
+// reservations that changed from the snapshot's. Nothing is checked here:
+// the apply checks every part against the state it applies to.
+func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *state.ApplyPlan {
+	cmd := &state.ApplyPlan{Now: now, Resumes: plan.Resumes}
+	for _, id := range plan.Cancels {
+		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: invalidDepReason})
 	}
-}
-
-// planCommand turns a plan into an ApplyPlan, re-checking each start against
-// the current state and keeping only reasons that changed.
-func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *ApplyPlan {
-	cmd := &ApplyPlan{Now: now}
+	for _, p := range plan.Preemptions {
+		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: p.Victim, Mode: p.Mode, By: p.Preemptor})
+	}
 	// A task of an array that starts gets a record, and an id, of its own.
 	var newIDs uint64
 	for _, st := range plan.Starts {
@@ -336,36 +235,39 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 		c.nextJobID += newIDs
 		c.mu.Unlock()
 	}
-	c.fsm.Read(func(s *State) {
-		used := map[string][2]int64{}
-		for _, st := range plan.Starts {
-			ps := PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
-			if st.Array {
-				ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
-				nextID++
-			}
-			if s.checkStart(ps, used) != "" {
-				continue
-			}
-			u := used[st.Node]
-			used[st.Node] = [2]int64{u[0] + int64(st.CPUs), u[1] + st.MemMB + st.OverheadMB}
-			cmd.Starts = append(cmd.Starts, ps)
+	for _, st := range plan.Starts {
+		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
+		if st.Array {
+			ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
+			nextID++
 		}
-		for _, j := range snap.Pending {
-			r, ok := plan.Reasons[j.ID]
-			if !ok {
-				continue
-			}
-			est := plan.Estimates[j.ID]
-			if est.After(now.Add(sched.Horizon / 2)) {
-				est = time.Time{} // behind a job without a time limit: unknown
-			}
-			if cur := s.Jobs[j.ID]; cur != nil && cur.State == api.StatePending && (cur.Reason != r || estimateMoved(cur.EstStart, est)) {
-				cmd.Reasons = append(cmd.Reasons, PlanReason{JobID: j.ID, Reason: r, Start: est, Message: plan.Invalid[j.ID]})
-			}
+		cmd.Starts = append(cmd.Starts, ps)
+	}
+	for _, j := range snap.Pending {
+		r, ok := plan.Reasons[j.ID]
+		if !ok {
+			continue
 		}
-	})
+		resv := plan.Reservations[j.ID]
+		if resv.Start.After(now.Add(sched.Horizon / 2)) {
+			// Behind a job without a time limit: no start can be told,
+			// and any pass would find the same.
+			resv = sched.Reservation{}
+		}
+		if j.Reason != r || j.EstNode != resv.Node || estimateMoved(j.EstStart, resv.Start) {
+			cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: resv.Start, Node: resv.Node, Message: plan.Invalid[j.ID]})
+		}
+	}
 	return cmd
+}
+
+// invalidDepReason is who cancels a job whose dependency can never be met,
+// as its message says ("cancelled by ...").
+const invalidDepReason = "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"
+
+// emptyPlan reports whether a plan entry would change nothing.
+func emptyPlan(p *state.ApplyPlan) bool {
+	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Reasons) == 0 && len(p.Migrations) == 0
 }
 
 // livenessLoop marks nodes DOWN when they miss heartbeats and flushes the
@@ -375,24 +277,24 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 	if period > time.Second {
 		period = time.Second
 	}
-	t := time.NewTicker(period)
+	t := c.clock.NewTicker(period)
 	defer t.Stop()
-	lastFlush := time.Now()
+	lastFlush := c.clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		// The timeout is measured on the monotonic clock, as a node's
 		// lease is (see nodeAck): a step of the wall clock must not
 		// declare a node DOWN while it still holds its lease.
-		mono := time.Now()
+		mono := c.clock.Now()
 		now := mono.UTC()
 		var down []string
 		var seen map[string]time.Time
 		c.mu.Lock()
-		c.fsm.Read(func(s *State) {
+		c.fsm.Read(func(s *state.State) {
 			for name, n := range s.Nodes {
 				last, ok := c.seen[name]
 				if !ok {
@@ -415,12 +317,12 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 		c.mu.Unlock()
 		if len(down) > 0 {
 			c.log.Warn("nodes stopped responding; marking them DOWN", "nodes", down, "timeout", c.cfg.NodeTimeout)
-			if _, err := c.propose(CmdNodeDown, &NodeDown{Now: now, Nodes: slices.Sorted(slices.Values(down)), Reason: "Not responding"}); err != nil {
+			if _, err := c.propose(state.CmdNodeDown, &state.NodeDown{Now: now, Nodes: slices.Sorted(slices.Values(down)), Reason: "Not responding"}); err != nil {
 				c.log.Warn("marking nodes down failed", "err", err)
 			}
 		}
 		if seen != nil {
-			_, _ = c.propose(CmdNodeHeartbeats, &NodeHeartbeats{Seen: seen})
+			_, _ = c.propose(state.CmdNodeHeartbeats, &state.NodeHeartbeats{Seen: seen})
 		}
 	}
 }
@@ -445,8 +347,8 @@ func (c *Controller) noteInvalid(plan sched.Plan) {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(plan.Invalid)) {
-		var cur *api.Job
-		c.fsm.Read(func(s *State) { cur = s.Jobs[id] })
+		var cur *state.Job
+		c.fsm.Read(func(s *state.State) { cur = s.Jobs[id] })
 		if cur != nil && cur.Reason != api.ReasonInvalidJob {
 			c.log.Error("the scheduler cannot handle a job; holding it as InvalidJob", "job", id, "why", plan.Invalid[id])
 		}

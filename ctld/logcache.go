@@ -71,7 +71,11 @@ func (c *logCache) StoreLogs(logs []*raft.Log) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, l := range logs {
-		c.put(l)
+		// A copy: on the leader l is the Log inside its apply future, and
+		// caching it would keep the whole future (its channels, its
+		// response) alive as long as the entry stays cached.
+		cp := *l
+		c.put(&cp)
 	}
 	return nil
 }

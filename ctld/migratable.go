@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Whether a job's run can live-migrate follows from what the controllers
@@ -91,11 +92,11 @@ func devicesOf(pl *api.Placement) string {
 func (c *Controller) migrationFunc() func(*api.Job) {
 	nodes := map[string]*api.Node{}
 	var parts []api.Partition
-	c.fsm.Read(func(s *State) {
+	c.fsm.Read(func(s *state.State) {
 		for name, n := range s.Nodes {
-			nodes[name] = n
+			nodes[name] = &api.Node{NodeInfo: api.NodeInfo{Name: name, Runner: n.Runner}}
 		}
-		parts = s.Partitions(c.cfg.Partitions)
+		parts = s.PartitionList()
 	})
 	return func(j *api.Job) {
 		j.Migratable, j.MigrationBlocker = migrationOf(j, nodes[j.Node], partitionNamed(parts, j.Spec.Partition))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // smallInventory is a one-NUMA-node host with two CPUs and no devices: the
@@ -81,7 +82,7 @@ func TestPoisonEntriesDoNotStopScheduling(t *testing.T) {
 
 	poison := map[uint64]string{}
 	for name, spec := range poisonSpecs() {
-		res, err := leader.submit(ctx, []api.JobSpec{spec})
+		res, err := leader.submit(ctx, stateSpecs(spec))
 		if err != nil {
 			t.Fatalf("%s: committing the poison entry: %v", name, err)
 		}
@@ -166,17 +167,17 @@ func waitReason(t testing.TB, cl *api.Client, id uint64, r api.Reason) *api.Job 
 // with an error instead of stopping the replica, and later entries apply.
 func TestApplyFailureIsContained(t *testing.T) {
 	f := NewFSM(quietLog())
-	f.Apply(entry(t, 1, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []api.JobSpec{spec("a")}}))
+	f.Apply(entry(t, 1, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: stateSpecs(spec("a"))}))
 	f.mu.Lock()
 	f.state.Jobs[1] = nil
 	f.mu.Unlock()
 
-	res := f.Apply(entry(t, 2, CmdCancelJobs, &CancelJobs{Now: t0, IDs: []uint64{1}}))
+	res := f.Apply(entry(t, 2, state.CmdCancelJobs, &state.CancelJobs{Now: t0, IDs: []uint64{1}}))
 	if err, ok := res.(error); !ok || !strings.Contains(err.Error(), "CancelJobs") {
 		t.Fatalf("apply result %v, want an error naming the command", res)
 	}
-	res = f.Apply(entry(t, 3, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []api.JobSpec{spec("b")}}))
-	if sr, ok := res.(*SubmitResult); !ok || sr.Results[0].JobID != 2 {
+	res = f.Apply(entry(t, 3, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 2, Jobs: stateSpecs(spec("b"))}))
+	if sr, ok := res.(*state.SubmitResult); !ok || sr.Results[0].JobID != 2 {
 		t.Fatalf("the next entry gave %v, want job 2 submitted", res)
 	}
 }

@@ -3,6 +3,8 @@ package ctld
 import (
 	"context"
 	"time"
+
+	"corral/ctld/state"
 )
 
 // purgeTick is how often the leader looks for finished jobs and request
@@ -23,9 +25,9 @@ const compactAfter = 10_000
 
 // purgeLoop proposes PurgeJobs entries on the leader while finished jobs or
 // request ids are past their retention, one entry after another until none
-// is due (each entry removes at most defaultPurgeMax jobs).
+// is due (each entry removes at most DefaultPurgeMax jobs).
 func (c *Controller) purgeLoop(ctx context.Context) {
-	t := time.NewTicker(purgeTick)
+	t := c.clock.NewTicker(purgeTick)
 	defer t.Stop()
 	var last time.Time
 	held := 0
@@ -33,23 +35,23 @@ func (c *Controller) purgeLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		removed := 0
 		for ctx.Err() == nil {
-			now := time.Now().UTC()
-			var due purgeDue
-			c.fsm.Read(func(s *State) { due = s.purgeDue(now) })
-			if !due.requests && due.jobs <= held && (due.jobs == 0 || now.Sub(last) < purgeRecheck) {
+			now := c.clock.Now().UTC()
+			var due state.Due
+			c.fsm.Read(func(s *state.State) { due = s.PurgeDue(now) })
+			if !due.Requests && due.Jobs <= held && (due.Jobs == 0 || now.Sub(last) < purgeRecheck) {
 				break
 			}
-			res, err := c.propose(CmdPurgeJobs, &PurgeJobs{Now: now, Max: defaultPurgeMax})
+			res, err := c.propose(state.CmdPurgeJobs, &state.PurgeJobs{Now: now, Max: state.DefaultPurgeMax})
 			if err != nil {
 				c.log.Warn("purging finished jobs failed", "err", err)
 				break
 			}
 			last = now
-			pr, _ := res.(*PurgeResult)
+			pr, _ := res.(*state.PurgeResult)
 			if pr == nil {
 				break
 			}

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"corral/api"
+	"corral/ctld/state"
 )
 
 // BenchmarkPurge measures the apply side of retention on one FSM: 200,000
 // pending jobs (as BenchmarkMemoryPerPendingJob makes them) are cancelled,
-// then PurgeJobs entries of at most defaultPurgeMax (5,000) jobs apply
+// then PurgeJobs entries of at most state.DefaultPurgeMax (5,000) jobs apply
 // until none is left. It reports the mean and the longest apply (the time
 // the state's lock is held, in wall and in this thread's CPU time), the live
 // heap and the snapshot's size before and after.
@@ -42,15 +42,15 @@ func benchmarkPurge(b *testing.B, unique bool) {
 			ids[k] = uint64(k + 1)
 		}
 		index := uint64(1000)
-		apply := func(ct CommandType, p any) any {
+		apply := func(ct state.CommandType, p any) any {
 			index++
-			data, err := encodeCommand(ct, p)
+			data, err := state.Encode(ct, p)
 			if err != nil {
 				b.Fatal(err)
 			}
 			return f.Apply(rlog(index, data))
 		}
-		apply(CmdCancelJobs, &CancelJobs{Now: t0, IDs: ids})
+		apply(state.CmdCancelJobs, &state.CancelJobs{Now: t0, IDs: ids})
 		heapBefore, snapBefore := liveHeap(), snapshotSize(b, f)
 		b.StartTimer()
 		var entries int
@@ -60,7 +60,7 @@ func benchmarkPurge(b *testing.B, unique bool) {
 		runtime.LockOSThread()
 		for {
 			start, cpuStart := time.Now(), threadCPU()
-			res := apply(CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: defaultPurgeMax}).(*PurgeResult)
+			res := apply(state.CmdPurgeJobs, &state.PurgeJobs{Now: t0.Add(time.Hour), Max: state.DefaultPurgeMax}).(*state.PurgeResult)
 			d, cpu := time.Since(start), threadCPU()-cpuStart
 			entries++
 			total, cpuTotal = total+d, cpuTotal+cpu
@@ -71,7 +71,7 @@ func benchmarkPurge(b *testing.B, unique bool) {
 		}
 		runtime.UnlockOSThread()
 		b.StopTimer()
-		f.Read(func(s *State) {
+		f.Read(func(s *state.State) {
 			if len(s.Jobs) != 0 {
 				b.Fatalf("%d jobs left after the purge", len(s.Jobs))
 			}
@@ -117,7 +117,7 @@ func snapshotSize(b *testing.B, f *FSM) float64 {
 		b.Fatal(err)
 	}
 	var w countingWriter
-	if err := snap.(*fsmSnapshot).write(&w); err != nil {
+	if err := snap.(*fsmSnapshot).snap.Write(&w); err != nil {
 		b.Fatal(err)
 	}
 	return float64(w)
@@ -140,14 +140,14 @@ func fillUnique(f *FSM, n int) {
 func fillPendingWith(apply func([]byte), n int) {
 	const chunk = 10_000
 	for first := 0; first < n; first += chunk {
-		cmd := &SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
+		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := api.JobSpec{Name: "sim", User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: "sim", User: "alice", InlineScript: &state.InlineScript{Script: "#!/bin/sh\ntrue\n"}, NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch",
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)
 		}
-		data, _ := encodeCommand(CmdSubmitJobs, cmd)
+		data, _ := state.Encode(state.CmdSubmitJobs, cmd)
 		apply(data)
 	}
 }
@@ -155,14 +155,14 @@ func fillPendingWith(apply func([]byte), n int) {
 func fillUniqueWith(apply func([]byte), n int) {
 	const chunk = 10_000
 	for first := 0; first < n; first += chunk {
-		cmd := &SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
+		cmd := &state.SubmitJobs{Now: t0, FirstID: uint64(first + 1)}
 		for k := 0; k < chunk && first+k < n; k++ {
-			s := api.JobSpec{Name: fmt.Sprint("sim-", first+k), User: "alice", Script: "#!/bin/sh\ntrue\n", NTasks: 1, CPUsPerTask: 1,
+			s := state.JobSpec{Name: fmt.Sprint("sim-", first+k), User: "alice", InlineScript: &state.InlineScript{Script: "#!/bin/sh\ntrue\n"}, NTasks: 1, CPUsPerTask: 1,
 				SubmitDir: "/home/alice", WorkDir: "/home/alice", Partition: "batch", Output: fmt.Sprintf("/home/alice/out/%d.log", first+k),
 				RequestID: fmt.Sprintf("%032x", first+k)}
 			cmd.Jobs = append(cmd.Jobs, s)
 		}
-		data, _ := encodeCommand(CmdSubmitJobs, cmd)
+		data, _ := state.Encode(state.CmdSubmitJobs, cmd)
 		apply(data)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // TestLeaderPurgesFinishedJobs runs the leader's purge loop in a 3-voter
@@ -61,9 +62,9 @@ func TestLeaderPurgesFinishedJobs(t *testing.T) {
 	waitGone(t, cl, target)
 	waitConverged(t, tc)
 	for i, c := range tc.ctls {
-		c.FSM().Read(func(s *State) {
-			if len(s.Jobs) != 0 || len(s.finished) != 0 {
-				t.Errorf("member %d keeps %d jobs and %d finished refs, want none", i+1, len(s.Jobs), len(s.finished))
+		c.FSM().Read(func(s *state.State) {
+			if len(s.Jobs) != 0 || s.FinishedIndexed() != 0 {
+				t.Errorf("member %d keeps %d jobs and %d finished refs, want none", i+1, len(s.Jobs), s.FinishedIndexed())
 			}
 		})
 	}

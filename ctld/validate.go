@@ -3,11 +3,14 @@ package ctld
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
+	"corral/qos"
 	"corral/submit"
 )
 
@@ -47,7 +50,7 @@ func refuseSpec(i int, err error) error {
 // CLI first, then what the cluster's state decides — the partition, QoS,
 // account, image and dependency targets exist, a negative nice comes from
 // root, and some node of the partition could ever hold the job.
-func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.Partition, now time.Time, fits *fitChecker) error {
+func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts []api.Partition, now time.Time, fits *fitChecker, earlier map[qosKey]int) error {
 	if err := submit.ValidateSpec(sp, now); err != nil {
 		return refuseSpec(i, err)
 	}
@@ -58,7 +61,7 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *State, parts []api.
 	if err != nil {
 		return err
 	}
-	if err := checkPolicy(i, sp, s); err != nil {
+	if err := checkPolicy(i, sp, s, earlier); err != nil {
 		return err
 	}
 	if sp.Image != "" {
@@ -85,27 +88,50 @@ func findPartition(i int, sp *api.JobSpec, parts []api.Partition) (*api.Partitio
 		if p.MaxTime > 0 && sp.TimeLimit > p.MaxTime {
 			return nil, refuse(i, "time_limit_s", "--time=%ds exceeds partition %s's limit of %ds", sp.TimeLimit, p.Name, p.MaxTime)
 		}
-		return p, nil
+		return p, partitionAdmits(i, sp, p)
 	}
 	return nil, refuse(i, "partition", "invalid partition %q (valid: %s)", sp.Partition, strings.Join(names, ", "))
 }
 
-// checkPolicy checks the job's QoS and account against the policy objects.
-func checkPolicy(i int, sp *api.JobSpec, s *State) error {
+// partitionAdmits refuses a job the partition does not take: it is DRAIN
+// or INACTIVE, or the job's account or QoS is not among those it allows.
+func partitionAdmits(i int, sp *api.JobSpec, p *api.Partition) error {
+	switch {
+	case !p.TakesJobs():
+		return refuse(i, "partition", "partition %s is %s: it takes no new jobs (scontrol update PartitionName=%s State=UP opens it)", p.Name, p.State, p.Name)
+	case len(p.AllowAccounts) > 0 && !slices.Contains(p.AllowAccounts, sp.Account):
+		return refuse(i, "account", "partition %s takes jobs of accounts %s only; account %q is not one (use -A)", p.Name, strings.Join(p.AllowAccounts, ", "), sp.Account)
+	case slices.Contains(p.DenyAccounts, sp.Account):
+		return refuse(i, "account", "partition %s refuses jobs of account %s", p.Name, sp.Account)
+	case len(p.AllowQos) > 0 && !slices.Contains(p.AllowQos, sp.QOS):
+		return refuse(i, "qos", "partition %s takes jobs of QoS %s only; QoS %q is not one (use --qos)", p.Name, strings.Join(p.AllowQos, ", "), sp.QOS)
+	}
+	return nil
+}
+
+// qosKey counts a request's jobs of one user in one QoS.
+type qosKey struct{ user, qos string }
+
+// checkPolicy checks the job's QoS and account against the policy objects;
+// earlier counts the request's jobs before this one by user and QoS.
+func checkPolicy(i int, sp *api.JobSpec, s *state.State, earlier map[qosKey]int) error {
 	if sp.QOS != "" {
 		q := s.QOS[sp.QOS]
 		if q == nil {
-			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.qosNames(), ", "))
+			return refuse(i, "qos", "invalid QoS %q (QoS: %s)", sp.QOS, strings.Join(s.QOSNames(), ", "))
 		}
-		if q.MaxSubmitPerUser > 0 && s.activeInQOS(sp.User, q.Name) >= q.MaxSubmitPerUser {
-			return refuse(i, "qos", "QOSMaxSubmitJobPerUserLimit: user %s already has %d jobs pending or running in QoS %s, its limit", sp.User, q.MaxSubmitPerUser, q.Name)
+		// The jobs before this one in the same request count too; the
+		// apply counts again, with what was committed meanwhile.
+		if err := qos.SubmitLimit(q, sp.User, s.ActiveInQOS(sp.User, q.Name)+earlier[qosKey{sp.User, q.Name}]); err != nil {
+			return refuse(i, "qos", "%v", err)
 		}
+		earlier[qosKey{sp.User, q.Name}]++
 	}
 	if sp.Account != "" && len(s.Accounts) > 0 {
 		if s.Accounts[sp.Account] == nil {
 			return refuse(i, "account", "invalid account %q: see corral account list", sp.Account)
 		}
-		if s.Users[UserKey{Account: sp.Account, User: sp.User}] == nil {
+		if s.Users[state.UserKey{Account: sp.Account, User: sp.User}] == nil {
 			return refuse(i, "account", "user %s is not in account %s (corral user add %s --account %s)", sp.User, sp.Account, sp.User, sp.Account)
 		}
 	}
@@ -114,18 +140,18 @@ func checkPolicy(i int, sp *api.JobSpec, s *State) error {
 
 // checkDependencyTargets refuses a dependency on a job that does not
 // exist; its syntax was checked by submit.ValidateSpec.
-func checkDependencyTargets(i int, d *api.Dependency, s *State) error {
+func checkDependencyTargets(i int, d *api.Dependency, s *state.State) error {
 	if d == nil {
 		return nil
 	}
 	for _, cl := range d.Clauses {
-		for _, ref := range cl.JobIDs {
-			id, ok := parseJobRef(ref)
-			if !ok {
-				return refuse(i, "dependency", "--dependency=%s: %q is not a job id", d.Raw, ref)
+		for _, raw := range cl.JobIDs {
+			ref, err := api.ParseJobRef(raw)
+			if err != nil {
+				return refuse(i, "dependency", "--dependency=%s: %v", d.Raw, err)
 			}
-			if _, exists := s.Jobs[id]; !exists {
-				return refuse(i, "dependency", "--dependency=%s: job %d does not exist", d.Raw, id)
+			if _, exists := s.Jobs[ref.ID]; !exists {
+				return refuse(i, "dependency", "--dependency=%s: job %d does not exist", d.Raw, ref.ID)
 			}
 		}
 	}
@@ -134,7 +160,7 @@ func checkDependencyTargets(i int, d *api.Dependency, s *State) error {
 
 // checkImage refuses a guest image that no node offers, listing those that
 // exist.
-func checkImage(i int, image string, s *State) error {
+func checkImage(i int, image string, s *state.State) error {
 	seen := map[string]bool{}
 	for _, n := range s.Nodes {
 		for _, im := range n.Images {

@@ -401,7 +401,7 @@ func validateFilter(f *api.JobFilter) error {
 
 // validateQOS checks a QoS's name, priority, preemption list and limits;
 // the state-dependent checks (the QoS it preempts exist, a deleted one is
-// unused) are State.checkQOS's.
+// unused) are state.State.CheckQOS's.
 func validateQOS(q *api.QOS) error {
 	c := &reqCheck{}
 	c.name("name", q.Name, submit.MaxNameBytes)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // post sends v as JSON to path and returns the answer.
@@ -215,7 +216,7 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a billing weight of NaN":   {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"BillingWeightCPU", "NaN"}}}, "", "is not a number"},
 		"a half-life of 103 years":  {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"PriorityDecayHalfLife", "900000h"}}}, "", "more than 100 years"},
 		"an update to afterwards":   {"/v1/jobs/update", api.UpdateJobRequest{ID: 1, Dependency: &api.Dependency{Clauses: []api.DepClause{{Type: "afterwards", JobIDs: []string{"1"}}}}}, "dependency", `unknown dependency type "afterwards"`},
-		"a member named ../m":       {"/v1/internal/members", SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
+		"a member named ../m":       {"/v1/internal/members", state.SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -229,4 +230,32 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 			refused(t, a, tc.field, tc.want)
 		})
 	}
+}
+
+// TestMaxSubmitPerUserInOneRequest submits one request of five jobs for a
+// user whose QoS allows two pending or running: the request is refused at
+// its third job, with the user's count and the limit, and no job is
+// created; a request of two is taken, and one more refused.
+func TestMaxSubmitPerUserInOneRequest(t *testing.T) {
+	c := startOne(t, HTTPTimeouts{})
+	base := "http://" + c.HTTPAddr()
+	cl, _ := api.NewClient(base)
+	ctx := context.Background()
+	if err := cl.PutQOS(ctx, api.QOSRequest{QOS: api.QOS{Name: "two", MaxSubmitPerUser: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	five := make([]api.JobSpec, 5)
+	for i := range five {
+		five[i] = jobSpec(func(s *api.JobSpec) { s.QOS = "two" })
+	}
+	a := post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: five})
+	refused(t, a, "qos", "job 3 of the batch: QOSMaxSubmitJobPerUserLimit: user alice already has 2 jobs pending or running in QoS two, its limit is 2")
+	jobs, err := cl.Jobs(ctx, api.JobFilter{}, true)
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("%d jobs after the refused request (%v), want none", len(jobs), err)
+	}
+	if _, err := cl.Submit(ctx, five[:2]); err != nil {
+		t.Fatalf("two jobs refused: %v", err)
+	}
+	refused(t, post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: five[:1]}), "qos", "user alice already has 2 jobs")
 }

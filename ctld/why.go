@@ -9,6 +9,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // reasonText says what each pending reason means and what to do about it.
@@ -27,30 +28,39 @@ var reasonText = map[api.Reason]string{
 	api.ReasonHugepagesUnavailable:     "no node of its partition has the hugepages it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer",
 	api.ReasonInvalidJob:               "the scheduler cannot handle its request, so the job is held; cancel it and submit it again with a valid request (`corral release` tries again)",
 	api.ReasonJobHeldAdmin:             "an administrator holds it; `corral release` lets it run",
+	api.ReasonPartitionDown:            "its partition is DOWN: it starts no jobs until an administrator sets it UP (scontrol update PartitionName=... State=UP)",
+	api.ReasonPartitionInactive:        "its partition is INACTIVE: it starts no jobs until an administrator sets it UP",
+	api.ReasonPartitionNodeLimit:       "it asks for more or fewer nodes than its partition's MaxNodes and MinNodes allow; it will not start there",
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
-	ref, err := ParseJobRef(r.PathValue("id"))
+	ref, err := api.ParseJobRef(r.PathValue("id"))
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	now := time.Now().UTC()
-	var j *api.Job
-	c.fsm.Read(func(s *State) {
+	now := c.clock.Now().UTC()
+	var rec *state.Job
+	var v jobView
+	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
-			j, _ = s.resolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
+			rec, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
 		} else {
-			j = s.Jobs[ref.ID]
+			rec = s.Jobs[ref.ID]
+		}
+		if rec != nil {
+			v = viewOf(s, rec)
 		}
 	})
-	if j == nil {
+	if rec == nil {
 		return notFound("job %s: no such job", r.PathValue("id"))
 	}
+	aj := v.api()
+	j := &aj
 	why := api.Why{JobID: j.ID, Ref: j.Ref(), State: j.State}
 	say := func(format string, args ...any) { why.Lines = append(why.Lines, fmt.Sprintf(format, args...)) }
 	switch j.State {
 	case api.StatePending:
-		c.explainPending(j, now, say)
+		c.explainPending(rec, now, say)
 	case api.StateRunning, api.StateSuspended, api.StateCompleting:
 		say("Job %s is %s on node %s since %s (%s elapsed, time limit %s).", j.Ref(), j.State, j.Node,
 			j.StartTime.Format(time.RFC3339), j.Elapsed(now).Round(time.Second), limitText(j.Spec.TimeLimit))
@@ -68,11 +78,8 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 
 // explainPending runs a pass on the current state (without committing it)
 // and says why j waits, where it ranks, and what it waits for.
-func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, ...any)) {
+func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string, ...any)) {
 	snap := c.snapshotForSched(now)
-	c.mu.Lock()
-	snap.Reservations = c.reservations
-	c.mu.Unlock()
 	plan, err := runPass(snap)
 	if err != nil {
 		say("Job %s is PENDING; the scheduling pass could not be run to explain it: %v", j.Ref(), err)
@@ -135,16 +142,18 @@ func (c *Controller) explainPending(j *api.Job, now time.Time, say func(string, 
 	}
 	if d := j.Spec.Dependency; d != nil && (reason == api.ReasonDependency || reason == api.ReasonDependencyNeverSatisfied) {
 		var parts []string
-		c.fsm.Read(func(s *State) {
+		c.fsm.Read(func(s *state.State) {
 			for _, cl := range d.Clauses {
-				for _, raw := range cl.JobIDs {
-					state := "unknown"
-					if ref, err := ParseJobRef(raw); err == nil {
-						if t := s.Jobs[ref.ID]; t != nil {
-							state = string(t.State)
+				for _, t := range cl.Targets {
+					st := "unknown"
+					if t.Kind == state.DepTask {
+						if recs := t.Records(s.DepLookups()); len(recs) > 0 {
+							st = string(recs[0].State)
 						}
+					} else if tj := s.Jobs[t.Job]; tj != nil {
+						st = string(tj.State)
 					}
-					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, raw, state))
+					parts = append(parts, fmt.Sprintf("%s:%s is %s", cl.Type, t, st))
 				}
 				if cl.Type == "singleton" {
 					parts = append(parts, "singleton: waits for the other jobs named "+j.Spec.Name+" of user "+j.Spec.User)

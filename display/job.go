@@ -286,3 +286,16 @@ func permute(jobs []api.Job, order []int32) {
 		}
 	}
 }
+
+// QueueKey is what the queue's order compares (see SortJobRefsBy): a job's
+// state, priority and id. A caller that holds jobs in another form sorts
+// them with QueueKeyOf and CompareQueueKeys into the same order.
+type QueueKey = sortKey
+
+// QueueKeyOf returns the sort key of a job in state st with priority prio.
+func QueueKeyOf(st api.JobState, prio int64, id uint64) QueueKey {
+	return sortKey{stateRank(st), prio, id}
+}
+
+// CompareQueueKeys orders two keys as SortJobRefsBy does.
+func CompareQueueKeys(a, b QueueKey) int { return compareKeys(a, b) }

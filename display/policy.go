@@ -27,6 +27,8 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 	"BillingWeightGPU":        func(c *api.SchedConfig) string { return ftoa(c.BillingGPU) },
 	"MinJobAge":               func(c *api.SchedConfig) string { return itoa64(c.MinJobAge) },
 	"RequestIDRetention":      func(c *api.SchedConfig) string { return itoa64(c.RequestIDRetention) },
+	"DefMemPerCPU":            func(c *api.SchedConfig) string { return itoa64(c.DefMemPerCPU) },
+	"SchedulerPolicy":         func(c *api.SchedConfig) string { return c.SchedulerPolicy },
 }
 
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

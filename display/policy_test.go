@@ -18,6 +18,7 @@ func TestConfig(t *testing.T) {
 	want := `BillingWeightCPU=1
 BillingWeightGPU=10
 BillingWeightMem=0.125
+DefMemPerCPU=512
 FairshareAlgorithm=fairtree
 MinJobAge=300
 PriorityDecayHalfLife=604800
@@ -29,6 +30,7 @@ PriorityWeightPartition=1000
 PriorityWeightQOS=10000
 PriorityWeightSite=7
 RequestIDRetention=86400
+SchedulerPolicy=easy
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)

@@ -469,3 +469,74 @@ func jobList(ids []uint64) string {
 	}
 	return string(b)
 }
+
+// ShowPartition writes one partition the way scontrol show partition does.
+func ShowPartition(w io.Writer, p *api.Partition) {
+	k := &kvWriter{loc: time.UTC}
+	all := func(list []string) string {
+		if len(list) == 0 {
+			return "ALL"
+		}
+		return strings.Join(list, ",")
+	}
+	yes := func(b bool) string {
+		if b {
+			return "YES"
+		}
+		return "NO"
+	}
+	limit := func(secs int64) string {
+		if secs <= 0 {
+			return "UNLIMITED"
+		}
+		return string(appendLongSecs(nil, secs))
+	}
+	state := string(p.State)
+	if state == "" {
+		state = string(api.PartitionUp)
+	}
+	k.newLine()
+	k.str("PartitionName", p.Name)
+	k.newLine()
+	k.str("AllowAccounts", all(p.AllowAccounts))
+	k.str("DenyAccounts", orNull(strings.Join(p.DenyAccounts, ",")))
+	k.str("AllowQos", all(p.AllowQos))
+	k.newLine()
+	k.str("Default", yes(p.Default))
+	k.str("QueueUnfit", yes(p.QueueUnfit))
+	k.newLine()
+	k.str("DefaultTime", limit(p.DefaultTime))
+	k.str("MaxTime", limit(p.MaxTime))
+	k.newLine()
+	maxNodes := "UNLIMITED"
+	if p.MaxNodes > 0 {
+		maxNodes = strconv.Itoa(p.MaxNodes)
+	}
+	k.str("MaxNodes", maxNodes)
+	k.int("MinNodes", int64(max(p.MinNodes, 0)))
+	k.newLine()
+	k.str("Nodes", orNull(CompressHostlist(p.Nodes)))
+	k.newLine()
+	k.int("PriorityTier", int64(p.PriorityTier))
+	mode := string(p.PreemptMode)
+	if mode == "" {
+		mode = "OFF"
+	}
+	k.str("PreemptMode", strings.ToUpper(mode))
+	k.str("State", state)
+	k.int("TotalNodes", int64(len(p.Nodes)))
+	k.newLine()
+	// What the partition's job VMs see: corral's own settings.
+	share := p.Share
+	if share == "" {
+		share = "nfs"
+	}
+	network := p.Network
+	if network == "" {
+		network = "none"
+	}
+	k.str("SharedPaths", orNull(strings.Join(p.SharedPaths, ",")))
+	k.str("Share", share)
+	k.str("Network", network)
+	k.done(w)
+}

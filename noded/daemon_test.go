@@ -318,14 +318,7 @@ func TestDaemonReportsJobEndedWhileDown(t *testing.T) {
 	// is gone too, or the next daemon may still find it alive (slow under
 	// -race) and re-adopt the run for an instant.
 	if len(matches) > 0 {
-		var ls launchState
-		if procref.ReadJSON(filepath.Join(filepath.Dir(matches[0]), stateFile), &ls) == nil {
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if _, err := os.Stat(fmt.Sprintf("/proc/%d", ls.PID)); err != nil {
-					break
-				}
-			}
-		}
+		waitShimGone(t, filepath.Dir(matches[0]))
 	}
 	if len(f.reportsFor(6)) != 0 {
 		t.Fatal("a stopped daemon reported")
@@ -557,5 +550,26 @@ func TestDaemonReportsInventoryChanges(t *testing.T) {
 	}
 	if got := regs[1].Inventory.Topology.Nodes[0].Hugepages[2048].Free; got != 32 {
 		t.Errorf("re-registration reports %d free hugepages, want 32", got)
+	}
+}
+
+// waitShimGone waits up to 5 s until the shim of the run in dir has exited
+// (gone, or a zombie nobody reaped yet): it writes the exit file just
+// before, and a daemon started in between would find it alive.
+func waitShimGone(t *testing.T, dir string) {
+	t.Helper()
+	var ls launchState
+	if procref.ReadJSON(filepath.Join(dir, stateFile), &ls) != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", ls.PID))
+		if err != nil {
+			return
+		}
+		// The state follows the command's closing parenthesis.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return
+		}
 	}
 }

@@ -57,6 +57,9 @@ func parseJobKey(name string) (jobKey, bool) {
 // directory): enough to report it after a restart.
 type jobRecord struct {
 	Job api.Job `json:"job"`
+	// Alloc is the run's allocation (0 in a record of a daemon that
+	// predates allocation ids); its reports name it.
+	Alloc uint64 `json:"alloc,omitempty"`
 	// Started is when this node launched the run; its time limit counts
 	// from here (see doc.go).
 	Started time.Time `json:"started"`
@@ -195,7 +198,7 @@ func (d *Daemon) otherRunAlive(k jobKey) bool {
 // launch creates the run's state directory and starts it in the background;
 // onStarted takes the outcome.
 func (d *Daemon) launch(k jobKey, j *api.Job) {
-	lj := &localJob{key: k, dir: filepath.Join(d.root, k.String()), rec: jobRecord{Job: *j, Started: time.Now()}}
+	lj := &localJob{key: k, dir: filepath.Join(d.root, k.String()), rec: jobRecord{Job: *j, Alloc: d.desiredAlloc(k), Started: time.Now()}}
 	d.jobs[k] = lj
 	spec, err := d.prepare(lj)
 	if err != nil {
@@ -318,6 +321,20 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	if j := d.desiredJob(ev.key); j != nil {
 		d.followSuspend(lj, j.State == api.StateSuspended)
 	}
+}
+
+// desiredAlloc returns the id of run k's allocation in the last desired
+// state, or 0.
+func (d *Daemon) desiredAlloc(k jobKey) uint64 {
+	if d.lastDesired == nil {
+		return 0
+	}
+	for _, a := range d.lastDesired.Allocations {
+		if a.Job.ID == k.ID && a.Job.StartIndex == k.StartIndex {
+			return a.ID
+		}
+	}
+	return 0
 }
 
 // desiredJob returns run k's allocation in the last desired state, or nil.
@@ -494,6 +511,7 @@ func (d *Daemon) endReport(lj *localJob, res Result) api.JobReport {
 // reportFor turns how a run ended into its report.
 func reportFor(lj *localJob, res Result) api.JobReport {
 	r := api.JobReport{
+		Alloc:      lj.rec.Alloc,
 		JobID:      lj.key.ID,
 		StartIndex: lj.key.StartIndex,
 		ExitCode:   res.ExitCode,

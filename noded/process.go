@@ -454,14 +454,24 @@ func (h *procHandle) Pause() error {
 	}
 	f := h.sessionAll()
 	f.running = true
-	for i := 0; i < 100; i++ {
+	// A process shows as stopped only once it is scheduled to take the
+	// signal (or leaves an uninterruptible sleep): on a loaded node that
+	// can take far longer than the rounds themselves.
+	wait := 2 * time.Millisecond
+	for deadline := time.Now().Add(pauseTimeout); ; {
 		if signalSession(f, syscall.SIGSTOP) == 0 {
 			return nil
 		}
-		time.Sleep(2 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the job's processes did not all stop within %v of SIGSTOP", pauseTimeout)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 100*time.Millisecond)
 	}
-	return errors.New("the job's processes did not all stop after 100 rounds of SIGSTOP")
 }
+
+// pauseTimeout bounds how long Pause keeps stopping a job's processes.
+const pauseTimeout = 10 * time.Second
 
 // Continue resumes a suspended job: SIGCONT to every process of its session.
 func (h *procHandle) Continue() error {

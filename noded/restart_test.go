@@ -169,6 +169,7 @@ func TestDaemonSIGKILL(t *testing.T) {
 
 	os.WriteFile(filepath.Join(w[1], "go"), nil, 0o644)
 	waitContent(t, filepath.Join(runDir(data, j3), exitFile), 5*time.Second)
+	waitShimGone(t, runDir(data, j3))
 	startDaemon(t, f, data)
 	f.waitRegistrations(t, 2)
 	reg := f.registrations()[1]

@@ -31,7 +31,7 @@ func TestDaemonSuspendResumeVM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, Logger: log})
+	r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, Logger: log, NFSServer: []string{os.Args[0], nfsdChild}})
 	if err != nil {
 		t.Fatalf("vmrun.New: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Cluster describes a heterogeneous machine for `corral sim --cluster`:
@@ -111,8 +112,8 @@ func ReadCluster(r io.Reader) (*Cluster, error) {
 
 // nodes builds the cluster's nodes with their inventories. CPU ids follow
 // Linux's x86 numbering: thread t of core c is c + t × (all cores).
-func (c *Cluster) nodes() []*api.Node {
-	var out []*api.Node
+func (c *Cluster) nodes() []*state.Node {
+	var out []*state.Node
 	for _, g := range c.Groups {
 		numa := g.Sockets * g.NUMAPerSocket
 		cores := numa * g.CoresPerNUMA
@@ -153,8 +154,8 @@ func (c *Cluster) nodes() []*api.Node {
 					}
 				}
 			}
-			out = append(out, &api.Node{NodeInfo: api.NodeInfo{Name: name, CPUs: cores * g.ThreadsPerCore,
-				MemMB: g.MemMBPerNUMA * int64(numa), Partitions: []string{partition}, Inventory: inv}})
+			out = append(out, &state.Node{Name: name, CPUs: cores * g.ThreadsPerCore,
+				MemMB: g.MemMBPerNUMA * int64(numa), Partitions: []string{partition}, Inventory: inv})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/sched"
+	"corral/ctld/state"
 )
 
 // Options tune a simulation.
@@ -45,8 +46,10 @@ const (
 
 // simJob is one trace job as the simulation runs it.
 type simJob struct {
-	job api.Job
-	out Outcome
+	job state.Job
+	// alloc is the job's allocation while it runs.
+	alloc state.Allocation
+	out   Outcome
 	// run is the effective run time in seconds: the trace's run time cut
 	// at the time limit.
 	run int64
@@ -56,8 +59,8 @@ type simJob struct {
 type simulation struct {
 	opts   Options
 	epoch  int64
-	nodes  []*api.Node
-	byName map[string]*api.Node
+	nodes  []*state.Node
+	byName map[string]*state.Node
 	snap   sched.Snapshot
 	// jobs are in queue order (submit time, then job number); next is the
 	// index of the first one not yet submitted.
@@ -65,8 +68,8 @@ type simulation struct {
 	next int
 	byID map[uint64]*simJob
 	// pending is in queue order; running in start order.
-	pending []*api.Job
-	running []*api.Job
+	pending []*state.Job
+	running []sched.Run
 	ends    endHeap
 	now     int64
 	// wake is a time the last plan asked to be woken at, when hasWake.
@@ -95,7 +98,7 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		procs = tr.MaxNodes
 	}
 	// One node of P CPUs: the model of the package doc.
-	nodes := []*api.Node{{NodeInfo: api.NodeInfo{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}}}
+	nodes := []*state.Node{{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}}
 	largest, largestGPU := procs, 0
 	if opts.Cluster != nil {
 		nodes = opts.Cluster.nodes()
@@ -191,10 +194,10 @@ func newSimJob(sw SWFJob, size int) simJob {
 	return simJob{
 		out: Outcome{ID: uint64(sw.Number), Size: size, Submit: sw.Submit, TimedOut: sw.Run > limit},
 		run: min(sw.Run, limit),
-		job: api.Job{
+		job: state.Job{
 			ID:    uint64(sw.Number),
 			State: api.StatePending,
-			Spec: api.JobSpec{
+			Spec: state.JobSpec{
 				NTasks: size, CPUsPerTask: 1, MemPerNode: jobMemMB, Partition: partition,
 				// sched reads 0 as "no limit"; a 0 s job gets 1 s.
 				TimeLimit: max(limit, 1),
@@ -203,12 +206,12 @@ func newSimJob(sw SWFJob, size int) simJob {
 	}
 }
 
-func newSimulation(jobs []simJob, nodes []*api.Node, epoch int64, policy sched.Policy, opts Options) *simulation {
+func newSimulation(jobs []simJob, nodes []*state.Node, epoch int64, policy sched.Policy, opts Options) *simulation {
 	s := &simulation{
 		opts:   opts,
 		epoch:  epoch,
 		nodes:  nodes,
-		byName: make(map[string]*api.Node, len(nodes)),
+		byName: make(map[string]*state.Node, len(nodes)),
 		jobs:   jobs,
 		byID:   make(map[uint64]*simJob, len(jobs)),
 	}
@@ -223,7 +226,7 @@ func newSimulation(jobs []simJob, nodes []*api.Node, epoch int64, policy sched.P
 	s.snap = sched.Snapshot{
 		Nodes:      nodes,
 		Partitions: []api.Partition{{Name: partition, Default: true}},
-		Lookup: func(id uint64) *api.Job {
+		Lookup: func(id uint64) *state.Job {
 			if sj := s.byID[id]; sj != nil {
 				return &sj.job
 			}
@@ -294,9 +297,10 @@ func (s *simulation) endJobs() bool {
 	ended := false
 	for len(s.ends) > 0 && s.ends[0].out.End <= s.now {
 		sj := heap.Pop(&s.ends).(*simJob)
-		n := s.byName[sj.job.Node]
-		n.AllocCPUs -= sj.job.CPUs
-		n.AllocMemMB -= sj.job.MemMB + sj.job.OverheadMB
+		n := s.byName[sj.alloc.Node]
+		n.AllocCPUs -= sj.alloc.CPUs
+		n.AllocMemMB -= sj.alloc.MemMB + sj.alloc.OverheadMB
+		sj.alloc.Status = state.AllocEnded
 		sj.job.State = api.StateCompleted
 		if sj.out.TimedOut {
 			sj.job.State = api.StateTimeout
@@ -306,7 +310,7 @@ func (s *simulation) endJobs() bool {
 		ended = true
 	}
 	if ended {
-		s.running = slices.DeleteFunc(s.running, func(j *api.Job) bool { return j.State != api.StateRunning })
+		s.running = slices.DeleteFunc(s.running, func(r sched.Run) bool { return r.Job.State != api.StateRunning })
 	}
 	return ended
 }
@@ -342,7 +346,7 @@ func (s *simulation) pass() error {
 	if len(plan.Starts) > 0 {
 		// One compaction per pass keeps the queue in order without
 		// rebuilding it per start.
-		s.pending = slices.DeleteFunc(s.pending, func(j *api.Job) bool { return j.State != api.StatePending })
+		s.pending = slices.DeleteFunc(s.pending, func(j *state.Job) bool { return j.State != api.StatePending })
 	}
 	if !plan.NextWake.IsZero() {
 		wake := plan.NextWake.Unix() - s.epoch
@@ -371,13 +375,14 @@ func (s *simulation) start(st sched.Start) error {
 	}
 	j := &sj.job
 	j.State, j.StartTime = api.StateRunning, s.at(s.now)
-	j.Node, j.CPUs, j.MemMB, j.OverheadMB, j.Placement = st.Node, st.CPUs, st.MemMB, st.OverheadMB, st.Placement
+	sj.alloc = state.Allocation{ID: j.ID, Job: j.ID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB,
+		Placement: st.Placement, Desired: state.AllocRun, Status: state.AllocActive, StartTime: j.StartTime}
 	n.AllocCPUs += st.CPUs
 	n.AllocMemMB += st.MemMB + st.OverheadMB
 	if p := st.Placement; p != nil {
 		sj.out.Placed, sj.out.Score, sj.out.SingleNUMA = true, p.Score, len(p.NUMANodes) == 1
 	}
-	s.running = append(s.running, j)
+	s.running = append(s.running, sched.Run{Alloc: &sj.alloc, Job: j})
 	sj.out.Start, sj.out.End = s.now, s.now+sj.run
 	heap.Push(&s.ends, sj)
 	return nil

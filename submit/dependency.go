@@ -107,17 +107,8 @@ func parseClause(text string) ([]api.DepClause, string) {
 	return out, ""
 }
 
-// validJobID accepts "12" and "12_3": positive decimal job ids, optionally
-// with a non-negative array index.
+// validJobID accepts "12" and "12_3" (api.ParseJobRef's forms).
 func validJobID(s string) bool {
-	job, index, isElement := strings.Cut(s, "_")
-	n, err := strconv.ParseUint(job, 10, 64)
-	if err != nil || n == 0 || strings.TrimLeft(job, "0123456789") != "" {
-		return false
-	}
-	if !isElement {
-		return true
-	}
-	_, err = strconv.ParseUint(index, 10, 32)
-	return err == nil && strings.TrimLeft(index, "0123456789") == ""
+	_, err := api.ParseJobRef(s)
+	return err == nil
 }

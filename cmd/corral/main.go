@@ -45,6 +45,7 @@ func init() {
 		"srun":            {"srun --jobid=JOB [--overlap] [--pty] CMD...: exec into a running job", runSrun},
 		"node":            {"drain or resume a node: node drain NAME --reason TEXT | node resume NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
+		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
 		"qos":             {"add, modify, delete or list QoS (sacctmgr ... qos)", runQOS},
 		"account":         {"add, modify, delete or list fair-share accounts (sacctmgr ... account)", runAccount},
 		"user":            {"add, modify or delete a user's place in an account (sacctmgr ... user)", runUser},
@@ -174,7 +175,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node [ID], hold ID, release ID, suspend ID, resume ID, update JobId=ID Dependency=LIST"
+const scontrolCommands = "show job|node|partition [ID], hold ID, release ID, suspend ID, resume ID, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.

@@ -3,11 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"corral/api"
-	"corral/ctld"
 	"corral/internal/getopt"
 )
 
@@ -89,7 +87,7 @@ func parseJobRefs(args []string) ([]uint64, []api.TaskRef, error) {
 			if item == "" {
 				continue
 			}
-			ref, err := ctld.ParseJobRef(item)
+			ref, err := api.ParseJobRef(item)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -112,12 +110,11 @@ func parseJobIDs(args []string) ([]uint64, error) {
 			if item == "" {
 				continue
 			}
-			base, _, _ := strings.Cut(item, "_")
-			id, err := strconv.ParseUint(base, 10, 64)
-			if err != nil || id == 0 {
+			ref, err := api.ParseJobRef(item)
+			if err != nil {
 				return nil, fmt.Errorf("%q is not a job id (job ids are positive numbers, e.g. 42)", item)
 			}
-			ids = append(ids, id)
+			ids = append(ids, ref.ID)
 		}
 	}
 	return ids, nil

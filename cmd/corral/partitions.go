@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"corral/api"
 )
@@ -37,26 +36,8 @@ func readPartitionsFile(path string) ([]api.Partition, error) {
 		if p.Default {
 			defaults++
 		}
-		for _, sp := range p.SharedPaths {
-			if !filepath.IsAbs(sp) || filepath.Clean(sp) != sp || sp == "/" {
-				return nil, fmt.Errorf("--partitions-file %s: partition %s: shared path %q: give a clean absolute path other than /", path, p.Name, sp)
-			}
-		}
-		switch p.Share {
-		case "", "nfs", "virtiofs":
-		default:
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: share %q: use nfs (migratable, the default) or virtiofs (faster; the VMs cannot migrate)", path, p.Name, p.Share)
-		}
-		if p.Root != "" && (!filepath.IsAbs(p.Root) || filepath.Clean(p.Root) != p.Root) {
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: root %q: give a clean absolute path (a directory on every node of the partition)", path, p.Name, p.Root)
-		}
-		if p.Root != "" && p.Share == "virtiofs" {
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: a root of its own (%s) needs the nfs share: drop share virtiofs", path, p.Name, p.Root)
-		}
-		switch p.Network {
-		case "", "none":
-		default:
-			return nil, fmt.Errorf("--partitions-file %s: partition %s: network %q: only none is offered so far", path, p.Name, p.Network)
+		if err := p.CheckVM(); err != nil {
+			return nil, fmt.Errorf("--partitions-file %s: partition %s: %v", path, p.Name, err)
 		}
 	}
 	if defaults > 1 {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"corral/api"
-	"corral/ctld"
 	"corral/display"
 	"corral/internal/getopt"
 )
@@ -170,7 +169,7 @@ func runWhy(ctx context.Context, env *cliEnv, args []string) error {
 	if len(o.args) != 1 {
 		return fmt.Errorf("why: give one job id, e.g. corral why 12 or corral why 12_5")
 	}
-	if _, err := ctld.ParseJobRef(o.args[0]); err != nil {
+	if _, err := api.ParseJobRef(o.args[0]); err != nil {
 		return fmt.Errorf("why: %w", err)
 	}
 	cl, err := env.client()

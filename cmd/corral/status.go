@@ -179,8 +179,11 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		// scontrol takes its entity names in any case: show JOB 12.
 		o.args[0] = strings.ToLower(o.args[0])
 	}
+	if len(o.args) > 0 && o.args[0] == "partition" {
+		return showPartitions(ctx, env, o.args[1:])
+	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
-		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME]")
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME]")
 	}
 	cl, err := env.client()
 	if err != nil {

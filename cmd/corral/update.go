@@ -15,7 +15,13 @@ import (
 func runUpdate(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 		fmt.Fprintln(env.stdout, "usage: corral update JOBID Dependency=LIST   (scontrol update JobId=JOBID Dependency=LIST)")
+		fmt.Fprintln(env.stdout, "       corral update PartitionName=NAME KEY=VALUE...   (scontrol update PartitionName=NAME State=DRAIN)")
 		return nil
+	}
+	for i, a := range args {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.EqualFold(k, "PartitionName") {
+			return updatePartition(ctx, env, v, append(append([]string{}, args[:i]...), args[i+1:]...))
+		}
 	}
 	var idText, depText string
 	haveDep := false

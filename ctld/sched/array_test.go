@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // array makes job id an array's pending record holding the tasks of spec
 // (e.g. 0-9%2), as the FSM stores a submitted array.
 func (b jobB) array(ranges []api.ArrayRange, throttle int) jobB {
-	return b.with(func(j *api.Job) {
+	return b.with(func(j *state.Job) {
 		j.Spec.Array = &api.ArraySpec{Raw: "test", Ranges: ranges, Throttle: throttle}
 		j.ArrayJobID, j.ArrayPending = j.ID, api.NewIndexSet(ranges)
 	})
@@ -40,14 +41,14 @@ func TestScheduleArrays(t *testing.T) {
 		},
 		"running tasks count against the throttle": {
 			scene: at(t0).with(nodes(1).cpus(8)).
-				running("n1", time.Minute, job(7).with(func(j *api.Job) { j.ArrayJobID, j.ArrayTaskID = 1, 0 })).
+				running("n1", time.Minute, job(7).with(func(j *state.Job) { j.ArrayJobID, j.ArrayTaskID = 1, 0 })).
 				queue(job(1).array(r(1, 9, 1), 2)),
 			starts:  []string{"1[1]@n1"},
 			reasons: map[uint64]api.Reason{1: api.ReasonJobArrayTaskLimit},
 		},
 		"an array at its throttle starts nothing": {
 			scene: at(t0).with(nodes(1).cpus(8)).
-				running("n1", time.Minute, job(7).with(func(j *api.Job) { j.ArrayJobID, j.ArrayTaskID = 1, 0 })).
+				running("n1", time.Minute, job(7).with(func(j *state.Job) { j.ArrayJobID, j.ArrayTaskID = 1, 0 })).
 				queue(job(1).array(r(1, 9, 1), 1)),
 			reasons: map[uint64]api.Reason{1: api.ReasonJobArrayTaskLimit},
 		},
@@ -60,7 +61,7 @@ func TestScheduleArrays(t *testing.T) {
 
 // task makes a started task record of array arr.
 func task(id, arr uint64, idx int) jobB {
-	return job(id).with(func(j *api.Job) { j.ArrayJobID, j.ArrayTaskID = arr, idx })
+	return job(id).with(func(j *state.Job) { j.ArrayJobID, j.ArrayTaskID = arr, idx })
 }
 
 func TestScheduleArrayDependencies(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // capacity tracks free CPUs and memory per node during one pass.
@@ -27,7 +28,7 @@ type nodeFree struct {
 	inv      *api.Inventory
 }
 
-func newCapacity(nodes []*api.Node) *capacity {
+func newCapacity(nodes []*state.Node) *capacity {
 	c := &capacity{nodes: make([]nodeFree, 0, len(nodes)), heldParts: map[string]bool{}}
 	for _, n := range nodes {
 		parts := n.Partitions
@@ -68,7 +69,7 @@ func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
 // CouldEverFit reports whether some node of the job's partition could hold
 // it when idle (a down node counts): false means it waits for Resources
 // until a larger node joins.
-func CouldEverFit(s *Snapshot, j *api.Job) bool {
+func CouldEverFit(s *Snapshot, j *state.Job) bool {
 	part := j.Spec.Partition
 	if part == "" {
 		part = defaultPartition(s.Partitions)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/submit"
 )
 
@@ -38,7 +39,7 @@ var knownDependencyTypes = map[string]bool{
 // checks what the pass computes with: counts in range and their products
 // without overflow, index sets in canonical form, dependency types it
 // knows.
-func CheckJob(j *api.Job) error {
+func CheckJob(j *state.Job) error {
 	sp := &j.Spec
 	switch {
 	case sp.NTasks < 0 || sp.NTasks > submit.MaxTasks:
@@ -78,7 +79,7 @@ func CheckJob(j *api.Job) error {
 	return nil
 }
 
-func checkDevices(sp *api.JobSpec) error {
+func checkDevices(sp *state.JobSpec) error {
 	if len(sp.Gres) > submit.MaxGresEntries {
 		return fmt.Errorf("%d gres entries: at most %d", len(sp.Gres), submit.MaxGresEntries)
 	}
@@ -95,7 +96,7 @@ func checkDevices(sp *api.JobSpec) error {
 	return nil
 }
 
-func checkDependency(d *api.Dependency) error {
+func checkDependency(d *state.Dependency) error {
 	if d == nil {
 		return nil
 	}
@@ -133,7 +134,7 @@ func checkIndexSet(s *api.IndexSet) error {
 // CheckNode reports why the pass cannot place jobs on a node, or nil: its
 // size and its inventory must be what placement indexes and adds up
 // safely.
-func CheckNode(n *api.Node) error {
+func CheckNode(n *state.Node) error {
 	switch {
 	case n.CPUs < 1 || n.CPUs > MaxCPUs:
 		return fmt.Errorf("cpus=%d is outside 1..%d", n.CPUs, MaxCPUs)
@@ -271,7 +272,7 @@ func checkSnapshot(s *Snapshot, plan *Plan) *Snapshot {
 	}
 	c := *s
 	if badJobs != nil {
-		c.Pending = make([]*api.Job, 0, len(s.Pending)-len(badJobs))
+		c.Pending = make([]*state.Job, 0, len(s.Pending)-len(badJobs))
 		for _, j := range s.Pending {
 			if !badJobs[j.ID] {
 				c.Pending = append(c.Pending, j)
@@ -279,16 +280,16 @@ func checkSnapshot(s *Snapshot, plan *Plan) *Snapshot {
 		}
 	}
 	if badNodes != nil {
-		c.Nodes = make([]*api.Node, 0, len(s.Nodes)-len(badNodes))
+		c.Nodes = make([]*state.Node, 0, len(s.Nodes)-len(badNodes))
 		for _, n := range s.Nodes {
 			if !badNodes[n.Name] {
 				c.Nodes = append(c.Nodes, n)
 			}
 		}
-		c.Running = make([]*api.Job, 0, len(s.Running))
-		for _, j := range s.Running {
-			if !badNodes[j.Node] {
-				c.Running = append(c.Running, j)
+		c.Running = make([]Run, 0, len(s.Running))
+		for _, r := range s.Running {
+			if !badNodes[r.Alloc.Node] {
+				c.Running = append(c.Running, r)
 			}
 		}
 	}
@@ -309,7 +310,7 @@ func (p *Plan) invalid(id uint64, err error) {
 // Resources the attempt took in the pass's own accounting stay taken for
 // the rest of the pass, which can only delay another job by one pass (the
 // plan applier re-checks every start against the state).
-func (pl *placer) placeContained(j *api.Job, plan *Plan) {
+func (pl *placer) placeContained(j *state.Job, plan *Plan) {
 	starts, preempts, cancels := len(plan.Starts), len(plan.Preemptions), len(plan.Cancels)
 	err := contained(func() {
 		if j.IsArrayPending() {

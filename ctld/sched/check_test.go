@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/submit"
 )
 
@@ -15,34 +16,34 @@ func TestCheckJob(t *testing.T) {
 		want string // a substring of the error; "" means valid
 	}{
 		"a plain job":              {job(1).cpus(4).mem(1024), ""},
-		"ntasks and cpus unset":    {job(1).with(func(j *api.Job) { j.Spec.NTasks, j.Spec.CPUsPerTask = 0, 0 }), ""},
+		"ntasks and cpus unset":    {job(1).with(func(j *state.Job) { j.Spec.NTasks, j.Spec.CPUsPerTask = 0, 0 }), ""},
 		"negative ntasks":          {job(1).tasks(-1), "ntasks=-1"},
 		"cpus overflow":            {job(1).tasks(1 << 30).cpus(1 << 30), "ntasks=1073741824"},
 		"cpus product too large":   {job(1).tasks(1 << 15).cpus(1 << 15), "ntasks × cpus_per_task"},
 		"cpus product wraps":       {job(1).tasks(math.MaxInt).cpus(2), "ntasks="},
-		"nodes -5":                 {job(1).with(func(j *api.Job) { j.Spec.Nodes = -5 }), "nodes=-5"},
+		"nodes -5":                 {job(1).with(func(j *state.Job) { j.Spec.Nodes = -5 }), "nodes=-5"},
 		"negative memory":          {job(1).mem(-1), "mem_per_node_mb=-1"},
 		"memory per CPU overflows": {job(1).cpus(1024).memPerCPU(1 << 39), "mem_per_cpu_mb"},
-		"time limit 2^63":          {job(1).with(func(j *api.Job) { j.Spec.TimeLimit = math.MaxInt64 }), "time_limit_s"},
-		"nice -2^63":               {job(1).with(func(j *api.Job) { j.Spec.Nice = math.MinInt }), "nice="},
-		"gpu count -5":             {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }), "gres gpu count -5"},
-		"gpu count too large":      {job(1).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: submit.MaxGresCount + 1}} }), "gres gpu count"},
-		"negative hugepages":       {job(1).with(func(j *api.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -3}} }), "hugepages"},
-		"unknown dependency type":  {job(1).dependsRaw(api.DepClause{Type: "afterwards", JobIDs: []string{"2"}}), `"afterwards"`},
-		"negative delay":           {job(1).dependsRaw(api.DepClause{Type: "after", JobIDs: []string{"2"}, Minutes: -1}), "delay"},
-		"array step 0": {job(1).with(func(j *api.Job) {
+		"time limit 2^63":          {job(1).with(func(j *state.Job) { j.Spec.TimeLimit = math.MaxInt64 }), "time_limit_s"},
+		"nice -2^63":               {job(1).with(func(j *state.Job) { j.Spec.Nice = math.MinInt }), "nice="},
+		"gpu count -5":             {job(1).with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }), "gres gpu count -5"},
+		"gpu count too large":      {job(1).with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: submit.MaxGresCount + 1}} }), "gres gpu count"},
+		"negative hugepages":       {job(1).with(func(j *state.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 2048, Count: -3}} }), "hugepages"},
+		"unknown dependency type":  {job(1).dependsRaw(state.DepClause{Type: "afterwards", JobIDs: []string{"2"}}), `"afterwards"`},
+		"negative delay":           {job(1).dependsRaw(state.DepClause{Type: "after", JobIDs: []string{"2"}, Minutes: -1}), "delay"},
+		"array step 0": {job(1).with(func(j *state.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 0}}}
 		}), "step 0"},
-		"array without tasks": {job(1).with(func(j *api.Job) {
+		"array without tasks": {job(1).with(func(j *state.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{}
 		}), "holds no task"},
-		"array index too large": {job(1).with(func(j *api.Job) {
+		"array index too large": {job(1).with(func(j *state.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 1 << 40, Step: 1}}}
 		}), "above the largest"},
-		"array ranges overlap": {job(1).with(func(j *api.Job) {
+		"array ranges overlap": {job(1).with(func(j *state.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 9, Step: 1}, {First: 5, Last: 7, Step: 1}}}
 		}), "overlap"},
-		"array range descends": {job(1).with(func(j *api.Job) {
+		"array range descends": {job(1).with(func(j *state.Job) {
 			j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 33, Last: 9, Step: 1}}}
 		}), "ascending"},
 	}
@@ -62,26 +63,26 @@ func TestCheckJob(t *testing.T) {
 }
 
 func TestCheckNode(t *testing.T) {
-	good := func() *api.Node {
-		return &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Inventory: &api.Inventory{Topology: &api.Topology{
+	good := func() *state.Node {
+		return &state.Node{Name: "n1", CPUs: 2, MemMB: 1024, Inventory: &api.Inventory{Topology: &api.Topology{
 			Nodes:     []api.NUMANode{{ID: 0, MemMB: 512, CPUs: []api.CPU{{ID: 0}}}, {ID: 1, MemMB: 512, CPUs: []api.CPU{{ID: 1}}}},
 			Distances: [][]int{{10, 20}, {20, 10}},
-		}}}}
+		}}}
 	}
 	tests := map[string]struct {
-		change func(n *api.Node)
+		change func(n *state.Node)
 		want   string
 	}{
-		"a sane node":           {func(*api.Node) {}, ""},
-		"no inventory":          {func(n *api.Node) { n.Inventory = nil }, ""},
-		"zero CPUs":             {func(n *api.Node) { n.CPUs = 0 }, "cpus=0"},
-		"negative memory":       {func(n *api.Node) { n.MemMB = -1 }, "mem_mb=-1"},
-		"short distance matrix": {func(n *api.Node) { n.Inventory.Topology.Distances = [][]int{{10}} }, "1 rows for 2"},
-		"ragged distance row":   {func(n *api.Node) { n.Inventory.Topology.Distances[1] = []int{10} }, "row 1"},
-		"zero distance":         {func(n *api.Node) { n.Inventory.Topology.Distances[0][1] = 0 }, "not positive"},
-		"repeated NUMA id":      {func(n *api.Node) { n.Inventory.Topology.Nodes[1].ID = 0 }, "repeated"},
-		"repeated CPU id":       {func(n *api.Node) { n.Inventory.Topology.Nodes[1].CPUs[0].ID = 0 }, "CPU id 0"},
-		"negative hugepages": {func(n *api.Node) {
+		"a sane node":           {func(*state.Node) {}, ""},
+		"no inventory":          {func(n *state.Node) { n.Inventory = nil }, ""},
+		"zero CPUs":             {func(n *state.Node) { n.CPUs = 0 }, "cpus=0"},
+		"negative memory":       {func(n *state.Node) { n.MemMB = -1 }, "mem_mb=-1"},
+		"short distance matrix": {func(n *state.Node) { n.Inventory.Topology.Distances = [][]int{{10}} }, "1 rows for 2"},
+		"ragged distance row":   {func(n *state.Node) { n.Inventory.Topology.Distances[1] = []int{10} }, "row 1"},
+		"zero distance":         {func(n *state.Node) { n.Inventory.Topology.Distances[0][1] = 0 }, "not positive"},
+		"repeated NUMA id":      {func(n *state.Node) { n.Inventory.Topology.Nodes[1].ID = 0 }, "repeated"},
+		"repeated CPU id":       {func(n *state.Node) { n.Inventory.Topology.Nodes[1].CPUs[0].ID = 0 }, "CPU id 0"},
+		"negative hugepages": {func(n *state.Node) {
 			n.Inventory.Topology.Nodes[0].Hugepages = map[int64]api.Hugepages{2048: {Total: 4, Free: -4}}
 		}, "hugepages"},
 	}
@@ -107,9 +108,9 @@ func TestCheckNode(t *testing.T) {
 // nowhere, and the valid jobs behind them start as if they were not there.
 func TestInvalidJobsDoNotStopThePass(t *testing.T) {
 	sc := at(t0).with(nodes(2).cpus(2).mem(4096)).queue(
-		job(1).priority(100).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }),
+		job(1).priority(100).with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: -5}} }),
 		job(2).priority(90).tasks(math.MaxInt).cpus(2),
-		job(3).priority(80).dependsRaw(api.DepClause{Type: "afterwards", JobIDs: []string{"9"}}),
+		job(3).priority(80).dependsRaw(state.DepClause{Type: "afterwards", JobIDs: []string{"9"}}),
 		job(4).priority(10).cpus(2),
 		job(5).priority(5).cpus(2),
 	)
@@ -136,7 +137,7 @@ func TestPanicWhileHandlingAJobIsContained(t *testing.T) {
 		"while checking its dependency": {
 			bad: job(1).priority(100).afterok(7),
 			breaks: func(s *Snapshot) {
-				s.Lookup = func(id uint64) *api.Job {
+				s.Lookup = func(id uint64) *state.Job {
 					if id == 7 {
 						panic("lookup failed")
 					}
@@ -157,11 +158,11 @@ func TestPanicWhileHandlingAJobIsContained(t *testing.T) {
 			},
 		},
 		"while placing one of its array tasks": {
-			bad: job(1).priority(100).aftercorr(8).with(func(j *api.Job) {
+			bad: job(1).priority(100).aftercorr(8).with(func(j *state.Job) {
 				j.ArrayJobID, j.ArrayPending = 1, &api.IndexSet{Ranges: []api.ArrayRange{{First: 0, Last: 3, Step: 1}}}
 			}),
 			breaks: func(s *Snapshot) {
-				s.LookupTask = func(array uint64, task int) *api.Job {
+				s.LookupTask = func(array uint64, task int) *state.Job {
 					if array == 8 {
 						panic("task lookup failed")
 					}
@@ -189,7 +190,7 @@ func TestPanicWhileHandlingAJobIsContained(t *testing.T) {
 // TestInvalidNodeIsLeftOut checks that a node whose inventory the pass
 // cannot index is skipped, named in the plan, and the others still place.
 func TestInvalidNodeIsLeftOut(t *testing.T) {
-	bad := node("bad").cpus(2).mem(4096).each(func(n *api.Node) {
+	bad := node("bad").cpus(2).mem(4096).each(func(n *state.Node) {
 		n.Inventory = &api.Inventory{Topology: &api.Topology{
 			Nodes:     []api.NUMANode{{ID: 0, CPUs: []api.CPU{{ID: 0}, {ID: 1}}, MemMB: 4096}},
 			Distances: [][]int{{10, 20}},
@@ -208,7 +209,7 @@ func TestInvalidNodeIsLeftOut(t *testing.T) {
 // TestHeldInvalidJobKeepsItsReason checks that a job the controller held as
 // InvalidJob keeps that reason in later passes (not JobHeldUser).
 func TestHeldInvalidJobKeepsItsReason(t *testing.T) {
-	sc := at(t0).with(nodes(1).cpus(2)).queue(job(1).held().with(func(j *api.Job) { j.Reason = api.ReasonInvalidJob }))
+	sc := at(t0).with(nodes(1).cpus(2)).queue(job(1).held().with(func(j *state.Job) { j.Reason = api.ReasonInvalidJob }))
 	if r := Schedule(sc.snapshot()).Reasons[1]; r != api.ReasonInvalidJob {
 		t.Errorf("reason %q, want InvalidJob", r)
 	}

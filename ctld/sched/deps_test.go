@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // TestScheduleDependencies checks each dependency type against its target's
@@ -155,7 +156,7 @@ func TestScheduleDependencies(t *testing.T) {
 		},
 		// --kill-on-invalid-dep=yes asks for the job to be cancelled.
 		"a never-satisfied job that asked to be killed is cancelled": {
-			scene: at(t0).with(nodes(1)).queue(job(1).afterok(99).with(func(j *api.Job) { j.Spec.KillOnInvalidDep = true }),
+			scene: at(t0).with(nodes(1)).queue(job(1).afterok(99).with(func(j *state.Job) { j.Spec.KillOnInvalidDep = true }),
 				job(2).afterok(99)),
 			reasons: map[uint64]api.Reason{
 				1: api.ReasonDependencyNeverSatisfied, 2: api.ReasonDependencyNeverSatisfied,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // This file is the package's fixtures vocabulary. Scenarios read like
@@ -18,7 +19,7 @@ import (
 //		queue(job(1).cpus(2).mem(1024), job(2).afterok(3)).
 //		known(job(3).completed())
 //
-// Builders share their *api.Job and *api.Node values with the snapshot; the
+// Builders share their *state.Job and *state.Node values with the snapshot; the
 // pass only reads them, and the multi-round simulation mutates them between
 // passes exactly as the plan applier would.
 
@@ -26,7 +27,7 @@ import (
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // nodeSet is a group of identical nodes.
-type nodeSet []*api.Node
+type nodeSet []*state.Node
 
 // nodes returns n idle nodes named n1..nN (zero-padded so that name order is
 // numeric order), 1 CPU and 1024 MiB each, in the default partition.
@@ -34,9 +35,9 @@ func nodes(n int) nodeSet {
 	width := len(strconv.Itoa(n))
 	ns := make(nodeSet, n)
 	for i := range ns {
-		ns[i] = &api.Node{NodeInfo: api.NodeInfo{
+		ns[i] = &state.Node{
 			Name: fmt.Sprintf("n%0*d", width, i+1), CPUs: 1, MemMB: 1024,
-		}}
+		}
 	}
 	return ns
 }
@@ -44,7 +45,7 @@ func nodes(n int) nodeSet {
 // node returns one node with the given name.
 func node(name string) nodeSet { return nodes(1).named(name) }
 
-func (ns nodeSet) each(f func(*api.Node)) nodeSet {
+func (ns nodeSet) each(f func(*state.Node)) nodeSet {
 	for _, n := range ns {
 		f(n)
 	}
@@ -64,78 +65,78 @@ func (ns nodeSet) named(name string) nodeSet {
 	return ns
 }
 
-func (ns nodeSet) cpus(c int) nodeSet { return ns.each(func(n *api.Node) { n.CPUs = c }) }
+func (ns nodeSet) cpus(c int) nodeSet { return ns.each(func(n *state.Node) { n.CPUs = c }) }
 func (ns nodeSet) mem(mb int64) nodeSet {
-	return ns.each(func(n *api.Node) { n.MemMB = mb })
+	return ns.each(func(n *state.Node) { n.MemMB = mb })
 }
 func (ns nodeSet) partition(p ...string) nodeSet {
-	return ns.each(func(n *api.Node) { n.Partitions = p })
+	return ns.each(func(n *state.Node) { n.Partitions = p })
 }
-func (ns nodeSet) down() nodeSet    { return ns.each(func(n *api.Node) { n.Down = true }) }
-func (ns nodeSet) drained() nodeSet { return ns.each(func(n *api.Node) { n.Drain = true }) }
+func (ns nodeSet) down() nodeSet    { return ns.each(func(n *state.Node) { n.Down = true }) }
+func (ns nodeSet) drained() nodeSet { return ns.each(func(n *state.Node) { n.Drain = true }) }
 
 // busy allocates CPUs and memory on every node of the set, as running jobs
 // would.
 func (ns nodeSet) busy(cpus int, mb int64) nodeSet {
-	return ns.each(func(n *api.Node) { n.AllocCPUs, n.AllocMemMB = cpus, mb })
+	return ns.each(func(n *state.Node) { n.AllocCPUs, n.AllocMemMB = cpus, mb })
 }
 
 // jobB builds one job. A new job is PENDING, asks for 1 CPU and no memory,
 // has priority 0 and was submitted at t0.
-type jobB struct{ j *api.Job }
+type jobB struct{ j *state.Job }
 
 func job(id uint64) jobB {
-	return jobB{&api.Job{
+	return jobB{&state.Job{
 		ID: id, State: api.StatePending, SubmitTime: t0,
-		Spec: api.JobSpec{Name: "job" + strconv.FormatUint(id, 10), User: "alice", NTasks: 1, CPUsPerTask: 1},
+		Spec: state.JobSpec{Name: "job" + strconv.FormatUint(id, 10), User: "alice", NTasks: 1, CPUsPerTask: 1},
 	}}
 }
 
-func (b jobB) with(f func(*api.Job)) jobB { f(b.j); return b }
+func (b jobB) with(f func(*state.Job)) jobB { f(b.j); return b }
 
-func (b jobB) cpus(c int) jobB { return b.with(func(j *api.Job) { j.Spec.CPUsPerTask = c }) }
+func (b jobB) cpus(c int) jobB { return b.with(func(j *state.Job) { j.Spec.CPUsPerTask = c }) }
 
 // tasks sets --ntasks; the job's CPUs are tasks × cpus-per-task.
-func (b jobB) tasks(n int) jobB { return b.with(func(j *api.Job) { j.Spec.NTasks = n }) }
+func (b jobB) tasks(n int) jobB { return b.with(func(j *state.Job) { j.Spec.NTasks = n }) }
 func (b jobB) mem(mb int64) jobB {
-	return b.with(func(j *api.Job) { j.Spec.MemPerNode = mb })
+	return b.with(func(j *state.Job) { j.Spec.MemPerNode = mb })
 }
 func (b jobB) memPerCPU(mb int64) jobB {
-	return b.with(func(j *api.Job) { j.Spec.MemPerCPU = mb })
+	return b.with(func(j *state.Job) { j.Spec.MemPerCPU = mb })
 }
 func (b jobB) submitted(t time.Time) jobB {
-	return b.with(func(j *api.Job) { j.SubmitTime = t })
+	return b.with(func(j *state.Job) { j.SubmitTime = t })
 }
 
 // limit sets --time.
 func (b jobB) limit(d time.Duration) jobB {
-	return b.with(func(j *api.Job) { j.Spec.TimeLimit = int64(d / time.Second) })
+	return b.with(func(j *state.Job) { j.Spec.TimeLimit = int64(d / time.Second) })
 }
-func (b jobB) priority(p int64) jobB { return b.with(func(j *api.Job) { j.Priority = p }) }
-func (b jobB) held() jobB            { return b.with(func(j *api.Job) { j.Spec.Hold = true }) }
+func (b jobB) priority(p int64) jobB { return b.with(func(j *state.Job) { j.Priority = p }) }
+func (b jobB) held() jobB            { return b.with(func(j *state.Job) { j.Spec.Hold = true }) }
 func (b jobB) begin(t time.Time) jobB {
-	return b.with(func(j *api.Job) { j.Spec.Begin = t })
+	return b.with(func(j *state.Job) { j.Spec.Begin = t })
 }
 func (b jobB) partition(p string) jobB {
-	return b.with(func(j *api.Job) { j.Spec.Partition = p })
+	return b.with(func(j *state.Job) { j.Spec.Partition = p })
 }
 func (b jobB) named(name, user string) jobB {
-	return b.with(func(j *api.Job) { j.Spec.Name, j.Spec.User = name, user })
+	return b.with(func(j *state.Job) { j.Spec.Name, j.Spec.User = name, user })
 }
 
 // Dependencies. Each call adds one clause; clauses are all-of unless anyOf
 // is called (Slurm's "?").
 func (b jobB) depends(typ string, minutes int, ids ...uint64) jobB {
-	c := api.DepClause{Type: typ, Minutes: minutes}
+	c := state.DepClause{Type: typ, Minutes: minutes}
 	for _, id := range ids {
 		c.JobIDs = append(c.JobIDs, strconv.FormatUint(id, 10))
 	}
 	return b.dependsRaw(c)
 }
-func (b jobB) dependsRaw(c api.DepClause) jobB {
-	return b.with(func(j *api.Job) {
+func (b jobB) dependsRaw(c state.DepClause) jobB {
+	return b.with(func(j *state.Job) {
 		if j.Spec.Dependency == nil {
-			j.Spec.Dependency = &api.Dependency{}
+			j.Spec.Dependency = &state.Dependency{}
 		}
 		j.Spec.Dependency.Clauses = append(j.Spec.Dependency.Clauses, c)
 	})
@@ -148,20 +149,20 @@ func (b jobB) afterany(ids ...uint64) jobB   { return b.depends("afterany", 0, i
 func (b jobB) aftercorr(ids ...uint64) jobB  { return b.depends("aftercorr", 0, ids...) }
 func (b jobB) afterok(ids ...uint64) jobB    { return b.depends("afterok", 0, ids...) }
 func (b jobB) afternotok(ids ...uint64) jobB { return b.depends("afternotok", 0, ids...) }
-func (b jobB) singleton() jobB               { return b.dependsRaw(api.DepClause{Type: "singleton"}) }
+func (b jobB) singleton() jobB               { return b.dependsRaw(state.DepClause{Type: "singleton"}) }
 func (b jobB) afterokRaw(ids ...string) jobB {
-	return b.dependsRaw(api.DepClause{Type: "afterok", JobIDs: ids})
+	return b.dependsRaw(state.DepClause{Type: "afterok", JobIDs: ids})
 }
 
 // anyOf joins the job's clauses with "any of" (Slurm's "?").
 func (b jobB) anyOf() jobB {
-	return b.with(func(j *api.Job) { j.Spec.Dependency.Any = true })
+	return b.with(func(j *state.Job) { j.Spec.Dependency.Any = true })
 }
 
 // States, for dependency targets and simulated jobs. A target that ended
 // started an hour before t0.
-func (b jobB) state(s api.JobState) jobB  { return b.with(func(j *api.Job) { j.State = s }) }
-func (b jobB) startedAt(t time.Time) jobB { return b.with(func(j *api.Job) { j.StartTime = t }) }
+func (b jobB) state(s api.JobState) jobB  { return b.with(func(j *state.Job) { j.State = s }) }
+func (b jobB) startedAt(t time.Time) jobB { return b.with(func(j *state.Job) { j.StartTime = t }) }
 func (b jobB) runningFor(d time.Duration) jobB {
 	return b.state(api.StateRunning).startedAt(t0.Add(-d))
 }
@@ -175,12 +176,12 @@ func (b jobB) cancelledWhilePending() jobB { return b.state(api.StateCancelled) 
 // scene is a snapshot under construction.
 type scene struct {
 	s    Snapshot
-	jobs map[uint64]*api.Job
+	jobs map[uint64]*state.Job
 }
 
 // at starts a scene whose pass runs at now.
 func at(now time.Time) *scene {
-	return &scene{s: Snapshot{Now: now}, jobs: map[uint64]*api.Job{}}
+	return &scene{s: Snapshot{Now: now}, jobs: map[uint64]*state.Job{}}
 }
 
 // with adds nodes.
@@ -226,18 +227,54 @@ func (sc *scene) policy(p Policy) *scene { sc.s.Policy = p; return sc }
 // scene) as RUNNING since t0-elapsed, holding its CPUs and memory, for
 // backfill to plan around.
 func (sc *scene) running(node string, elapsed time.Duration, b jobB) *scene {
+	return sc.runningWith(node, elapsed, b, nil)
+}
+
+// runningWith is running with a change to the job's allocation (a
+// placement, a suspension, a stop) made before it is charged to its node.
+func (sc *scene) runningWith(node string, elapsed time.Duration, b jobB, change func(a *state.Allocation)) *scene {
 	j := b.runningFor(elapsed).j
-	j.Node, j.CPUs, j.MemMB = node, j.Spec.CPUs(), MemRequest(j, sc.s.DefMemPerCPU)
+	a := &state.Allocation{ID: uint64(len(sc.s.Running) + 1), Job: j.ID, Node: node, CPUs: j.Spec.CPUs(),
+		MemMB: MemRequest(j, sc.s.DefMemPerCPU), Desired: state.AllocRun, Status: state.AllocActive,
+		StartIndex: 1, StartTime: j.StartTime}
+	if change != nil {
+		change(a)
+	}
+	switch a.Desired {
+	case state.AllocSuspend:
+		j.State = api.StateSuspended
+	case state.AllocStop:
+		j.State = api.StateCompleting
+	}
+	j.Allocs = []uint64{a.ID}
 	for _, n := range sc.s.Nodes {
 		if n.Name == node {
-			n.AllocCPUs += j.CPUs
-			n.AllocMemMB += j.MemMB
-			sc.s.Running = append(sc.s.Running, j)
+			n.AllocCPUs += a.HeldCPUs()
+			n.AllocMemMB += a.HeldMemMB()
+			n.Allocs = append(n.Allocs, a.ID)
+			sc.s.Running = append(sc.s.Running, Run{Alloc: a, Job: j})
 			sc.jobs[j.ID] = j
 			return sc
 		}
 	}
 	panic("running: no node " + node + " in the scene")
+}
+
+// lentTo suspends a run by preemption for job by: its CPUs are lent (the
+// node does not count them), its memory stays held.
+func lentTo(by uint64) func(a *state.Allocation) {
+	return func(a *state.Allocation) {
+		a.Desired, a.CPUsLent, a.PreemptedBy, a.SuspendTime = state.AllocSuspend, true, by, t0
+	}
+}
+
+// runOn returns a run of job j (started at its StartTime) on node, holding
+// the CPUs and memory it asks for; the caller charges the node.
+func runOn(node string, j *state.Job) Run {
+	a := &state.Allocation{ID: j.ID, Job: j.ID, Node: node, CPUs: j.Spec.CPUs(), MemMB: j.Spec.MemMB(),
+		Desired: state.AllocRun, Status: state.AllocActive, StartIndex: 1, StartTime: j.StartTime}
+	j.Allocs = []uint64{a.ID}
+	return Run{Alloc: a, Job: j}
 }
 
 // noLookup leaves Snapshot.Lookup nil, as a caller that forgot it would.
@@ -246,24 +283,38 @@ func (sc *scene) noLookup() *scene { sc.jobs = nil; return sc }
 // snapshot returns the finished snapshot. Each call returns a fresh value
 // sharing the same jobs and nodes.
 func (sc *scene) snapshot() *Snapshot {
+	// Dependencies are resolved as the controller resolves them at
+	// submit: "12" names a whole array when job 12 is one.
+	for _, j := range sc.jobs {
+		j.Spec.Dependency = state.ResolveTargets(j.Spec.Dependency, func(id uint64) bool {
+			t := sc.jobs[id]
+			return t != nil && t.ArrayJobID == t.ID
+		})
+	}
+	for _, j := range sc.s.Pending {
+		j.Spec.Dependency = state.ResolveTargets(j.Spec.Dependency, func(id uint64) bool {
+			t := sc.jobs[id]
+			return t != nil && t.ArrayJobID == t.ID
+		})
+	}
 	s := sc.s
 	s.Pending = slices.Clone(sc.s.Pending)
 	s.Nodes = slices.Clone(sc.s.Nodes)
 	s.Running = slices.Clone(sc.s.Running)
 	if sc.jobs != nil {
 		known := sc.jobs
-		s.Lookup = func(id uint64) *api.Job { return known[id] }
-		s.Array = func(id uint64) []*api.Job {
-			var recs []*api.Job
+		s.Lookup = func(id uint64) *state.Job { return known[id] }
+		s.Array = func(id uint64) []*state.Job {
+			var recs []*state.Job
 			for _, j := range known {
 				if j.ArrayJobID == id {
 					recs = append(recs, j)
 				}
 			}
-			slices.SortFunc(recs, func(a, b *api.Job) int { return int(a.ID) - int(b.ID) })
+			slices.SortFunc(recs, func(a, b *state.Job) int { return int(a.ID) - int(b.ID) })
 			return recs
 		}
-		s.LookupTask = func(array uint64, task int) *api.Job {
+		s.LookupTask = func(array uint64, task int) *state.Job {
 			for _, j := range known {
 				if j.ArrayJobID == array && (j.IsArrayTask() && j.ArrayTaskID == task || j.IsArrayPending() && j.ArrayPending.Contains(task)) {
 					return j
@@ -307,11 +358,11 @@ func startsOf(p Plan) []string {
 // start several distinct tasks it holds and keep a reason for the rest.
 func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 	t.Helper()
-	pending := make(map[uint64]*api.Job, len(s.Pending))
+	pending := make(map[uint64]*state.Job, len(s.Pending))
 	for _, j := range s.Pending {
 		pending[j.ID] = j
 	}
-	byName := make(map[string]*api.Node, len(s.Nodes))
+	byName := make(map[string]*state.Node, len(s.Nodes))
 	for _, n := range s.Nodes {
 		byName[n.Name] = n
 	}
@@ -382,4 +433,9 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 			t.Errorf("plan gives a reason to job %d, which is not pending", id)
 		}
 	}
+}
+
+// gpus asks for n whole GPUs (--gres=gpu:N).
+func (b jobB) gpus(n int) jobB {
+	return b.with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Count: n}} })
 }

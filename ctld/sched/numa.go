@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/gpu"
 	"corral/topology"
 )
@@ -28,7 +29,7 @@ type NodeRequest struct {
 // RequestOf reads a job's in-node request from its spec: --gres=gpu[:type]:N
 // (a type like 1g.10gb asks for MIG instances), --gres=vf:N, --hugepages and
 // --numa.
-func RequestOf(j *api.Job, defMemPerCPU int64) NodeRequest {
+func RequestOf(j *state.Job, defMemPerCPU int64) NodeRequest {
 	r := NodeRequest{CPUs: j.Spec.CPUs(), MemMB: MemRequest(j, defMemPerCPU), Hugepages: j.Spec.Hugepages, NUMA: j.Spec.NUMA}
 	for _, g := range j.Spec.Gres {
 		switch {
@@ -49,49 +50,6 @@ func (r NodeRequest) needsInventory() bool {
 	return r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 || len(r.Hugepages) > 0
 }
 
-// Used is what the jobs on a node already hold inside it.
-type Used struct {
-	CPUs map[int]bool
-	Mem  map[int]int64 // MiB by NUMA node
-	// Hugepages by NUMA node and page size (KiB).
-	Hugepages map[[2]int64]int64
-	Devices   map[string]bool // GPU and MIG UUIDs, VF addresses
-}
-
-// NewUsed returns an empty Used.
-func NewUsed() *Used {
-	return &Used{CPUs: map[int]bool{}, Mem: map[int]int64{}, Hugepages: map[[2]int64]int64{}, Devices: map[string]bool{}}
-}
-
-// Add records a placement as held (or, with sign -1, released).
-func (u *Used) Add(p *api.Placement, sign int64) {
-	for _, c := range p.CPUs {
-		u.CPUs[c] = sign > 0
-	}
-	for _, m := range p.Mem {
-		u.Mem[m.Node] += sign * m.MB
-	}
-	for _, h := range p.Hugepages {
-		u.Hugepages[[2]int64{int64(h.Node), h.SizeKB}] += sign * h.Count
-	}
-	for _, d := range slices.Concat(p.GPUs, p.MIG, p.VFs) {
-		u.Devices[d] = sign > 0
-	}
-}
-
-// AddJob records what a job on the node holds: its placement, less its CPUs
-// while they are lent to a preemptor (suspend-mode preemption).
-func (u *Used) AddJob(j *api.Job) {
-	if j.Placement == nil {
-		return
-	}
-	p := *j.Placement
-	if j.CPUsLent {
-		p.CPUs = nil
-	}
-	u.Add(&p, 1)
-}
-
 // PlaceInNode chooses the exact CPUs, NUMA nodes, memory, hugepages, GPUs,
 // MIG instances and VFs for a request on a node with inventory inv, given
 // what is already used; false when it cannot fit.
@@ -104,7 +62,7 @@ func (u *Used) AddJob(j *api.Job) {
 // two nodes 12 apart score 83, 21 apart 48, 31 apart 32. The best score
 // wins; then fewer NUMA nodes; then packing (fewest free CPUs left on the
 // chosen nodes); then the lowest node ids.
-func PlaceInNode(inv *api.Inventory, used *Used, r NodeRequest) (api.Placement, bool) {
+func PlaceInNode(inv *api.Inventory, used *state.Used, r NodeRequest) (api.Placement, bool) {
 	if inv == nil || inv.Topology == nil || len(inv.Topology.Nodes) == 0 {
 		return api.Placement{}, false
 	}
@@ -275,7 +233,7 @@ func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHug
 
 // freeDevices lists the free GPUs (of the requested type), MIG slices (of
 // the requested profile) and VFs.
-func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs []gpu.Device) {
+func freeDevices(inv *api.Inventory, used *state.Used, r NodeRequest) (gpus, migs, vfs []gpu.Device) {
 	profile := ""
 	if r.MIG > 0 {
 		profile = r.MIGProfile
@@ -286,7 +244,7 @@ func freeDevices(inv *api.Inventory, used *Used, r NodeRequest) (gpus, migs, vfs
 // mayFit is PlaceInNode's cheap first filter: whether the node has enough
 // free CPUs, GPUs, MIG slices, VFs and hugepages at all, whatever their
 // NUMA nodes.
-func mayFit(inv *api.Inventory, used *Used, r NodeRequest) bool {
+func mayFit(inv *api.Inventory, used *state.Used, r NodeRequest) bool {
 	if inv == nil || inv.Topology == nil {
 		return false
 	}

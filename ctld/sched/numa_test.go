@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // quadHost is the fixture host of these tests: 2 sockets, 4 NUMA nodes
@@ -75,13 +76,13 @@ func cpusOf(n, count int) []int {
 }
 
 func TestPlaceInNode(t *testing.T) {
-	usedNode0 := NewUsed()
+	usedNode0 := state.NewUsed()
 	for _, c := range cpusOf(0, 8) {
 		usedNode0.CPUs[c] = true
 	}
 	tests := map[string]struct {
 		req   NodeRequest
-		used  *Used
+		used  *state.Used
 		numa  []int
 		cpus  []int
 		gpus  []string
@@ -148,7 +149,7 @@ func TestPlaceInNode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			used := tc.used
 			if used == nil {
-				used = NewUsed()
+				used = state.NewUsed()
 			}
 			p, ok := PlaceInNode(quadHost(), used, tc.req)
 			if ok == tc.fails {
@@ -170,7 +171,7 @@ func TestPlaceInNode(t *testing.T) {
 // MIG slices are allocated and freed: with one slice held, a request for
 // two fails; once it is released, it fits again.
 func TestPlaceInNodeMIGAllocateAndFree(t *testing.T) {
-	inv, used := quadHost(), NewUsed()
+	inv, used := quadHost(), state.NewUsed()
 	req := NodeRequest{CPUs: 1, MIG: 1, MIGProfile: "1g.10gb"}
 	first, ok := PlaceInNode(inv, used, req)
 	if !ok || !slices.Equal(first.MIG, []string{"MIG-4a"}) {
@@ -201,10 +202,10 @@ func TestPlaceInNodeMIGAllocateAndFree(t *testing.T) {
 func TestPropertyNoDoubleBooking(t *testing.T) {
 	forEachSeed(t, func(t *testing.T, r *rand.Rand) {
 		inv := quadHost()
-		n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
+		n := &state.Node{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}
 		held := map[string]uint64{} // resource → job
-		var running []*api.Job
-		var pending []*api.Job
+		var running []Run
+		var pending []*state.Job
 		next := uint64(1)
 		for round := 0; round < 20; round++ {
 			for range r.IntN(4) {
@@ -224,20 +225,20 @@ func TestPropertyNoDoubleBooking(t *testing.T) {
 				next++
 			}
 			// End some running jobs.
-			for _, j := range slices.Clone(running) {
+			for _, run := range slices.Clone(running) {
 				if r.IntN(3) == 0 {
 					for k, id := range held {
-						if id == j.ID {
+						if id == run.Job.ID {
 							delete(held, k)
 						}
 					}
-					n.AllocCPUs -= j.CPUs
-					n.AllocMemMB -= j.MemMB
-					running = slices.DeleteFunc(running, func(x *api.Job) bool { return x == j })
-					j.State = api.StateCompleted
+					n.AllocCPUs -= run.Alloc.CPUs
+					n.AllocMemMB -= run.Alloc.MemMB
+					running = slices.DeleteFunc(running, func(x Run) bool { return x.Job == run.Job })
+					run.Job.State = api.StateCompleted
 				}
 			}
-			s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Pending: pending, Running: running}
+			s := &Snapshot{Now: t0, Nodes: []*state.Node{n}, Pending: pending, Running: running}
 			p := Schedule(s)
 			checkPlan(t, s, p)
 			for _, st := range p.Starts {
@@ -245,7 +246,7 @@ func TestPropertyNoDoubleBooking(t *testing.T) {
 				if pl == nil {
 					t.Fatalf("round %d: job %d started without a placement on a node with topology", round, st.JobID)
 				}
-				var j *api.Job
+				var j *state.Job
 				for _, pj := range pending {
 					if pj.ID == st.JobID {
 						j = pj
@@ -280,16 +281,18 @@ func TestPropertyNoDoubleBooking(t *testing.T) {
 					}
 					held[k] = st.JobID
 				}
-				j.State, j.Node, j.CPUs, j.MemMB, j.Placement = api.StateRunning, st.Node, st.CPUs, st.MemMB, pl
+				j.State = api.StateRunning
+				a := &state.Allocation{ID: j.ID, Job: j.ID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, Placement: pl,
+					Desired: state.AllocRun, Status: state.AllocActive, StartTime: t0}
 				n.AllocCPUs += st.CPUs
 				n.AllocMemMB += st.MemMB
-				running = append(running, j)
+				running = append(running, Run{Alloc: a, Job: j})
 			}
-			pending = slices.DeleteFunc(pending, func(j *api.Job) bool { return j.State != api.StatePending })
+			pending = slices.DeleteFunc(pending, func(j *state.Job) bool { return j.State != api.StatePending })
 			// Free counts never go negative.
-			used := NewUsed()
-			for _, j := range running {
-				used.Add(j.Placement, 1)
+			used := state.NewUsed()
+			for _, run := range running {
+				used.Add(run.Alloc.Placement, 1)
 			}
 			for _, node := range inv.Topology.Nodes {
 				if used.Mem[node.ID] > node.MemMB {
@@ -318,14 +321,15 @@ func BenchmarkScheduleGPUNodes(b *testing.B) {
 				inv.GPUs[g].MIG[m].UUID = fmt.Sprintf("MIG-%d-%d-%d", i, g, m)
 			}
 		}
-		n := &api.Node{NodeInfo: api.NodeInfo{Name: fmt.Sprintf("g%05d", i), CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
+		n := &state.Node{Name: fmt.Sprintf("g%05d", i), CPUs: 32, MemMB: 256 << 10, Inventory: inv}
 		if r.IntN(4) == 0 {
 			j := job(uint64(1_000_000 + i)).cpus(16).mem(64 << 10).limit(time.Hour).j
-			j.State, j.Node, j.CPUs, j.MemMB, j.StartTime = api.StateRunning, n.Name, 16, 64<<10, t0
-			p, _ := PlaceInNode(inv, NewUsed(), RequestOf(j, 0))
-			j.Placement = &p
+			j.State, j.StartTime = api.StateRunning, t0
+			p, _ := PlaceInNode(inv, state.NewUsed(), RequestOf(j, 0))
+			a := &state.Allocation{ID: uint64(i + 1), Job: j.ID, Node: n.Name, CPUs: 16, MemMB: 64 << 10, Placement: &p,
+				Desired: state.AllocRun, Status: state.AllocActive, StartTime: t0}
 			n.AllocCPUs, n.AllocMemMB = 16, 64<<10
-			s.Running = append(s.Running, j)
+			s.Running = append(s.Running, Run{Alloc: a, Job: j})
 		}
 		s.Nodes = append(s.Nodes, n)
 	}
@@ -351,16 +355,15 @@ func BenchmarkScheduleGPUNodes(b *testing.B) {
 // delay the first), while a CPU-only job still backfills.
 func TestDeviceJobsQueueInOrder(t *testing.T) {
 	inv := quadHost()
-	n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}}
-	running := job(9).cpus(1).limit(time.Hour).runningFor(time.Minute).j
-	running.Node, running.CPUs = "n1", 1
-	running.Placement = &api.Placement{CPUs: []int{8}, NUMANodes: []int{1}, GPUs: []string{"GPU-0"}}
+	n := &state.Node{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: inv}
+	running := runOn("n1", job(9).cpus(1).limit(time.Hour).runningFor(time.Minute).j)
+	running.Alloc.Placement = &api.Placement{CPUs: []int{8}, NUMANodes: []int{1}, GPUs: []string{"GPU-0"}}
 	n.AllocCPUs = 1
-	s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Running: []*api.Job{running}}
+	s := &Snapshot{Now: t0, Nodes: []*state.Node{n}, Running: []Run{running}}
 	gpus := func(b jobB, count int, typ string) jobB {
-		return b.with(func(j *api.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Type: typ, Count: count}} })
+		return b.with(func(j *state.Job) { j.Spec.Gres = []api.Gres{{Name: "gpu", Type: typ, Count: count}} })
 	}
-	s.Pending = []*api.Job{
+	s.Pending = []*state.Job{
 		gpus(job(1).limit(time.Hour), 2, "h100").j,
 		gpus(job(2).limit(time.Minute).submitted(t0.Add(time.Second)), 1, "h100").j,
 		job(3).limit(time.Minute).submitted(t0.Add(2 * time.Second)).j,
@@ -378,12 +381,12 @@ func TestDeviceJobsQueueInOrder(t *testing.T) {
 // TestInventoryReasons: requests no node could ever hold get their reason
 // (the answer is remembered per request within a pass: both 8-GPU jobs).
 func TestInventoryReasons(t *testing.T) {
-	n := &api.Node{NodeInfo: api.NodeInfo{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: quadHost()}}
-	gres := func(id uint64, g api.Gres) *api.Job {
-		return job(id).with(func(j *api.Job) { j.Spec.Gres = []api.Gres{g} }).j
+	n := &state.Node{Name: "n1", CPUs: 32, MemMB: 256 << 10, Inventory: quadHost()}
+	gres := func(id uint64, g api.Gres) *state.Job {
+		return job(id).with(func(j *state.Job) { j.Spec.Gres = []api.Gres{g} }).j
 	}
-	huge := job(4).with(func(j *api.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1}} }).j
-	s := &Snapshot{Now: t0, Nodes: []*api.Node{n}, Pending: []*api.Job{
+	huge := job(4).with(func(j *state.Job) { j.Spec.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1}} }).j
+	s := &Snapshot{Now: t0, Nodes: []*state.Node{n}, Pending: []*state.Job{
 		gres(1, api.Gres{Name: "gpu", Count: 8}), gres(2, api.Gres{Name: "gpu", Count: 8}),
 		gres(3, api.Gres{Name: "vf", Count: 7}), huge, gres(5, api.Gres{Name: "gpu", Count: 1}),
 	}}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
+	"corral/qos"
 )
 
 // placer places the ready jobs of one pass, in order, under the policy.
@@ -48,20 +50,19 @@ type placer struct {
 	deps *deps
 	// used is what each node's jobs hold inside it (placements), by node
 	// index, built on first use.
-	used map[int]*Used
+	used map[int]*state.Used
 	// never remembers, by request, inventoryReason's answer this pass.
 	never map[requestKey]api.Reason
 	// deviceHeld marks partitions where a job asking for devices waits:
 	// later device jobs there wait behind it.
 	deviceHeld map[string]bool
-	// QoS usage: running jobs per QoS and user, CPUs per QoS, built on
-	// first use and counted up as jobs start.
-	qosJobs map[[2]string]int
-	qosCPUs map[string]int
+	// usage counts running jobs per QoS and user and CPUs per QoS, built
+	// on first use and counted up as jobs start.
+	usage *qos.Usage
 	// onNode lists each node's running jobs (preemption candidates);
 	// victims are the jobs already chosen; claimed nodes wait for a
 	// preemptor and start nothing else this pass.
-	onNode  map[string][]*api.Job
+	onNode  map[string][]Run
 	victims map[uint64]bool
 	claimed []bool
 }
@@ -142,7 +143,7 @@ func newPlacer(s *Snapshot) *placer {
 
 // keepReservations holds the previous reservations of the ready jobs in
 // the profiles before anything is placed (conservative backfill).
-func (pl *placer) keepReservations(ready []*api.Job) {
+func (pl *placer) keepReservations(ready []*state.Job) {
 	if pl.policy != PolicyConservative || len(pl.s.Reservations) == 0 {
 		return
 	}
@@ -185,7 +186,27 @@ func (pl *placer) release(id uint64) {
 	pl.profiles[k.node] = p
 }
 
-func (pl *placer) partitionOf(j *api.Job) string {
+// partitionReason says why a job of partition p cannot start whatever the
+// nodes hold: the partition is DOWN or INACTIVE, or the job asks for more
+// or fewer nodes than it allows. "" when it may start.
+func partitionReason(j *state.Job, p *api.Partition) api.Reason {
+	if p == nil {
+		return ""
+	}
+	switch p.State {
+	case api.PartitionDown:
+		return api.ReasonPartitionDown
+	case api.PartitionInactive:
+		return api.ReasonPartitionInactive
+	}
+	nodes := max(j.Spec.Nodes, 1)
+	if p.MaxNodes > 0 && nodes > p.MaxNodes || p.MinNodes > 0 && nodes < p.MinNodes {
+		return api.ReasonPartitionNodeLimit
+	}
+	return ""
+}
+
+func (pl *placer) partitionOf(j *state.Job) string {
 	if j.Spec.Partition != "" {
 		return j.Spec.Partition
 	}
@@ -203,9 +224,13 @@ func (pl *placer) partitionOf(j *api.Job) string {
 //
 // Conservative: every job that cannot start gets a reservation, so a later
 // job starts now only if it delays no earlier one.
-func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
+func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
+	if r := partitionReason(j, pl.parts[part]); r != "" {
+		plan.Reasons[j.ID] = r
+		return false
+	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	req := RequestOf(j, pl.s.DefMemPerCPU)
 	if !pl.free.anyCouldFit(part, cpus, mem) {
@@ -281,14 +306,14 @@ func (pl *placer) place(j *api.Job, plan *Plan, task int) bool {
 
 // placeArray starts as many of an array's pending tasks as fit, in index
 // order, up to its throttle (--array=...%N: at most N tasks at a time).
-func (pl *placer) placeArray(j *api.Job, plan *Plan) {
+func (pl *placer) placeArray(j *state.Job, plan *Plan) {
 	limit := j.ArrayPending.Len()
 	if a := j.Spec.Array; a != nil && a.Throttle > 0 {
 		if pl.activeTasks == nil {
 			pl.activeTasks = map[uint64]int{}
 			for _, r := range pl.s.Running {
-				if r.IsArrayTask() {
-					pl.activeTasks[r.ArrayJobID]++
+				if r.Job.IsArrayTask() {
+					pl.activeTasks[r.Job.ArrayJobID]++
 				}
 			}
 		}
@@ -425,7 +450,7 @@ func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
 		if slices.Contains(n.partitions, part) && hasTopology(n.inv) {
-			if _, ok := PlaceInNode(n.inv, NewUsed(), r); ok {
+			if _, ok := PlaceInNode(n.inv, state.NewUsed(), r); ok {
 				reason = ""
 				break
 			}
@@ -463,18 +488,18 @@ func (pl *placer) holdDevices(part string) {
 
 // usedOf returns what node i's jobs hold inside it, built on first use
 // from the running jobs' placements.
-func (pl *placer) usedOf(i int) *Used {
+func (pl *placer) usedOf(i int) *state.Used {
 	if pl.used == nil {
-		pl.used = map[int]*Used{}
+		pl.used = map[int]*state.Used{}
 	}
 	if u := pl.used[i]; u != nil {
 		return u
 	}
-	u := NewUsed()
+	u := state.NewUsed()
 	name := pl.free.nodes[i].name
-	for _, j := range pl.s.Running {
-		if j.Node == name {
-			u.AddJob(j)
+	for _, r := range pl.s.Running {
+		if r.Alloc.Node == name {
+			u.AddAlloc(r.Alloc)
 		}
 	}
 	pl.used[i] = u
@@ -523,13 +548,14 @@ func (pl *placer) profile(i int) profile {
 	}
 	if pl.releases == nil {
 		pl.releases = map[string][]release{}
-		for _, j := range pl.s.Running {
-			part := j.Spec.Partition
+		for _, r := range pl.s.Running {
+			part := r.Job.Spec.Partition
 			if part == "" {
 				part = pl.defPart
 			}
-			end := expectedEnd(j, pl.parts[part], pl.s.Now).UnixNano()
-			pl.releases[j.Node] = append(pl.releases[j.Node], release{at: end, cpus: j.CPUs, mem: j.MemMB + j.OverheadMB})
+			a := r.Alloc
+			end := expectedEnd(r, pl.parts[part], pl.s.Now).UnixNano()
+			pl.releases[a.Node] = append(pl.releases[a.Node], release{at: end, cpus: a.CPUs, mem: a.MemMB + a.OverheadMB})
 		}
 	}
 	n := &pl.free.nodes[i]

@@ -4,83 +4,83 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/ctld/state"
+	"corral/qos"
 )
 
-// qosLimit returns the reason a QoS limit holds j back, or "".
-func (pl *placer) qosLimit(j *api.Job, cpus int) api.Reason {
+// qosLimit returns the reason a QoS limit holds j back, or "" (package
+// qos says which).
+func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
 	q := pl.s.QOS[j.Spec.QOS]
 	if q == nil {
 		return ""
 	}
-	if q.MaxWall > 0 && int64(jobLimit(j, pl.parts[pl.partitionOf(j)]).Seconds()) > q.MaxWall {
-		return api.ReasonQOSMaxWallDurationLimit
+	if r := qos.WallLimit(q, jobLimit(j, pl.parts[pl.partitionOf(j)])); r != "" {
+		return r
 	}
 	if q.MaxJobsPerUser <= 0 && q.GrpCPUs <= 0 {
 		return ""
 	}
-	pl.countRunning()
-	if q.MaxJobsPerUser > 0 && pl.qosJobs[[2]string{q.Name, j.Spec.User}] >= q.MaxJobsPerUser {
-		return api.ReasonQOSMaxJobsPerUserLimit
-	}
-	if q.GrpCPUs > 0 && pl.qosCPUs[q.Name]+cpus > q.GrpCPUs {
-		return api.ReasonQOSGrpCpuLimit
-	}
-	return ""
+	return pl.qosUsage().Limit(q, j.Spec.User, cpus)
 }
 
-// countRunning builds the QoS usage counts from the running jobs once.
-func (pl *placer) countRunning() {
-	if pl.qosJobs != nil {
-		return
-	}
-	pl.qosJobs, pl.qosCPUs = map[[2]string]int{}, map[string]int{}
-	for _, r := range pl.s.Running {
-		if r.Spec.QOS == "" || r.State == api.StateCompleting {
-			continue
-		}
-		pl.qosJobs[[2]string{r.Spec.QOS, r.Spec.User}]++
-		if !r.CPUsLent {
-			pl.qosCPUs[r.Spec.QOS] += r.CPUs
+// qosUsage returns the QoS usage counts, built from the running jobs on
+// first use (a run being stopped counts no more).
+func (pl *placer) qosUsage() *qos.Usage {
+	if pl.usage == nil {
+		pl.usage = qos.NewUsage()
+		for _, r := range pl.s.Running {
+			if r.Alloc.Desired != state.AllocStop {
+				pl.usage.Add(r.Job.Spec.QOS, r.Job.Spec.User, r.Alloc.HeldCPUs())
+			}
 		}
 	}
+	return pl.usage
 }
 
 // countQOS records a start against its QoS's limits.
-func (pl *placer) countQOS(j *api.Job, cpus int) {
-	if pl.qosJobs == nil || j.Spec.QOS == "" {
-		return
+func (pl *placer) countQOS(j *state.Job, cpus int) {
+	if pl.usage != nil {
+		pl.usage.Add(j.Spec.QOS, j.Spec.User, cpus)
 	}
-	pl.qosJobs[[2]string{j.Spec.QOS, j.Spec.User}]++
-	pl.qosCPUs[j.Spec.QOS] += cpus
 }
 
 // resume gives jobs suspended by preemption their CPUs back once the job
 // that preempted them is gone (neither pending nor holding a node) and
 // the CPUs are free, before any pending job is placed.
+//
+// The suspended jobs are taken in job id order, whatever order the
+// snapshot lists them in, so two of them waiting for the same CPUs always
+// resolve the same way.
 func (pl *placer) resume(plan *Plan) {
-	var active map[uint64]bool
-	for _, j := range pl.s.Running {
-		if !j.CPUsLent || j.State != api.StateSuspended {
-			continue
+	var lent []Run
+	for _, r := range pl.s.Running {
+		if r.Alloc.CPUsLent && r.Job.State == api.StateSuspended {
+			lent = append(lent, r)
 		}
+	}
+	slices.SortFunc(lent, func(a, b Run) int { return cmpInt64(int64(a.Job.ID), int64(b.Job.ID)) })
+	var active map[uint64]bool
+	for _, r := range lent {
+		a := r.Alloc
 		if active == nil {
 			active = make(map[uint64]bool, len(pl.s.Running)+len(pl.s.Pending))
-			for _, r := range pl.s.Running {
-				active[r.ID] = true
+			for _, o := range pl.s.Running {
+				active[o.Job.ID] = true
 			}
 			for _, p := range pl.s.Pending {
 				active[p.ID] = true
 			}
 		}
-		if active[j.PreemptedBy] {
+		if active[a.PreemptedBy] {
 			continue
 		}
 		for i := range pl.free.nodes {
 			n := &pl.free.nodes[i]
-			if n.name != j.Node || n.cpus < j.CPUs {
+			if n.name != a.Node || n.cpus < a.CPUs {
 				continue
 			}
-			if p := j.Placement; p != nil {
+			if p := a.Placement; p != nil {
 				// Its own CPU ids must be free again, not just as many.
 				u := pl.usedOf(i)
 				if slices.ContainsFunc(p.CPUs, func(c int) bool { return u.CPUs[c] }) {
@@ -88,8 +88,8 @@ func (pl *placer) resume(plan *Plan) {
 				}
 				u.Add(&api.Placement{CPUs: p.CPUs}, 1)
 			}
-			n.cpus -= j.CPUs
-			plan.Resumes = append(plan.Resumes, j.ID)
+			n.cpus -= a.CPUs
+			plan.Resumes = append(plan.Resumes, r.Job.ID)
 			break
 		}
 	}
@@ -102,20 +102,20 @@ func (pl *placer) resume(plan *Plan) {
 // whose victims cost least, records them in the plan and claims the node
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
-func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Plan) bool {
+func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *Plan) bool {
 	q := pl.s.QOS[j.Spec.QOS]
 	if q == nil || len(q.Preempt) == 0 {
 		return false
 	}
 	if pl.onNode == nil {
-		pl.onNode, pl.victims = map[string][]*api.Job{}, map[uint64]bool{}
+		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {
-			pl.onNode[r.Node] = append(pl.onNode[r.Node], r)
+			pl.onNode[r.Alloc.Node] = append(pl.onNode[r.Alloc.Node], r)
 		}
 	}
 	type choice struct {
 		node    int
-		victims []*api.Job
+		victims []Run
 		prio    int64
 		lost    float64
 	}
@@ -129,16 +129,15 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 		// gone: when they free enough, j only has to wait for them.
 		freeCPUs, freeMem := n.cpus, n.mem
 		for _, r := range pl.onNode[n.name] {
-			if r.State == api.StateCompleting {
-				freeCPUs += r.CPUs
-				freeMem += r.MemMB + r.OverheadMB
+			if r.Alloc.Desired == state.AllocStop {
+				freeCPUs += r.Alloc.CPUs
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
 			}
 		}
-		var cands []*api.Job
+		var cands []Run
 		for _, r := range pl.onNode[n.name] {
-			vq := pl.s.QOS[r.Spec.QOS]
-			if r.State != api.StateRunning || pl.victims[r.ID] || vq == nil || !slices.Contains(q.Preempt, vq.Name) ||
-				r.Elapsed(pl.s.Now).Seconds() < float64(vq.PreemptExemptTime) {
+			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] ||
+				!qos.MayPreempt(q, pl.s.QOS[r.Job.Spec.QOS], r.Alloc.Elapsed(pl.s.Now)) {
 				continue
 			}
 			cands = append(cands, r)
@@ -147,13 +146,11 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
-		vprio := func(r *api.Job) int64 { return Priority(r, pl.s, total).Priority }
-		slices.SortStableFunc(cands, func(a, b *api.Job) int {
-			if pa, pb := vprio(a), vprio(b); pa != pb {
-				return cmpInt64(pa, pb)
-			}
-			return cmpInt64(int64(a.Elapsed(pl.s.Now)), int64(b.Elapsed(pl.s.Now)))
-		})
+		vprio := func(r Run) int64 { return Priority(r.Job, pl.s, total).Priority }
+		victim := func(r Run) qos.Victim {
+			return qos.Victim{ID: r.Job.ID, Priority: vprio(r), Elapsed: r.Alloc.Elapsed(pl.s.Now)}
+		}
+		slices.SortFunc(cands, func(a, b Run) int { return qos.CompareVictims(victim(a), victim(b)) })
 		c := choice{node: i}
 		for _, r := range cands {
 			if freeCPUs >= cpus && freeMem >= mem+n.overhead {
@@ -161,10 +158,10 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 			}
 			c.victims = append(c.victims, r)
 			c.prio += vprio(r)
-			c.lost += r.Elapsed(pl.s.Now).Seconds()
-			freeCPUs += r.CPUs
-			if pl.s.QOS[r.Spec.QOS].PreemptMode != api.PreemptSuspend {
-				freeMem += r.MemMB + r.OverheadMB // a suspended job keeps its memory
+			c.lost += r.Alloc.Elapsed(pl.s.Now).Seconds()
+			freeCPUs += r.Alloc.CPUs
+			if pl.preemptMode(r.Job) != api.PreemptSuspend {
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
 			}
 		}
 		if freeCPUs < cpus || freeMem < mem+n.overhead {
@@ -179,14 +176,20 @@ func (pl *placer) preempt(j *api.Job, part string, cpus int, mem int64, plan *Pl
 	}
 	pl.claimed[best.node] = true
 	for _, r := range best.victims {
-		pl.victims[r.ID] = true
-		mode := pl.s.QOS[r.Spec.QOS].PreemptMode
-		if mode == "" {
-			mode = api.PreemptCancel
-		}
-		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.ID, Preemptor: j.ID, Mode: mode})
+		pl.victims[r.Job.ID] = true
+		plan.Preemptions = append(plan.Preemptions, Preemption{Victim: r.Job.ID, Preemptor: j.ID, Mode: pl.preemptMode(r.Job)})
 	}
 	return true
+}
+
+// preemptMode is how victim v is preempted: its QoS's mode, else its
+// partition's, else cancel.
+func (pl *placer) preemptMode(v *state.Job) api.PreemptMode {
+	var part api.PreemptMode
+	if p := pl.parts[pl.partitionOf(v)]; p != nil {
+		part = p.PreemptMode
+	}
+	return qos.Mode(pl.s.QOS[v.Spec.QOS], part)
 }
 
 func cmpInt64(a, b int64) int {

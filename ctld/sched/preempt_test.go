@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
-func (b jobB) qos(name string) jobB { return b.with(func(j *api.Job) { j.Spec.QOS = name }) }
+func (b jobB) qos(name string) jobB { return b.with(func(j *state.Job) { j.Spec.QOS = name }) }
 
 // withQOS gives the scene the default QoS (guaranteed may preempt
 // besteffort), with besteffort's preemption mode and exempt time set.
@@ -137,11 +138,9 @@ func TestSchedulePreemption(t *testing.T) {
 }
 
 func TestScheduleResumesLentCPUs(t *testing.T) {
-	sc := at(t0).with(node("n1").cpus(4)).running("n1", time.Hour, job(9).cpus(2))
-	sc.s.Running[0].State, sc.s.Running[0].CPUsLent = api.StateSuspended, true
 	// The lent CPUs are free in the node's figures: the pass hands them
 	// back before placing job 1, which then finds only 2 CPUs.
-	sc.s.Nodes[0].AllocCPUs -= 2
+	sc := at(t0).with(node("n1").cpus(4)).runningWith("n1", time.Hour, job(9).cpus(2), lentTo(0))
 	sc.queue(job(1).cpus(4))
 	s := sc.snapshot()
 	p := Schedule(s)
@@ -217,10 +216,8 @@ func TestSchedulePriorityFactors(t *testing.T) {
 // A job suspended by preemption stays suspended while its preemptor runs.
 func TestScheduleKeepsSuspendedWhilePreemptorRuns(t *testing.T) {
 	sc := at(t0).with(node("n1").cpus(4)).
-		running("n1", time.Hour, job(9).cpus(2)).
+		runningWith("n1", time.Hour, job(9).cpus(2), lentTo(5)).
 		running("n1", time.Minute, job(5).cpus(2))
-	sc.s.Running[0].State, sc.s.Running[0].CPUsLent, sc.s.Running[0].PreemptedBy = api.StateSuspended, true, 5
-	sc.s.Nodes[0].AllocCPUs -= 2
 	if p := Schedule(sc.snapshot()); len(p.Resumes) != 0 {
 		t.Errorf("resumes = %v while the preemptor runs, want none", p.Resumes)
 	}
@@ -287,7 +284,7 @@ func TestPriorityFactors(t *testing.T) {
 		"partition factor is 1":              {api.PriorityWeights{Partition: 1000}, job(1), 0, 1000},
 		// 4 of 16 CPUs.
 		"job size is the share of the cluster's CPUs": {api.PriorityWeights{JobSize: 1000}, job(1).cpus(4), 0, 250},
-		"nice lowers the priority":                    {api.PriorityWeights{Partition: 1000}, job(1).with(func(j *api.Job) { j.Spec.Nice = 100 }), 0, 900},
+		"nice lowers the priority":                    {api.PriorityWeights{Partition: 1000}, job(1).with(func(j *state.Job) { j.Spec.Nice = 100 }), 0, 900},
 		"the job's own priority adds":                 {api.PriorityWeights{}, job(1).priority(7), 0, 7},
 		"site factor is 0 for now":                    {api.PriorityWeights{Site: 1000}, job(1), 0, 0},
 	}

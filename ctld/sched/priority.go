@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Factors are a job's multifactor priority: each factor in [0,1], and the
@@ -21,11 +22,12 @@ type Factors struct {
 //   - age: time since submission over PriorityMaxAge, at most 1;
 //   - fair-share: the association's factor (package fairshare);
 //   - QoS: the QoS's priority over the highest QoS priority;
-//   - partition: 1 (corral's partitions have no priority tiers);
+//   - partition: the job's partition's PriorityTier over the highest tier
+//     (1 when no partition has a tier);
 //   - job size: the job's CPUs over the cluster's;
 //   - site: 0 (no site factor is set per job yet).
-func Priority(j *api.Job, s *Snapshot, totalCPUs int) Factors {
-	f := Factors{Nice: j.Spec.Nice, Partition: 1}
+func Priority(j *state.Job, s *Snapshot, totalCPUs int) Factors {
+	f := Factors{Nice: j.Spec.Nice, Partition: partitionFactor(j, s.Partitions)}
 	c := s.Config
 	if c.PriorityMaxAge > 0 {
 		f.Age = min(1, max(0, s.Now.Sub(j.SubmitTime).Seconds()/float64(c.PriorityMaxAge)))
@@ -48,6 +50,34 @@ func Priority(j *api.Job, s *Snapshot, totalCPUs int) Factors {
 	return f
 }
 
+// partitionFactor is job j's partition's tier over the highest tier; 1 when
+// no partition has one.
+func partitionFactor(j *state.Job, parts []api.Partition) float64 {
+	top, mine := 0, 0
+	for i := range parts {
+		top = max(top, parts[i].PriorityTier)
+		if parts[i].Name == j.Spec.Partition {
+			mine = parts[i].PriorityTier
+		}
+	}
+	if top == 0 {
+		return 1
+	}
+	return float64(mine) / float64(top)
+}
+
+// tierOf returns the priority tier of job j's partition.
+func tierOf(j *state.Job, parts map[string]*api.Partition, def string) int {
+	part := j.Spec.Partition
+	if part == "" {
+		part = def
+	}
+	if p := parts[part]; p != nil {
+		return p.PriorityTier
+	}
+	return 0
+}
+
 func maxQOSPriority(qos map[string]*api.QOS) int64 {
 	var top int64
 	for _, q := range qos {
@@ -56,7 +86,7 @@ func maxQOSPriority(qos map[string]*api.QOS) int64 {
 	return top
 }
 
-func totalCPUs(nodes []*api.Node) int {
+func totalCPUs(nodes []*state.Node) int {
 	n := 0
 	for _, nd := range nodes {
 		n += nd.CPUs

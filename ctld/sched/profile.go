@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // Horizon stands for "no time limit" when the pass plans ahead: a job
@@ -120,7 +121,7 @@ func (p *profile) split(t int64) {
 // jobLimit returns how long the pass plans a pending job to run: its time
 // limit, else its partition's default, else the partition's maximum, else
 // Horizon.
-func jobLimit(j *api.Job, part *api.Partition) time.Duration {
+func jobLimit(j *state.Job, part *api.Partition) time.Duration {
 	if j.Spec.TimeLimit > 0 {
 		return time.Duration(j.Spec.TimeLimit) * time.Second
 	}
@@ -135,15 +136,16 @@ func jobLimit(j *api.Job, part *api.Partition) time.Duration {
 	return Horizon
 }
 
-// expectedEnd returns when a running job is planned to free its resources:
-// its start plus its limit plus the time it spent suspended (a suspended
-// job's clock is stopped, so it is planned to resume now), never before now.
-func expectedEnd(j *api.Job, part *api.Partition, now time.Time) time.Time {
-	limit := jobLimit(j, part)
+// expectedEnd returns when a run is planned to free its resources: its
+// start plus its job's limit plus the time it spent suspended (a suspended
+// run's clock is stopped, so it is planned to resume now), never before
+// now.
+func expectedEnd(r Run, part *api.Partition, now time.Time) time.Time {
+	limit := jobLimit(r.Job, part)
 	if limit >= Horizon {
 		return now.Add(Horizon)
 	}
-	end := now.Add(limit - j.Elapsed(now))
+	end := now.Add(limit - r.Alloc.Elapsed(now))
 	if end.Before(now) {
 		return now
 	}

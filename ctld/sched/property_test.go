@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/ctld/state"
 )
 
 // propertySeeds is how many random workloads each property test draws. The
@@ -119,25 +121,100 @@ func TestPropertyPlanInvariants(t *testing.T) {
 	})
 }
 
+// randomPreemptionScene draws a scene for QoS and preemption: nodes full of
+// besteffort jobs that tie on priority and run time (their order must come
+// from their ids alone), guaranteed jobs that preempt them in a random
+// mode, QoS limits, jobs suspended by preemption waiting to resume, and GPU
+// nodes (quadHost) whose running jobs hold GPUs and CPUs by placement.
+func randomPreemptionScene(r *rand.Rand) *scene {
+	mode := pick(r, api.PreemptCancel, api.PreemptRequeue, api.PreemptSuspend)
+	sc := at(t0).withQOS(mode, pick(r, 0, 0, time.Minute))
+	sc.s.Config = api.DefaultSchedConfig()
+	if r.IntN(2) == 0 {
+		sc.s.QOS["guaranteed"].MaxJobsPerUser = 1 + r.IntN(3)
+	}
+	id := uint64(100)
+	for i := range 1 + r.IntN(5) {
+		name := fmt.Sprintf("c%d", i)
+		sc.with(node(name).cpus(4).mem(8192))
+		for range r.IntN(5) {
+			id++
+			elapsed := pick(r, time.Hour, time.Hour, 2*time.Hour)
+			sc.runningWith(name, elapsed, job(id).qos("besteffort").mem(1024), func(a *state.Allocation) {
+				if r.IntN(5) == 0 {
+					lentTo(1)(a) // suspended by preemption; its preemptor is gone
+				}
+			})
+		}
+	}
+	for i := range r.IntN(3) {
+		name := fmt.Sprintf("g%d", i)
+		inv := quadHost()
+		for g := range inv.GPUs {
+			inv.GPUs[g].UUID = fmt.Sprintf("GPU-%d-%d", i, g)
+			for m := range inv.GPUs[g].MIG {
+				inv.GPUs[g].MIG[m].UUID = fmt.Sprintf("MIG-%d-%d-%d", i, g, m)
+			}
+		}
+		sc.with(nodeSet{&state.Node{Name: name, CPUs: 32, MemMB: 256 << 10, Inventory: inv}})
+		for range r.IntN(3) {
+			id++
+			j := job(id).cpus(1 + r.IntN(4)).qos(pick(r, "besteffort", "burstable")).gpus(1)
+			used := state.NewUsed()
+			for _, run := range sc.s.Running {
+				if run.Alloc.Node == name {
+					used.AddAlloc(run.Alloc)
+				}
+			}
+			p, ok := PlaceInNode(inv, used, RequestOf(j.j, 0))
+			if !ok {
+				continue
+			}
+			sc.runningWith(name, time.Hour, j, func(a *state.Allocation) { a.Placement = &p })
+		}
+	}
+	for k := uint64(1); k <= uint64(r.IntN(20)); k++ {
+		j := job(k).cpus(pick(r, 1, 2, 4)).qos(pick(r, "guaranteed", "burstable", "besteffort")).
+			submitted(t0.Add(-time.Duration(r.IntN(3)) * time.Minute))
+		if r.IntN(4) == 0 {
+			j.gpus(1 + r.IntN(2))
+		}
+		sc.queue(j)
+	}
+	return sc
+}
+
+// TestPropertyDeterministic runs each pass again, and again with its
+// pending jobs, nodes and running allocations in shuffled orders: the plan
+// must not change. The scenes cover dependencies and backfill
+// (randomScene), and QoS, preemption in every mode with victims that tie,
+// resumes and GPU placements (randomPreemptionScene), under every policy.
 func TestPropertyDeterministic(t *testing.T) {
 	forEachSeed(t, func(t *testing.T, r *rand.Rand) {
-		s := randomScene(r).snapshot()
-		want := Schedule(s)
-		if again := Schedule(s); !reflect.DeepEqual(again, want) {
-			t.Fatalf("a second pass over the same snapshot differs:\n got %+v\nwant %+v", again, want)
-		}
-		for range 3 {
-			shuffled := *s
-			shuffled.Pending = slices.Clone(s.Pending)
-			shuffled.Nodes = slices.Clone(s.Nodes)
-			r.Shuffle(len(shuffled.Pending), func(a, b int) {
-				shuffled.Pending[a], shuffled.Pending[b] = shuffled.Pending[b], shuffled.Pending[a]
-			})
-			r.Shuffle(len(shuffled.Nodes), func(a, b int) {
-				shuffled.Nodes[a], shuffled.Nodes[b] = shuffled.Nodes[b], shuffled.Nodes[a]
-			})
-			if got := Schedule(&shuffled); !reflect.DeepEqual(got, want) {
-				t.Fatalf("shuffling Pending and Nodes changed the plan:\n got %+v\nwant %+v", got, want)
+		for _, sc := range []*scene{randomScene(r), randomPreemptionScene(r)} {
+			sc.policy(pick(r, PolicyEASY, PolicyFCFS, PolicyConservative))
+			s := sc.snapshot()
+			want := Schedule(s)
+			if again := Schedule(s); !reflect.DeepEqual(again, want) {
+				t.Fatalf("a second pass over the same snapshot differs:\n got %+v\nwant %+v", again, want)
+			}
+			for range 3 {
+				shuffled := *s
+				shuffled.Pending = slices.Clone(s.Pending)
+				shuffled.Nodes = slices.Clone(s.Nodes)
+				shuffled.Running = slices.Clone(s.Running)
+				r.Shuffle(len(shuffled.Pending), func(a, b int) {
+					shuffled.Pending[a], shuffled.Pending[b] = shuffled.Pending[b], shuffled.Pending[a]
+				})
+				r.Shuffle(len(shuffled.Nodes), func(a, b int) {
+					shuffled.Nodes[a], shuffled.Nodes[b] = shuffled.Nodes[b], shuffled.Nodes[a]
+				})
+				r.Shuffle(len(shuffled.Running), func(a, b int) {
+					shuffled.Running[a], shuffled.Running[b] = shuffled.Running[b], shuffled.Running[a]
+				})
+				if got := Schedule(&shuffled); !reflect.DeepEqual(got, want) {
+					t.Fatalf("shuffling Pending, Nodes and Running changed the plan:\n got %+v\nwant %+v", got, want)
+				}
 			}
 		}
 	})
@@ -149,8 +226,8 @@ func TestPropertyDeterministic(t *testing.T) {
 type simulation struct {
 	t       testing.TB
 	round   int
-	nodes   []*api.Node
-	jobs    map[uint64]*api.Job
+	nodes   []*state.Node
+	jobs    map[uint64]*state.Job
 	arrive  map[uint64]int // round a job is submitted in
 	runFor  map[uint64]int // rounds a job runs once started
 	endAt   map[uint64]int
@@ -164,12 +241,15 @@ type simulation struct {
 	events map[int][]string
 	// left is the run time left to a job suspended by preemption.
 	left map[uint64]int
+	// runs holds each running job's allocation.
+	runs map[uint64]*state.Allocation
 }
 
 func newSimulation(t testing.TB, ns ...nodeSet) *simulation {
 	s := &simulation{
-		t: t, jobs: map[uint64]*api.Job{}, arrive: map[uint64]int{}, runFor: map[uint64]int{},
+		t: t, jobs: map[uint64]*state.Job{}, arrive: map[uint64]int{}, runFor: map[uint64]int{},
 		endAt: map[uint64]int{}, started: map[uint64]int{}, downUntil: map[string]int{},
+		runs: map[uint64]*state.Allocation{},
 	}
 	for _, set := range ns {
 		s.nodes = append(s.nodes, set...)
@@ -188,33 +268,35 @@ func (s *simulation) submit(b jobB, arrive, runFor int) {
 // step runs one round: end due jobs, bring nodes back up, plan, apply.
 func (s *simulation) step() Plan {
 	s.t.Helper()
-	byName := map[string]*api.Node{}
+	byName := map[string]*state.Node{}
 	for _, n := range s.nodes {
 		byName[n.Name] = n
 		n.Down = s.round < s.downUntil[n.Name]
 	}
 	for id, end := range s.endAt {
 		if end == s.round {
-			j := s.jobs[id]
+			j, a := s.jobs[id], s.runs[id]
 			j.State, j.EndTime = api.StateCompleted, s.now()
-			n := byName[j.Node]
-			n.AllocCPUs -= j.CPUs
-			n.AllocMemMB -= j.MemMB
+			n := byName[a.Node]
+			n.AllocCPUs -= a.CPUs
+			n.AllocMemMB -= a.MemMB
 			delete(s.endAt, id)
+			delete(s.runs, id)
 		}
 	}
-	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, QOS: s.qos, Lookup: func(id uint64) *api.Job {
+	snap := &Snapshot{Now: s.now(), Nodes: slices.Clone(s.nodes), Policy: s.policy, QOS: s.qos, Lookup: func(id uint64) *state.Job {
 		if j := s.jobs[id]; j != nil && s.arrive[id] <= s.round {
 			return j
 		}
 		return nil
 	}}
-	for id, j := range s.jobs {
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		j := s.jobs[id]
 		if j.State == api.StatePending && s.arrive[id] <= s.round {
 			snap.Pending = append(snap.Pending, j)
 		}
 		if j.State == api.StateRunning || j.State == api.StateSuspended {
-			snap.Running = append(snap.Running, j)
+			snap.Running = append(snap.Running, Run{Alloc: s.runs[id], Job: j})
 		}
 	}
 	p := Schedule(snap)
@@ -222,7 +304,9 @@ func (s *simulation) step() Plan {
 	s.applyPreemptions(p, byName)
 	for _, st := range p.Starts {
 		j, n := s.jobs[st.JobID], byName[st.Node]
-		j.State, j.StartTime, j.Node, j.CPUs, j.MemMB = api.StateRunning, s.now(), st.Node, st.CPUs, st.MemMB
+		j.State, j.StartTime = api.StateRunning, s.now()
+		s.runs[st.JobID] = &state.Allocation{ID: st.JobID, Job: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB,
+			Desired: state.AllocRun, Status: state.AllocActive, StartTime: s.now()}
 		n.AllocCPUs += st.CPUs
 		n.AllocMemMB += st.MemMB
 		s.endAt[st.JobID] = s.round + s.runFor[st.JobID]
@@ -243,36 +327,41 @@ func (s *simulation) event(format string, args ...any) {
 // applyPreemptions does what the controller and the victim's node do, at
 // once: a cancelled victim ends PREEMPTED, a requeued one is PENDING again
 // (same submit time), a suspended one lends its CPUs until resumed.
-func (s *simulation) applyPreemptions(p Plan, byName map[string]*api.Node) {
+func (s *simulation) applyPreemptions(p Plan, byName map[string]*state.Node) {
 	if s.left == nil {
 		s.left = map[uint64]int{}
 	}
 	for _, pr := range p.Preemptions {
-		v := s.jobs[pr.Victim]
-		n := byName[v.Node]
+		v, a := s.jobs[pr.Victim], s.runs[pr.Victim]
+		n := byName[a.Node]
 		s.event("preempt %d (%s)", v.ID, pr.Mode)
 		switch pr.Mode {
 		case api.PreemptSuspend:
-			v.State, v.CPUsLent, v.PreemptedBy = api.StateSuspended, true, pr.Preemptor
-			n.AllocCPUs -= v.CPUs
+			v.State = api.StateSuspended
+			a.Desired, a.CPUsLent, a.PreemptedBy, a.SuspendTime = state.AllocSuspend, true, pr.Preemptor, s.now()
+			n.AllocCPUs -= a.CPUs
 			s.left[v.ID] = s.endAt[v.ID] - s.round
 			delete(s.endAt, v.ID)
 			continue
 		case api.PreemptRequeue:
-			v.State, v.Node, v.StartTime = api.StatePending, "", time.Time{}
+			v.State, v.StartTime = api.StatePending, time.Time{}
 			v.Restarts++
 			delete(s.started, v.ID)
 		default:
 			v.State = api.StatePreempted
 		}
-		n.AllocCPUs -= v.CPUs
-		n.AllocMemMB -= v.MemMB
+		n.AllocCPUs -= a.CPUs
+		n.AllocMemMB -= a.MemMB
 		delete(s.endAt, v.ID)
+		delete(s.runs, v.ID)
 	}
 	for _, id := range p.Resumes {
-		v := s.jobs[id]
-		v.State, v.CPUsLent = api.StateRunning, false
-		byName[v.Node].AllocCPUs += v.CPUs
+		v, a := s.jobs[id], s.runs[id]
+		v.State = api.StateRunning
+		a.Desired, a.CPUsLent = state.AllocRun, false
+		a.SuspendedFor += s.now().Sub(a.SuspendTime)
+		a.SuspendTime = time.Time{}
+		byName[a.Node].AllocCPUs += a.CPUs
 		s.endAt[id] = s.round + s.left[id]
 		s.event("resume %d", id)
 	}
@@ -283,7 +372,7 @@ func (s *simulation) applyPreemptions(p Plan, byName map[string]*api.Node) {
 // earlier jobs that complete. Nodes may be down for the first rounds.
 func randomSimulation(t testing.TB, r *rand.Rand) (s *simulation, bound int) {
 	s = newSimulation(t)
-	var batch, debug []*api.Node
+	var batch, debug []*state.Node
 	for i := range 1 + r.IntN(8) {
 		n := node(fmt.Sprintf("n%d", i)).cpus(pick(r, 2, 4, 8)).mem(pick[int64](r, 4096, 8192))
 		if r.IntN(3) == 0 {

@@ -34,6 +34,22 @@ type ProcessConfig struct {
 // on: the socket the vm runner opened in the VM's network namespace.
 const ListenFD = 3
 
+// ServeIfChild turns the running program into a file server process
+// when it was started as `PROGRAM arg CONFIG`, and exits when that is
+// done; otherwise it returns at once. Test binaries that start the vm
+// runner call it first in TestMain, passing the arg they give the runner
+// (Config.NFSServer), as `corral nfsd CONFIG` does in production.
+func ServeIfChild(arg string) {
+	if len(os.Args) != 3 || os.Args[1] != arg {
+		return
+	}
+	if err := RunProcess(os.Args[2]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // RunProcess is a file server process: it reads its configuration, serves
 // on the listener it inherited until its VM's QEMU exits or it gets
 // SIGTERM, and returns. Its log goes to stderr.

@@ -74,6 +74,7 @@ func TestRecoverAfterDaemonSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDaemon$", "-test.v")
 	cmd.Env = append(os.Environ(), helperDir+"="+dir, helperAccel+"="+r.Accel(), helperTSC+"="+strconv.Itoa(r.tscKHz))
+	cmd.Stderr = os.Stderr // the stand-in's own failures
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

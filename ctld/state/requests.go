@@ -1,4 +1,4 @@
-package ctld
+package state
 
 import (
 	"maps"

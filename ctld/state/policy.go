@@ -1,16 +1,16 @@
-package ctld
+package state
 
 import (
 	"errors"
 	"fmt"
-	"math"
-	"slices"
+	"maps"
 	"sort"
 	"strings"
 	"time"
 
 	"corral/api"
 	"corral/fairshare"
+	"corral/qos"
 )
 
 // UserKey names an association: a user in an account.
@@ -27,12 +27,13 @@ type Usage struct {
 	At  time.Time `json:"at"`
 }
 
-// decayed returns u's raw usage as of now.
+// decayed returns u's raw usage as of now (fairshare.Decay, with the
+// half-life in seconds).
 func (u Usage) decayed(now time.Time, halfLife int64) float64 {
-	if halfLife <= 0 || u.At.IsZero() || !now.After(u.At) {
+	if u.At.IsZero() {
 		return u.Raw
 	}
-	return u.Raw * math.Exp2(-now.Sub(u.At).Seconds()/float64(halfLife))
+	return fairshare.Decay(u.Raw, now.Sub(u.At), time.Duration(halfLife)*time.Second)
 }
 
 func defaultQOS() map[string]*api.QOS {
@@ -43,31 +44,28 @@ func defaultQOS() map[string]*api.QOS {
 	return m
 }
 
-// billing returns what a job costs per second it runs: its CPUs, memory
-// (GiB) and GPUs weighted by the billing weights.
-func billing(j *api.Job, c api.SchedConfig) float64 {
+// billing returns what a run costs per second: its CPUs, memory (GiB) and
+// the job's GPUs weighted by the billing weights.
+func billing(j *Job, a *Allocation, c api.SchedConfig) float64 {
 	gpus := 0
 	for _, g := range j.Spec.Gres {
 		if g.Name == "gpu" {
 			gpus += g.Count
 		}
 	}
-	return float64(j.CPUs)*c.BillingCPU + float64(j.MemMB)/1024*c.BillingMem + float64(gpus)*c.BillingGPU
+	return float64(a.CPUs)*c.BillingCPU + float64(a.MemMB)/1024*c.BillingMem + float64(gpus)*c.BillingGPU
 }
 
-// chargeUsage adds a job's billed run time to its association when it
-// stops holding resources.
-func (s *State) chargeUsage(j *api.Job, now time.Time) {
-	if j.StartTime.IsZero() {
-		return
-	}
-	secs := j.Elapsed(now).Seconds()
+// chargeUsage adds a run's billed time to its job's association when the
+// run stops holding resources.
+func (s *State) chargeUsage(j *Job, a *Allocation, now time.Time) {
+	secs := a.Elapsed(now).Seconds()
 	if secs <= 0 {
 		return
 	}
 	k := UserKey{Account: j.Spec.Account, User: j.Spec.User}
 	u := s.Usage[k]
-	s.Usage[k] = Usage{Raw: u.decayed(now, s.Config.DecayHalfLife) + secs*billing(j, s.Config), At: now}
+	s.Usage[k] = Usage{Raw: u.decayed(now, s.Config.DecayHalfLife) + secs*billing(j, a, s.Config), At: now}
 }
 
 func (s *State) applySetConfig(c *SetConfig) error {
@@ -82,7 +80,7 @@ func (s *State) applySetConfig(c *SetConfig) error {
 }
 
 func (s *State) applyPutQOS(c *PutQOS) error {
-	if err := s.checkQOS(&c.QOS, c.Delete); err != nil {
+	if err := s.CheckQOS(&c.QOS, c.Delete); err != nil {
 		return err
 	}
 	if c.Delete {
@@ -94,62 +92,34 @@ func (s *State) applyPutQOS(c *PutQOS) error {
 	return nil
 }
 
-// checkQOS says why a QoS change cannot be applied, or nil.
-func (s *State) checkQOS(q *api.QOS, del bool) error {
-	if q.Name == "" {
+// CheckQOS says why a QoS change cannot be applied, or nil: package qos's
+// rules for the QoS itself, and, for a deletion, that no QoS may preempt it
+// and no job uses it.
+func (s *State) CheckQOS(q *api.QOS, del bool) error {
+	if !del {
+		return qos.Check(q, s.QOS)
+	}
+	switch {
+	case q.Name == "":
 		return errors.New("a QoS needs a name")
+	case s.QOS[q.Name] == nil:
+		return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.QOSNames(), ", "))
 	}
-	if del {
-		if s.QOS[q.Name] == nil {
-			return fmt.Errorf("qos %s: no such QoS (QoS: %s)", q.Name, strings.Join(s.qosNames(), ", "))
-		}
-		for _, name := range sortedKeys(s.QOS) { // sorted: the same error on every replica
-			other := s.QOS[name]
-			if other.Name != q.Name && slices.Contains(other.Preempt, q.Name) {
-				return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, other.Name, other.Name)
-			}
-		}
-		if n := s.activeInAnyQOS(q.Name); n > 0 {
-			return fmt.Errorf("qos %s: %d pending or running jobs use it; cancel them or wait until they end", q.Name, n)
-		}
-		return nil
+	if by := qos.PreemptedBy(q.Name, s.QOS); len(by) > 0 {
+		return fmt.Errorf("qos %s: %s may preempt it; change %s's --preempt first", q.Name, by[0], by[0])
 	}
-	for _, p := range q.Preempt {
-		if p == q.Name {
-			return fmt.Errorf("qos %s: a QoS cannot preempt itself", q.Name)
-		}
-		if s.QOS[p] == nil {
-			return fmt.Errorf("qos %s: --preempt names %s, which is no QoS (QoS: %s)", q.Name, p, strings.Join(s.qosNames(), ", "))
-		}
-	}
-	if q.PreemptMode != "" {
-		m, err := api.ParsePreemptMode(string(q.PreemptMode))
-		if err != nil {
-			return fmt.Errorf("qos %s: %w", q.Name, err)
-		}
-		q.PreemptMode = m // stored in the form the scheduler compares
-	}
-	if q.Priority < 0 {
-		return fmt.Errorf("qos %s: --priority must be ≥ 0", q.Name)
-	}
-	if q.MaxWall < 0 || q.MaxJobsPerUser < 0 || q.MaxSubmitPerUser < 0 || q.GrpCPUs < 0 || q.PreemptExemptTime < 0 {
-		return fmt.Errorf("qos %s: limits must be positive (0 is unlimited)", q.Name)
+	if n := s.activeInAnyQOS(q.Name); n > 0 {
+		return fmt.Errorf("qos %s: %d pending or running jobs use it; cancel them or wait until they end", q.Name, n)
 	}
 	return nil
 }
 
-func (s *State) qosNames() []string {
-	names := make([]string, 0, len(s.QOS))
-	for n := range s.QOS {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// QOSNames returns the QoS names, sorted.
+func (s *State) QOSNames() []string { return qos.Names(s.QOS) }
 
 func (s *State) applyPutAccount(c *PutAccount) error {
 	a := c.Account
-	if err := s.checkAccount(&a, c.Delete); err != nil {
+	if err := s.CheckAccount(&a, c.Delete); err != nil {
 		return err
 	}
 	if c.Delete {
@@ -160,7 +130,7 @@ func (s *State) applyPutAccount(c *PutAccount) error {
 	return nil
 }
 
-func (s *State) checkAccount(a *api.Account, del bool) error {
+func (s *State) CheckAccount(a *api.Account, del bool) error {
 	switch {
 	case a.Name == "" || a.Name == "root":
 		return errors.New("an account needs a name other than root")
@@ -227,16 +197,16 @@ func (s *State) applyPutUser(c *PutUser) error {
 	return nil
 }
 
-// fairshareFactors returns the fair-share factor of each association as a
+// FairshareFactors returns the fair-share factor of each association as a
 // lookup for the scheduling pass.
-func (s *State) fairshareFactors(now time.Time) func(account, user string) float64 {
+func (s *State) FairshareFactors(now time.Time) func(account, user string) float64 {
 	factors := s.fairshare(now)
 	return func(account, user string) float64 { return factors[UserKey{Account: account, User: user}] }
 }
 
-// defaultAccount is the account a user's jobs are charged to when they
+// DefaultAccount is the account a user's jobs are charged to when they
 // name none: the first, by name, the user belongs to; "" when none.
-func (s *State) defaultAccount(user string) string {
+func (s *State) DefaultAccount(user string) string {
 	best := ""
 	for k := range s.Users {
 		if k.User == user && (best == "" || k.Account < best) {
@@ -248,29 +218,50 @@ func (s *State) defaultAccount(user string) string {
 
 // activeInAnyQOS counts the pending and running jobs of every user in a
 // QoS.
-func (s *State) activeInAnyQOS(qos string) int {
+func (s *State) activeInAnyQOS(q string) int {
 	n := 0
-	for _, j := range s.Jobs {
-		if j.Spec.QOS == qos && !j.State.Terminal() {
-			n++
+	for k, c := range s.qosActive {
+		if k.qos == q {
+			n += c
 		}
 	}
 	return n
 }
 
-// activeInQOS counts a user's pending and running jobs in a QoS.
-func (s *State) activeInQOS(user, qos string) int {
-	n := 0
-	for _, j := range s.Jobs {
-		if j.Spec.User == user && j.Spec.QOS == qos && !j.State.Terminal() {
-			n++
-		}
+// ActiveInQOS counts a user's pending and running jobs in a QoS (a job
+// record each: an array's unstarted tasks count once).
+func (s *State) ActiveInQOS(user, q string) int { return s.qosActive[qosUser{user, q}] }
+
+// qosUser keys the count of a user's active jobs in a QoS.
+type qosUser struct{ user, qos string }
+
+// countActive keeps qosActive right as job old (nil for a new record) is
+// replaced by j.
+func (s *State) countActive(old, j *Job) {
+	was := old != nil && !old.State.Terminal() && old.Spec.QOS != ""
+	is := !j.State.Terminal() && j.Spec.QOS != ""
+	switch {
+	case was && !is:
+		s.addActive(old.Spec.User, old.Spec.QOS, -1)
+	case is && !was:
+		s.addActive(j.Spec.User, j.Spec.QOS, 1)
+	case was && is && (old.Spec.User != j.Spec.User || old.Spec.QOS != j.Spec.QOS):
+		s.addActive(old.Spec.User, old.Spec.QOS, -1)
+		s.addActive(j.Spec.User, j.Spec.QOS, 1)
 	}
-	return n
 }
 
-// fairshareTree builds the association tree with usage decayed to now.
-func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
+func (s *State) addActive(user, q string, delta int) {
+	k := qosUser{user, q}
+	if n := s.qosActive[k] + delta; n > 0 {
+		s.qosActive[k] = n
+	} else {
+		delete(s.qosActive, k)
+	}
+}
+
+// FairshareTree builds the association tree with usage decayed to now.
+func (s *State) FairshareTree(now time.Time) *fairshare.Assoc {
 	root := &fairshare.Assoc{Account: "root", Shares: 1}
 	nodes := map[string]*fairshare.Assoc{"root": root}
 	for _, name := range sortedKeys(s.Accounts) {
@@ -297,10 +288,11 @@ func (s *State) fairshareTree(now time.Time) *fairshare.Assoc {
 	// Running jobs count too: what they have billed so far, on top of the
 	// decayed usage of the jobs that ended (charged when they end).
 	running := map[UserKey]float64{}
-	for _, n := range s.Nodes {
-		for _, id := range n.Jobs {
-			if j := s.Jobs[id]; j != nil && j.State.Active() {
-				running[UserKey{Account: j.Spec.Account, User: j.Spec.User}] += j.Elapsed(now).Seconds() * billing(j, s.Config)
+	for _, name := range sortedKeys(s.Nodes) {
+		for _, id := range s.Nodes[name].Allocs {
+			a := s.Allocs[id]
+			if j := s.Jobs[a.Job]; j != nil && a.Active() {
+				running[UserKey{Account: j.Spec.Account, User: j.Spec.User}] += a.Elapsed(now).Seconds() * billing(j, a, s.Config)
 			}
 		}
 	}
@@ -323,14 +315,34 @@ func (s *State) fairshare(now time.Time) map[UserKey]float64 {
 	if len(s.Users) == 0 {
 		return nil
 	}
-	alg := fairshare.FairTree
-	if s.Config.Fairshare == string(fairshare.Classic) {
-		alg = fairshare.Classic
-	}
-	_, factors := fairshare.Compute(s.fairshareTree(now), alg)
+	_, factors := fairshare.Compute(s.FairshareTree(now), s.FairshareAlgorithm())
 	out := make(map[UserKey]float64, len(factors))
 	for k, f := range factors {
 		out[UserKey{Account: k.Account, User: k.User}] = f
 	}
 	return out
+}
+
+// CheckUser says why a PutUser change cannot be applied, or nil, without
+// changing anything.
+func (s *State) CheckUser(u api.AccountUser, del bool) error {
+	scratch := &State{Accounts: s.Accounts, Users: maps.Clone(s.Users)}
+	return scratch.applyPutUser(&PutUser{User: u, Delete: del})
+}
+
+// PolicyView returns the configuration, QoS, accounts and users, sorted.
+func (s *State) PolicyView() api.PolicyView {
+	p := policyOf(s)
+	return api.PolicyView{Config: p.Config, QOS: p.QOS, Accounts: p.Accounts, Users: p.Users}
+}
+
+// FairshareAlgorithm is the configured fair-share algorithm: the one place
+// the setting is read (api.SchedConfig.Set admits only the known names;
+// anything else reads as Fair Tree, Slurm's default).
+func (s *State) FairshareAlgorithm() fairshare.Algorithm {
+	alg, err := fairshare.ParseAlgorithm(s.Config.Fairshare)
+	if err != nil {
+		return fairshare.FairTree
+	}
+	return alg
 }

@@ -1,11 +1,9 @@
-package ctld
+package state
 
 import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -43,9 +41,9 @@ type PurgeResult struct {
 	Shrunk bool
 }
 
-// defaultPurgeMax bounds the jobs one entry removes, so that applying it
+// DefaultPurgeMax bounds the jobs one entry removes, so that applying it
 // holds the state's lock for a few milliseconds only.
-const defaultPurgeMax = 5000
+const DefaultPurgeMax = 5000
 
 // finishedRef is a finished job in the index ordered by end time.
 type finishedRef struct {
@@ -82,7 +80,7 @@ func endKey(t time.Time) int64 {
 // trackRetention keeps the finished-job index, the dependency counts and
 // the counts of interned strings right as job old (nil for a new record) is
 // replaced by j.
-func (s *State) trackRetention(old, j *api.Job) {
+func (s *State) trackRetention(old, j *Job) {
 	switch {
 	case old == nil:
 		s.retainStrings(&j.Spec)
@@ -94,7 +92,7 @@ func (s *State) trackRetention(old, j *api.Job) {
 	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
 		s.addFinished(finishedRef{end: endKey(j.EndTime), id: j.ID})
 	}
-	var before, after *api.Dependency
+	var before, after *Dependency
 	if old != nil && !old.State.Terminal() {
 		before = old.Spec.Dependency
 	}
@@ -123,21 +121,16 @@ func (s *State) addFinished(ref finishedRef) {
 
 // countDeps adds delta to the count of unfinished jobs that name each job
 // or array in d. A job named as 12_5 counts for all of array 12.
-func (s *State) countDeps(d *api.Dependency, delta int) {
+func (s *State) countDeps(d *Dependency, delta int) {
 	if d == nil {
 		return
 	}
 	for _, cl := range d.Clauses {
-		for _, raw := range cl.JobIDs {
-			base, _, _ := strings.Cut(raw, "_")
-			id, err := strconv.ParseUint(base, 10, 64)
-			if err != nil {
-				continue
-			}
-			if n := s.depRefs[id] + delta; n > 0 {
-				s.depRefs[id] = n
+		for _, t := range cl.Targets {
+			if n := s.depRefs[t.Job] + delta; n > 0 {
+				s.depRefs[t.Job] = n
 			} else {
-				delete(s.depRefs, id)
+				delete(s.depRefs, t.Job)
 			}
 		}
 	}
@@ -150,14 +143,14 @@ func (s *State) countDeps(d *api.Dependency, delta int) {
 // An array's first record stays while any other record of the array
 // remains, so `corral queue -j 12` and dependencies on array 12 keep
 // finding the array.
-func (s *State) holdsBack(j *api.Job) string {
+func (s *State) holdsBack(j *Job) string {
 	switch {
 	case s.depRefs[j.ID] > 0 || j.ArrayJobID != 0 && s.depRefs[j.ArrayJobID] > 0:
 		return "an unfinished job depends on it"
 	case j.ID == j.ArrayJobID && slices.ContainsFunc(s.ArrayTasks[j.ID], func(id uint64) bool { return id != j.ID }):
 		return "other records of its array remain"
 	}
-	if n := s.Nodes[j.Node]; n != nil && slices.Contains(n.Jobs, j.ID) {
+	if len(s.activeAllocs(j)) > 0 {
 		return "its node still holds it"
 	}
 	return ""
@@ -171,7 +164,7 @@ func (s *State) applyPurge(c *PurgeJobs) *PurgeResult {
 	}
 	limit := c.Max
 	if limit <= 0 {
-		limit = defaultPurgeMax
+		limit = DefaultPurgeMax
 	}
 	// Jobs leave only here, so their count now is the most since the
 	// last purge.
@@ -243,14 +236,14 @@ func (s *State) shrinkMaps() bool {
 		return false
 	}
 	s.Jobs = resized(s.Jobs)
+	s.Allocs = resized(s.Allocs)
 	s.Pending = resized(s.Pending)
 	s.Tasks = resized(s.Tasks)
 	s.ArrayTasks = resized(s.ArrayTasks)
 	s.depRefs = resized(s.depRefs)
 	s.interned = resized(s.interned)
 	s.internRefs = resized(s.internRefs)
-	s.envs = resized(s.envs)
-	s.envRefs = resized(s.envRefs)
+	s.blobs = resized(s.blobs)
 	s.jobsPeak = len(s.Jobs)
 	return true
 }
@@ -271,9 +264,12 @@ type purge struct {
 }
 
 // removeJob deletes a finished job and every index that names it.
-func (s *State) removeJob(j *api.Job, p *purge) {
+func (s *State) removeJob(j *Job, p *purge) {
 	delete(s.Jobs, j.ID)
 	delete(s.Pending, j.ID)
+	for _, id := range j.Allocs {
+		delete(s.Allocs, id)
+	}
 	s.releaseStrings(&j.Spec)
 	if j.ArrayJobID == 0 {
 		return
@@ -306,61 +302,61 @@ func (s *State) dropArrayRecords(p *purge) {
 	}
 }
 
-// purgeDue is what the leader reads to decide whether a PurgeJobs entry
-// is worth proposing: how many finished jobs are past MinJobAge (some may
-// be held back) and whether request ids are due.
-type purgeDue struct {
-	jobs     int
-	requests bool
+// Due is what the leader reads to decide whether a PurgeJobs entry is
+// worth proposing: how many finished jobs are past MinJobAge (some may be
+// held back) and whether request ids are due.
+type Due struct {
+	Jobs     int
+	Requests bool
 }
 
-func (s *State) purgeDue(now time.Time) purgeDue {
-	d := purgeDue{requests: s.Requests.due(now, s.Config.RequestIDRetention)}
+// PurgeDue says what a PurgeJobs entry at now would find due.
+func (s *State) PurgeDue(now time.Time) Due {
+	d := Due{Requests: s.Requests.due(now, s.Config.RequestIDRetention)}
 	if s.Config.MinJobAge > 0 {
 		cutoff := endKey(now.Add(-retentionDuration(s.Config.MinJobAge)))
-		d.jobs, _ = slices.BinarySearchFunc(s.finished, finishedRef{end: cutoff}, finishedRef.compare)
+		d.Jobs, _ = slices.BinarySearchFunc(s.finished, finishedRef{end: cutoff}, finishedRef.compare)
 	}
 	return d
 }
 
 // specStrings lists the strings of a job's request that the state interns
 // and counts.
-func specStrings(sp *api.JobSpec) [10]string {
-	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.Script, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
+func specStrings(sp *JobSpec) [9]string {
+	return [...]string{sp.User, sp.Account, sp.Partition, sp.QOS, sp.SubmitDir, sp.WorkDir, sp.Output, sp.Error, sp.Name}
 }
 
 // sameSpecStrings reports whether two versions of a job hold the very same
 // interned strings and environment (the usual case: versions are copies).
 // It runs on every change of a job, so it compares the fields one by one.
-func sameSpecStrings(a, b *api.JobSpec) bool {
+func sameSpecStrings(a, b *JobSpec) bool {
 	return same(a.User, b.User) && same(a.Account, b.Account) && same(a.Partition, b.Partition) &&
-		same(a.QOS, b.QOS) && same(a.Script, b.Script) && same(a.SubmitDir, b.SubmitDir) &&
+		same(a.QOS, b.QOS) && a.Script == b.Script && same(a.SubmitDir, b.SubmitDir) &&
 		same(a.WorkDir, b.WorkDir) && same(a.Output, b.Output) && same(a.Error, b.Error) &&
-		same(a.Name, b.Name) && len(a.Env) == len(b.Env) && (len(a.Env) == 0 || &a.Env[0] == &b.Env[0])
+		same(a.Name, b.Name) && a.Env == b.Env
 }
 
 // same reports whether a and b are the same bytes in memory.
 func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b) }
 
-// retainStrings counts one more job record using the interned strings and
-// environment of sp. The counts are keyed by the strings' bytes, which
-// interning makes shared: counting costs a pointer hash per field, whatever
-// a string's length (a 4 MiB script hashes as fast as a user name).
-func (s *State) retainStrings(sp *api.JobSpec) {
+// retainStrings counts one more job record using the interned strings,
+// script and environment of sp. The counts are keyed by the strings' bytes,
+// which interning makes shared: counting costs a pointer hash per field,
+// whatever a string's length.
+func (s *State) retainStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v != "" {
 			s.internRefs[unsafe.StringData(v)]++
 		}
 	}
-	if len(sp.Env) > 0 {
-		s.envRefs[&sp.Env[0]]++
-	}
+	s.retainBlob(sp.Script)
+	s.retainBlob(sp.Env)
 }
 
-// releaseStrings counts one job record less using the strings of sp and
-// forgets those no record uses any more, so the tables hold only what the
-// jobs in the state share.
-func (s *State) releaseStrings(sp *api.JobSpec) {
+// releaseStrings counts one job record less using the strings, script and
+// environment of sp and forgets those no record uses any more, so the
+// tables hold only what the jobs in the state share.
+func (s *State) releaseStrings(sp *JobSpec) {
 	for _, v := range specStrings(sp) {
 		if v == "" {
 			continue
@@ -375,17 +371,10 @@ func (s *State) releaseStrings(sp *api.JobSpec) {
 			delete(s.interned, v)
 		}
 	}
-	if len(sp.Env) == 0 {
-		return
-	}
-	p := &sp.Env[0]
-	if n := s.envRefs[p] - 1; n > 0 {
-		s.envRefs[p] = n
-		return
-	}
-	delete(s.envRefs, p)
-	key := strings.Join(sp.Env, "\x00")
-	if c, ok := s.envs[key]; ok && &c[0] == p {
-		delete(s.envs, key)
-	}
+	s.releaseBlob(sp.Script)
+	s.releaseBlob(sp.Env)
 }
+
+// FinishedIndexed returns how many entries the index of finished jobs
+// holds (stale ones included): none once every job was purged.
+func (s *State) FinishedIndexed() int { return len(s.finished) }

@@ -1,8 +1,6 @@
-package ctld
+package state
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"corral/api"
@@ -31,55 +29,20 @@ const (
 	CmdPutUser        CommandType = 15
 	CmdUpdateJob      CommandType = 16
 	CmdPurgeJobs      CommandType = 17
+	CmdPutPartition   CommandType = 18
+	CmdSeedConfig     CommandType = 19
 )
-
-func (t CommandType) String() string {
-	switch t {
-	case CmdSubmitJobs:
-		return "SubmitJobs"
-	case CmdCancelJobs:
-		return "CancelJobs"
-	case CmdHoldRelease:
-		return "HoldRelease"
-	case CmdApplyPlan:
-		return "ApplyPlan"
-	case CmdRegisterNode:
-		return "RegisterNode"
-	case CmdNodeHeartbeats:
-		return "NodeHeartbeats"
-	case CmdJobReports:
-		return "JobReports"
-	case CmdNodeDown:
-		return "NodeDown"
-	case CmdNodeDrain:
-		return "NodeDrain"
-	case CmdSetMember:
-		return "SetMember"
-	case CmdSuspendJobs:
-		return "SuspendJobs"
-	case CmdSetConfig:
-		return "SetConfig"
-	case CmdPutQOS:
-		return "PutQOS"
-	case CmdPutAccount:
-		return "PutAccount"
-	case CmdPutUser:
-		return "PutUser"
-	case CmdUpdateJob:
-		return "UpdateJob"
-	case CmdPurgeJobs:
-		return "PurgeJobs"
-	}
-	return fmt.Sprintf("CommandType(%d)", uint8(t))
-}
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
 // FirstID; a job whose request id was seen before is not created again and
 // its reserved id stays unused.
 type SubmitJobs struct {
-	Now     time.Time     `json:"now"`
-	FirstID uint64        `json:"first_id"`
-	Jobs    []api.JobSpec `json:"jobs"`
+	Now     time.Time `json:"now"`
+	FirstID uint64    `json:"first_id"`
+	Jobs    []JobSpec `json:"jobs"`
+	// Blobs are the scripts, environments and chunks the jobs name that
+	// the state may not hold yet, each once (see Blob).
+	Blobs []BlobRecord `json:"blobs,omitempty"`
 }
 
 // CancelJobs cancels jobs by id; pending ones end at once, running ones go
@@ -101,46 +64,6 @@ type HoldRelease struct {
 	Now  time.Time `json:"now"`
 	IDs  []uint64  `json:"ids"`
 	Hold bool      `json:"hold"`
-}
-
-// PlanStart starts one job on one node with the given resources.
-type PlanStart struct {
-	JobID uint64 `json:"job_id"`
-	Node  string `json:"node"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
-	// OverheadMB is the node runner's own memory charged for the job.
-	OverheadMB int64 `json:"overhead_mb,omitempty"`
-	// For a task of an array (JobID is the array's pending record): Array
-	// is set, Task is the index, and NewID the id the leader reserved for
-	// the task's own record (unused when it is the array's last task,
-	// which keeps JobID).
-	Array bool   `json:"array,omitempty"`
-	Task  int    `json:"task,omitempty"`
-	NewID uint64 `json:"new_id,omitempty"`
-	// Placement is the exact set inside the node (nodes with inventory).
-	Placement *api.Placement `json:"placement,omitempty"`
-}
-
-// PlanReason sets the pending reason of a job the pass left pending.
-type PlanReason struct {
-	JobID  uint64     `json:"job_id"`
-	Reason api.Reason `json:"reason"`
-	// Start is the job's expected start under its reservation; zero when
-	// it holds none.
-	Start time.Time `json:"start,omitempty"`
-	// Message says why, for api.ReasonInvalidJob: the job is held with it
-	// (see sched.Plan.Invalid).
-	Message string `json:"message,omitempty"`
-}
-
-// ApplyPlan commits a scheduling pass: jobs to start and pending reasons that
-// changed. Apply re-checks every start against the state at its index and
-// skips those that no longer fit.
-type ApplyPlan struct {
-	Now     time.Time    `json:"now"`
-	Starts  []PlanStart  `json:"starts,omitempty"`
-	Reasons []PlanReason `json:"reasons,omitempty"`
 }
 
 // RegisterNode adds a node or records its daemon's restart.
@@ -218,67 +141,4 @@ type PutUser struct {
 type SetMember struct {
 	ID       string `json:"id"`
 	HTTPAddr string `json:"http_addr"`
-}
-
-// encodeCommand frames a command as one type byte followed by its JSON.
-func encodeCommand(t CommandType, payload any) ([]byte, error) {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", t, err)
-	}
-	out := make([]byte, 0, len(data)+1)
-	out = append(out, byte(t))
-	return append(out, data...), nil
-}
-
-// decodeCommand returns the typed payload of a framed command. An unknown
-// type is an error the FSM treats as fatal.
-func decodeCommand(b []byte) (CommandType, any, error) {
-	if len(b) == 0 {
-		return 0, nil, fmt.Errorf("empty command")
-	}
-	t := CommandType(b[0])
-	var v any
-	switch t {
-	case CmdSubmitJobs:
-		v = &SubmitJobs{}
-	case CmdCancelJobs:
-		v = &CancelJobs{}
-	case CmdHoldRelease:
-		v = &HoldRelease{}
-	case CmdApplyPlan:
-		v = &ApplyPlan{}
-	case CmdRegisterNode:
-		v = &RegisterNode{}
-	case CmdNodeHeartbeats:
-		v = &NodeHeartbeats{}
-	case CmdJobReports:
-		v = &JobReports{}
-	case CmdNodeDown:
-		v = &NodeDown{}
-	case CmdNodeDrain:
-		v = &NodeDrain{}
-	case CmdSetMember:
-		v = &SetMember{}
-	case CmdSuspendJobs:
-		v = &SuspendJobs{}
-	case CmdSetConfig:
-		v = &SetConfig{}
-	case CmdPutQOS:
-		v = &PutQOS{}
-	case CmdPutAccount:
-		v = &PutAccount{}
-	case CmdPutUser:
-		v = &PutUser{}
-	case CmdUpdateJob:
-		v = &UpdateJob{}
-	case CmdPurgeJobs:
-		v = &PurgeJobs{}
-	default:
-		return t, nil, fmt.Errorf("unknown command type %d", uint8(t))
-	}
-	if err := json.Unmarshal(b[1:], v); err != nil {
-		return t, nil, fmt.Errorf("decoding %s: %w", t, err)
-	}
-	return t, v, nil
 }

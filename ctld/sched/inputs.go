@@ -1,0 +1,120 @@
+package sched
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"corral/api"
+	"corral/ctld/state"
+)
+
+// NewSnapshot builds the snapshot of one pass over s at now. Every list is
+// built in a sorted order (pending jobs by id, nodes by name, runs by node
+// then allocation id), never in map order, so the same state gives the
+// same snapshot, and the pass the same plan, on every member and in the
+// simulator. It reads s's maps: the controller calls it under its read
+// lock; the snapshot keeps only immutable records.
+//
+// Everything the pass decides with comes from the state: its partitions
+// and the scheduler configuration (the memory per CPU of jobs that ask for
+// none, the policy) are replicated, so every member plans alike.
+func NewSnapshot(s *state.State, now time.Time) *Snapshot {
+	policy, err := ParsePolicy(s.Config.SchedulerPolicy)
+	if err != nil {
+		policy = PolicyEASY
+	}
+	snap := &Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config}
+	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
+	snap.Pending = make([]*state.Job, 0, len(s.Pending))
+	for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
+		j := s.Jobs[id]
+		snap.Pending = append(snap.Pending, j)
+		if j.Spec.Dependency != nil {
+			deps.collect(j.Spec.Dependency, s)
+		}
+		if j.EstNode != "" {
+			// The reservations are replicated with the plans that made
+			// them, so a new leader keeps every one of them.
+			if snap.Reservations == nil {
+				snap.Reservations = map[uint64]Reservation{}
+			}
+			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
+		}
+	}
+	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
+	for _, name := range slices.Sorted(maps.Keys(s.Nodes)) {
+		n := s.Nodes[name]
+		snap.Nodes = append(snap.Nodes, n)
+		for _, id := range n.Allocs {
+			if a := s.Allocs[id]; a != nil && a.Active() && s.Jobs[a.Job] != nil {
+				snap.Running = append(snap.Running, Run{Alloc: a, Job: s.Jobs[a.Job]})
+			}
+		}
+	}
+	snap.QOS = maps.Clone(s.QOS)
+	snap.Fairshare = s.FairshareFactors(now)
+	deps.install(snap)
+	return snap
+}
+
+// depTargets is what a pass needs to evaluate dependencies: the jobs named,
+// every record of the arrays named, and single tasks named as 12_5.
+type depTargets struct {
+	jobs   map[uint64]*state.Job
+	arrays map[uint64][]*state.Job
+	tasks  map[api.TaskRef]*state.Job
+}
+
+// collect records the targets of dependency d.
+func (t *depTargets) collect(d *state.Dependency, s *state.State) {
+	for _, cl := range d.Clauses {
+		for _, tg := range cl.Targets {
+			switch tg.Kind {
+			case state.DepTask:
+				tr := api.TaskRef{Array: tg.Job, Task: tg.Task}
+				if j, _ := s.ResolveTask(tr); j != nil {
+					t.tasks[tr] = j
+				}
+				continue
+			case state.DepArray:
+				if _, done := t.arrays[tg.Job]; !done {
+					t.arrays[tg.Job] = s.ArrayRecords(tg.Job)
+				}
+			}
+			if j := s.Jobs[tg.Job]; j != nil {
+				t.jobs[tg.Job] = j
+			}
+		}
+	}
+}
+
+// install sets the snapshot's lookups over the collected targets.
+func (t *depTargets) install(snap *Snapshot) {
+	snap.Lookup = func(id uint64) *state.Job { return t.jobs[id] }
+	snap.Array = func(id uint64) []*state.Job { return t.arrays[id] }
+	var byTask map[api.TaskRef]*state.Job // the arrays' records by task, built on first use
+	snap.LookupTask = func(array uint64, task int) *state.Job {
+		ref := api.TaskRef{Array: array, Task: task}
+		if j := t.tasks[ref]; j != nil {
+			return j
+		}
+		if byTask == nil {
+			byTask = map[api.TaskRef]*state.Job{}
+			for id, recs := range t.arrays {
+				for _, j := range recs {
+					if j.IsArrayTask() {
+						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
+					}
+				}
+			}
+		}
+		if j := byTask[ref]; j != nil {
+			return j
+		}
+		if recs := t.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
+			return recs[0]
+		}
+		return nil
+	}
+}

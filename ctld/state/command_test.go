@@ -1,0 +1,438 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+// This file holds the three tests every command type gets (STYLE.md 9):
+// an apply test (applyTests), the snapshot round trip after each entry of a
+// log that holds every type (everyCommandLog), and the replay of that log
+// into three states whose hashes must match. TestCommandTable checks that
+// no type of the table lacks any of them.
+
+// everyCommandLog is one log with at least one entry of every command type.
+// Its first six entries (members, two nodes, four jobs, a hold, a plan at
+// index 6) are what the tests of apply_test.go build on.
+func everyCommandLog(t testing.TB) []*logEntry {
+	node := api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, Runner: "process", BootID: "b1", Partitions: []string{"batch"}}
+	node2 := api.NodeInfo{Name: "n2", CPUs: 2, MemMB: 4096, Runner: "process", BootID: "c1", Partitions: []string{"batch"}}
+	req := spec("b")
+	req.Requeue = true
+	req.InlineEnv = &InlineEnv{Env: []string{"HOME=/home/alice", "PATH=/usr/bin:/bin", "SAMPLE=1"}}
+	cmds := []struct {
+		t CommandType
+		p any
+	}{
+		{CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:7001"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: node}},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: node2}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), req, spec("c"), spec("d")}}},
+		{CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{3}, Hold: true}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n2", CPUs: 1, MemMB: 512}, {JobID: 4, Node: "n1", CPUs: 1, MemMB: 512}}, Reasons: []PlanReason{{JobID: 3, Reason: api.ReasonJobHeldUser}}}},
+		{CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{4}, Suspend: true}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(3 * time.Second), IDs: []uint64{4, 3}, Suspend: false}},
+		{CmdJobReports, &JobReports{Now: t0.Add(3 * time.Second), Node: "n1", BootID: "b1", Reports: []api.JobReport{{JobID: 1, StartIndex: 6, State: api.StateCompleted}}}},
+		{CmdCancelJobs, &CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{4}, By: "alice"}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(5 * time.Second), Nodes: []string{"n2"}, Reason: "Not responding"}},
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(6 * time.Second), Node: "n1", Drain: true, Reason: "maintenance"}},
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"PriorityWeightAge", "500"}, {"MinJobAge", "60"}}}},
+		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "high", Priority: 100, Preempt: []string{"besteffort"}, MaxWall: 3600}}},
+		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 2}}},
+		{CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 1}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(7 * time.Second), ID: 3, Dependency: &Dependency{Raw: "afterany:1", Clauses: []DepClause{{Type: "afterany", JobIDs: []string{"1"}}}}}},
+		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 10}},
+		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}}, DefMemPerCPU: 1024, Policy: "conservative"}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug", MaxTime: 1800, State: api.PartitionDrain}}},
+	}
+	var logs []*logEntry
+	for i, c := range cmds {
+		logs = append(logs, entry(t, uint64(i+1), c.t, c.p))
+	}
+	return logs
+}
+
+// scene is a small cluster to apply one more entry to: nodes n1 and n2 (2
+// CPUs, 4 GiB each), jobs 1 (running on n1), 2 (running on n2, --requeue),
+// 3 (pending) and 4 (held), all at index 3. next applies an entry at the
+// following index and returns its result.
+func scene(t *testing.T) (r *replica, next func(CommandType, any) any) {
+	t.Helper()
+	req := spec("b")
+	req.Requeue = true
+	held := spec("d")
+	held.Hold = true
+	r = newReplica()
+	applyAll(t, r, []*logEntry{
+		entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, BootID: "b1"}}),
+		entry(t, 2, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n2", CPUs: 2, MemMB: 4096, BootID: "b2"}}),
+		entry(t, 3, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), req, spec("c"), held}}),
+		entry(t, 4, CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Second), Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 512}, {JobID: 2, Node: "n2", CPUs: 1, MemMB: 512}}}),
+	})
+	index := uint64(4)
+	return r, func(ct CommandType, p any) any {
+		index++
+		return r.Apply(entry(t, index, ct, p))
+	}
+}
+
+// expect compares named values: got and want pairs.
+func expect(t *testing.T, checks map[string][2]any) {
+	t.Helper()
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s: got %v, want %v", name, c[0], c[1])
+		}
+	}
+}
+
+// applyTests holds one apply test per command type.
+var applyTests = map[CommandType]func(t *testing.T){
+	CmdSubmitJobs: func(t *testing.T) {
+		r, next := scene(t)
+		arr := spec("arr")
+		arr.Array = &api.ArraySpec{Raw: "0-3", Ranges: []api.ArrayRange{{First: 0, Last: 3, Step: 1}}}
+		res := next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []JobSpec{spec("x"), arr}}).(*SubmitResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"first id":          {res.Results[0].JobID, uint64(10)},
+			"pending":           {s.Jobs[10].State, api.StatePending},
+			"array record":      {s.Jobs[11].ArrayJobID, uint64(11)},
+			"array tasks":       {s.Jobs[11].ArrayPending.Len(), 4},
+			"next job id":       {s.NextJobID, uint64(12)},
+			"request id kept":   {s.Requests.Len(), 6},
+			"held job's reason": {s.Jobs[4].Reason, api.ReasonJobHeldUser},
+		})
+	},
+	CmdCancelJobs: func(t *testing.T) {
+		r, next := scene(t)
+		res := next(CmdCancelJobs, &CancelJobs{Now: t0.Add(time.Minute), IDs: []uint64{1, 3, 99}, By: "bob"}).(*IDsResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"changed":                {len(res.Changed), 2},
+			"unknown job refused":    {res.Errors[99], "job 99: no such job"},
+			"running job completing": {s.Jobs[1].State, api.StateCompleting},
+			"its final state":        {run(s, 1).StopAs, api.StateCancelled},
+			"pending job cancelled":  {s.Jobs[3].State, api.StateCancelled},
+			"who cancelled":          {s.Jobs[3].Message, "cancelled by bob"},
+			"node holds job 1":       {s.Nodes["n1"].AllocCPUs, 1},
+		})
+	},
+	CmdHoldRelease: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{3}, Hold: true})
+		res := next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{4, 1}, Hold: false}).(*IDsResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"held":              {s.Jobs[3].Reason, api.ReasonJobHeldUser},
+			"released":          {s.Jobs[4].Spec.Hold, false},
+			"release's reason":  {s.Jobs[4].Reason, api.ReasonNone},
+			"running refused":   {strings.Contains(res.Errors[1], "only pending jobs"), true},
+			"jobs changed once": {len(res.Changed), 1},
+		})
+	},
+	CmdApplyPlan: func(t *testing.T) {
+		r, next := scene(t)
+		res := next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Minute), Starts: []PlanStart{{JobID: 3, Node: "n1", CPUs: 1, MemMB: 512}},
+			Reasons: []PlanReason{{JobID: 4, Reason: api.ReasonPriority, Start: t0.Add(time.Hour)}}}).(*PlanResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"started":         {len(res.Started), 1},
+			"running":         {s.Jobs[3].State, api.StateRunning},
+			"on its node":     {run(s, 3).Node, "n1"},
+			"start index":     {run(s, 3).StartIndex, uint64(5)},
+			"node full":       {s.Nodes["n1"].AllocCPUs, 2},
+			"reason set":      {s.Jobs[4].Reason, api.ReasonPriority},
+			"estimated start": {s.Jobs[4].EstStart, t0.Add(time.Hour)},
+		})
+	},
+	CmdRegisterNode: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdRegisterNode, &RegisterNode{Now: t0.Add(time.Minute), Info: api.NodeInfo{Name: "n3", CPUs: 8, MemMB: 1024, BootID: "x"}})
+		next(CmdRegisterNode, &RegisterNode{Now: t0.Add(time.Minute), Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, BootID: "b1"}})
+		next(CmdRegisterNode, &RegisterNode{Now: t0.Add(time.Minute), Info: api.NodeInfo{Name: "n2", CPUs: 2, MemMB: 4096, BootID: "b2-new"}})
+		s := r.s
+		expect(t, map[string][2]any{
+			"new node":                         {s.Nodes["n3"].CPUs, 8},
+			"same daemon keeps its job":        {s.Jobs[1].State, api.StateRunning},
+			"restarted daemon lost its job":    {s.Jobs[2].State, api.StatePending},
+			"which was requeued":               {s.Jobs[2].Restarts, 1},
+			"restarted node holds nothing now": {s.Nodes["n2"].AllocCPUs, 0},
+		})
+	},
+	CmdNodeHeartbeats: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(time.Minute), "n9": t0}})
+		next(CmdNodeHeartbeats, &NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(time.Second)}})
+		expect(t, map[string][2]any{
+			"last seen moves forward only": {r.s.Nodes["n1"].LastSeen, t0.Add(time.Minute)},
+			"unknown node not added":       {len(r.s.Nodes), 2},
+		})
+	},
+	CmdJobReports: func(t *testing.T) {
+		r, next := scene(t)
+		res := next(CmdJobReports, &JobReports{Now: t0.Add(time.Minute), Node: "n1", BootID: "b1", Reports: []api.JobReport{
+			{JobID: 1, StartIndex: 4, State: api.StateFailed, ExitCode: 3}, {JobID: 2, StartIndex: 4, State: api.StateCompleted}}}).(*IDsResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"applied":                 {len(res.Changed), 1},
+			"another node's job":      {res.Errors[2], "stale report"},
+			"failed":                  {s.Jobs[1].State, api.StateFailed},
+			"exit code":               {s.Jobs[1].ExitCode, 3},
+			"end time":                {s.Jobs[1].EndTime, t0.Add(time.Minute)},
+			"node freed":              {s.Nodes["n1"].AllocCPUs, 0},
+			"other node's job runs":   {s.Jobs[2].State, api.StateRunning},
+			"usage charged to alice":  {s.Usage[UserKey{User: "alice"}].Raw > 0, true},
+			"usage stamped with time": {s.Usage[UserKey{User: "alice"}].At, t0.Add(time.Minute)},
+		})
+	},
+	CmdNodeDown: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdNodeDown, &NodeDown{Now: t0.Add(time.Minute), Nodes: []string{"n1", "n2"}, Reason: "Not responding"})
+		s := r.s
+		expect(t, map[string][2]any{
+			"down":                 {s.Nodes["n1"].State(), api.NodeDown},
+			"reason":               {s.Nodes["n1"].Reason, "Not responding"},
+			"plain job lost":       {s.Jobs[1].State, api.StateNodeFail},
+			"--requeue job queued": {s.Jobs[2].State, api.StatePending},
+			"nothing allocated":    {s.Nodes["n2"].AllocCPUs, 0},
+		})
+	},
+	CmdNodeDrain: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n1", Drain: true, Reason: "disk"})
+		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: true, Reason: "fan"})
+		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: false})
+		err, _ := next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n9", Drain: true, Reason: "x"}).(error)
+		s := r.s
+		expect(t, map[string][2]any{
+			"draining with a job": {s.Nodes["n1"].State(), api.NodeDraining},
+			"its reason":          {s.Nodes["n1"].Reason, "disk"},
+			"resumed":             {s.Nodes["n2"].Drain, false},
+			"resumed's reason":    {s.Nodes["n2"].Reason, ""},
+			"unknown node":        {err != nil && strings.Contains(err.Error(), "no such node"), true},
+		})
+	},
+	CmdSetMember: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:1"})
+		next(CmdSetMember, &SetMember{ID: "c1", HTTPAddr: "127.0.0.1:2"})
+		expect(t, map[string][2]any{"member's address": {r.s.Members["c1"], "127.0.0.1:2"}})
+	},
+	CmdSuspendJobs: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdSuspendJobs, &SuspendJobs{Now: t0.Add(10 * time.Second), IDs: []uint64{1}, Suspend: true})
+		mid := r.s.Jobs[1].State
+		res := next(CmdSuspendJobs, &SuspendJobs{Now: t0.Add(13 * time.Second), IDs: []uint64{1, 3}, Suspend: false}).(*IDsResult)
+		s := r.s
+		expect(t, map[string][2]any{
+			"suspended":          {mid, api.StateSuspended},
+			"resumed":            {s.Jobs[1].State, api.StateRunning},
+			"paused time":        {run(s, 1).SuspendedFor, 3 * time.Second},
+			"pending not resume": {strings.Contains(res.Errors[3], "only suspended jobs"), true},
+		})
+	},
+	CmdSetConfig: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdSetConfig, &SetConfig{Settings: [][2]string{{"PriorityWeightAge", "7"}, {"FairshareAlgorithm", "classic"}}})
+		err, _ := next(CmdSetConfig, &SetConfig{Settings: [][2]string{{"PriorityWeightQOS", "1"}, {"NoSuchSetting", "1"}}}).(error)
+		s := r.s
+		expect(t, map[string][2]any{
+			"weight":                    {s.Config.Weights.Age, int64(7)},
+			"algorithm":                 {s.Config.Fairshare, "classic"},
+			"bad setting refused":       {err != nil, true},
+			"nothing of it was applied": {s.Config.Weights.QOS, api.DefaultSchedConfig().Weights.QOS},
+		})
+	},
+	CmdPutQOS: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "high", Priority: 10, PreemptMode: "Requeue"}})
+		err, _ := next(CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "loop", Preempt: []string{"loop"}}}).(error)
+		next(CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "burstable"}, Delete: true})
+		s := r.s
+		expect(t, map[string][2]any{
+			"added":                 {s.QOS["high"].Priority, int64(10)},
+			"mode stored canonical": {s.QOS["high"].PreemptMode, api.PreemptRequeue},
+			"self-preemption":       {err != nil, true},
+			"deleted":               {s.QOS["burstable"] == nil, true},
+		})
+	},
+	CmdPutAccount: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 2}})
+		next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "hep", Parent: "phys", Shares: 1}})
+		err, _ := next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "bio", Parent: "nowhere"}}).(error)
+		s := r.s
+		expect(t, map[string][2]any{
+			"tenant under root":  {s.Accounts["phys"].Parent, "root"},
+			"account under it":   {s.Accounts["hep"].Parent, "phys"},
+			"missing parent":     {err != nil, true},
+			"refused not stored": {s.Accounts["bio"] == nil, true},
+		})
+	},
+	CmdPutUser: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Shares: 2}})
+		next(CmdPutUser, &PutUser{User: api.AccountUser{Account: "phys", Name: "alice", Shares: 3}})
+		err, _ := next(CmdPutUser, &PutUser{User: api.AccountUser{Account: "none", Name: "bob"}}).(error)
+		s := r.s
+		expect(t, map[string][2]any{
+			"association":     {s.Users[UserKey{Account: "phys", User: "alice"}].Shares, 3.0},
+			"default account": {s.DefaultAccount("alice"), "phys"},
+			"unknown account": {err != nil, true},
+		})
+	},
+	CmdUpdateJob: func(t *testing.T) {
+		r, next := scene(t)
+		dep := &Dependency{Raw: "afterok:1", Clauses: []DepClause{{Type: "afterok", JobIDs: []string{"1"}}}}
+		next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 3, Dependency: dep})
+		err, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, Dependency: dep}).(error)
+		s := r.s
+		expect(t, map[string][2]any{
+			"dependency set":  {s.Jobs[3].Spec.Dependency.Raw, "afterok:1"},
+			"running refused": {err != nil && strings.Contains(err.Error(), "only pending jobs"), true},
+		})
+	},
+	CmdPurgeJobs: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdCancelJobs, &CancelJobs{Now: t0.Add(time.Second), IDs: []uint64{3}})
+		early := next(CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Minute)}).(*PurgeResult)
+		late := next(CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour)}).(*PurgeResult)
+		expect(t, map[string][2]any{
+			"within MinJobAge kept": {early.Jobs, 0},
+			"past it purged":        {late.Jobs, 1},
+			"gone":                  {r.s.Jobs[3] == nil, true},
+			"others stay":           {len(r.s.Jobs), 3},
+		})
+	},
+}
+
+func init() {
+	applyTests[CmdPutPartition] = func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "batch", Default: true, State: "drain", MaxTime: 3600, PreemptMode: "Suspend"}})
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug", Default: true, PriorityTier: 2}})
+		bad, _ := next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "x", MaxTime: 60, DefaultTime: 120}}).(error)
+		s := r.s
+		batch := *s.Partitions["batch"]
+		dbg := spec("dbg")
+		dbg.Partition = "debug"
+		next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 10, Jobs: []JobSpec{dbg}})
+		busy, _ := next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug"}, Delete: true}).(error)
+		next(CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "batch"}, Delete: true})
+		expect(t, map[string][2]any{
+			"stored in canonical form": {batch.State, api.PartitionDrain},
+			"mode canonical":           {batch.PreemptMode, api.PreemptSuspend},
+			"one default":              {batch.Default, false},
+			"the new default":          {s.Partitions["debug"].Default, true},
+			"DefaultTime over MaxTime": {bad != nil, true},
+			"in use, not deleted":      {busy != nil && strings.Contains(busy.Error(), "job 10"), true},
+			"unused, deleted":          {s.Partitions["batch"] == nil, true},
+			"nodes name batch":         {fmt.Sprint(s.PartitionList()[1].Name, s.PartitionList()[1].Nodes), "batch[n1 n2]"},
+		})
+	}
+	applyTests[CmdSeedConfig] = func(t *testing.T) {
+		r, next := scene(t)
+		first := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 60}}, DefMemPerCPU: 2048, Policy: "fcfs"})
+		again := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "other"}}, DefMemPerCPU: 1})
+		s := r.s
+		expect(t, map[string][2]any{
+			"seeded":                  {first, true},
+			"only once":               {again, false},
+			"partitions":              {len(s.Partitions), 2},
+			"memory per CPU":          {s.Config.DefMemPerCPU, int64(2048)},
+			"policy":                  {s.Config.SchedulerPolicy, "fcfs"},
+			"flag seen":               {s.Seeded, true},
+			"the second seed did not": {s.Partitions["other"] == nil, true},
+		})
+	}
+}
+
+// TestCommandTable walks the command table: every type has a name, an apply
+// test, and entries in the log the round-trip and replay tests use.
+func TestCommandTable(t *testing.T) {
+	inLog := map[CommandType]bool{}
+	for _, e := range everyCommandLog(t) {
+		ct, _, err := Decode(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inLog[ct] = true
+	}
+	for _, ct := range CommandTypes() {
+		if strings.HasPrefix(ct.String(), "CommandType(") || ct.String() == "" {
+			t.Errorf("command type %d has no name", ct)
+		}
+		if applyTests[ct] == nil {
+			t.Errorf("%s has no apply test in applyTests", ct)
+		}
+		if !inLog[ct] {
+			t.Errorf("%s has no entry in everyCommandLog, so no snapshot round-trip or replay test", ct)
+		}
+	}
+	for ct := range applyTests {
+		if _, ok := commands[ct]; !ok {
+			t.Errorf("applyTests has a test for %s, which is not in the command table", ct)
+		}
+	}
+}
+
+func TestApplyByCommand(t *testing.T) {
+	for _, ct := range CommandTypes() {
+		if test := applyTests[ct]; test != nil {
+			t.Run(ct.String(), test)
+		}
+	}
+}
+
+// TestSnapshotRoundTripPerCommand restores a snapshot taken after each
+// entry of everyCommandLog: the restored state has the same hash, and keeps
+// applying the rest of the log identically.
+func TestSnapshotRoundTripPerCommand(t *testing.T) {
+	logs := everyCommandLog(t)
+	for i := range logs {
+		ct, _, _ := Decode(logs[i].Data)
+		t.Run(ct.String(), func(t *testing.T) {
+			f := newReplica()
+			applyAll(t, f, logs[:i+1])
+			g := restoredCopy(t, f)
+			if f.Hash() != g.Hash() {
+				t.Fatalf("state after restore differs")
+			}
+			applyAll(t, f, logs[i+1:])
+			applyAll(t, g, logs[i+1:])
+			if f.Hash() != g.Hash() {
+				t.Fatalf("replicas diverged after restore")
+			}
+		})
+	}
+}
+
+// TestReplayIntoThreeStates applies everyCommandLog to three states: after
+// every entry their hashes agree, and every entry changes the hash or is
+// one that may leave the state as it was.
+func TestReplayIntoThreeStates(t *testing.T) {
+	logs := everyCommandLog(t)
+	rs := []*replica{newReplica(), newReplica(), newReplica()}
+	prev := rs[0].Hash()
+	for _, e := range logs {
+		ct, _, _ := Decode(e.Data)
+		var hashes []string
+		for _, r := range rs {
+			r.Apply(e)
+			hashes = append(hashes, r.Hash())
+		}
+		if hashes[0] != hashes[1] || hashes[1] != hashes[2] {
+			t.Fatalf("after %s at index %d the replicas disagree: %v", ct, e.Index, hashes)
+		}
+		if hashes[0] == prev {
+			t.Errorf("%s at index %d left the hash unchanged", ct, e.Index)
+		}
+		prev = hashes[0]
+	}
+}

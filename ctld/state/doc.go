@@ -1,0 +1,58 @@
+// Package state is corral's replicated state machine: a pure package with
+// no Raft, no HTTP, no clock and no goroutines. The controller (package
+// ctld) wraps it in its Raft FSM; the simulator can drive it directly.
+//
+// It owns:
+//
+//   - State: the jobs, nodes, request ids, members, the scheduler's
+//     configuration and the policy objects (QoS, accounts, users, usage),
+//     with the indexes derived from them (pending jobs, array tasks, the
+//     finished jobs by end time, the counts of interned strings).
+//   - The command table (table.go): one entry per command type, naming it
+//     and giving its payload's decoder and its apply function. Adding a
+//     command is adding one entry; TestCommandTable checks that every type
+//     has an apply test, a snapshot round trip and a replay into three
+//     states.
+//   - Apply(index, type, payload): the only way state changes. It is
+//     deterministic: every time and id it uses was stamped into the payload
+//     by the leader, nothing depends on map order, and a business failure
+//     (no such job, a limit) is the entry's result, never a panic.
+//   - Encode and Decode: one type byte and a JSON payload. A decode failure
+//     or an unknown type is an error the controller treats as fatal (a
+//     replica that cannot apply the log stops rather than diverge).
+//   - Snapshots: Snapshot captures an immutable view (records are
+//     copy-on-write, so copying the maps of pointers is enough); Write
+//     streams a header with the format version and one record per line;
+//     ReadSnapshot reads this format and the older ones, and refuses a
+//     record of no known kind.
+//   - Hash: a digest of everything replicated (it hashes the snapshot's
+//     bytes, so what the hash misses a snapshot would lose;
+//     TestHashCoversEveryField changes every field and checks).
+//
+// Records and payloads are the state's own types (Job, JobSpec, Dependency,
+// Allocation, Node, the command payloads and the snapshot records); package
+// api is the wire, and the controller converts between them at its edge.
+// The small values that the wire and the records share — the job and node
+// state names, reasons and preemption modes, index sets and array
+// expressions, placements and inventories, GRES and hugepage requests, QoS,
+// accounts and the scheduler configuration, and the node daemons' own
+// messages (api.NodeInfo, api.JobReport) carried in RegisterNode and
+// JobReports — are api's types held as they are: duplicating them would
+// double what each field added to them costs, and the guard against an
+// accidental change of their encoding is the same as for the state's own
+// types: the golden log (testdata/golden.log, TestGoldenLog) pins the bytes
+// of every command type and TestGoldenLogCoversEveryField fails while any
+// field of any of them, at any depth, is zero in all its entries.
+//
+// One scheduling pass is one ApplyPlan entry (plan.go): cancels, stops by
+// preemption mode, resumes, starts, reasons and reservations (and room for
+// migrations), applied node by node with stops first and checked, once,
+// against the state they apply to.
+//
+// It never reads the clock, starts a goroutine, does I/O beyond the
+// io.Reader and io.Writer it is given, or decides what to schedule (that is
+// package ctld/sched, whose plans arrive here as ApplyPlan entries).
+//
+// The entry points are New, Decode, (*State).Apply, (*State).Snapshot,
+// ReadSnapshot and (*State).Hash.
+package state

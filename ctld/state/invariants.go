@@ -1,0 +1,106 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"corral/api"
+)
+
+// CheckInvariants says what is wrong with the state's allocations, or nil:
+// every active allocation is listed by its job and its node, and by no other
+// node; no CPU id, GPU, MIG instance or VF is held by two active
+// allocations of a node; a node's allocated CPUs and memory are the sum of
+// what its allocations hold; a job's state agrees with its allocations'
+// (RUNNING, SUSPENDED or COMPLETING exactly while one is active), and the
+// pending index holds exactly the pending jobs. Tests and fuzz targets call
+// it after every entry; it reads every record, so it is not for the
+// controller's hot path.
+func (s *State) CheckInvariants() error {
+	for _, name := range sortedKeys(s.Nodes) {
+		if err := s.checkNode(s.Nodes[name]); err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Allocs)) {
+		a := s.Allocs[id]
+		j := s.Jobs[a.Job]
+		switch {
+		case a.ID != id:
+			return fmt.Errorf("allocation %d is stored as %d", a.ID, id)
+		case j == nil:
+			return fmt.Errorf("allocation %d names job %d, which is not in the state", id, a.Job)
+		case !slices.Contains(j.Allocs, id):
+			return fmt.Errorf("allocation %d of job %d is not in the job's list %v", id, a.Job, j.Allocs)
+		}
+		if n := s.Nodes[a.Node]; a.Active() && (n == nil || !slices.Contains(n.Allocs, id)) {
+			return fmt.Errorf("active allocation %d of job %d is not listed by its node %s", id, a.Job, a.Node)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
+		if err := s.checkJob(s.Jobs[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNode checks one node's allocation list and sums.
+func (s *State) checkNode(n *Node) error {
+	cpus, mem := 0, int64(0)
+	held := map[string]uint64{} // "cpu 3", "dev GPU-1" → the allocation holding it
+	for _, id := range n.Allocs {
+		a := s.Allocs[id]
+		if a == nil || !a.Active() || a.Node != n.Name {
+			return fmt.Errorf("node %s lists allocation %d, which is not an active allocation on it", n.Name, id)
+		}
+		cpus += a.HeldCPUs()
+		mem += a.HeldMemMB()
+		if a.Placement == nil {
+			continue
+		}
+		var things []string
+		if !a.CPUsLent {
+			for _, c := range a.Placement.CPUs {
+				things = append(things, fmt.Sprint("CPU ", c))
+			}
+		}
+		for _, d := range slices.Concat(a.Placement.GPUs, a.Placement.MIG, a.Placement.VFs) {
+			things = append(things, "device "+d)
+		}
+		for _, t := range things {
+			if other, ok := held[t]; ok {
+				return fmt.Errorf("node %s: %s is held by allocations %d and %d", n.Name, t, other, id)
+			}
+			held[t] = id
+		}
+	}
+	if cpus != n.AllocCPUs || mem != n.AllocMemMB {
+		return fmt.Errorf("node %s counts %d CPUs and %d MiB allocated; its allocations hold %d and %d", n.Name, n.AllocCPUs, n.AllocMemMB, cpus, mem)
+	}
+	return nil
+}
+
+// checkJob checks that a job's state agrees with its allocations.
+func (s *State) checkJob(j *Job) error {
+	for _, id := range j.Allocs {
+		if a := s.Allocs[id]; a == nil || a.Job != j.ID {
+			return fmt.Errorf("job %d lists allocation %d, which is not one of its own", j.ID, id)
+		}
+	}
+	active := s.activeAllocs(j)
+	want, ok := jobState(active)
+	switch {
+	case ok && j.State != want:
+		return fmt.Errorf("job %d is %s; its active allocations make it %s", j.ID, j.State, want)
+	case !ok && j.State.Active():
+		return fmt.Errorf("job %d is %s without an active allocation", j.ID, j.State)
+	case !ok && j.State != api.StatePending && !j.State.Terminal():
+		return fmt.Errorf("job %d is %s, neither pending nor finished, without an active allocation", j.ID, j.State)
+	}
+	if _, indexed := s.Pending[j.ID]; indexed != (j.State == api.StatePending) {
+		return fmt.Errorf("job %d is %s but the pending index says %v", j.ID, j.State, indexed)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package state
+
+import (
+	"strconv"
+	"time"
+
+	"corral/api"
+)
+
+// JobSpec is a job's request as the state records it: what the user asked
+// for, after the controller filled in its defaults and validated it. It is
+// the state's own type (api.JobSpec is the wire's); the JSON names are
+// those every log entry since the first was written with, and the golden
+// log (testdata/golden.log) fails when one changes.
+type JobSpec struct {
+	// RequestID is the client's idempotency key (see RequestIDs).
+	RequestID string `json:"request_id,omitempty"`
+
+	Name      string `json:"name"`
+	User      string `json:"user"`
+	Account   string `json:"account,omitempty"`
+	Partition string `json:"partition,omitempty"`
+	QOS       string `json:"qos,omitempty"`
+	// InlineScript and InlineEnv are a script and environment written
+	// inline, by entries and snapshots older than Script and Env (and in
+	// their place, so those encode as they did); the state moves them out
+	// of line when it takes them, so no record keeps them.
+	*InlineScript
+	Args      []string `json:"args,omitempty"`
+	SubmitDir string   `json:"submit_dir"`
+	WorkDir   string   `json:"work_dir"`
+	*InlineEnv
+
+	NTasks      int   `json:"ntasks"`
+	CPUsPerTask int   `json:"cpus_per_task"`
+	Nodes       int   `json:"nodes,omitempty"`
+	MemPerNode  int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`
+	// TimeLimit is in seconds; 0 means the partition's limit.
+	TimeLimit int64 `json:"time_limit_s,omitempty"`
+	// Signal is the time-limit warning (sbatch --signal); nil sends none.
+	Signal *api.WarnSignal `json:"signal,omitempty"`
+
+	Output           string    `json:"output,omitempty"`
+	Error            string    `json:"error,omitempty"`
+	Requeue          bool      `json:"requeue,omitempty"`
+	Hold             bool      `json:"hold,omitempty"`
+	KillOnInvalidDep bool      `json:"kill_on_invalid_dep,omitempty"`
+	Begin            time.Time `json:"begin,omitempty"`
+	Comment          string    `json:"comment,omitempty"`
+	Nice             int       `json:"nice,omitempty"`
+
+	Gres       []api.Gres            `json:"gres,omitempty"`
+	Hugepages  []api.HugepageRequest `json:"hugepages,omitempty"`
+	NUMA       string                `json:"numa,omitempty"`
+	Dependency *Dependency           `json:"dependency,omitempty"`
+	Array      *api.ArraySpec        `json:"array,omitempty"`
+	Image      string                `json:"image,omitempty"`
+	// NoMigrate gives up live migration for speed (--no-migrate): the vm
+	// runner shares files over virtiofs instead of NFS.
+	NoMigrate bool `json:"no_migrate,omitempty"`
+
+	// Script is the job's script and Env its exported environment (sorted
+	// KEY=VALUE lines), out of line: shared with every job of the same
+	// content, named by key in entries and snapshots (see Blob).
+	Script *Blob `json:"script_ref,omitempty"`
+	Env    *Blob `json:"env_ref,omitempty"`
+}
+
+// CPUs returns the number of CPUs the job asks for on its node.
+func (s *JobSpec) CPUs() int { return max(s.NTasks, 1) * max(s.CPUsPerTask, 1) }
+
+// MemMB returns the memory the job asks for on its node in MiB, or 0 when it
+// asked for none (the default per CPU applies).
+func (s *JobSpec) MemMB() int64 {
+	if s.MemPerNode > 0 {
+		return s.MemPerNode
+	}
+	if s.MemPerCPU > 0 {
+		return s.MemPerCPU * int64(s.CPUs())
+	}
+	return 0
+}
+
+// Dependency is a parsed --dependency expression. Clauses are joined by
+// "all of" unless Any is set.
+type Dependency struct {
+	Any     bool        `json:"any,omitempty"`
+	Clauses []DepClause `json:"clauses"`
+	Raw     string      `json:"raw"`
+}
+
+// DepClause is one dependency type with its targets, e.g. afterok:12:13.
+type DepClause struct {
+	// Type is after, afterany, afterok, afternotok, aftercorr or
+	// singleton (which names no job).
+	Type string `json:"type"`
+	// Targets are the jobs the clause names, parsed and resolved once,
+	// when the job is submitted (or its dependency updated).
+	Targets []DepTarget `json:"targets,omitempty"`
+	// JobIDs is how entries written before typed targets named them ("12",
+	// "12_5"); the apply resolves them into Targets when it takes such an
+	// entry, and no record keeps them.
+	JobIDs []string `json:"job_ids,omitempty"`
+	// Minutes is the +time of after:<id>+<minutes>.
+	Minutes int `json:"minutes,omitempty"`
+}
+
+// DepKind is what a dependency target names.
+type DepKind string
+
+// Dependency target kinds.
+const (
+	// DepJob names one job ("12").
+	DepJob DepKind = "job"
+	// DepTask names one task of an array ("12_5"): the task's own record
+	// once it started, the array's pending record until then.
+	DepTask DepKind = "task"
+	// DepArray names every task of an array ("12", when job 12 is one).
+	DepArray DepKind = "array"
+)
+
+// DepTarget is one job a dependency names.
+type DepTarget struct {
+	Kind DepKind `json:"kind"`
+	Job  uint64  `json:"job"`
+	Task int     `json:"task,omitempty"`
+}
+
+// String writes the target as users name it.
+func (t DepTarget) String() string {
+	if t.Kind == DepTask {
+		return strconv.FormatUint(t.Job, 10) + "_" + strconv.Itoa(t.Task)
+	}
+	return strconv.FormatUint(t.Job, 10)
+}
+
+// DepLookups are how a target's records are found: a job by id, the record
+// holding a task of an array, every record of an array. The state and the
+// scheduling pass each give their own, and both resolve targets with
+// Records, so the pass and the cycle check read dependencies alike.
+type DepLookups struct {
+	Job   func(id uint64) *Job
+	Task  func(array uint64, task int) *Job
+	Array func(id uint64) []*Job
+}
+
+// Records returns the records target t names: nil when it names nothing
+// known (the dependency can never be met).
+func (t DepTarget) Records(l DepLookups) []*Job {
+	switch t.Kind {
+	case DepTask:
+		if l.Task != nil {
+			if j := l.Task(t.Job, t.Task); j != nil {
+				return []*Job{j}
+			}
+			return nil
+		}
+	case DepArray:
+		if l.Array != nil {
+			if recs := l.Array(t.Job); len(recs) > 0 {
+				return recs
+			}
+			return nil
+		}
+	}
+	if l.Job == nil {
+		return nil
+	}
+	if j := l.Job(t.Job); j != nil {
+		return []*Job{j}
+	}
+	return nil
+}
+
+// Job is a job as the state records it: the request and its lifecycle.
+// Where and how it runs is in its allocations (Allocs); its State is
+// derived from theirs while any is active, and is its own (PENDING, or the
+// outcome) otherwise.
+type Job struct {
+	ID   uint64  `json:"id"`
+	Spec JobSpec `json:"spec"`
+
+	State  api.JobState `json:"state"`
+	Reason api.Reason   `json:"reason,omitempty"`
+
+	SubmitTime time.Time `json:"submit_time"`
+	// StartTime is when the job's current or last run started.
+	StartTime time.Time `json:"start_time,omitempty"`
+	// EstStart and EstNode are a pending job's reservation: when and on
+	// which node it is expected to start; zero when it holds none. They
+	// are replicated with the plan that made them, so a new leader's
+	// conservative backfill keeps every promised start (see
+	// sched.Snapshot.Reservations).
+	EstStart time.Time `json:"est_start,omitempty"`
+	EstNode  string    `json:"est_node,omitempty"`
+	EndTime  time.Time `json:"end_time,omitempty"`
+
+	// The outcome of the last run.
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Priority int64  `json:"priority"`
+	Restarts int    `json:"restarts,omitempty"`
+
+	// Arrays: a submitted array is one record (ArrayJobID == ID) whose
+	// ArrayPending holds the tasks not started yet; each task that starts
+	// is split off as a record of its own, the last one keeping the
+	// array's record.
+	ArrayJobID   uint64        `json:"array_job_id,omitempty"`
+	ArrayTaskID  int           `json:"array_task_id,omitempty"`
+	ArrayPending *api.IndexSet `json:"array_pending,omitempty"`
+
+	// Allocs are the job's allocations, oldest first: the active ones and
+	// those of its earlier runs (kept until the job is purged).
+	Allocs []uint64 `json:"allocs,omitempty"`
+}
+
+// IsArrayTask reports whether the record is one task of an array.
+func (j *Job) IsArrayTask() bool { return j.ArrayJobID != 0 && j.ArrayPending == nil }
+
+// IsArrayPending reports whether the record holds an array's unstarted
+// tasks.
+func (j *Job) IsArrayPending() bool { return j.ArrayPending != nil }
+
+// Ref returns how users name the job: "12", "12_5" for task 5 of array 12,
+// "12_[3-99%10]" for array 12's unstarted tasks.
+func (j *Job) Ref() string {
+	id := strconv.FormatUint(j.ID, 10)
+	switch {
+	case j.IsArrayTask():
+		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
+	case j.IsArrayPending():
+		s := id + "_[" + j.ArrayPending.String()
+		if a := j.Spec.Array; a != nil && a.Throttle > 0 {
+			s += "%" + strconv.Itoa(a.Throttle)
+		}
+		return s + "]"
+	}
+	return id
+}

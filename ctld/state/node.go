@@ -1,0 +1,77 @@
+package state
+
+import (
+	"time"
+
+	"corral/api"
+)
+
+// Node is a node as the state records it: what its daemon registered, the
+// operator's and liveness's flags, and the allocations it holds.
+type Node struct {
+	Name       string         `json:"name"`
+	CPUs       int            `json:"cpus"`
+	MemMB      int64          `json:"mem_mb"`
+	Partitions []string       `json:"partitions,omitempty"`
+	Runner     string         `json:"runner"`
+	BootID     string         `json:"boot_id"`
+	Version    string         `json:"version,omitempty"`
+	Images     []string       `json:"images,omitempty"`
+	Inventory  *api.Inventory `json:"inventory,omitempty"`
+	Accel      string         `json:"accel,omitempty"`
+	// OverheadMB is the runner's own memory per run (QEMU's per VM).
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// APIAddr is the daemon's job API (http://HOST:PORT), which the
+	// controllers proxy exec, signals, files and output to; empty when it
+	// serves none.
+	APIAddr string `json:"api_addr,omitempty"`
+
+	// Down is set by liveness when heartbeats stop; Drain by an operator.
+	Down       bool      `json:"down,omitempty"`
+	Drain      bool      `json:"drain,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Registered time.Time `json:"registered"`
+	LastSeen   time.Time `json:"last_seen"`
+	// AllocCPUs and AllocMemMB sum what the active allocations hold.
+	AllocCPUs  int   `json:"alloc_cpus"`
+	AllocMemMB int64 `json:"alloc_mem_mb"`
+	// AllocIndex is the Raft index at which the node's allocations last
+	// changed; its daemon's watch waits on it.
+	AllocIndex uint64 `json:"alloc_index"`
+	// Allocs are the active allocations on the node, in the order they
+	// were made.
+	Allocs []uint64 `json:"allocs,omitempty"`
+}
+
+// nodeFromInfo makes the record of a node from what its daemon registered.
+func nodeFromInfo(info *api.NodeInfo) *Node {
+	return &Node{
+		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
+		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
+		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr,
+	}
+}
+
+// State derives the sinfo state from the node's flags and load.
+func (n *Node) State() api.NodeState {
+	switch {
+	case n.Down:
+		return api.NodeDown
+	case n.Drain && n.AllocCPUs > 0:
+		return api.NodeDraining
+	case n.Drain:
+		return api.NodeDrained
+	case n.AllocCPUs == 0:
+		return api.NodeIdle
+	case n.AllocCPUs >= n.CPUs:
+		return api.NodeAllocated
+	default:
+		return api.NodeMixed
+	}
+}
+
+// FreeCPUs returns the CPUs no active allocation holds.
+func (n *Node) FreeCPUs() int { return n.CPUs - n.AllocCPUs }
+
+// FreeMemMB returns the memory no active allocation holds.
+func (n *Node) FreeMemMB() int64 { return n.MemMB - n.AllocMemMB }

@@ -1,0 +1,170 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"corral/api"
+)
+
+// applyRegister records a node daemon's registration. The reports it
+// carries are applied first, exactly as reports are (see applyReport): how
+// the runs that ended while no daemon or no controller listened ended. Then,
+// when the daemon is a new incarnation (another boot id), every allocation
+// on the node whose job it neither holds a run of (Running) nor reported
+// was lost with the previous one. The same daemon registering again (its
+// inventory changed, or a controller forgot it) keeps all its allocations.
+func (s *State) applyRegister(c *RegisterNode, index uint64) {
+	info := c.Info
+	reports := info.Reports
+	old := s.Nodes[info.Name]
+	n := nodeFromInfo(&info)
+	n.Registered, n.LastSeen = c.Now, c.Now
+	n.Name = s.intern(n.Name)
+	if old != nil {
+		// Operator state and the node's allocations stay; a node that
+		// was DOWN holds none (applyNodeDown ended them).
+		n.Drain, n.Reason = old.Drain, old.Reason
+		if old.Down && !old.Drain {
+			n.Reason = ""
+		}
+		for _, id := range old.Allocs {
+			if a := s.Allocs[id]; a != nil && a.Active() {
+				n.Allocs = append(n.Allocs, id)
+				n.AllocCPUs += a.HeldCPUs()
+				n.AllocMemMB += a.HeldMemMB()
+			}
+		}
+	}
+	s.putNode(n, index)
+	for _, r := range reports {
+		s.applyReport(n.Name, r, c.Now, index)
+	}
+	if old == nil || old.BootID == info.BootID {
+		return
+	}
+	for _, id := range slices.Clone(s.Nodes[n.Name].Allocs) {
+		if a := s.Allocs[id]; a != nil && !slices.Contains(info.Running, a.Job) {
+			s.loseAlloc(a, c.Now, "node "+info.Name+" restarted without the job", index)
+		}
+	}
+}
+
+func (s *State) applyHeartbeats(c *NodeHeartbeats) {
+	for name, t := range c.Seen {
+		if n := s.editNode(name); n != nil && t.After(n.LastSeen) {
+			n.LastSeen = t
+			s.Nodes[name] = n
+		}
+	}
+}
+
+func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, r := range c.Reports {
+		if !s.applyReport(c.Node, r, c.Now, index) {
+			// A stale or duplicate report: the daemon may forget it.
+			res.Errors[r.JobID] = "stale report"
+			continue
+		}
+		res.Changed = append(res.Changed, r.JobID)
+	}
+	return res
+}
+
+// reportedAlloc returns the active allocation on node that report r names:
+// by its allocation id, or, from a daemon that predates allocation ids, by
+// its job and start index.
+func (s *State) reportedAlloc(node string, r api.JobReport) *Allocation {
+	if r.Alloc != 0 {
+		if a := s.Allocs[r.Alloc]; a != nil && a.Active() && a.Node == node && a.Job == r.JobID {
+			return a
+		}
+		return nil
+	}
+	n := s.Nodes[node]
+	if n == nil {
+		return nil
+	}
+	for _, id := range n.Allocs {
+		if a := s.Allocs[id]; a != nil && a.Active() && a.Job == r.JobID && a.StartIndex == r.StartIndex {
+			return a
+		}
+	}
+	return nil
+}
+
+// applyReport applies node's report of how one run ended and says whether
+// it changed anything: a report of a run that is not active on the node (a
+// duplicate, or a run the controllers already took as lost) changes
+// nothing. A run being stopped takes the state it was stopped for. A run
+// reported NODE_FAIL was lost to the node (its daemon lost it, or stopped
+// it when its lease ran out), as on a node declared DOWN: a job that asked
+// for it is requeued. Any other outcome is final: a job that completed is
+// never requeued. A run reported in a state that is not an end (no daemon
+// sends one) is taken as FAILED, so that a job never stays active without
+// a run.
+func (s *State) applyReport(node string, r api.JobReport, now time.Time, index uint64) bool {
+	a := s.reportedAlloc(node, r)
+	if a == nil {
+		return false
+	}
+	j := s.editJob(a.Job)
+	if j == nil {
+		return false
+	}
+	if !r.State.Terminal() {
+		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
+	}
+	final := r.State
+	switch {
+	case a.Desired == AllocStop && a.StopAs != "":
+		final = a.StopAs
+	case r.State == api.StateNodeFail && j.Spec.Requeue:
+		final = api.StatePending
+		j.Message = r.Message
+	}
+	ended := s.endAlloc(a, r.State, now, index)
+	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	s.finishRun(j, final, now)
+	if j.State != api.StatePending {
+		j.ExitCode, j.Signal = r.ExitCode, r.Signal
+		if r.Message != "" {
+			j.Message = r.Message
+		}
+	}
+	s.putJob(j)
+	return true
+}
+
+func (s *State) applyNodeDown(c *NodeDown, index uint64) {
+	for _, name := range c.Nodes {
+		n := s.editNode(name)
+		if n == nil || n.Down {
+			continue
+		}
+		n.Down = true
+		n.Reason = c.Reason
+		s.putNode(n, index)
+		for _, id := range n.Allocs {
+			if a := s.Allocs[id]; a != nil && a.Active() {
+				s.loseAlloc(a, c.Now, "node "+name+" stopped responding", index)
+			}
+		}
+	}
+}
+
+func (s *State) applyDrain(c *NodeDrain) error {
+	n := s.editNode(c.Node)
+	if n == nil {
+		return fmt.Errorf("node %s: no such node", c.Node)
+	}
+	n.Drain = c.Drain
+	n.Reason = c.Reason
+	if !c.Drain {
+		n.Reason = ""
+	}
+	s.Nodes[c.Node] = n
+	return nil
+}

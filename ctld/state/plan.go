@@ -1,0 +1,379 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"corral/api"
+)
+
+// ApplyPlan commits one scheduling pass, whole, as one entry: the jobs it
+// cancels because their dependency can never be met, the running jobs it
+// preempts (by the mode of their QoS), the preempted jobs it resumes, the
+// jobs it starts (each a new allocation), and the reasons and reservations
+// of the jobs it leaves pending. Migrations have a place in it already;
+// none is applied yet.
+//
+// The apply takes the plan node by node, in node name order, and on each
+// node stops before it resumes and resumes before it starts, as Nomad's
+// plan applier does; every stop, resume and start is checked against the
+// state as it stands at that point (the earlier ones of the plan applied),
+// and one that no longer holds is skipped and named in the result. Nothing
+// re-checks a plan before it is proposed: this check is the only one, and
+// it is deterministic, so every replica skips the same.
+type ApplyPlan struct {
+	Now     time.Time    `json:"now"`
+	Cancels []PlanCancel `json:"cancels,omitempty"`
+	Stops   []PlanStop   `json:"stops,omitempty"`
+	Resumes []uint64     `json:"resumes,omitempty"`
+	Starts  []PlanStart  `json:"starts,omitempty"`
+	Reasons []PlanReason `json:"reasons,omitempty"`
+	// Migrations are moves of running jobs to other nodes; this build
+	// applies none (each is rejected), so that a log written by a later
+	// one stops no replica.
+	Migrations []PlanMigration `json:"migrations,omitempty"`
+}
+
+// PlanCancel cancels a pending job whose dependency can never be met
+// (--kill-on-invalid-dep=yes).
+type PlanCancel struct {
+	JobID  uint64 `json:"job_id"`
+	Reason string `json:"reason"`
+}
+
+// PlanStop preempts a running job for job By: cancel ends it PREEMPTED,
+// requeue puts it back in the queue once its node stopped it, suspend
+// pauses it and lends its CPUs to By.
+type PlanStop struct {
+	JobID uint64          `json:"job_id"`
+	Mode  api.PreemptMode `json:"mode"`
+	By    uint64          `json:"by"`
+}
+
+// PlanStart starts one job on one node with the given resources.
+type PlanStart struct {
+	JobID uint64 `json:"job_id"`
+	Node  string `json:"node"`
+	CPUs  int    `json:"cpus"`
+	MemMB int64  `json:"mem_mb"`
+	// OverheadMB is the node runner's own memory charged for the job.
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// For a task of an array (JobID is the array's pending record): Array
+	// is set, Task is the index, and NewID the id the leader reserved for
+	// the task's own record (unused when it is the array's last task,
+	// which keeps JobID).
+	Array bool   `json:"array,omitempty"`
+	Task  int    `json:"task,omitempty"`
+	NewID uint64 `json:"new_id,omitempty"`
+	// Placement is the exact set inside the node (nodes with inventory).
+	Placement *api.Placement `json:"placement,omitempty"`
+}
+
+// PlanReason sets the pending reason of a job the pass left pending, and
+// its reservation.
+type PlanReason struct {
+	JobID  uint64     `json:"job_id"`
+	Reason api.Reason `json:"reason"`
+	// Start and Node are the job's reservation: when and where it is
+	// expected to start; zero when it holds none.
+	Start time.Time `json:"start,omitempty"`
+	Node  string    `json:"node,omitempty"`
+	// Message says why, for api.ReasonInvalidJob: the job is held with it
+	// (see sched.Plan.Invalid).
+	Message string `json:"message,omitempty"`
+}
+
+// PlanMigration moves a running job's allocation to another node.
+type PlanMigration struct {
+	JobID uint64 `json:"job_id"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// PlanResult says what a plan did, and what it skipped because the state
+// no longer allowed it.
+type PlanResult struct {
+	Started  []uint64
+	Rejected []uint64
+	// Stopped, Resumed and Cancelled list the jobs preempted, resumed
+	// and cancelled; Skipped the stops, resumes, cancels and migrations
+	// that no longer applied.
+	Stopped   []uint64
+	Resumed   []uint64
+	Cancelled []uint64
+	Skipped   []uint64
+	// Lent is set when a stop lent CPUs to a preemptor: they are free
+	// now, so another pass may start a job.
+	Lent bool
+}
+
+// CheckStart says why a start cannot be applied to the current state, or ""
+// when it can. used tracks CPUs and memory already taken by earlier starts
+// of the same plan that are not applied yet (nil when they are).
+func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
+	j, ok := s.Jobs[st.JobID]
+	if !ok {
+		return "no such job"
+	}
+	if j.State != api.StatePending || j.Spec.Hold {
+		return fmt.Sprintf("job is %s", j.State)
+	}
+	if st.Array != j.IsArrayPending() {
+		return "array task mismatch"
+	}
+	if st.Array {
+		if !j.ArrayPending.Contains(st.Task) {
+			return fmt.Sprintf("task %d of array %d is not pending", st.Task, j.ID)
+		}
+		if j.ArrayPending.Len() > 1 {
+			if _, taken := s.Jobs[st.NewID]; taken || st.NewID == 0 {
+				return fmt.Sprintf("id %d for task %d of array %d is taken", st.NewID, st.Task, j.ID)
+			}
+		}
+	}
+	n, ok := s.Nodes[st.Node]
+	if !ok {
+		return "no such node"
+	}
+	if n.Down || n.Drain {
+		return fmt.Sprintf("node %s is %s", n.Name, n.State())
+	}
+	u := used[st.Node]
+	if st.OverheadMB < n.OverheadMB {
+		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, st.OverheadMB)
+	}
+	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
+		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if st.CPUs < j.Spec.CPUs() {
+		return "fewer CPUs than the job asked for"
+	}
+	if st.Placement != nil {
+		return s.checkPlacement(n, st.Placement)
+	}
+	return ""
+}
+
+// NodeUsed returns what the active allocations on node n hold inside it.
+func (s *State) NodeUsed(n *Node) *Used {
+	used := NewUsed()
+	for _, id := range n.Allocs {
+		if a := s.Allocs[id]; a != nil {
+			used.AddAlloc(a)
+		}
+	}
+	return used
+}
+
+// checkPlacement says why a placement cannot be applied on node n: a CPU,
+// GPU, MIG instance or VF it names does not exist there or is already held
+// by another allocation, or a NUMA node lacks the memory or hugepages. The
+// plan's apply refuses a start that double-books anything.
+func (s *State) checkPlacement(n *Node, p *api.Placement) string {
+	inv := n.Inventory
+	if inv == nil || inv.Topology == nil {
+		return fmt.Sprintf("node %s reported no topology", n.Name)
+	}
+	used := s.NodeUsed(n)
+	cpus, mem, huge := map[int]bool{}, map[int]int64{}, map[[2]int64]int64{}
+	for _, node := range inv.Topology.Nodes {
+		for _, c := range node.CPUs {
+			cpus[c.ID] = true
+		}
+		mem[node.ID] = node.MemMB
+		for size, h := range node.Hugepages {
+			huge[[2]int64{int64(node.ID), size}] = h.Free
+		}
+	}
+	for _, c := range p.CPUs {
+		if !cpus[c] || used.CPUs[c] {
+			return fmt.Sprintf("CPU %d of node %s is missing or held", c, n.Name)
+		}
+	}
+	for _, m := range p.Mem {
+		if used.Mem[m.Node]+m.MB > mem[m.Node] {
+			return fmt.Sprintf("NUMA node %d of node %s lacks %d MiB", m.Node, n.Name, m.MB)
+		}
+	}
+	for _, h := range p.Hugepages {
+		k := [2]int64{int64(h.Node), h.SizeKB}
+		if used.Hugepages[k]+h.Count > huge[k] {
+			return fmt.Sprintf("NUMA node %d of node %s lacks %d hugepages of %d KiB", h.Node, n.Name, h.Count, h.SizeKB)
+		}
+	}
+	devices := map[string]bool{}
+	for _, g := range inv.GPUs {
+		devices[g.UUID] = true
+		for _, m := range g.MIG {
+			devices[m.UUID] = true
+		}
+	}
+	for _, pf := range inv.PFs {
+		for _, vf := range pf.VFs {
+			devices[vf.Addr] = true
+		}
+	}
+	for _, d := range slices.Concat(p.GPUs, p.MIG, p.VFs) {
+		if !devices[d] || used.Devices[d] {
+			return fmt.Sprintf("device %s of node %s is missing or held", d, n.Name)
+		}
+	}
+	return ""
+}
+
+// splitTask takes task out of the array's pending record arr (a private
+// copy) and returns the record to start for it: a new one with id newID,
+// or arr itself when task was the last one pending.
+func (s *State) splitTask(arr *Job, task int, newID uint64) *Job {
+	rest := arr.ArrayPending.Without(task)
+	if rest.Empty() {
+		arr.ArrayPending, arr.ArrayTaskID = nil, task
+		return arr
+	}
+	arr.ArrayPending = rest
+	s.putJob(arr)
+	t := *arr
+	t.ID, t.ArrayPending, t.ArrayTaskID, t.Allocs = newID, nil, task, nil
+	if newID >= s.NextJobID {
+		s.NextJobID = newID + 1
+	}
+	return &t
+}
+
+func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
+	res := &PlanResult{}
+	for _, pc := range c.Cancels {
+		s.planJob(pc.JobID, res, &res.Cancelled, func(j *Job) string {
+			if j.State != api.StatePending {
+				return "not pending"
+			}
+			return s.cancelJob(j, &CancelJobs{Now: c.Now, By: pc.Reason}, index)
+		})
+	}
+	stops, resumes, starts := s.planByNode(c)
+	for _, node := range slices.Sorted(maps.Keys(mapsUnion(stops, resumes, starts))) {
+		for _, st := range stops[node] {
+			s.planJob(st.JobID, res, &res.Stopped, func(j *Job) string {
+				if st.Mode == api.PreemptSuspend {
+					res.Lent = res.Lent || j.State == api.StateRunning
+					return s.suspendJob(j, &SuspendJobs{Now: c.Now, Suspend: true, Preempt: true, By: st.By}, index)
+				}
+				return s.cancelJob(j, &CancelJobs{Now: c.Now, By: fmt.Sprintf("job %d", st.By), Preempt: st.Mode}, index)
+			})
+		}
+		for _, id := range resumes[node] {
+			s.planJob(id, res, &res.Resumed, func(j *Job) string {
+				return s.suspendJob(j, &SuspendJobs{Now: c.Now, Suspend: false, Preempt: true}, index)
+			})
+		}
+		for _, st := range starts[node] {
+			s.planStart(st, c.Now, index, res)
+		}
+	}
+	for _, m := range c.Migrations {
+		res.Skipped = append(res.Skipped, m.JobID)
+	}
+	for _, r := range c.Reasons {
+		s.planReason(r)
+	}
+	return res
+}
+
+// planByNode groups a plan's stops, resumes and starts by node: a stop or
+// resume by the node of the job's active allocation when the plan applies
+// (none: ""), a start by the node it names.
+func (s *State) planByNode(c *ApplyPlan) (stops map[string][]PlanStop, resumes map[string][]uint64, starts map[string][]PlanStart) {
+	nodeOf := func(id uint64) string {
+		if j := s.Jobs[id]; j != nil {
+			if active := s.activeAllocs(j); len(active) > 0 {
+				return active[0].Node
+			}
+		}
+		return ""
+	}
+	stops, resumes, starts = map[string][]PlanStop{}, map[string][]uint64{}, map[string][]PlanStart{}
+	for _, st := range c.Stops {
+		n := nodeOf(st.JobID)
+		stops[n] = append(stops[n], st)
+	}
+	for _, id := range c.Resumes {
+		n := nodeOf(id)
+		resumes[n] = append(resumes[n], id)
+	}
+	for _, st := range c.Starts {
+		starts[st.Node] = append(starts[st.Node], st)
+	}
+	return stops, resumes, starts
+}
+
+// mapsUnion returns the keys of three maps as one set.
+func mapsUnion[A, B, C any](a map[string]A, b map[string]B, c map[string]C) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	for k := range c {
+		out[k] = true
+	}
+	return out
+}
+
+// planJob changes job id as one part of a plan: the change says why it
+// cannot be made, or "" after making it on the private copy it is given.
+func (s *State) planJob(id uint64, res *PlanResult, done *[]uint64, change func(j *Job) string) {
+	j := s.editJob(id)
+	if j == nil || change(j) != "" {
+		res.Skipped = append(res.Skipped, id)
+		return
+	}
+	s.putJob(j)
+	*done = append(*done, id)
+}
+
+// planStart applies one start of a plan, checked against the state with
+// the plan's earlier parts applied.
+func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanResult) {
+	if why := s.CheckStart(st, nil); why != "" {
+		res.Rejected = append(res.Rejected, st.JobID)
+		return
+	}
+	j := s.editJob(st.JobID)
+	if st.Array {
+		j = s.splitTask(j, st.Task, st.NewID)
+	}
+	s.newAlloc(j, st, now, index)
+	j.State, j.Reason = api.StateRunning, api.ReasonNone
+	j.StartTime, j.EstStart, j.EstNode, j.EndTime = now, time.Time{}, "", time.Time{}
+	j.ExitCode, j.Signal, j.Message = 0, 0, ""
+	s.putJob(j)
+	res.Started = append(res.Started, j.ID)
+}
+
+// planReason sets a pending job's reason and reservation.
+func (s *State) planReason(r PlanReason) {
+	cur := s.Jobs[r.JobID]
+	if cur == nil || cur.State != api.StatePending || (cur.Reason == r.Reason && cur.EstStart.Equal(r.Start) && cur.EstNode == r.Node) {
+		return
+	}
+	j := s.editJob(r.JobID)
+	j.Reason, j.EstStart, j.EstNode = r.Reason, r.Start, r.Node
+	if r.Reason == api.ReasonInvalidJob {
+		// The scheduler cannot handle the job: hold it, so no pass
+		// tries again until someone releases it.
+		j.Spec.Hold = true
+		j.Message = r.Message
+	}
+	s.putJob(j)
+}
+
+// Rerun reports whether the plan left work for another pass: a start it
+// rejected, CPUs a stop lent, or a job it cancelled (a dependant may be
+// able to run now).
+func (r *PlanResult) Rerun() bool {
+	return len(r.Rejected) > 0 || r.Lent || len(r.Cancelled) > 0 || len(r.Skipped) > 0
+}

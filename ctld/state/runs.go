@@ -1,0 +1,160 @@
+package state
+
+import (
+	"slices"
+	"time"
+
+	"corral/api"
+)
+
+// This file holds what the applies do to allocations: make one for a start,
+// change what its node is to do with it, and end it (reported, or lost with
+// its node), deriving the job's state from its allocations each time.
+
+// activeAllocs returns job j's active allocations.
+func (s *State) activeAllocs(j *Job) []*Allocation {
+	var out []*Allocation
+	for _, id := range j.Allocs {
+		if a := s.Allocs[id]; a != nil && a.Active() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// LastAlloc returns the newest allocation of job j, active or ended; nil
+// when it never had one.
+func (s *State) LastAlloc(j *Job) *Allocation {
+	if len(j.Allocs) == 0 {
+		return nil
+	}
+	return s.Allocs[j.Allocs[len(j.Allocs)-1]]
+}
+
+// ActiveAllocs returns job j's active allocations.
+func (s *State) ActiveAllocs(j *Job) []*Allocation { return s.activeAllocs(j) }
+
+// deriveState sets a job's state from its active allocations, when it has
+// any.
+func (s *State) deriveState(j *Job) {
+	if st, ok := jobState(s.activeAllocs(j)); ok {
+		j.State = st
+	}
+}
+
+// changeAlloc stores a changed copy of allocation a and marks its node's
+// allocations changed at index, so its daemon sees the change.
+func (s *State) changeAlloc(a *Allocation, index uint64, change func(a *Allocation)) *Allocation {
+	c := *a
+	change(&c)
+	s.Allocs[c.ID] = &c
+	if n := s.editNode(c.Node); n != nil {
+		s.putNode(n, index)
+	}
+	return &c
+}
+
+// newAlloc makes the allocation of a start of job j (a private copy) at
+// index, charges it to its node and lists it on the job and the node.
+func (s *State) newAlloc(j *Job, st PlanStart, now time.Time, index uint64) *Allocation {
+	a := &Allocation{
+		ID: s.NextAllocID, Job: j.ID, Node: s.intern(st.Node), CPUs: st.CPUs, MemMB: st.MemMB,
+		OverheadMB: st.OverheadMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
+		StartIndex: index, StartTime: now,
+	}
+	s.NextAllocID++
+	s.Allocs[a.ID] = a
+	j.Allocs = append(slices.Clip(j.Allocs), a.ID)
+	n := s.editNode(st.Node)
+	n.Allocs = append(n.Allocs, a.ID)
+	n.AllocCPUs += a.HeldCPUs()
+	n.AllocMemMB += a.HeldMemMB()
+	s.putNode(n, index)
+	return a
+}
+
+// endAlloc ends an active allocation as ended (how the run ended, as
+// reported or concluded) at now: its suspension stops counting, its usage
+// is charged, and its node gets its resources back.
+func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index uint64) *Allocation {
+	j := s.Jobs[a.Job]
+	held := [2]int64{int64(a.HeldCPUs()), a.HeldMemMB()}
+	c := *a
+	if !c.SuspendTime.IsZero() {
+		c.SuspendedFor += now.Sub(c.SuspendTime)
+		c.SuspendTime = time.Time{}
+	}
+	if j != nil {
+		s.chargeUsage(j, &c, now)
+	}
+	c.Status, c.EndState, c.EndTime = AllocEnded, ended, now
+	c.CPUsLent = false
+	s.Allocs[c.ID] = &c
+	if n := s.editNode(c.Node); n != nil {
+		if i := slices.Index(n.Allocs, c.ID); i >= 0 {
+			n.Allocs = slices.Delete(n.Allocs, i, i+1)
+			n.AllocCPUs -= int(held[0])
+			n.AllocMemMB -= held[1]
+		}
+		s.putNode(n, index)
+	}
+	return &c
+}
+
+// finishRun gives job j (a private copy) the outcome of its run once its
+// last active allocation ended: final, or PENDING again for another run
+// when it is requeued.
+func (s *State) finishRun(j *Job, final api.JobState, now time.Time) {
+	if len(s.activeAllocs(j)) > 0 {
+		s.deriveState(j)
+		return
+	}
+	j.State = final
+	if final == api.StatePending {
+		s.requeue(j)
+		return
+	}
+	j.EndTime = now
+}
+
+// loseAlloc ends an allocation whose run was lost (its node went DOWN, or
+// restarted without it): a job being stopped takes the state it was
+// stopped for, a --requeue job goes back to the queue, any other ends
+// NODE_FAIL.
+func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64) {
+	j := s.editJob(a.Job)
+	if j == nil {
+		s.endAlloc(a, api.StateNodeFail, now, index)
+		return
+	}
+	final := api.StateNodeFail
+	switch {
+	case a.Desired == AllocStop && a.StopAs != "":
+		final = a.StopAs
+	case j.Spec.Requeue:
+		final = api.StatePending
+	}
+	s.endAlloc(a, api.StateNodeFail, now, index)
+	s.finishRun(j, final, now)
+	j.Message = msg
+	s.putJob(j)
+}
+
+// requeue resets a job whose run ended to PENDING for another run.
+func (s *State) requeue(j *Job) {
+	j.State, j.Reason = api.StatePending, api.ReasonNone
+	j.Restarts++
+	j.StartTime, j.EndTime, j.EstStart, j.EstNode = time.Time{}, time.Time{}, time.Time{}, ""
+	j.ExitCode, j.Signal = 0, 0
+}
+
+// joinNonEmpty joins the non-empty ones of a and b with "; ".
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

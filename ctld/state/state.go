@@ -1,0 +1,210 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+
+	"corral/api"
+)
+
+// State is the replicated cluster state. Only Apply changes it; the
+// controller calls it under its write lock. Records (jobs, allocations,
+// nodes) are copy-on-write: a change stores a new pointer, so a pointer
+// read under the lock stays a consistent value forever.
+type State struct {
+	Jobs map[uint64]*Job
+	// Allocs holds every allocation of the jobs in Jobs, active or ended;
+	// an allocation leaves with its job.
+	Allocs    map[uint64]*Allocation
+	Nodes     map[string]*Node
+	NextJobID uint64
+	// NextAllocID is the id the next allocation gets; the apply assigns
+	// them, in plan order, so every replica assigns the same.
+	NextAllocID uint64
+	// Requests remembers, per user, the job each client request id
+	// created, for RequestIDRetention (requests.go).
+	Requests *RequestIDs
+	// Members maps controller ids to their HTTP addresses.
+	Members map[string]string
+	// Pending indexes the jobs in state PENDING.
+	Pending map[uint64]struct{}
+	// Tasks indexes the records of started array tasks by array id and
+	// task index ("12_5").
+	Tasks map[api.TaskRef]uint64
+	// ArrayTasks lists each array's task records, in the order they
+	// started.
+	ArrayTasks map[uint64][]uint64
+	// Config is the scheduler's runtime configuration.
+	Config api.SchedConfig
+	// Partitions are the configured partitions, by name (PartitionList
+	// adds those that only node daemons name). Seeded is set once the
+	// first leader seeded them, with Config's memory per CPU and policy,
+	// from its flags (SeedConfig).
+	Partitions map[string]*api.Partition
+	Seeded     bool
+	// QOS, Accounts and Users are the policy objects, by name (users by
+	// account and name).
+	QOS      map[string]*api.QOS
+	Accounts map[string]*api.Account
+	Users    map[UserKey]*api.AccountUser
+	// Usage is each association's recorded usage, decayed to At.
+	Usage map[UserKey]Usage
+	// Index is the Raft index of the last applied entry.
+	Index uint64
+
+	// blobs are the scripts, environments and environment chunks the
+	// jobs name, by key (blob.go): replicated (snapshots write them), each
+	// counting the records that use it.
+	blobs    map[blobKey]*Blob
+	interned map[string]string
+	// internRefs counts the job records using each interned string, so
+	// that a purge forgets those no job uses. finished indexes the jobs in a terminal state by end time, then id;
+	// depRefs counts the unfinished jobs whose dependency names each job
+	// or array. All are derived from Jobs (retention.go), and so is
+	// jobsPeak, the most jobs held since the maps were last sized.
+	internRefs map[*byte]int32
+	finished   []finishedRef
+	depRefs    map[uint64]int
+	jobsPeak   int
+	// qosActive counts each user's pending and running jobs per QoS
+	// (derived from Jobs), for MaxSubmitPerUser.
+	qosActive map[qosUser]int
+	// touched lists the nodes whose allocations changed during the entry
+	// being applied; the controller wakes their watchers (TakeTouched).
+	// It is scratch, never replicated.
+	touched []string
+}
+
+// New returns an empty state whose first job and allocation ids are 1.
+func New() *State {
+	return &State{
+		Jobs:        make(map[uint64]*Job),
+		Allocs:      make(map[uint64]*Allocation),
+		Nodes:       make(map[string]*Node),
+		NextJobID:   1,
+		NextAllocID: 1,
+		Requests:    &RequestIDs{},
+		Members:     make(map[string]string),
+		Pending:     make(map[uint64]struct{}),
+		Tasks:       make(map[api.TaskRef]uint64),
+		ArrayTasks:  make(map[uint64][]uint64),
+		Config:      api.DefaultSchedConfig(),
+		Partitions:  make(map[string]*api.Partition),
+		QOS:         defaultQOS(),
+		Accounts:    make(map[string]*api.Account),
+		Users:       make(map[UserKey]*api.AccountUser),
+		Usage:       make(map[UserKey]Usage),
+		blobs:       make(map[blobKey]*Blob),
+		interned:    make(map[string]string),
+		internRefs:  make(map[*byte]int32),
+		depRefs:     make(map[uint64]int),
+		qosActive:   make(map[qosUser]int),
+	}
+}
+
+// intern returns one shared copy of s. Thousands of jobs from one user share
+// their user, directories and often their script; interning keeps a pending
+// job's footprint small.
+func (s *State) intern(v string) string {
+	if v == "" {
+		return ""
+	}
+	if c, ok := s.interned[v]; ok {
+		return c
+	}
+	s.interned[v] = v
+	return v
+}
+
+func (s *State) internSpec(sp *JobSpec) {
+	sp.User = s.intern(sp.User)
+	sp.Account = s.intern(sp.Account)
+	sp.Partition = s.intern(sp.Partition)
+	sp.QOS = s.intern(sp.QOS)
+	sp.SubmitDir = s.intern(sp.SubmitDir)
+	sp.WorkDir = s.intern(sp.WorkDir)
+	sp.Output = s.intern(sp.Output)
+	sp.Error = s.intern(sp.Error)
+	sp.Name = s.intern(sp.Name)
+}
+
+// putJob stores a new version of a job and keeps the pending index, and
+// the indexes the purge reads, right.
+func (s *State) putJob(j *Job) {
+	s.trackRetention(s.Jobs[j.ID], j)
+	s.countActive(s.Jobs[j.ID], j)
+	s.Jobs[j.ID] = j
+	if j.State == api.StatePending {
+		s.Pending[j.ID] = struct{}{}
+	} else {
+		delete(s.Pending, j.ID)
+	}
+	if j.IsArrayTask() {
+		ref := api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}
+		if _, known := s.Tasks[ref]; !known {
+			s.ArrayTasks[j.ArrayJobID] = append(s.ArrayTasks[j.ArrayJobID], j.ID)
+		}
+		s.Tasks[ref] = j.ID
+	}
+}
+
+// ResolveTask returns the record holding task ref of an array and whether
+// the task is still pending in it; nil when the array or task is unknown.
+func (s *State) ResolveTask(ref api.TaskRef) (*Job, bool) {
+	if id, ok := s.Tasks[ref]; ok {
+		return s.Jobs[id], false
+	}
+	if j := s.Jobs[ref.Array]; j != nil && j.ArrayPending.Contains(ref.Task) {
+		return j, true
+	}
+	return nil, false
+}
+
+// editJob returns a private copy of job id for modification, or nil.
+func (s *State) editJob(id uint64) *Job {
+	j, ok := s.Jobs[id]
+	if !ok {
+		return nil
+	}
+	c := *j
+	return &c
+}
+
+// editNode returns a private copy of node name for modification, or nil.
+func (s *State) editNode(name string) *Node {
+	n, ok := s.Nodes[name]
+	if !ok {
+		return nil
+	}
+	c := *n
+	c.Allocs = slices.Clone(n.Allocs)
+	return &c
+}
+
+// putNode stores a new version of a node whose allocations changed at
+// index, so that its daemon's blocking query returns.
+func (s *State) putNode(n *Node, index uint64) {
+	n.AllocIndex = index
+	s.Nodes[n.Name] = n
+	s.touched = append(s.touched, n.Name)
+}
+
+// eachJob applies change to a private copy of every job in ids and stores
+// it; change returns why a job cannot be changed, or "" after changing it.
+func (s *State) eachJob(ids []uint64, change func(j *Job) string) *IDsResult {
+	res := &IDsResult{Errors: map[uint64]string{}}
+	for _, id := range ids {
+		j := s.editJob(id)
+		if j == nil {
+			res.Errors[id] = fmt.Sprintf("job %d: no such job", id)
+			continue
+		}
+		if why := change(j); why != "" {
+			res.Errors[id] = fmt.Sprintf("job %d: %s", id, why)
+			continue
+		}
+		s.putJob(j)
+		res.Changed = append(res.Changed, id)
+	}
+	return res
+}
