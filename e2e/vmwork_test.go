@@ -271,3 +271,56 @@ func assertOwner(t *testing.T, path, uid string) {
 		t.Errorf("%s is owned by uid %d, want %s", path, st.Uid, uid)
 	}
 }
+
+// TestVMPartitionRoot runs a job of user nobody in a partition whose Root
+// is a directory of the node holding a static busybox and its own
+// /etc: the job's #!/bin/sh is that root's, it sees that root's /etc and
+// not the node's /usr, and its submit directory is still the node's, at
+// the same path, read-write.
+func TestVMPartitionRoot(t *testing.T) {
+	root := imageRoot(t)
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("no busybox on this host to build a root from")
+	}
+	dir, u := userDir(t)
+	site := hostDir(t, "site-root-", 0o755)
+	for _, d := range []string{"bin", "etc"} {
+		os.Mkdir(filepath.Join(site, d), 0o755)
+	}
+	b, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(site, "bin", "busybox"), b, 0o755)
+	for _, applet := range []string{"sh", "cat", "echo", "ls", "id"} {
+		os.Symlink("busybox", filepath.Join(site, "bin", applet))
+	}
+	writeFile(t, filepath.Join(site, "etc", "site-release"), "site root 1.0\n")
+	partsFile := filepath.Join(t.TempDir(), "partitions.json")
+	writeFile(t, partsFile, `[{"name": "site", "default": true, "root": "`+site+`"}]`)
+	c := startControllers(t, 1, "--partitions-file", partsFile)
+	c.leader(t, 15*time.Second)
+	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--run-jobs-as", "user", "--partitions", "site")
+	c.waitNodes(t, 1)
+	writeFile(t, filepath.Join(dir, "job.sh"), `#!/bin/sh
+#SBATCH --mem=256M
+cat /etc/site-release
+ls /usr/bin/python3 2>/dev/null || echo "no node python"
+echo "uid $(id -u)"
+echo from-the-site-root > written.txt
+`)
+	id := submitAs(t, c, dir, u.Username, "-o", filepath.Join(dir, "job.out"), "job.sh")
+	waitJob(t, c.client(t), id, api.StateCompleted, 120*time.Second)
+	out := readFile(t, filepath.Join(dir, "job.out"))
+	for _, want := range []string{"site root 1.0", "no node python", "uid " + u.Uid} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := readFileOr(filepath.Join(dir, "written.txt")); got != "from-the-site-root\n" {
+		t.Errorf("written.txt in the submit directory holds %q", got)
+	}
+	assertOwner(t, filepath.Join(dir, "written.txt"), u.Uid)
+	waitNoQEMU(t, c)
+}

@@ -195,7 +195,7 @@ fi
 # drops the appended signature; they carry no debug information): the guest
 # kernel does not enforce signatures (MODULE_SIG_FORCE is off) but checks
 # any that is there, SHA-256 over the whole module and an RSA verify, which
-# under TCG cost ~0.6 s of QEMU's CPU per boot of the NFS share's 13
+# under TCG cost ~0.6 s of QEMU's CPU per boot of the NFS share's 15
 # modules (~10% of its CPU to the job's first output). The kernel then logs
 # "module verification failed" once and marks itself tainted, which nothing
 # reads. CORRAL_KEEP_MODULE_SIG=1 keeps the signatures.
