@@ -86,6 +86,10 @@ type Outcome struct {
 	Placed     bool
 	Score      int
 	SingleNUMA bool
+	// Restarts counts the runs preemption requeued; Preempted is set when
+	// preemption ended the job (mode cancel).
+	Restarts  int
+	Preempted bool
 }
 
 // Wait returns the seconds from submit to start.
