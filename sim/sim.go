@@ -28,7 +28,9 @@ type Options struct {
 	// Settings are scheduler settings as `corral config set` takes them
 	// (PriorityWeightAge=1000, PriorityMaxAge=7-0, ...), applied after the
 	// simulation's own: every priority weight 0, so that the queue order
-	// is the trace's (the reference model), and MinJobAge=1.
+	// is the trace's (the reference model), except PriorityWeightQOS and
+	// PriorityWeightFairshare (10,000, the controller's default) when QOS
+	// or Fairshare is set; and MinJobAge=1.
 	Settings [][2]string
 	// QOS are QoS classes to create, and QOSByQueue the QoS the jobs of
 	// each of the trace's queues (field 15) ask for; other jobs get none.
@@ -37,7 +39,7 @@ type Options struct {
 	// Fairshare runs each job as its trace user (field 12, as user uN) in
 	// its group's account (field 13, as account gN), every account and
 	// user with one share, so that the fair-share factor orders the queue
-	// by what each has used (with a PriorityWeightFairshare in Settings).
+	// by what each has used.
 	Fairshare bool
 }
 

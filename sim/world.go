@@ -34,8 +34,9 @@ type simulation struct {
 	hasWake bool
 	done    int
 	passes  int
-	// finished counts the jobs ended since the last PurgeJobs.
-	finished int
+	// finished counts the jobs ended since the last PurgeJobs; paused
+	// the runs suspended by preemption, which a pass resumes.
+	finished, paused int
 	// accounts records the fair-share accounts and users created.
 	accounts map[string]bool
 	// lastReasons are the last plan's reasons, to explain jobs that never
@@ -58,14 +59,29 @@ func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sche
 	}
 	settings := [][2]string{{"MinJobAge", "1"}}
 	for _, w := range []string{"Age", "Fairshare", "QOS", "Partition", "JobSize", "Site"} {
-		settings = append(settings, [2]string{"PriorityWeight" + w, "0"})
+		v := "0"
+		// QoS and fair-share asked for weigh as much as the
+		// controller's defaults make them.
+		if w == "QOS" && len(opts.QOS) > 0 || w == "Fairshare" && opts.Fairshare {
+			v = "10000"
+		}
+		settings = append(settings, [2]string{"PriorityWeight" + w, v})
 	}
 	if _, err := s.apply(state.CmdSetConfig, &state.SetConfig{Settings: append(settings, opts.Settings...)}); err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	for _, q := range opts.QOS {
-		if _, err := s.apply(state.CmdPutQOS, &state.PutQOS{QOS: q}); err != nil {
-			return nil, fmt.Errorf("QoS %s: %w", q.Name, err)
+	// The QoS first without whom they preempt, then with: a QoS may name
+	// one defined after it.
+	for _, preempt := range []bool{false, true} {
+		for _, q := range opts.QOS {
+			if !preempt {
+				q.Preempt = nil
+			} else if len(q.Preempt) == 0 {
+				continue
+			}
+			if _, err := s.apply(state.CmdPutQOS, &state.PutQOS{QOS: q}); err != nil {
+				return nil, fmt.Errorf("QoS %s: %w", q.Name, err)
+			}
 		}
 	}
 	for _, n := range nodes {
@@ -228,6 +244,9 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 func (s *simulation) settle(i int) {
 	sj := &s.jobs[i]
 	j := s.st.Jobs[uint64(i+1)]
+	if sj.suspended {
+		s.paused--
+	}
 	sj.alloc, sj.node, sj.suspended = 0, "", false
 	if j.State == api.StatePending {
 		sj.out.Restarts++
@@ -313,7 +332,7 @@ const maxRounds = 8
 // one ApplyPlan entry, as the leader proposes it.
 func (s *simulation) pass() error {
 	s.hasWake = false
-	for round := 0; round < maxRounds && len(s.st.Pending) > 0; round++ {
+	for round := 0; round < maxRounds && len(s.st.Pending)+s.paused > 0; round++ {
 		now := s.at(s.now)
 		snap := sched.NewSnapshot(s.st, now)
 		plan := sched.Schedule(snap)
@@ -359,6 +378,7 @@ func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 		sj := &s.jobs[i]
 		if j := s.st.Jobs[id]; j.State == api.StateSuspended {
 			sj.suspended, sj.left = true, sj.endAt-s.now
+			s.paused++
 			continue
 		}
 		stopped = append(stopped, i)
@@ -366,6 +386,7 @@ func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 	for _, id := range r.Resumed {
 		sj := &s.jobs[id-1]
 		sj.suspended = false
+		s.paused--
 		s.schedule(int(id-1), s.now+sj.left)
 	}
 	if len(stopped) == 0 {
