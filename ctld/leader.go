@@ -160,7 +160,7 @@ func (c *Controller) schedulePass(wake Timer) {
 		wake.Reset(plan.NextWake.Sub(now) + 10*time.Millisecond)
 	}
 	cmd := c.planCommand(now, snap, plan)
-	if emptyPlan(cmd) {
+	if sched.EmptyEntry(cmd) {
 		return
 	}
 	res, err := c.propose(state.CmdApplyPlan, cmd)
@@ -191,83 +191,17 @@ func (c *Controller) snapshotForSched(now time.Time) *sched.Snapshot {
 	return snap
 }
 
-// estimateMoved reports whether a job's expected start changed enough to
-// be worth a Raft entry: it appeared, vanished, or moved by more than
-// estimateSlack (an estimate that tracks "now" would otherwise be
-// rewritten on every pass).
-func estimateMoved(old, new time.Time) bool {
-	if old.IsZero() != new.IsZero() {
-		return true
-	}
-	d := new.Sub(old)
-	return d > estimateSlack || d < -estimateSlack
-}
-
-// estimateSlack is how far an expected start may drift before it is
-// rewritten.
-const estimateSlack = 30 * time.Second
-
 // planCommand turns a pass's plan into the one ApplyPlan entry that
-// commits it: the cancels for dependencies that can never be met, the
-// preemptions, the resumes, the starts (with the ids the leader reserves
-// for array tasks that get records of their own) and the reasons and
-// reservations that changed from the snapshot's. Nothing is checked here:
-// the apply checks every part against the state it applies to.
+// commits it (sched.Plan.Entry), reserving the ids its array tasks take.
 func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched.Plan) *state.ApplyPlan {
-	cmd := &state.ApplyPlan{Now: now, Resumes: plan.Resumes}
-	for _, id := range plan.Cancels {
-		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: invalidDepReason})
-	}
-	for _, p := range plan.Preemptions {
-		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: p.Victim, Mode: p.Mode, By: p.Preemptor})
-	}
-	// A task of an array that starts gets a record, and an id, of its own.
-	var newIDs uint64
-	for _, st := range plan.Starts {
-		if st.Array {
-			newIDs++
-		}
-	}
-	var nextID uint64
-	if newIDs > 0 {
+	var first uint64
+	if n := plan.NewIDs(); n > 0 {
 		c.mu.Lock()
-		nextID = c.nextJobID
-		c.nextJobID += newIDs
+		first = c.nextJobID
+		c.nextJobID += uint64(n)
 		c.mu.Unlock()
 	}
-	for _, st := range plan.Starts {
-		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
-		if st.Array {
-			ps.Array, ps.Task, ps.NewID = true, st.Task, nextID
-			nextID++
-		}
-		cmd.Starts = append(cmd.Starts, ps)
-	}
-	for _, j := range snap.Pending {
-		r, ok := plan.Reasons[j.ID]
-		if !ok {
-			continue
-		}
-		resv := plan.Reservations[j.ID]
-		if resv.Start.After(now.Add(sched.Horizon / 2)) {
-			// Behind a job without a time limit: no start can be told,
-			// and any pass would find the same.
-			resv = sched.Reservation{}
-		}
-		if j.Reason != r || j.EstNode != resv.Node || estimateMoved(j.EstStart, resv.Start) {
-			cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: resv.Start, Node: resv.Node, Message: plan.Invalid[j.ID]})
-		}
-	}
-	return cmd
-}
-
-// invalidDepReason is who cancels a job whose dependency can never be met,
-// as its message says ("cancelled by ...").
-const invalidDepReason = "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"
-
-// emptyPlan reports whether a plan entry would change nothing.
-func emptyPlan(p *state.ApplyPlan) bool {
-	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Reasons) == 0 && len(p.Migrations) == 0
+	return plan.Entry(now, snap, first)
 }
 
 // livenessLoop marks nodes DOWN when they miss heartbeats and flushes the

@@ -25,3 +25,24 @@ func BenchmarkSimKTH(b *testing.B) {
 		})
 	}
 }
+
+// lanlTrace is the LANL CM-5 log of the Parallel Workloads Archive: 122,060
+// jobs on 1,024 processors over two years.
+const lanlTrace = "LANL-CM5-1994-4.1-cln.swf.gz"
+
+// BenchmarkSimLANL replays the LANL CM-5 trace under EASY: the figure
+// issue 10 sets a target for (0.5 s, 150 MB). It reports the passes and
+// the bytes allocated per run.
+func BenchmarkSimLANL(b *testing.B) {
+	tr := openTrace(b, lanlTrace)
+	b.ReportAllocs()
+	var passes int
+	for b.Loop() {
+		res, err := Run(tr, Options{Policy: sched.PolicyEASY})
+		if err != nil {
+			b.Fatal(err)
+		}
+		passes = res.Passes
+	}
+	b.ReportMetric(float64(passes), "passes/op")
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"corral/api"
-	"corral/ctld/state"
 )
 
 // Cluster describes a heterogeneous machine for `corral sim --cluster`:
@@ -112,8 +111,8 @@ func ReadCluster(r io.Reader) (*Cluster, error) {
 
 // nodes builds the cluster's nodes with their inventories. CPU ids follow
 // Linux's x86 numbering: thread t of core c is c + t × (all cores).
-func (c *Cluster) nodes() []*state.Node {
-	var out []*state.Node
+func (c *Cluster) nodes() []api.NodeInfo {
+	var out []api.NodeInfo
 	for _, g := range c.Groups {
 		numa := g.Sockets * g.NUMAPerSocket
 		cores := numa * g.CoresPerNUMA
@@ -154,7 +153,7 @@ func (c *Cluster) nodes() []*state.Node {
 					}
 				}
 			}
-			out = append(out, &state.Node{Name: name, CPUs: cores * g.ThreadsPerCore,
+			out = append(out, api.NodeInfo{Name: name, CPUs: cores * g.ThreadsPerCore,
 				MemMB: g.MemMBPerNUMA * int64(numa), Partitions: []string{partition}, Inventory: inv})
 		}
 	}

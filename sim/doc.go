@@ -1,23 +1,40 @@
-// Package sim replays a recorded workload through corral's scheduling pass
-// in virtual time: `corral sim TRACE.swf` runs here.
+// Package sim replays a recorded workload through corral's own controller
+// code in virtual time: `corral sim TRACE.swf` runs here.
 //
 // It owns two things: the Standard Workload Format reader (ReadSWF, which
 // also reads gzip-compressed traces, recognised by their magic bytes) and a
-// discrete-event driver around sched.Schedule (Run). It never holds a policy
-// of its own: every start decision is the one the live controller's leader
-// would take, because both call the same pure function. It starts no Raft,
-// no node daemons and no VMs, and it never reads the wall clock for
-// simulated time (only to report how long a run took).
+// discrete-event driver (Run) around the pass (sched.Schedule) and the
+// state machine (state.State). It never holds a policy or an apply step of
+// its own: every change to the simulated cluster is a Raft command applied
+// to a state.State, as the controllers apply it — the submits of a second
+// as one SubmitJobs entry, each pass's plan as the one ApplyPlan entry
+// sched.Plan.Entry makes of it (the leader's own conversion), the runs that
+// end as JobReports — so preemption (cancel, requeue, suspend), QoS limits
+// and priorities, fair-share usage and its decay, reservations and purges
+// are simulated by the code the controller runs. It starts no Raft, no node
+// daemons and no VMs, and it never reads the wall clock for simulated time
+// (only to report how long a run took).
 //
-//	ReadSWF ─► Trace ─► Run: for each second that has events
-//	                      ends (release CPUs) ─► submits (append to queue)
-//	                      ─► sched.Schedule(snapshot at that second) once
-//	                      ─► apply the plan's starts, schedule their ends
+//	ReadSWF ─► Trace ─► Run: setup entries (SeedConfig, SetConfig, PutQOS,
+//	                      RegisterNode per node)
+//	                    for each second that has events:
+//	                      JobReports (the runs that end, as their node
+//	                      would report them)
+//	                      SubmitJobs (the jobs submitted that second)
+//	                      NewSnapshot ─► Schedule ─► Plan.Entry ─► ApplyPlan
+//	                      (again when the plan preempted: the stopped runs
+//	                      are reported ended at once, as a node stops them)
+//	                      PurgeJobs once 4,096 jobs ended (MinJobAge 1 s)
 //	                    ─► Result (waits, bounded slowdowns, utilization)
+//
+// The simulation acts for the node daemons only: it knows each job's run
+// time from the trace and reports the run's end when it is due (suspended
+// time does not count). Each job's outcome is kept apart from the state,
+// which the purges keep down to the queue and the running jobs.
 //
 // # The model
 //
-// The machine is one api.Node named "sim" with as many CPUs as the trace's
+// The machine is one node named "sim" with as many CPUs as the trace's
 // MaxProcs header (MaxNodes when MaxProcs is absent) and memory too large to
 // ever constrain a job; every job asks for 1 MiB. A single node of P CPUs
 // schedules exactly as P one-CPU nodes would for jobs that need only
@@ -34,9 +51,11 @@
 // (unlimited here), which would make backfill treat a zero-length job as
 // one that never ends; it still ends the second it starts.
 //
-// The queue is ordered by submit time, then job number; every job has the
-// same priority, so sched's order (priority, submit time, id) is the queue
-// order. All events of one second are applied before the pass for that
+// The queue is ordered by submit time, then job number (a job's state id is
+// its place in it); every priority weight is 0 unless Options.Settings set
+// one (or QoS and fair-share are asked for, which weigh as the
+// controller's defaults), so every job has the same priority and sched's
+// order (priority, submit time, id) is the queue order. All events of one second are applied before the pass for that
 // second runs: ends first, then submits. Starts happen at that second. A
 // job that runs 0 s ends at the second it started; its end is an event of
 // that same second, so the pass runs again for it before the clock moves.
@@ -50,6 +69,16 @@
 // makespan = last end − first submit; utilization = Σ size × run /
 // (processors × makespan).
 //
-// The entry points are ReadSWF and Run; WriteText and WriteJSON print a
-// Result.
+// # Policies
+//
+// Options.QOS and QOSByQueue give the jobs of the trace's queues (field 15)
+// QoS classes, with their priorities, limits and whom they preempt in which
+// mode; Options.Fairshare runs each job as its trace user (uN, field 12) in
+// its group's account (gN, field 13); Options.Settings are `corral config
+// set` settings (priority weights, PriorityMaxAge, the decay half-life).
+// Reservations follow the controller's: a job's expected start is written
+// to the state when it moves earlier, or later by more than 30 s.
+//
+// The entry points are ReadSWF, ReadQOS and Run; WriteText and WriteJSON
+// print a Result.
 package sim

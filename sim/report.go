@@ -22,8 +22,12 @@ type Result struct {
 	// Jobs counts the jobs simulated; Skipped those left out.
 	Jobs    int
 	Skipped Skipped
-	// Timeouts counts the jobs killed at their time limit.
+	// Timeouts counts the jobs killed at their time limit; Preempted the
+	// jobs preemption ended (mode cancel) and Requeued the runs it put
+	// back in the queue (mode requeue).
 	Timeouts    int
+	Preempted   int
+	Requeued    int
 	MeanWait    float64
 	MedianWait  float64
 	MeanBSLD    float64
@@ -86,6 +90,10 @@ type Outcome struct {
 	Placed     bool
 	Score      int
 	SingleNUMA bool
+	// Restarts counts the runs preemption requeued; Preempted is set when
+	// preemption ended the job (mode cancel).
+	Restarts  int
+	Preempted bool
 }
 
 // Wait returns the seconds from submit to start.
@@ -117,9 +125,13 @@ func summarize(jobs []simJob, procs int) Result {
 	for i := range jobs {
 		o := jobs[i].out
 		res.Outcomes[i] = o
-		if o.TimedOut {
+		if o.TimedOut && !o.Preempted {
 			res.Timeouts++
 		}
+		if o.Preempted {
+			res.Preempted++
+		}
+		res.Requeued += o.Restarts
 		waits[i], bslds[i] = float64(o.Wait()), o.BSLD()
 		waitSum += waits[i]
 		bsldSum += bslds[i]
@@ -165,6 +177,9 @@ func WriteText(w io.Writer, r Result) error {
 	if r.Skipped.Total() > 0 {
 		row("skipped", "%d (%s)", r.Skipped.Total(), r.Skipped)
 	}
+	if r.Preempted > 0 || r.Requeued > 0 {
+		row("preemption", "%d jobs ended by it, %d runs requeued", r.Preempted, r.Requeued)
+	}
 	row("wait", "mean %s, median %s", seconds(r.MeanWait), seconds(r.MedianWait))
 	row("slowdown", "mean %.2f, p95 %.2f (bounded: runs under %d s count as %d s)", r.MeanBSLD, r.P95BSLD, bsldFloor, bsldFloor)
 	row("utilization", "%.3f", r.Utilization)
@@ -203,6 +218,8 @@ type resultJSON struct {
 	Jobs        int     `json:"jobs"`
 	Skipped     Skipped `json:"skipped"`
 	Timeouts    int     `json:"timeouts"`
+	Preempted   int     `json:"preempted,omitempty"`
+	Requeued    int     `json:"requeued,omitempty"`
 	MeanWait    float64 `json:"mean_wait_s"`
 	MedianWait  float64 `json:"median_wait_s"`
 	MeanBSLD    float64 `json:"mean_bsld"`
@@ -223,7 +240,7 @@ func WriteJSON(w io.Writer, r Result) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(resultJSON{
 		Trace: r.Trace, Policy: string(r.Policy), Processors: r.Procs, Jobs: r.Jobs,
-		Skipped: r.Skipped, Timeouts: r.Timeouts, MeanWait: r.MeanWait, MedianWait: r.MedianWait,
+		Skipped: r.Skipped, Timeouts: r.Timeouts, Preempted: r.Preempted, Requeued: r.Requeued, MeanWait: r.MeanWait, MedianWait: r.MedianWait,
 		MeanBSLD: r.MeanBSLD, P95BSLD: r.P95BSLD, Utilization: r.Utilization,
 		Makespan: r.Makespan, Passes: r.Passes, Wall: r.Wall.Seconds(),
 		Placed: r.Placed, MeanScore: r.MeanScore, SingleNUMA: r.SingleNUMAShare,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"corral/api"
 	"corral/ctld/sched"
 	"corral/internal/getopt"
 	"corral/sim"
@@ -18,6 +19,9 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "sim", getopt.Permute, args,
 		valued(0, "policy", "POLICY", "scheduling policy: fcfs, easy (the default) or conservative"),
 		valued(0, "cluster", "FILE", "simulate heterogeneous nodes (NUMA, GPUs) described in FILE instead of the trace's machine (see docs/placement.md)"),
+		valued(0, "qos", "FILE", "QoS classes and the QoS of each trace queue, as JSON: {\"qos\": [{\"name\": \"high\", \"priority\": 100, \"preempt\": [\"normal\"]}], \"queues\": {\"1\": \"high\"}} (see docs/cli.md)"),
+		flag(0, "fairshare", "run each job as its trace user in its group's account, one share each, with the fair-share weight on (PriorityWeightFairshare=10000 unless --set says; --qos sets PriorityWeightQOS=10000 likewise)"),
+		valued(0, "set", "NAME=VALUE,...", "scheduler settings as corral config set takes them, e.g. PriorityWeightAge=1000 (every priority weight is 0 unless set, so the queue is the trace's order)"),
 		flag(0, "json", "print the results as JSON"),
 		flag(0, "progress", "draw a progress bar on stderr even when it is not a terminal"),
 	)
@@ -48,6 +52,9 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--cluster=%s: %w", file, err)
 		}
+	}
+	if err := simPolicyOptions(o, &opts); err != nil {
+		return err
 	}
 	bar := &progressBar{w: env.stderr, now: time.Now}
 	if o.has("progress") || isTerminal(env.stderr) {
@@ -126,4 +133,32 @@ func (p *progressBar) finish() {
 	if p.drawn {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// simPolicyOptions reads --qos, --fairshare and --set into opts.
+func simPolicyOptions(o *optSet, opts *sim.Options) error {
+	if file := o.get("qos"); file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("--qos: %w", err)
+		}
+		opts.QOS, opts.QOSByQueue, err = sim.ReadQOS(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--qos=%s: %w", file, err)
+		}
+	}
+	for _, kv := range o.list("set") {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("--set: %q is not NAME=VALUE (the names of corral config set)", kv)
+		}
+		cfg := api.DefaultSchedConfig()
+		if err := cfg.Set(name, value); err != nil {
+			return fmt.Errorf("--set %s: %w", kv, err)
+		}
+		opts.Settings = append(opts.Settings, [2]string{name, value})
+	}
+	opts.Fairshare = o.has("fairshare")
+	return nil
 }

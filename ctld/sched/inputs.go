@@ -2,7 +2,6 @@ package sched
 
 import (
 	"maps"
-	"slices"
 	"time"
 
 	"corral/api"
@@ -27,8 +26,7 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 	snap := &Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config}
 	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
 	snap.Pending = make([]*state.Job, 0, len(s.Pending))
-	for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
-		j := s.Jobs[id]
+	s.EachPending(func(j *state.Job) {
 		snap.Pending = append(snap.Pending, j)
 		if j.Spec.Dependency != nil {
 			deps.collect(j.Spec.Dependency, s)
@@ -41,9 +39,9 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 			}
 			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
 		}
-	}
+	})
 	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
-	for _, name := range slices.Sorted(maps.Keys(s.Nodes)) {
+	for _, name := range s.NodeNames() {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
 		for _, id := range n.Allocs {

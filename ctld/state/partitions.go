@@ -131,16 +131,34 @@ func (s *State) applySeed(c *SeedConfig) bool {
 // it, or serving it), sorted. Exactly one is marked default when any is:
 // the one configured so, else the one named api.DefaultPartition, else the
 // first.
+//
+// The list is built after each entry that can change it (partitions,
+// seeding, node registrations) rather than for each call: the pass reads
+// it every time. The copy returned shares the partitions' node lists,
+// which callers must not change.
 func (s *State) PartitionList() []api.Partition {
+	if s.partitionList == nil {
+		return s.buildPartitionList() // a state changed outside an entry (tests)
+	}
+	return slices.Clone(s.partitionList)
+}
+
+// buildPartitionList builds what PartitionList returns.
+func (s *State) buildPartitionList() []api.Partition {
 	var out []api.Partition
 	byName := map[string]int{}
+	members := map[string]map[string]bool{}
 	for _, name := range sortedKeys(s.Partitions) {
 		p := *s.Partitions[name]
 		p.Nodes = slices.Clone(p.Nodes)
 		byName[name] = len(out)
+		members[name] = map[string]bool{}
+		for _, n := range p.Nodes {
+			members[name][n] = true
+		}
 		out = append(out, p)
 	}
-	for _, name := range sortedKeys(s.Nodes) {
+	for _, name := range s.NodeNames() {
 		parts := s.Nodes[name].Partitions
 		if len(parts) == 0 {
 			parts = []string{api.DefaultPartition}
@@ -150,9 +168,11 @@ func (s *State) PartitionList() []api.Partition {
 			if !ok {
 				i = len(out)
 				byName[pn] = i
+				members[pn] = map[string]bool{}
 				out = append(out, api.Partition{Name: pn})
 			}
-			if !slices.Contains(out[i].Nodes, name) {
+			if !members[pn][name] {
+				members[pn][name] = true
 				out[i].Nodes = append(out[i].Nodes, name)
 			}
 		}

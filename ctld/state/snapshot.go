@@ -256,11 +256,15 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 		if err := s.readRecords(dec); err != nil {
 			return nil, err
 		}
+		s.tidyNodeNames()
+		s.partitionList = s.buildPartitionList()
 		return s, nil
 	case 1, 2:
 		if err := s.readLegacyRecords(dec, h.Format); err != nil {
 			return nil, err
 		}
+		s.tidyNodeNames()
+		s.partitionList = s.buildPartitionList()
 		return s, nil
 	}
 	return nil, fmt.Errorf("snapshot format %d is not supported (this build reads formats 1 to %d)", h.Format, snapshotFormat)

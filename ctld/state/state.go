@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"corral/api"
@@ -69,6 +70,18 @@ type State struct {
 	// qosActive counts each user's pending and running jobs per QoS
 	// (derived from Jobs), for MaxSubmitPerUser.
 	qosActive map[qosUser]int
+	// pendingIDs lists the pending jobs by id, for the pass (EachPending),
+	// with ids that are no longer pending (pendingGone counts them)
+	// until tidyPending compacts it; pendingUnsorted is set when an id
+	// was appended out of order (a job requeued).
+	pendingIDs      []uint64
+	pendingGone     int
+	pendingUnsorted bool
+	// nodeNames are the nodes' names, sorted (nodes are never removed);
+	// partitionList is what PartitionList returns, built after the
+	// entries that change it.
+	nodeNames     []string
+	partitionList []api.Partition
 	// touched lists the nodes whose allocations changed during the entry
 	// being applied; the controller wakes their watchers (TakeTouched).
 	// It is scratch, never replicated.
@@ -134,10 +147,17 @@ func (s *State) putJob(j *Job) {
 	s.trackRetention(s.Jobs[j.ID], j)
 	s.countActive(s.Jobs[j.ID], j)
 	s.Jobs[j.ID] = j
-	if j.State == api.StatePending {
+	_, was := s.Pending[j.ID]
+	switch {
+	case j.State == api.StatePending && !was:
 		s.Pending[j.ID] = struct{}{}
-	} else {
+		if n := len(s.pendingIDs); n > 0 && s.pendingIDs[n-1] >= j.ID {
+			s.pendingUnsorted = true
+		}
+		s.pendingIDs = append(s.pendingIDs, j.ID)
+	case j.State != api.StatePending && was:
 		delete(s.Pending, j.ID)
+		s.pendingGone++
 	}
 	if j.IsArrayTask() {
 		ref := api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}
@@ -207,4 +227,55 @@ func (s *State) eachJob(ids []uint64, change func(j *Job) string) *IDsResult {
 		res.Changed = append(res.Changed, id)
 	}
 	return res
+}
+
+// EachPending calls f with every pending job, by id: the order the pass
+// reads them in, kept as jobs are put rather than sorted for each pass.
+// It only reads the state, so it may run under a read lock.
+func (s *State) EachPending(f func(j *Job)) {
+	if s.pendingUnsorted {
+		for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
+			f(s.Jobs[id])
+		}
+		return
+	}
+	var prev uint64
+	for _, id := range s.pendingIDs {
+		if _, ok := s.Pending[id]; ok && id != prev {
+			f(s.Jobs[id])
+			prev = id
+		}
+	}
+}
+
+// tidyPending compacts the pending ids after an entry: sorted again when
+// one was appended out of order, and without the gone ones once they are
+// half the list (so compacting costs a constant per job).
+func (s *State) tidyPending() {
+	if !s.pendingUnsorted && s.pendingGone <= len(s.pendingIDs)/2 {
+		return
+	}
+	ids := make([]uint64, 0, len(s.Pending))
+	for id := range s.Pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s.pendingIDs, s.pendingGone, s.pendingUnsorted = ids, 0, false
+}
+
+// NodeNames returns the nodes' names in order. The slice is the state's:
+// callers must not change it.
+func (s *State) NodeNames() []string {
+	if len(s.nodeNames) != len(s.Nodes) {
+		return sortedKeys(s.Nodes) // nodes put outside an entry (tests)
+	}
+	return s.nodeNames
+}
+
+// tidyNodeNames sorts the node names again after an entry that added a
+// node.
+func (s *State) tidyNodeNames() {
+	if len(s.nodeNames) != len(s.Nodes) {
+		s.nodeNames = sortedKeys(s.Nodes)
+	}
 }

@@ -134,7 +134,15 @@ func (s *State) Apply(index uint64, t CommandType, payload any) any {
 	}
 	// Index moves even when the apply panics (the controller contains
 	// that): the entry was applied, as far as it went.
-	defer func() { s.Index = index }()
+	defer func() {
+		s.Index = index
+		s.tidyPending()
+		s.tidyNodeNames()
+		switch t {
+		case CmdPutPartition, CmdSeedConfig, CmdRegisterNode:
+			s.partitionList = s.buildPartitionList()
+		}
+	}()
 	return c.apply(s, payload, index)
 }
 

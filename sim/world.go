@@ -1,0 +1,456 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"corral/api"
+	"corral/ctld/sched"
+	"corral/ctld/state"
+)
+
+// This file is the world around the pass: a state.State that the
+// simulation changes only by applying Raft commands, as the controllers
+// do, and acting for the node daemons (reporting the runs that end or
+// that the state stops).
+
+// simulation is the state of one Run.
+type simulation struct {
+	opts  Options
+	epoch int64
+	st    *state.State
+	index uint64
+	// jobs are in queue order (submit time, then job number); job i has
+	// state id i+1. next is the first one not yet submitted.
+	jobs []simJob
+	next int
+	ends endHeap
+	now  int64
+	// wake is a time the last plan asked to be woken at, when hasWake.
+	wake    int64
+	hasWake bool
+	done    int
+	passes  int
+	// finished counts the jobs ended since the last PurgeJobs; paused
+	// the runs suspended by preemption, which a pass resumes.
+	finished, paused int
+	// accounts records the fair-share accounts and users created.
+	accounts map[string]bool
+	// lastReasons are the last plan's reasons, to explain jobs that never
+	// start.
+	lastReasons map[uint64]api.Reason
+}
+
+// purgeEvery is how many ended jobs the state keeps before a PurgeJobs
+// entry forgets them (MinJobAge is 1 s): the state holds the queue and
+// the running jobs, not the trace.
+const purgeEvery = 4096
+
+func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sched.Policy, opts Options) (*simulation, error) {
+	s := &simulation{opts: opts, epoch: epoch, st: state.New(), jobs: jobs, accounts: map[string]bool{}}
+	t0 := s.at(0)
+	if _, err := s.apply(state.CmdSeedConfig, &state.SeedConfig{
+		Partitions: []api.Partition{{Name: partition, Default: true}}, DefMemPerCPU: jobMemMB, Policy: string(policy),
+	}); err != nil {
+		return nil, err
+	}
+	settings := [][2]string{{"MinJobAge", "1"}}
+	for _, w := range []string{"Age", "Fairshare", "QOS", "Partition", "JobSize", "Site"} {
+		v := "0"
+		// QoS and fair-share asked for weigh as much as the
+		// controller's defaults make them.
+		if w == "QOS" && len(opts.QOS) > 0 || w == "Fairshare" && opts.Fairshare {
+			v = "10000"
+		}
+		settings = append(settings, [2]string{"PriorityWeight" + w, v})
+	}
+	if _, err := s.apply(state.CmdSetConfig, &state.SetConfig{Settings: append(settings, opts.Settings...)}); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	// The QoS first without whom they preempt, then with: a QoS may name
+	// one defined after it.
+	for _, preempt := range []bool{false, true} {
+		for _, q := range opts.QOS {
+			if !preempt {
+				q.Preempt = nil
+			} else if len(q.Preempt) == 0 {
+				continue
+			}
+			if _, err := s.apply(state.CmdPutQOS, &state.PutQOS{QOS: q}); err != nil {
+				return nil, fmt.Errorf("QoS %s: %w", q.Name, err)
+			}
+		}
+	}
+	for _, n := range nodes {
+		n.BootID, n.Runner = bootID, "sim"
+		if _, err := s.apply(state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: n}); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	return s, nil
+}
+
+// apply applies one command at the next index; a business error in its
+// result is returned as the error.
+func (s *simulation) apply(ct state.CommandType, cmd any) (any, error) {
+	s.index++
+	res := s.st.Apply(s.index, ct, cmd)
+	if err, ok := res.(error); ok {
+		return nil, err
+	}
+	return res, nil
+}
+
+// at converts a trace second to the virtual wall time the scheduler sees.
+func (s *simulation) at(sec int64) time.Time { return time.Unix(s.epoch+sec, 0).UTC() }
+
+// run is the event loop: each turn moves the clock to the next second with
+// an event, applies that second's ends, then its submits, then runs one
+// pass (more when a pass's preemptions freed resources).
+func (s *simulation) run() error {
+	for {
+		select {
+		case <-s.opts.Stop:
+			return fmt.Errorf("at second %d, %d of %d jobs done: %w", s.now, s.done, len(s.jobs), ErrStopped)
+		default:
+		}
+		now, ok := s.nextEvent()
+		if !ok {
+			break
+		}
+		s.now = now
+		ended, err := s.endRuns()
+		if err != nil {
+			return err
+		}
+		if err := s.submitJobs(); err != nil {
+			return err
+		}
+		if err := s.pass(); err != nil {
+			return err
+		}
+		if err := s.purge(); err != nil {
+			return err
+		}
+		if ended && s.opts.Progress != nil {
+			s.opts.Progress(s.done, len(s.jobs))
+		}
+	}
+	if len(s.st.Pending) > 0 {
+		id := slices.Min(slices.Collect(func(yield func(uint64) bool) {
+			for id := range s.st.Pending {
+				if !yield(id) {
+					return
+				}
+			}
+		}))
+		j := s.st.Jobs[id]
+		return fmt.Errorf("%d jobs never started although nothing else was left to happen: the first, job %d (%d CPUs), was left pending with reason %q",
+			len(s.st.Pending), s.jobs[id-1].out.ID, j.Spec.CPUs(), s.lastReasons[id])
+	}
+	return nil
+}
+
+// nextEvent returns the earliest second with a submit, an end or a wake-up
+// the scheduler asked for; false when none is left.
+func (s *simulation) nextEvent() (int64, bool) {
+	next, ok := int64(0), false
+	consider := func(t int64) {
+		if !ok || t < next {
+			next, ok = t, true
+		}
+	}
+	if s.next < len(s.jobs) {
+		consider(s.jobs[s.next].out.Submit)
+	}
+	for len(s.ends) > 0 && s.stale(s.ends[0]) {
+		heap.Pop(&s.ends)
+	}
+	if len(s.ends) > 0 {
+		consider(s.ends[0].at)
+	}
+	if s.hasWake && s.wake > s.now && len(s.st.Pending) > 0 {
+		consider(s.wake)
+	}
+	return next, ok
+}
+
+// stale reports whether an end event no longer ends a run: the run was
+// stopped, suspended, or ended otherwise since it was scheduled.
+func (s *simulation) stale(e endEvent) bool {
+	sj := &s.jobs[e.job]
+	return sj.alloc != e.alloc || sj.suspended || sj.endAt != e.at
+}
+
+// endRuns reports, as their node daemons would, every run due to end by
+// now: one JobReports entry per node.
+func (s *simulation) endRuns() (bool, error) {
+	var due []int
+	for len(s.ends) > 0 && s.ends[0].at <= s.now {
+		e := heap.Pop(&s.ends).(endEvent)
+		if !s.stale(e) {
+			due = append(due, e.job)
+		}
+	}
+	if len(due) == 0 {
+		return false, nil
+	}
+	if err := s.report(due, func(sj *simJob) api.JobState {
+		if sj.out.TimedOut {
+			return api.StateTimeout
+		}
+		return api.StateCompleted
+	}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// report applies the ends of the runs of jobs (queue positions), one
+// JobReports per node in name order, each run ending as end says, then
+// takes each job's outcome from the state.
+func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
+	byNode := map[string][]api.JobReport{}
+	for _, i := range jobs {
+		sj := &s.jobs[i]
+		byNode[sj.node] = append(byNode[sj.node], api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
+	}
+	for _, node := range slices.Sorted(func(yield func(string) bool) {
+		for n := range byNode {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: byNode[node]})
+		if err != nil {
+			return err
+		}
+		if r := res.(*state.IDsResult); len(r.Changed) != len(byNode[node]) {
+			return fmt.Errorf("second %d: node %s reported %d runs ending; the state took %d (%v)", s.now, node, len(byNode[node]), len(r.Changed), r.Errors)
+		}
+	}
+	for _, i := range jobs {
+		s.settle(i)
+	}
+	return nil
+}
+
+// settle takes the outcome of job i's run that just ended from the state:
+// ended (completed, timed out, preempted) or back in the queue (requeued).
+func (s *simulation) settle(i int) {
+	sj := &s.jobs[i]
+	j := s.st.Jobs[uint64(i+1)]
+	if sj.suspended {
+		s.paused--
+	}
+	sj.alloc, sj.node, sj.suspended = 0, "", false
+	if j.State == api.StatePending {
+		sj.out.Restarts++
+		return
+	}
+	sj.out.End, sj.out.Preempted = s.now, j.State == api.StatePreempted
+	s.done++
+	s.finished++
+}
+
+// submitJobs applies the jobs submitted by now as one SubmitJobs entry.
+func (s *simulation) submitJobs() error {
+	first := s.next
+	for s.next < len(s.jobs) && s.jobs[s.next].out.Submit <= s.now {
+		s.next++
+	}
+	if first == s.next {
+		return nil
+	}
+	specs := make([]state.JobSpec, 0, s.next-first)
+	for i := first; i < s.next; i++ {
+		sp, err := s.spec(&s.jobs[i])
+		if err != nil {
+			return err
+		}
+		specs = append(specs, sp)
+	}
+	res, err := s.apply(state.CmdSubmitJobs, &state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs})
+	if err != nil {
+		return err
+	}
+	for k, r := range res.(*state.SubmitResult).Results {
+		if r.JobID != uint64(first+k+1) {
+			return fmt.Errorf("second %d: job %d was not taken: %s", s.now, s.jobs[first+k].out.ID, r.Error)
+		}
+	}
+	return nil
+}
+
+// spec is job sj's request, creating its fair-share account and user
+// first when Options.Fairshare asks for them.
+func (s *simulation) spec(sj *simJob) (state.JobSpec, error) {
+	sp := state.JobSpec{
+		NTasks: sj.out.Size, CPUsPerTask: 1, MemPerNode: jobMemMB, Partition: partition, TimeLimit: sj.limit,
+		QOS: s.opts.QOSByQueue[sj.queue],
+	}
+	if sj.gpu {
+		sp.Gres = []api.Gres{{Name: "gpu", Count: 1}}
+	}
+	if s.opts.Fairshare {
+		sp.User, sp.Account = "u"+strconv.FormatInt(sj.user, 10), "g"+strconv.FormatInt(sj.group, 10)
+		if err := s.ensureAccount(sp.Account, sp.User); err != nil {
+			return sp, err
+		}
+	}
+	return sp, nil
+}
+
+// ensureAccount creates an account and a user in it, one share each, the
+// first time a job names them.
+func (s *simulation) ensureAccount(account, user string) error {
+	if !s.accounts[account] {
+		if _, err := s.apply(state.CmdPutAccount, &state.PutAccount{Account: api.Account{Name: account, Shares: 1}}); err != nil {
+			return fmt.Errorf("account %s: %w", account, err)
+		}
+		s.accounts[account] = true
+	}
+	if key := account + "/" + user; !s.accounts[key] {
+		if _, err := s.apply(state.CmdPutUser, &state.PutUser{User: api.AccountUser{Name: user, Account: account, Shares: 1}}); err != nil {
+			return fmt.Errorf("user %s in %s: %w", user, account, err)
+		}
+		s.accounts[key] = true
+	}
+	return nil
+}
+
+// maxRounds bounds the passes of one second: a pass whose preemptions
+// stopped runs is followed by another, as the controller's FSM change
+// wakes its scheduler again.
+const maxRounds = 8
+
+// pass runs the scheduler at the current second and applies its plan as
+// one ApplyPlan entry, as the leader proposes it.
+func (s *simulation) pass() error {
+	s.hasWake = false
+	for round := 0; round < maxRounds && len(s.st.Pending)+s.paused > 0; round++ {
+		now := s.at(s.now)
+		snap := sched.NewSnapshot(s.st, now)
+		plan := sched.Schedule(snap)
+		s.passes++
+		s.lastReasons = plan.Reasons
+		if !plan.NextWake.IsZero() {
+			wake := plan.NextWake.Unix() - s.epoch
+			if plan.NextWake.Nanosecond() > 0 {
+				wake++
+			}
+			s.wake, s.hasWake = wake, true
+		}
+		cmd := plan.Entry(now, snap, s.st.NextJobID)
+		if sched.EmptyEntry(cmd) {
+			return nil
+		}
+		res, err := s.apply(state.CmdApplyPlan, cmd)
+		if err != nil {
+			return err
+		}
+		again, err := s.applied(res.(*state.PlanResult))
+		if err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// applied follows a plan's result: runs started get their end scheduled,
+// runs stopped are reported ended (their node stops them at once) or are
+// paused, runs resumed are scheduled again. It reports whether runs were
+// stopped, so that another pass may use what they freed.
+func (s *simulation) applied(r *state.PlanResult) (bool, error) {
+	if len(r.Rejected) > 0 {
+		return false, fmt.Errorf("second %d: the state rejected the plan's start of job %d", s.now, s.jobs[r.Rejected[0]-1].out.ID)
+	}
+	for _, id := range r.Started {
+		s.started(int(id - 1))
+	}
+	var stopped []int
+	for _, id := range r.Stopped {
+		i := int(id - 1)
+		sj := &s.jobs[i]
+		if j := s.st.Jobs[id]; j.State == api.StateSuspended {
+			sj.suspended, sj.left = true, sj.endAt-s.now
+			s.paused++
+			continue
+		}
+		stopped = append(stopped, i)
+	}
+	for _, id := range r.Resumed {
+		sj := &s.jobs[id-1]
+		sj.suspended = false
+		s.paused--
+		s.schedule(int(id-1), s.now+sj.left)
+	}
+	if len(stopped) == 0 {
+		return len(r.Stopped) > 0, nil
+	}
+	// The stopped runs' nodes stop them at once; the state gives each the
+	// outcome of its preemption mode.
+	return true, s.report(stopped, func(*simJob) api.JobState { return api.StateCancelled })
+}
+
+// started takes job i's new run from the state and schedules its end.
+func (s *simulation) started(i int) {
+	sj := &s.jobs[i]
+	j := s.st.Jobs[uint64(i+1)]
+	a := s.st.LastAlloc(j)
+	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, a.Node, a.StartIndex, false
+	sj.out.Start, sj.left = s.now, sj.run
+	if p := a.Placement; p != nil {
+		sj.out.Placed, sj.out.Score, sj.out.SingleNUMA = true, p.Score, len(p.NUMANodes) == 1
+	}
+	s.schedule(i, s.now+sj.left)
+}
+
+// schedule makes job i's current run end at second at.
+func (s *simulation) schedule(i int, at int64) {
+	sj := &s.jobs[i]
+	sj.endAt = at
+	heap.Push(&s.ends, endEvent{at: at, job: i, alloc: sj.alloc})
+}
+
+// purge forgets ended jobs, as the controllers do MinJobAge after they
+// end, once purgeEvery of them piled up: the simulation keeps each job's
+// outcome itself.
+func (s *simulation) purge() error {
+	if s.finished < purgeEvery {
+		return nil
+	}
+	s.finished = 0
+	_, err := s.apply(state.CmdPurgeJobs, &state.PurgeJobs{Now: s.at(s.now + 2)})
+	return err
+}
+
+// endEvent is the end of job's run alloc at second at.
+type endEvent struct {
+	at    int64
+	job   int
+	alloc uint64
+}
+
+// endHeap orders end events by second, then queue position.
+type endHeap []endEvent
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(a, b int) bool {
+	if h[a].at != h[b].at {
+		return h[a].at < h[b].at
+	}
+	return h[a].job < h[b].job
+}
+func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(endEvent)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
