@@ -39,10 +39,8 @@ func (s *Server) getacl(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.Obj)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, a.Obj)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -73,10 +71,8 @@ func (s *Server) setacl(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.Obj)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, a.Obj)
+	if o == nil {
 		return true
 	}
 	defer o.close()

@@ -70,6 +70,19 @@ func (s *Server) newExport(path string, rw bool) (*export, error) {
 	return e, nil
 }
 
+// resolveFor resolves fh for a procedure whose failure reply is a status
+// and empty post-op attributes (GETACL, READ, FSSTAT, ...): when fh names
+// nothing it writes that reply to w and returns nil.
+func (s *Server) resolveFor(w *xdrWriter, fh []byte) *object {
+	o, err := s.resolve(fh)
+	if err != nil {
+		w.status(err)
+		w.postOpAttr(nil)
+		return nil
+	}
+	return o
+}
+
 // resolve opens the object a file handle names. It runs on a worker
 // thread (see creds): decoding a kernel handle needs root's
 // CAP_DAC_READ_SEARCH, which only asRoot has.

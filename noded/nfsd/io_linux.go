@@ -22,10 +22,8 @@ func (s *Server) read(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.File)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, a.File)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -184,10 +182,8 @@ func (s *Server) fsstat(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(fh)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, fh)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -222,10 +218,8 @@ func (s *Server) fsinfo(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(fh)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, fh)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -250,10 +244,8 @@ func (s *Server) pathconf(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(fh)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, fh)
+	if o == nil {
 		return true
 	}
 	defer o.close()

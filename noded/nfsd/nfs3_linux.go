@@ -183,10 +183,8 @@ func (s *Server) access(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.Obj)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, a.Obj)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -226,10 +224,8 @@ func (s *Server) readlink(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(fh)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	o := s.resolveFor(w, fh)
+	if o == nil {
 		return true
 	}
 	defer o.close()
