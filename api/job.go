@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -345,18 +344,7 @@ func (j *Job) IsArrayPending() bool { return j.ArrayPending != nil }
 // Ref returns how users name the job: "12" for a plain job, "12_5" for
 // task 5 of array 12, "12_[3-99%10]" for array 12's unstarted tasks.
 func (j *Job) Ref() string {
-	id := strconv.FormatUint(j.ID, 10)
-	switch {
-	case j.IsArrayTask():
-		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
-	case j.IsArrayPending():
-		s := id + "_[" + j.ArrayPending.String()
-		if a := j.Spec.Array; a != nil && a.Throttle > 0 {
-			s += "%" + strconv.Itoa(a.Throttle)
-		}
-		return s + "]"
-	}
-	return id
+	return RecordRef(j.ID, j.ArrayJobID, j.ArrayTaskID, j.ArrayPending, j.Spec.Array)
 }
 
 // Elapsed returns how long the job has run at now (squeue's TIME, %M).

@@ -25,6 +25,24 @@ func (r JobRef) String() string {
 	return strconv.FormatUint(r.ID, 10)
 }
 
+// RecordRef returns how users name a job record: "12" for a plain job,
+// "12_5" for task 5 of array 12 (arrayJobID 12, task 5), "12_[3-99%10]"
+// for array 12's unstarted tasks (pending, with array's throttle). The
+// API's job and the controllers' record both name themselves with it.
+func RecordRef(id, arrayJobID uint64, task int, pending *IndexSet, array *ArraySpec) string {
+	switch {
+	case pending != nil:
+		s := strconv.FormatUint(id, 10) + "_[" + pending.String()
+		if array != nil && array.Throttle > 0 {
+			s += "%" + strconv.Itoa(array.Throttle)
+		}
+		return s + "]"
+	case arrayJobID != 0:
+		return JobRef{ID: arrayJobID, Task: task, HasTask: true}.String()
+	}
+	return strconv.FormatUint(id, 10)
+}
+
 // ParseJobRef reads "12" or "12_5": a positive decimal job id, optionally
 // with an array task index, digits only (no sign, no spaces).
 func ParseJobRef(s string) (JobRef, error) {
