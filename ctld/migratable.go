@@ -88,18 +88,24 @@ func devicesOf(pl *api.Placement) string {
 }
 
 // migrationFunc returns a function that fills a copy of a job with
-// migrationOf's answer, over one read of the nodes and partitions.
+// migrationOf's answer. It reads the partitions once and each job's node
+// when first asked for it, so that one job costs one node, not the whole
+// cluster's.
 func (c *Controller) migrationFunc() func(*api.Job) {
-	nodes := map[string]*api.Node{}
 	var parts []api.Partition
-	c.fsm.Read(func(s *state.State) {
-		for name, n := range s.Nodes {
-			nodes[name] = &api.Node{NodeInfo: api.NodeInfo{Name: name, Runner: n.Runner}}
-		}
-		parts = s.PartitionList()
-	})
+	c.fsm.Read(func(s *state.State) { parts = s.PartitionList() })
+	nodes := map[string]*api.Node{}
 	return func(j *api.Job) {
-		j.Migratable, j.MigrationBlocker = migrationOf(j, nodes[j.Node], partitionNamed(parts, j.Spec.Partition))
+		n, seen := nodes[j.Node]
+		if !seen && j.Node != "" {
+			c.fsm.Read(func(s *state.State) {
+				if sn := s.Nodes[j.Node]; sn != nil {
+					n = &api.Node{NodeInfo: api.NodeInfo{Name: j.Node, Runner: sn.Runner}}
+				}
+			})
+			nodes[j.Node] = n
+		}
+		j.Migratable, j.MigrationBlocker = migrationOf(j, n, partitionNamed(parts, j.Spec.Partition))
 	}
 }
 
