@@ -39,7 +39,7 @@ func (s *Server) getacl(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, a.Obj)
+	o := s.resolveFor(w, a.Obj, noAttrs)
 	if o == nil {
 		return true
 	}
@@ -71,7 +71,7 @@ func (s *Server) setacl(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, a.Obj)
+	o := s.resolveFor(w, a.Obj, noAttrs)
 	if o == nil {
 		return true
 	}

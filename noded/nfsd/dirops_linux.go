@@ -20,15 +20,13 @@ import (
 // the reply of CREATE, MKDIR, SYMLINK and MKNOD: the new object's handle
 // and attributes, then the directory's wcc.
 func (s *Server) makeEntry(where diropArgs, w *xdrWriter, make func(dirfd int, name string) (*sattr, error)) {
-	dir, err := s.resolve(where.Dir)
-	if err != nil {
-		w.status(err)
-		w.wcc(nil, nil)
+	dir := s.resolveFor(w, where.Dir, noWcc)
+	if dir == nil {
 		return
 	}
 	defer dir.close()
 	before := s.attrsOrNil(dir)
-	err = writable(dir)
+	err := writable(dir)
 	if err == nil {
 		err = checkName(where.Name, false)
 	}
@@ -184,15 +182,13 @@ func (s *Server) mknod(args []byte, w *xdrWriter) bool {
 // removeEntry runs remove in the directory where names and writes the wcc
 // reply of REMOVE and RMDIR.
 func (s *Server) removeEntry(where diropArgs, w *xdrWriter, flags int) {
-	dir, err := s.resolve(where.Dir)
-	if err != nil {
-		w.status(err)
-		w.wcc(nil, nil)
+	dir := s.resolveFor(w, where.Dir, noWcc)
+	if dir == nil {
 		return
 	}
 	defer dir.close()
 	before := s.attrsOrNil(dir)
-	err = writable(dir)
+	err := writable(dir)
 	if err == nil {
 		err = checkName(where.Name, true)
 	}

@@ -70,18 +70,25 @@ func (s *Server) newExport(path string, rw bool) (*export, error) {
 	return e, nil
 }
 
-// resolveFor resolves fh for a procedure whose failure reply is a status
-// and empty post-op attributes (GETACL, READ, FSSTAT, ...): when fh names
-// nothing it writes that reply to w and returns nil.
-func (s *Server) resolveFor(w *xdrWriter, fh []byte) *object {
+// resolveFor resolves fh for a procedure: when fh names nothing it writes
+// the procedure's failure reply to w, the status then empty (the
+// procedure's noAttrs or noWcc), and returns nil.
+func (s *Server) resolveFor(w *xdrWriter, fh []byte, empty func(*xdrWriter)) *object {
 	o, err := s.resolve(fh)
 	if err != nil {
 		w.status(err)
-		w.postOpAttr(nil)
+		empty(w)
 		return nil
 	}
 	return o
 }
+
+// What follows a failure status: empty post-op attributes (GETATTR-like
+// replies) or an empty wcc (replies of procedures that change an object).
+var (
+	noAttrs = func(w *xdrWriter) { w.postOpAttr(nil) }
+	noWcc   = func(w *xdrWriter) { w.wcc(nil, nil) }
+)
 
 // resolve opens the object a file handle names. It runs on a worker
 // thread (see creds): decoding a kernel handle needs root's

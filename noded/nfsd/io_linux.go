@@ -22,7 +22,7 @@ func (s *Server) read(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, a.File)
+	o := s.resolveFor(w, a.File, noAttrs)
 	if o == nil {
 		return true
 	}
@@ -80,10 +80,8 @@ func (s *Server) write(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.File)
-	if err != nil {
-		w.status(err)
-		w.wcc(nil, nil)
+	o := s.resolveFor(w, a.File, noWcc)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -151,10 +149,8 @@ func (s *Server) commit(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.File)
-	if err != nil {
-		w.status(err)
-		w.wcc(nil, nil)
+	o := s.resolveFor(w, a.File, noWcc)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -182,7 +178,7 @@ func (s *Server) fsstat(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, fh)
+	o := s.resolveFor(w, fh, noAttrs)
 	if o == nil {
 		return true
 	}
@@ -218,7 +214,7 @@ func (s *Server) fsinfo(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, fh)
+	o := s.resolveFor(w, fh, noAttrs)
 	if o == nil {
 		return true
 	}
@@ -244,7 +240,7 @@ func (s *Server) pathconf(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, fh)
+	o := s.resolveFor(w, fh, noAttrs)
 	if o == nil {
 		return true
 	}

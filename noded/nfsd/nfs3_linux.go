@@ -66,10 +66,8 @@ func (s *Server) setattrProc(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o, err := s.resolve(a.Obj)
-	if err != nil {
-		w.status(err)
-		w.wcc(nil, nil)
+	o := s.resolveFor(w, a.Obj, noWcc)
+	if o == nil {
 		return true
 	}
 	defer o.close()
@@ -144,10 +142,8 @@ func (s *Server) lookup(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	dir, err := s.resolve(a.Dir)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	dir := s.resolveFor(w, a.Dir, noAttrs)
+	if dir == nil {
 		return true
 	}
 	defer dir.close()
@@ -183,7 +179,7 @@ func (s *Server) access(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, a.Obj)
+	o := s.resolveFor(w, a.Obj, noAttrs)
 	if o == nil {
 		return true
 	}
@@ -224,7 +220,7 @@ func (s *Server) readlink(args []byte, w *xdrWriter) bool {
 	if err != nil {
 		return false
 	}
-	o := s.resolveFor(w, fh)
+	o := s.resolveFor(w, fh, noAttrs)
 	if o == nil {
 		return true
 	}

@@ -70,10 +70,8 @@ func (s *Server) readdirplus(args []byte, w *xdrWriter) bool {
 // listDir answers READDIR and READDIRPLUS.
 func (s *Server) listDir(a readdirArgs, w *xdrWriter) {
 	start := len(w.b)
-	dir, err := s.resolve(a.Dir)
-	if err != nil {
-		w.status(err)
-		w.postOpAttr(nil)
+	dir := s.resolveFor(w, a.Dir, noAttrs)
+	if dir == nil {
 		return
 	}
 	defer dir.close()
