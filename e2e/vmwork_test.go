@@ -17,6 +17,7 @@ import (
 
 	"corral/api"
 	"corral/noded/cgroup"
+	"corral/vmimage"
 )
 
 // cliAs runs the CLI as the user name says ($USER), the way a user on a
@@ -219,7 +220,7 @@ func hostDir(t *testing.T, prefix string, perm os.FileMode) string {
 	// there (a checkout under /tmp, say) is not what the job would see.
 	cwd, _ := os.Getwd()
 	for _, parent := range []string{cwd, "/var/cache", "/srv", "/opt"} {
-		if guestPrivate(parent) {
+		if vmimage.InTempDir(parent) {
 			continue
 		}
 		d, err := os.MkdirTemp(parent, prefix)
@@ -234,17 +235,6 @@ func hostDir(t *testing.T, prefix string, perm os.FileMode) string {
 	}
 	t.Skip("no host directory outside /tmp, /var/tmp and /run to write to")
 	return ""
-}
-
-// guestPrivate reports whether path lies in a tree the guest has its own
-// copy of.
-func guestPrivate(path string) bool {
-	for _, p := range []string{"/tmp", "/var/tmp", "/run"} {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func submitAs(t *testing.T, c *cluster, dir, name string, args ...string) uint64 {

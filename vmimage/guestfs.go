@@ -183,3 +183,18 @@ func ParseUser(b []byte) (User, error) {
 	}
 	return u, nil
 }
+
+// TempDirs are the host's temporary trees a job's guest has fresh copies
+// of (tmpfs, made by the guest's init over the host's root): a host file
+// there is not what the job sees unless its path is shared.
+var TempDirs = []string{"/tmp", "/var/tmp", "/run"}
+
+// InTempDir reports whether path lies in one of TempDirs.
+func InTempDir(path string) bool {
+	for _, p := range TempDirs {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}

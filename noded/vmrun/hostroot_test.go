@@ -38,7 +38,7 @@ func hostOnlyDir(t *testing.T) string {
 	t.Helper()
 	cwd, _ := os.Getwd()
 	for _, parent := range []string{cwd, "/var/cache", "/srv", "/opt"} {
-		if guestPrivate(parent) {
+		if vmimage.InTempDir(parent) {
 			continue
 		}
 		dir, err := os.MkdirTemp(parent, "corral-outside-")
@@ -50,15 +50,6 @@ func hostOnlyDir(t *testing.T) string {
 	}
 	t.Skip("no host directory outside /tmp, /var/tmp and /run to write to")
 	return ""
-}
-
-func guestPrivate(path string) bool {
-	for _, p := range []string{"/tmp", "/var/tmp", "/run"} {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func lookupNobody(t *testing.T) ident.User {
