@@ -398,17 +398,7 @@ func TestSnapshotRoundTripPerCommand(t *testing.T) {
 	for i := range logs {
 		ct, _, _ := Decode(logs[i].Data)
 		t.Run(ct.String(), func(t *testing.T) {
-			f := newReplica()
-			applyAll(t, f, logs[:i+1])
-			g := restoredCopy(t, f)
-			if f.Hash() != g.Hash() {
-				t.Fatalf("state after restore differs")
-			}
-			applyAll(t, f, logs[i+1:])
-			applyAll(t, g, logs[i+1:])
-			if f.Hash() != g.Hash() {
-				t.Fatalf("replicas diverged after restore")
-			}
+			restoreAfter(t, logs, i+1)
 		})
 	}
 }

@@ -74,6 +74,25 @@ func restoredCopy(tb testing.TB, r *replica) *replica {
 	return &replica{s: s}
 }
 
+// restoreAfter applies logs[:n] to a replica, restores a copy of it from
+// a snapshot, feeds both the rest of logs, and fails unless they agree
+// after the restore and at the end. It returns both replicas.
+func restoreAfter(tb testing.TB, logs []*logEntry, n int) (applied, restored *replica) {
+	tb.Helper()
+	f := newReplica()
+	applyAll(tb, f, logs[:n])
+	g := restoredCopy(tb, f)
+	if f.Hash() != g.Hash() {
+		tb.Fatalf("after entry %d: state after restore differs", n)
+	}
+	applyAll(tb, f, logs[n:])
+	applyAll(tb, g, logs[n:])
+	if f.Hash() != g.Hash() {
+		tb.Fatalf("after entry %d: replicas diverged after restore", n)
+	}
+	return f, g
+}
+
 // run returns job id's newest allocation, or an empty one when it has none.
 func run(s *State, id uint64) *Allocation {
 	if j := s.Jobs[id]; j != nil {

@@ -181,17 +181,7 @@ func registerScript(t *testing.T) []*logEntry {
 func TestRegisterWithReportsSnapshotAndReplay(t *testing.T) {
 	logs := registerScript(t)
 	for i := range logs {
-		f := newReplica()
-		applyAll(t, f, logs[:i+1])
-		g := restoredCopy(t, f)
-		if f.Hash() != g.Hash() {
-			t.Fatalf("after entry %d: state after restore differs", i+1)
-		}
-		applyAll(t, f, logs[i+1:])
-		applyAll(t, g, logs[i+1:])
-		if f.Hash() != g.Hash() {
-			t.Fatalf("after entry %d: replicas diverged after restore", i+1)
-		}
+		restoreAfter(t, logs, i+1)
 	}
 	var hashes []string
 	for range 3 {

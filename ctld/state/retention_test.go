@@ -181,17 +181,7 @@ func taskRefs(s *State, array uint64) []int {
 func TestPurgeJobsRoundTrip(t *testing.T) {
 	logs := retentionLog(t)
 	for i := range logs {
-		f := newReplica()
-		applyAll(t, f, logs[:i+1])
-		g := restoredCopy(t, f)
-		if f.Hash() != g.Hash() {
-			t.Fatalf("after entry %d: state after restore differs", i+1)
-		}
-		applyAll(t, f, logs[i+1:])
-		applyAll(t, g, logs[i+1:])
-		if f.Hash() != g.Hash() {
-			t.Fatalf("after entry %d: replicas diverged after restore", i+1)
-		}
+		f, g := restoreAfter(t, logs, i+1)
 		// One more purge, far later, must also agree: the restored
 		// indexes decide it.
 		late := entry(t, uint64(len(logs)+1), CmdPurgeJobs, &PurgeJobs{Now: tPurgeAt.Add(time.Hour)})
