@@ -298,7 +298,14 @@ type Job struct {
 	// Message carries the node's explanation of an abnormal end.
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`
-	Restarts int    `json:"restarts,omitempty"`
+	// Migratable says whether the job's run could live-migrate: "yes",
+	// "no" (MigrationBlocker says why), or "" when that is not known (a
+	// pending job nothing in its request blocks, an ended job). Like
+	// Priority it is derived when the job is read, from the job's
+	// request, its partition's share and its node's runner; never stored.
+	Migratable       string `json:"migratable,omitempty"`
+	MigrationBlocker string `json:"migration_blocker,omitempty"`
+	Restarts         int    `json:"restarts,omitempty"`
 	// StartIndex is the Raft index of the plan that started the job; the
 	// node daemon uses it to tell a new run of a requeued job from an old one.
 	StartIndex uint64 `json:"start_index,omitempty"`

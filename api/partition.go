@@ -94,8 +94,33 @@ type Partition struct {
 	// the node's default, nfs.
 	Share string `json:"share,omitempty"`
 	// Network is the jobs' outbound network: "none" (the default: the
-	// guest has no network device beyond its share) is the only one today.
+	// guest's only card reaches its own file server and nothing else) is
+	// the only one today.
 	Network string `json:"network,omitempty"`
+	// Root is the host directory the partition's jobs get as their root
+	// (read-only, under the guest's overlay) instead of the node's own /:
+	// a site's own tree or an unpacked container image. Their shared
+	// paths are still the node's, at the same paths. It needs the nfs
+	// share. Empty is the node's root.
+	Root string `json:"root,omitempty"`
+}
+
+// The values of Partition.Share.
+const (
+	ShareNFS      = "nfs"
+	ShareVirtiofs = "virtiofs"
+)
+
+// ShareFor returns the share a job's VM gets in the partition: virtiofs
+// when the job gave up migration (noMigrate, --no-migrate) or the
+// partition shares over virtiofs, else nfs, the migratable default. The
+// node builds the VM with it; the controllers say from it whether the VM
+// could migrate.
+func (p Partition) ShareFor(noMigrate bool) string {
+	if noMigrate || p.Share == ShareVirtiofs {
+		return ShareVirtiofs
+	}
+	return ShareNFS
 }
 
 // Up reports whether the partition starts jobs (UP or DRAIN).
@@ -111,7 +136,7 @@ func (p *Partition) TakesJobs() bool {
 
 // PartitionKeys lists the settings Set takes, as scontrol spells them.
 var PartitionKeys = []string{"AllowAccounts", "AllowQos", "Default", "DefaultTime", "DenyAccounts", "MaxNodes",
-	"MaxTime", "MinNodes", "Network", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "Share", "SharedPaths", "State"}
+	"MaxTime", "MinNodes", "Network", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "Root", "Share", "SharedPaths", "State"}
 
 // Set changes one setting by scontrol's name (case-insensitive), e.g.
 // Set("State", "DRAIN") or Set("MaxTime", "2:00:00"); parseTime reads
@@ -148,6 +173,8 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 		p.Share = strings.ToLower(value)
 	case "network":
 		p.Network = strings.ToLower(value)
+	case "root":
+		p.Root = value
 	case "default", "queueunfit":
 		var b bool
 		switch strings.ToUpper(value) {
@@ -198,7 +225,7 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 }
 
 // CheckVM says what is wrong with the settings of what the partition's job
-// VMs see (SharedPaths, Share, Network), or nil.
+// VMs see (SharedPaths, Share, Network, Root), or nil.
 func (p *Partition) CheckVM() error {
 	for _, sp := range p.SharedPaths {
 		if !path.IsAbs(sp) || path.Clean(sp) != sp || sp == "/" {
@@ -209,6 +236,12 @@ func (p *Partition) CheckVM() error {
 	case "", "nfs", "virtiofs":
 	default:
 		return fmt.Errorf("share %q: use nfs (migratable, the default) or virtiofs (faster; the VMs cannot migrate)", p.Share)
+	}
+	if p.Root != "" && (!path.IsAbs(p.Root) || path.Clean(p.Root) != p.Root) {
+		return fmt.Errorf("root %q: give a clean absolute path (a directory on every node of the partition)", p.Root)
+	}
+	if p.Root != "" && p.Share == ShareVirtiofs {
+		return fmt.Errorf("a root of its own (%s) needs the nfs share: drop share virtiofs", p.Root)
 	}
 	switch p.Network {
 	case "", "none":

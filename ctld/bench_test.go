@@ -172,7 +172,7 @@ func BenchmarkListPending(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				jobs := c.selectJobs(&f)
-				if err := writeJobList(discard{}, jobs, c.priorityFunc(time.Now())); err != nil {
+				if err := writeJobList(discard{}, jobs, c.priorityFunc(time.Now()), c.migrationFunc()); err != nil {
 					b.Fatal(err)
 				}
 			}

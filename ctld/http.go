@@ -363,7 +363,7 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 		return api.EncodeJobRows(w, rows)
 	case "", "json":
 		w.Header().Set("Content-Type", "application/json")
-		return writeJobList(w, jobs, prio)
+		return writeJobList(w, jobs, prio, c.migrationFunc())
 	}
 	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
@@ -399,7 +399,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	case j == nil:
 		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
-	writeJSON(w, http.StatusOK, withPriority(v, c.priorityFunc(c.clock.Now())))
+	view := withPriority(v, c.priorityFunc(c.clock.Now()))
+	c.migrationFunc()(view)
+	writeJSON(w, http.StatusOK, view)
 	return nil
 }
 

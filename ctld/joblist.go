@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"io"
 
+	"corral/api"
 	"corral/ctld/state"
 )
 
 // writeJobList streams a job list as a JSON array without the scripts and
 // environments, which listings never show and which dominate their size.
-func writeJobList(w io.Writer, jobs []jobView, prio func(*state.Job) int64) error {
+// prio and migration fill what is derived when a job is read (its
+// priority now, whether its run could migrate).
+func writeJobList(w io.Writer, jobs []jobView, prio func(*state.Job) int64, migration func(*api.Job)) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	if _, err := bw.WriteString("["); err != nil {
@@ -24,6 +27,7 @@ func writeJobList(w io.Writer, jobs []jobView, prio func(*state.Job) int64) erro
 		}
 		slim := v.slim()
 		slim.Priority = prio(v.job)
+		migration(&slim)
 		if err := enc.Encode(&slim); err != nil {
 			return err
 		}

@@ -78,8 +78,9 @@ func (c *Controller) lead(ctx context.Context) {
 			c.seen[name] = now
 		}
 	})
+	next := c.nextJobID
 	c.mu.Unlock()
-	c.log.Info("leading the cluster", "next_job_id", c.nextJobID)
+	c.log.Info("leading the cluster", "next_job_id", next)
 	defer func() {
 		c.mu.Lock()
 		c.leading = false

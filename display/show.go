@@ -97,6 +97,7 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	k.str("BatchFlag", "1")
 	k.str("ExitCode", strconv.Itoa(j.ExitCode)+":"+strconv.Itoa(j.Signal))
 	k.newLine()
+	showJobMigration(k, j)
 	if j.CPUSeconds > 0 || j.PeakMemKB > 0 {
 		k.key("TotalCPU")
 		k.buf = appendLongSecs(k.buf, int64(j.CPUSeconds+0.5))
@@ -115,6 +116,21 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	showJobResources(k, j)
 	showJobFiles(k, j)
 	k.done(w)
+}
+
+// showJobMigration writes whether the job's run could live-migrate, and
+// why not, when the controllers know (corral's own line; Slurm has none).
+func showJobMigration(k *kvWriter, j *api.Job) {
+	switch j.Migratable {
+	case "yes":
+		k.str("Migratable", "Yes")
+	case "no":
+		k.str("Migratable", "No")
+		k.str("MigrationBlocker", j.MigrationBlocker)
+	default:
+		return
+	}
+	k.newLine()
 }
 
 func boolInt(b bool) int64 {

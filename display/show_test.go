@@ -109,6 +109,10 @@ func TestShowJobLines(t *testing.T) {
 	susp.SuspendTime = t0.Add(-2 * time.Minute)
 	susp.SuspendedFor = 30 * time.Second
 	susp.Spec.Image = "ubuntu-24.04"
+	migratable := runningJob()
+	migratable.Migratable = "yes"
+	pinned := runningJob()
+	pinned.Migratable, pinned.MigrationBlocker = "no", "it asked for --no-migrate: its files go over the fast share (virtiofs)"
 	lines := map[string]struct {
 		job  api.Job
 		want string
@@ -118,6 +122,8 @@ func TestShowJobLines(t *testing.T) {
 		"suspended run time stops": {susp, "   RunTime=00:59:33 TimeLimit=02:00:00\n"},
 		"expected end moves":       {susp, "EndTime=2024-03-01T10:58:27\n"},
 		"image":                    {susp, "   Gres=gres/gpu:a100:2 Array=0-3 Image=ubuntu-24.04\n"},
+		"migratable":               {migratable, "ExitCode=0:0\n   Migratable=Yes\n"},
+		"not migratable, and why":  {pinned, "   Migratable=No MigrationBlocker=it asked for --no-migrate: its files go over the fast share (virtiofs)\n"},
 	}
 	for name, tc := range lines {
 		t.Run(name, func(t *testing.T) {

@@ -67,8 +67,10 @@ func waitOutput(t *testing.T, path, want string, limit time.Duration) {
 // job refused; files copied both ways as the user, with EACCES for one the
 // user cannot read; attach from a directory where the output file is not,
 // so the lines come from the node; scancel --signal=USR1 reaching the
-// script's trap.
-func reachIntoJob(t *testing.T, c *cluster, dir, user, uid, node string) {
+// script's trap. show job (and scontrol show job) say whether the running
+// job could migrate (migration is the line it must show), and a held
+// --no-migrate job says it could not, and why.
+func reachIntoJob(t *testing.T, c *cluster, dir, user, uid, node, migration string) {
 	writeFile(t, filepath.Join(dir, "job.sh"), `#!/bin/bash
 #SBATCH --mem=256M
 trap 'echo got-usr1' USR1
@@ -83,6 +85,17 @@ for i in $(seq 120); do sleep 1; done
 	waitJob(t, cl, id, api.StateRunning, 90*time.Second)
 	outFile := filepath.Join(dir, "job-"+ids+".out")
 	waitOutput(t, outFile, "started", 90*time.Second)
+	for _, show := range [][]string{{"show", "job", ids}, {"scontrol", "show", "job", ids}} {
+		if r := cliIn(t, c.addr, dir, user, "", show...); r.code != 0 || !strings.Contains(r.stdout, migration) {
+			t.Errorf("%s: %+v, want a line %q", strings.Join(show, " "), r, migration)
+		}
+	}
+	pinned := submitAs(t, c, dir, user, "--hold", "--no-migrate", "--wrap", "true")
+	if r := cliIn(t, c.addr, dir, user, "", "show", "job", strconv.FormatUint(pinned, 10)); !strings.Contains(r.stdout,
+		"Migratable=No MigrationBlocker=it asked for --no-migrate: its files go over the fast share (virtiofs), whose vhost-user-fs device QEMU 7.2 cannot migrate") {
+		t.Errorf("show job of a held --no-migrate job: %+v", r)
+	}
+	cliIn(t, c.addr, dir, user, "", "cancel", strconv.FormatUint(pinned, 10))
 
 	elsewhere := t.TempDir()
 	attach := exec.Command(corralBin, "attach", ids)
@@ -175,7 +188,7 @@ func TestReachIntoAVMJob(t *testing.T) {
 	c.leader(t, 15*time.Second)
 	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--run-jobs-as", "user")
 	c.waitNodes(t, 1)
-	reachIntoJob(t, c, dir, u.Username, u.Uid, "vm1")
+	reachIntoJob(t, c, dir, u.Username, u.Uid, "vm1", "\n   Migratable=Yes\n")
 }
 
 // TestReachIntoAProcessJob is the same for the process runner: the
@@ -187,5 +200,5 @@ func TestReachIntoAProcessJob(t *testing.T) {
 	c.startNode(t, "p1", "--cpus", "2", "--mem", "2G", "--run-jobs-as", "user")
 	c.waitNodes(t, 1)
 	host, _ := os.Hostname()
-	reachIntoJob(t, c, dir, u.Username, u.Uid, host)
+	reachIntoJob(t, c, dir, u.Username, u.Uid, host, "Migratable=No MigrationBlocker=it runs as processes on node p1 (runner process), not in a VM")
 }

@@ -146,7 +146,12 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	}
 	c := startControllers(t, 1, "--node-timeout", "30s")
 	c.leader(t, 15*time.Second)
-	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the node daemon's log:\n%s", node.tail())
+		}
+	})
 	c.waitNodes(t, 1)
 	work := t.TempDir()
 	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem=256M", "-o", filepath.Join(work, "r.out"),
@@ -157,7 +162,7 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
 	start := time.Now()
 	for !strings.Contains(readFileOr(filepath.Join(work, "r.out")), "before") {
-		if time.Since(start) > 30*time.Second {
+		if time.Since(start) > 2*time.Minute {
 			t.Fatal("the job never started in its VM")
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -196,7 +201,9 @@ func TestVMManyJobsOnTwoCPUs(t *testing.T) {
 		id, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
 		ids = append(ids, id)
 	}
-	deadline := time.Now().Add(4 * time.Minute)
+	// A guard against a hang, not a speed limit: 20 boots under TCG take
+	// about 2 minutes on 2 quiet cores and far longer on a loaded machine.
+	deadline := time.Now().Add(10 * time.Minute)
 	maxCPUs := 0
 	for {
 		n, err := cl.Node(context.Background(), "vm1")
@@ -216,7 +223,7 @@ func TestVMManyJobsOnTwoCPUs(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs completed in 4 minutes", done, len(ids))
+			t.Fatalf("%d of %d jobs completed in 10 minutes", done, len(ids))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

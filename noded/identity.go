@@ -191,13 +191,3 @@ func (d *Daemon) partition(ctx context.Context, name string) api.Partition {
 	}
 	return api.Partition{}
 }
-
-// shareFor is the share of a job's VM (LaunchSpec.Share): virtiofs when the
-// job gave up migration or its partition shares over virtiofs, else the
-// runner's default (NFS, migratable).
-func shareFor(noMigrate bool, p api.Partition) string {
-	if noMigrate || p.Share == "virtiofs" {
-		return "virtiofs"
-	}
-	return ""
-}

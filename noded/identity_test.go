@@ -130,24 +130,3 @@ func TestUserCache(t *testing.T) {
 		t.Fatal("a known user was not cached")
 	}
 }
-
-func TestShareFor(t *testing.T) {
-	cases := map[string]struct {
-		noMigrate bool
-		share     string
-		want      string
-	}{
-		"the default":                {want: ""},
-		"a partition that says nfs":  {share: "nfs", want: ""},
-		"the job asked --no-migrate": {noMigrate: true, want: "virtiofs"},
-		"a partition of virtiofs":    {share: "virtiofs", want: "virtiofs"},
-		"both":                       {noMigrate: true, share: "nfs", want: "virtiofs"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := shareFor(tc.noMigrate, api.Partition{Share: tc.share}); got != tc.want {
-				t.Errorf("shareFor = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

@@ -220,7 +220,8 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 			if len(p.SharedPaths) > 0 {
 				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
 			}
-			spec.Share = shareFor(noMigrate, p)
+			spec.Share = p.ShareFor(noMigrate)
+			spec.Root = p.Root
 		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}

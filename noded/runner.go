@@ -73,9 +73,14 @@ type LaunchSpec struct {
 	Shares []string
 	// Share is how the vm runner shares the host's files with the guest:
 	// "virtiofs" (fast, but QEMU cannot migrate the VM) for a job that
-	// asked --no-migrate or whose partition says so, else "" (the
-	// runner's default, the migratable NFS share).
+	// asked --no-migrate or whose partition says so, else "nfs" or ""
+	// (the runner's default, the migratable NFS share). The daemon sets
+	// it with api.Partition.ShareFor, the rule the controllers also say
+	// from whether the job's VM could migrate.
 	Share string
+	// Root is the host directory the guest gets as its root instead of
+	// the node's / (the partition's root setting); "" for the node's.
+	Root string
 }
 
 // Handle is a running job.

@@ -48,8 +48,10 @@ while read -r dir name; do
 		echo "fuzz: $name failed without saving an input; running it once more"
 	done
 	# The last progress line gives the total executions and the elapsed
-	# time (e.g. "10m0s"); its own rate covers only its last interval.
-	grep '^fuzz: elapsed: .*execs:' "$log" | tail -1 | awk -v name="$name" -v dir="./$dir" -v status="$status" '{
+	# time (e.g. "10m0s"); its own rate covers only its last interval. A
+	# short run over a large cached corpus may end while still gathering
+	# its baseline, with no such line: the row then has no figures.
+	{ grep '^fuzz: elapsed: .*execs:' "$log" || true; } | tail -1 | awk -v name="$name" -v dir="./$dir" -v status="$status" '{
 		t = $3; sub(",", "", t); secs = 0; n = ""
 		for (i = 1; i <= length(t); i++) {
 			c = substr(t, i, 1)

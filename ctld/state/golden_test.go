@@ -172,6 +172,7 @@ func goldenCommands() []struct {
 			{JobID: 40, StartIndex: 34, State: api.StateCompleted, CPUSeconds: 12.5, PeakMemKB: 40960}}}},
 		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "vm", SharedPaths: []string{"/home", "/scratch"},
 			Share: "virtiofs", Network: "none"}}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "site", Share: "nfs", Root: "/srv/roots/el9"}}},
 		// Scripts and environments out of line: the entry carries what it
 		// introduces, and the second job names the first's by key.
 		func() struct {

@@ -18,6 +18,9 @@ type Stat struct {
 	// Start is the process's start time in clock ticks since boot; with the
 	// boot id it names a process for good, where a pid may be reused.
 	Start uint64
+	// CPUTicks is the CPU time the process used so far, user and system,
+	// in clock ticks (utime + stime; 100 a second on Linux).
+	CPUTicks uint64
 }
 
 // Ended reports whether the process has exited: a zombie (or a dying
@@ -54,11 +57,15 @@ func ParseStat(b []byte) (Stat, error) {
 	}
 	var st Stat
 	st.State = f[0][0]
-	var err1, err2, err3 error
+	var err1, err2, err3, err4, err5 error
+	var utime, stime uint64
 	st.PGID, err1 = strconv.Atoi(f[2])
 	st.Session, err2 = strconv.Atoi(f[3])
-	st.Start, err3 = strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	utime, err3 = strconv.ParseUint(f[11], 10, 64)
+	stime, err4 = strconv.ParseUint(f[12], 10, 64)
+	st.Start, err5 = strconv.ParseUint(f[19], 10, 64)
+	st.CPUTicks = utime + stime
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return Stat{}, fmt.Errorf("malformed /proc stat line: %w", err)
 	}
 	return st, nil

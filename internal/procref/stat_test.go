@@ -13,8 +13,8 @@ func TestParseStat(t *testing.T) {
 		wantErr bool
 	}{
 		"name with spaces and parentheses": {
-			line: "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 100",
-			want: Stat{State: 'S', PGID: 1234, Session: 1234, Start: 987654},
+			line: "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 1 0 0 0 25 5 0 0 20 0 1 0 987654 1000 100",
+			want: Stat{State: 'S', PGID: 1234, Session: 1234, Start: 987654, CPUTicks: 30},
 		},
 		"zombie": {
 			line: "7 (sh) Z 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 42 0 0",
@@ -25,6 +25,7 @@ func TestParseStat(t *testing.T) {
 		"bad start time":    {line: "1 (sh) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x 0 0", wantErr: true},
 		"bad session":       {line: "1 (sh) S 1 1 y 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0", wantErr: true},
 		"bad process group": {line: "1 (sh) S 1 z 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0", wantErr: true},
+		"bad user time":     {line: "1 (sh) S 1 1 1 0 -1 0 0 0 0 0 u 0 0 0 20 0 1 0 5 0 0", wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

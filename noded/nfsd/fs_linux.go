@@ -61,7 +61,7 @@ func (s *Server) newExport(path string, rw bool) (*export, error) {
 		return nil, fmt.Errorf("export %s: %w", clean, err)
 	}
 	e.root = handle{Export: e.id, FSKey: e.key, Type: kh.Type(), Kernel: kh.Bytes()}
-	if e.fh, err = e.root.encode(); err != nil {
+	if e.fh, err = s.key.encode(e.root); err != nil {
 		return nil, fmt.Errorf("export %s: %w", clean, err)
 	}
 	f := fnv.New64a()
@@ -74,7 +74,7 @@ func (s *Server) newExport(path string, rw bool) (*export, error) {
 // thread (see creds): decoding a kernel handle needs root's
 // CAP_DAC_READ_SEARCH, which only asRoot has.
 func (s *Server) resolve(fh []byte) (*object, error) {
-	h, err := decodeHandle(fh)
+	h, err := s.key.decode(fh)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (s *Server) child(dir *object, name string) ([]byte, *attrs, error) {
 		h = dir.exp.root
 	}
 	a.fileid = fileID(a.st.Ino, h.FSKey, dir.exp.key)
-	fh, err := h.encode()
+	fh, err := s.key.encode(h)
 	if err != nil {
 		return nil, nil, unix.ENOENT
 	}

@@ -1,6 +1,9 @@
 package nfsd
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
@@ -15,13 +18,22 @@ import (
 // mount id name_to_handle_at also returns is local to one node and is never
 // put in a handle.
 //
+// Every handle carries a MAC under the job's handle key (Config.HandleKey)
+// over all of it. Without one, a guest could make a handle up: take the
+// handle of any file from the read-only root export, write the id of a
+// shared path's export into it, and write to that file, anywhere on the
+// node, as the job's user (as root for a root job). The kernel handles
+// themselves are no secret (they hold inode and generation numbers); the
+// MAC is what says this server issued the handle, under that export.
+//
 // Encoding (at most fhMax = 64 bytes):
 //
 //	byte 0      handleVersion
 //	bytes 1-4   export id (fnv32a of the export's path)
 //	bytes 5-12  file system key (fsKey: its type and f_fsid)
-//	bytes 13-16 the kernel handle's type
-//	bytes 17-   the kernel handle's bytes (at most 47)
+//	byte 13     the kernel handle's type (FILEID_* values are below 256)
+//	bytes 14-21 the first 8 bytes of HMAC-SHA256(key, bytes 0-13 and 22-)
+//	bytes 22-   the kernel handle's bytes (at most 42)
 type handle struct {
 	Export uint32
 	FSKey  uint64
@@ -30,9 +42,12 @@ type handle struct {
 }
 
 const (
-	handleVersion   = 1
-	handleHeader    = 17
+	handleVersion   = 2
+	macAt, macLen   = 14, 8
+	handleHeader    = macAt + macLen
 	maxKernelHandle = fhMax - handleHeader
+	// HandleKeyLen is the length of a handle key.
+	HandleKeyLen = 32
 )
 
 var (
@@ -42,28 +57,57 @@ var (
 	errHandleTooLong = errors.New("the file system's handle is too long for NFSv3")
 )
 
-func (h handle) encode() ([]byte, error) {
-	if len(h.Kernel) > maxKernelHandle {
+// handleKey authenticates handles (see handle).
+type handleKey []byte
+
+// newHandleKey returns a random key.
+func newHandleKey() (handleKey, error) {
+	k := make(handleKey, HandleKeyLen)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// mac returns the MAC of an encoded handle b (its MAC bytes left out).
+func (k handleKey) mac(b []byte) [macLen]byte {
+	m := hmac.New(sha256.New, k)
+	m.Write(b[:macAt])
+	m.Write(b[handleHeader:])
+	var out [macLen]byte
+	copy(out[:], m.Sum(nil))
+	return out
+}
+
+func (k handleKey) encode(h handle) ([]byte, error) {
+	if len(h.Kernel) > maxKernelHandle || h.Type < 0 || h.Type > 0xff {
 		return nil, errHandleTooLong
 	}
 	b := make([]byte, handleHeader, handleHeader+len(h.Kernel))
 	b[0] = handleVersion
 	binary.BigEndian.PutUint32(b[1:], h.Export)
 	binary.BigEndian.PutUint64(b[5:], h.FSKey)
-	binary.BigEndian.PutUint32(b[13:], uint32(h.Type))
-	return append(b, h.Kernel...), nil
+	b[13] = byte(h.Type)
+	b = append(b, h.Kernel...)
+	m := k.mac(b)
+	copy(b[macAt:], m[:])
+	return b, nil
 }
 
-// decodeHandle reads a handle this server issued; anything else is
-// errBadHandle (NFS3ERR_BADHANDLE).
-func decodeHandle(b []byte) (handle, error) {
+// decode reads a handle this server (or another with the same key)
+// issued; anything else, a handle of another key or version among them,
+// is errBadHandle (NFS3ERR_BADHANDLE).
+func (k handleKey) decode(b []byte) (handle, error) {
 	if len(b) < handleHeader+1 || len(b) > fhMax || b[0] != handleVersion {
+		return handle{}, errBadHandle
+	}
+	if m := k.mac(b); !hmac.Equal(m[:], b[macAt:handleHeader]) {
 		return handle{}, errBadHandle
 	}
 	return handle{
 		Export: binary.BigEndian.Uint32(b[1:]),
 		FSKey:  binary.BigEndian.Uint64(b[5:]),
-		Type:   int32(binary.BigEndian.Uint32(b[13:])),
+		Type:   int32(b[13]),
 		Kernel: b[handleHeader:],
 	}, nil
 }

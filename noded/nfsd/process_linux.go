@@ -25,11 +25,30 @@ type ProcessConfig struct {
 	// whether or not a node daemon is there to say so.
 	VMPID   int    `json:"vm_pid"`
 	VMStart uint64 `json:"vm_start_ticks"`
+	// HandleKey is the job's handle key (Config.HandleKey): the vm runner
+	// makes it once per job and gives every server of the job the same.
+	HandleKey []byte `json:"handle_key"`
 }
 
 // ListenFD is the descriptor a file server process inherits its listener
 // on: the socket the vm runner opened in the VM's network namespace.
 const ListenFD = 3
+
+// ServeIfChild turns the running program into a file server process
+// when it was started as `PROGRAM arg CONFIG`, and exits when that is
+// done; otherwise it returns at once. Test binaries that start the vm
+// runner call it first in TestMain, passing the arg they give the runner
+// (Config.NFSServer), as `corral nfsd CONFIG` does in production.
+func ServeIfChild(arg string) {
+	if len(os.Args) != 3 || os.Args[1] != arg {
+		return
+	}
+	if err := RunProcess(os.Args[2]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
 
 // RunProcess is a file server process: it reads its configuration, serves
 // on the listener it inherited until its VM's QEMU exits or it gets
@@ -53,7 +72,10 @@ func RunProcess(configPath string) error {
 	if err != nil {
 		return fmt.Errorf("nfsd: descriptor 3 is not a listening socket: %w", err)
 	}
-	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, Logger: log})
+	if len(cfg.HandleKey) == 0 {
+		log.Warn("no handle key in the configuration: the guest's file handles will not survive a restart of this server", "config", configPath)
+	}
+	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, HandleKey: cfg.HandleKey, Logger: log})
 	if err != nil {
 		return fmt.Errorf("nfsd: %w", err)
 	}

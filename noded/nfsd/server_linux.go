@@ -29,6 +29,13 @@ type Config struct {
 	Root string
 	// Shares are the read-write exports: the job's shared paths.
 	Shares []string
+	// HandleKey authenticates the file handles the server issues
+	// (HandleKeyLen bytes; see handle): a guest cannot make a handle up or
+	// move one to another export. Every server of one job must have the
+	// same key, a restarted one and the one on the node a VM migrates to,
+	// for the guest's handles to stay valid. Empty makes a random key, for
+	// a server whose handles need not outlive it.
+	HandleKey []byte
 	// Workers is how many threads serve requests; 8 when 0.
 	Workers int
 	// Logger receives connection and failure messages; slog's default
@@ -49,6 +56,7 @@ type Server struct {
 	// so that a client sends again what it wrote UNSTABLE and had not
 	// committed when the server it wrote to went away.
 	verf uint64
+	key  handleKey
 	work chan request
 
 	mu        sync.Mutex
@@ -105,6 +113,16 @@ func New(cfg Config) (*Server, error) {
 		s.creds.Groups = []uint32{s.creds.GID}
 	}
 	var err error
+	switch {
+	case len(cfg.HandleKey) == 0:
+		if s.key, err = newHandleKey(); err != nil {
+			return nil, fmt.Errorf("a handle key: %w", err)
+		}
+	case len(cfg.HandleKey) != HandleKeyLen:
+		return nil, fmt.Errorf("handle key of %d bytes: want %d (random, the same for every server of the job)", len(cfg.HandleKey), HandleKeyLen)
+	default:
+		s.key = handleKey(cfg.HandleKey)
+	}
 	if s.mounts, err = newMountTable(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package nfsd
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"net"
@@ -249,7 +250,8 @@ func TestHandlesSurviveARestart(t *testing.T) {
 	root, share := tree(t)
 	os.MkdirAll(filepath.Join(share, "a", "b"), 0o755)
 	os.WriteFile(filepath.Join(share, "a", "b", "f"), []byte("data"), 0o644)
-	cfg := Config{User: self(t), Root: root, Shares: []string{share}}
+	key := bytes.Repeat([]byte{7}, HandleKeyLen) // the job's, as every server of it gets
+	cfg := Config{User: self(t), Root: root, Shares: []string{share}, HandleKey: key}
 	s1, addr1 := startServer(t, cfg)
 	c1 := dialTest(t, addr1)
 	dir, _ := c1.mount(share)
@@ -270,13 +272,56 @@ func TestHandlesSurviveARestart(t *testing.T) {
 		t.Errorf("GETATTR of the first server's root handle: %d", st)
 	}
 	// A server without that export refuses its handles as stale.
-	_, addr3 := startServer(t, Config{User: self(t), Root: root})
+	_, addr3 := startServer(t, Config{User: self(t), Root: root, HandleKey: key})
 	c3 := dialTest(t, addr3)
 	if _, st := c3.getattr(f); st != errStale {
 		t.Errorf("a handle of an export the server lacks: %d, want STALE", st)
 	}
 	if _, st := c3.getattr([]byte("not a handle of ours")); st != errBadHandleStat {
 		t.Errorf("a foreign handle: %d, want BADHANDLE", st)
+	}
+}
+
+// TestForgedHandlesAreRefused makes handles up the way a guest could: a
+// file's handle from the read-only root export with the id of the shared
+// path's export written into it (which would let the guest write the
+// file, outside every shared path), a handle of the same server with a
+// byte of its kernel handle changed, and a handle of another job's server
+// (another key). Each is BADHANDLE, and the file is not written.
+func TestForgedHandlesAreRefused(t *testing.T) {
+	root, share := tree(t)
+	outside := filepath.Join(root, "outside.txt")
+	os.WriteFile(outside, []byte("the node's\n"), 0o666)
+	s, addr := startServer(t, Config{User: self(t), Root: root, Shares: []string{share}})
+	c := dialTest(t, addr)
+	ro, _ := c.mount(root)
+	f, st := c.lookup(ro, "outside.txt")
+	if st != 0 {
+		t.Fatalf("LOOKUP outside.txt: %d", st)
+	}
+	if st, _, _, _ := c.write(f, 0, []byte("x"), fileSync); st != errROFS {
+		t.Fatalf("WRITE through the root export: %d, want ROFS", st)
+	}
+	moved := bytes.Clone(f)
+	binary.BigEndian.PutUint32(moved[1:], s.byPath[share].id)
+	flipped := bytes.Clone(f)
+	flipped[len(flipped)-1] ^= 1
+	_, other := startServer(t, Config{User: self(t), Root: root, Shares: []string{share}})
+	oc := dialTest(t, other)
+	oro, _ := oc.mount(root)
+	foreign, _ := oc.lookup(oro, "outside.txt")
+	for name, fh := range map[string][]byte{"moved to the share's export": moved, "kernel handle changed": flipped, "another job's key": foreign} {
+		t.Run(name, func(t *testing.T) {
+			if st, _, _, _ := c.write(fh, 0, []byte("forged"), fileSync); st != errBadHandleStat {
+				t.Errorf("WRITE: %d, want BADHANDLE", st)
+			}
+			if _, st := c.getattr(fh); st != errBadHandleStat {
+				t.Errorf("GETATTR: %d, want BADHANDLE", st)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "the node's\n" {
+		t.Errorf("the file outside the shared paths holds %q", b)
 	}
 }
 

@@ -55,7 +55,9 @@ func unprobedRunner(accel string, tscKHz int) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default", NFSServer: []string{os.Args[0], nfsdChild}}, log: slog.Default(),
+	// The file server is this test binary too, as testRunner's is.
+	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default", ImageRoot: imageRoot(),
+		NFSServer: []string{os.Args[0], nfsdChild}}, log: slog.Default(),
 		images: map[string]*vmimage.Image{}, accel: accel, tscKHz: tscKHz}
 	if r.cfg.QEMU, err = exec.LookPath(r.cfg.QEMU); err != nil {
 		return nil, err

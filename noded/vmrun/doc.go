@@ -16,13 +16,29 @@
 // state it ends in, or who may reach into it: the daemon does. It never removes a
 // job's state directory (the daemon does) but does remove the two files
 // that must not outlive the VM, the QMP socket and the per-job initrd. It
-// never uses 9p or networking. A VM whose image can take the host's root
-// (vmimage.Image.HostRoot) gets it over virtiofs: one virtiofsd per VM,
-// started before QEMU in a session of its own (share.go), which QEMU 7.2
-// cannot migrate (MigrationBlockers says so); the migratable NFS share is
-// not built yet (docs/vm.md). Each VM's QEMU and virtiofsd run in a cgroup
-// of their own when the host has them (noded/cgroup), whose CPU time and
-// peak memory the VM's Usage reports.
+// never uses 9p, and gives a guest no network but its own file server's.
+//
+// A VM whose image can take the host's root (vmimage.Image.HostRoot) gets
+// it, with the job's shared paths, over one of two shares
+// (LaunchSpec.Share, which the daemon sets from the job's --no-migrate and
+// its partition's share):
+//
+//   - NFS, the default, which QEMU can live-migrate (nfsshare.go): per VM a
+//     network namespace with a tap device (guestnet.go, noded/vmnet), the
+//     VM's virtio-net card on it, and a file server of its own (`corral
+//     nfsd`, noded/nfsd) on a listener in that namespace, started once QEMU
+//     runs, restarted when it dies (the guest's hard mount stalls and
+//     retries), ended with the VM and re-adopted by Recover. Its root
+//     export is the node's / or the partition's root directory
+//     (LaunchSpec.Root).
+//   - virtiofs (share.go): one virtiofsd per VM, started before QEMU in a
+//     session of its own; faster, but QEMU 7.2 cannot migrate a VM with it
+//     (MigrationBlockers says so).
+//
+// The design and the trade-off between them are in docs/vm.md. Each VM's
+// QEMU and its file server or virtiofsd run in a cgroup of their own when
+// the host has them (noded/cgroup), whose CPU time and peak memory the VM's
+// Usage reports.
 //
 // Every VM whose image runs the guest agent (image protocol 3) gets its
 // port, a virtio-serial port on a socket QEMU serves (DIR/agent.sock), and
@@ -52,9 +68,13 @@
 //	         -qmp unix:DIR/qmp.sock,server=on,wait=off
 //	         -device virtio-serial-device -chardev socket,id=agent,path=DIR/agent.sock,server=on,wait=off
 //	         -device virtserialport,chardev=agent,name=corral.agent                 (the guest agent)
+//	         -global virtio-mmio.force-legacy=false
+//	         -netdev tap,id=share,fd=3,vhost=off -device virtio-net-device,...      (NFS: the tap in DIR/netns)
+//	         | -chardev socket,path=DIR/virtiofs.sock -device vhost-user-fs-device  (virtiofs)
 //	         -kernel IMAGE/vmlinux -initrd DIR/job.initrd
 //	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE corral.agent=1"
 //	       (setsid; pid + start time + argv + agent socket -> DIR/vm.json; wait for QMP)
+//	       NFS: `corral nfsd DIR/nfsd.conf` on the namespace's listener -> DIR/nfsd.json
 //	Wait:  QEMU exits -> DIR/control: CORRAL EXIT n [+ OOM] -> Result;
 //	       socket and initrd removed
 //	Kill:  DIR/killed, QMP quit, SIGKILL after grace -> Result{Signal: 9}

@@ -1,7 +1,9 @@
 package vmrun
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"corral/internal/ident"
+	"corral/vmimage"
 )
 
 // userWorkDir returns a directory owned by u that u can reach (the test's
@@ -147,5 +150,62 @@ touch ` + outside + `/x && echo guest-write-ok
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("the job's write to %s reached the host: only shared paths may be written", p)
 		}
+	}
+}
+
+// TestPartitionRoot gives the job a root of its own, as a partition's root
+// setting does: a directory holding a static busybox and a release file.
+// The job runs the root's /bin/sh, sees the root's /etc and none of the
+// node's /usr, and its shared working directory is still the node's, at
+// the same path, read-write.
+func TestPartitionRoot(t *testing.T) {
+	r := testRunner(t)
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("no busybox on this host to build a root from")
+	}
+	site := t.TempDir()
+	for _, d := range []string{"bin", "etc"} {
+		os.Mkdir(filepath.Join(site, d), 0o755)
+	}
+	b, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(site, "bin", "busybox"), b, 0o755)
+	for _, applet := range []string{"sh", "cat", "echo", "ls", "id"} {
+		os.Symlink("busybox", filepath.Join(site, "bin", applet))
+	}
+	os.WriteFile(filepath.Join(site, "etc", "site-release"), []byte("site root 1.0\n"), 0o644)
+	spec := jobSpec(t, `#!/bin/sh
+cat /etc/site-release
+ls /usr/bin/python3 2>/dev/null || echo "no node python"
+echo from-the-site-root > "$1/written.txt"
+`, 1, 256)
+	spec.Args = []string{spec.Dir}
+	spec.Root = site
+	v := start(t, r, spec)
+	res := waitResult(t, v, 60*time.Second)
+	out := readFile(t, spec.Stdout)
+	if res.ExitCode != 0 {
+		t.Fatalf("result %+v, output %q; console: %s", res, out, tailFile(filepath.Join(spec.Dir, consoleFile), 10, 2000))
+	}
+	for _, w := range []string{"site root 1.0", "no node python"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if got := readFile(t, filepath.Join(spec.Dir, "written.txt")); got != "from-the-site-root\n" {
+		t.Errorf("the shared path on the node holds %q", got)
+	}
+
+	spec = jobSpec(t, "#!/bin/sh\ntrue\n", 1, 256)
+	spec.Root, spec.Share = site, vmimage.ShareVirtiofs
+	if _, err := r.Start(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "needs the nfs share") {
+		t.Errorf("a root of its own over virtiofs: Start = %v, want an error saying it needs the nfs share", err)
+	}
+	spec.Root, spec.Share = filepath.Join(site, "missing"), ""
+	if _, err := r.Start(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "not a directory on this node") {
+		t.Errorf("a missing root: Start = %v", err)
 	}
 }

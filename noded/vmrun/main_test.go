@@ -1,7 +1,6 @@
 package vmrun
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,12 +12,6 @@ import (
 const nfsdChild = "corral-test-nfsd"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == nfsdChild {
-		if err := nfsd.RunProcess(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	nfsd.ServeIfChild(nfsdChild)
 	os.Exit(m.Run())
 }

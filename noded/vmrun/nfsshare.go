@@ -1,6 +1,7 @@
 package vmrun
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,11 +63,14 @@ type nfsServer struct {
 	exited  chan struct{} // closed when the current process has exited
 }
 
-// nfsFS returns the job's file system over NFS for the guest: the host's
-// root and each outermost shared path (an inner one is already inside
-// the outer one's export).
-func nfsFS(shares []string) *vmimage.FS {
-	return &vmimage.FS{Kind: vmimage.ShareNFS, Addr: serverAddr.Addr().String(), Port: nfsPort, Export: "/",
+// nfsFS returns the job's file system over NFS for the guest: its root
+// (the host's /, or the partition's root directory) and each outermost
+// shared path (an inner one is already inside the outer one's export).
+func nfsFS(root string, shares []string) *vmimage.FS {
+	if root == "" {
+		root = "/"
+	}
+	return &vmimage.FS{Kind: vmimage.ShareNFS, Addr: serverAddr.Addr().String(), Port: nfsPort, Export: root,
 		GuestAddr: guestAddr.String(), MTU: netMTU, Shares: outermost(shares)}
 }
 
@@ -100,9 +104,17 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) 
 	if u.Name == "" {
 		u = ident.User{Name: "root", Groups: []uint32{0}}
 	}
+	// The job's handle key: every server of the job (a restarted one, the
+	// one on the node the VM migrates to) gets this same configuration.
+	key := make([]byte, nfsd.HandleKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		ln.Close()
+		gn.remove()
+		return nil, fmt.Errorf("the VM's file server: a handle key: %w", err)
+	}
 	return &nfsServer{
 		log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir, net: gn, ln: ln,
-		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares},
+		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: key},
 	}, nil
 }
 

@@ -24,7 +24,7 @@ const hostTag = "corral-host"
 // (see shareKind).
 func (r *Runner) guestFS(spec noded.LaunchSpec) *vmimage.FS {
 	if shareKind(spec) == vmimage.ShareNFS {
-		return nfsFS(spec.Shares)
+		return nfsFS(spec.Root, spec.Shares)
 	}
 	return &vmimage.FS{Kind: vmimage.ShareVirtiofs, Tag: hostTag, Shares: spec.Shares}
 }

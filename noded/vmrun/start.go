@@ -146,6 +146,9 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	var gfs *vmimage.FS
 	if o.hostRoot && img.HostRoot {
 		gfs = r.guestFS(spec)
+		if err := checkRoot(spec.Root, gfs.Kind); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
@@ -205,6 +208,23 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, err
 	}
 	return v, nil
+}
+
+// checkRoot checks a partition's root directory (LaunchSpec.Root) before
+// the VM starts: it must be a directory of the node, and only the NFS share
+// can serve it (virtiofs exports the node's / and binds the shared paths
+// from it).
+func checkRoot(root, share string) error {
+	if root == "" {
+		return nil
+	}
+	if share != vmimage.ShareNFS {
+		return fmt.Errorf("the partition's root %s needs the nfs share, and this job gets %s (it asked for --no-migrate, or its partition says share: virtiofs): submit it without --no-migrate", root, share)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return fmt.Errorf("the partition's root %s is not a directory on this node (%v): unpack it there, or fix the partition's root", root, err)
+	}
+	return nil
 }
 
 // groupName names a VM's cgroup after its state directory, which is unique

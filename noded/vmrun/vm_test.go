@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -372,34 +372,62 @@ func TestStartRefusesWhatCannotRun(t *testing.T) {
 }
 
 // BenchmarkStartToFirstOutput measures Start until the job's first byte is
-// in its stdout file: the VM's share of submit-to-first-output.
+// in its stdout file, for #!/bin/bash echo hi: the VM's share of
+// submit-to-first-output. Each round boots, one after the other, the
+// default VM (the host's root over NFS), the --no-migrate VM (virtiofs) and
+// the bare initramfs guest (busybox, no host files: the guest of issue
+// #3), so that all three meet the same load; on a machine shared with other
+// work the ratio to the bare guest says more than the wall times. Besides
+// the wall time it reports the CPU time QEMU used until the output (its
+// vCPU, the TCG translator, its I/O threads), which such a machine inflates
+// much less: under TCG the guest's boot is QEMU's CPU.
 func BenchmarkStartToFirstOutput(b *testing.B) {
 	r := testRunner(b)
-	var took []time.Duration
+	kinds := []struct {
+		name, share string
+		hostRoot    bool
+	}{{"nfs", vmimage.ShareNFS, true}, {"virtiofs", vmimage.ShareVirtiofs, true}, {"initramfs", "", false}}
+	took := map[string][]time.Duration{}
+	cpu := map[string][]time.Duration{}
 	for i := 0; i < b.N; i++ {
-		spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
-		t0 := time.Now()
-		h, err := r.Start(context.Background(), spec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			if fi, err := os.Stat(spec.Stdout); err == nil && fi.Size() > 0 {
-				break
+		for _, k := range kinds {
+			spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
+			spec.Share = k.share
+			t0 := time.Now()
+			v, err := r.start(context.Background(), spec, startOpts{accel: r.accel, hostRoot: k.hostRoot, group: true, agent: true})
+			if err != nil {
+				b.Fatal(err)
 			}
-			if time.Since(t0) > time.Minute {
-				b.Fatal("no output within a minute")
+			for {
+				if fi, err := os.Stat(spec.Stdout); err == nil && fi.Size() > 0 {
+					break
+				}
+				if time.Since(t0) > time.Minute {
+					b.Fatalf("%s: no output within a minute", k.name)
+				}
+				time.Sleep(time.Millisecond)
 			}
-			time.Sleep(time.Millisecond)
-		}
-		took = append(took, time.Since(t0))
-		if res := h.Wait(); res != (noded.Result{}) {
-			b.Fatalf("Result = %+v", res)
+			took[k.name] = append(took[k.name], time.Since(t0))
+			if st, err := procref.ReadStat(v.st.PID); err == nil {
+				cpu[k.name] = append(cpu[k.name], time.Duration(st.CPUTicks)*10*time.Millisecond)
+			}
+			if res := v.Wait(); res != (noded.Result{}) {
+				b.Fatalf("%s: Result = %+v", k.name, res)
+			}
 		}
 	}
-	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	pct := func(p float64) time.Duration { return took[int(p*float64(len(took)-1)+0.5)] }
-	b.ReportMetric(float64(pct(0.5).Milliseconds()), "p50-ms")
-	b.ReportMetric(float64(pct(0.95).Milliseconds()), "p95-ms")
-	b.Logf("start→first output over %d runs (%s): p50 %v, p95 %v", len(took), r.Accel(), pct(0.5), pct(0.95))
+	pct := func(d []time.Duration, p float64) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[int(p*float64(len(s)-1)+0.5)]
+	}
+	for _, k := range kinds {
+		b.ReportMetric(float64(pct(took[k.name], 0.5).Milliseconds()), k.name+"-p50-ms")
+		b.ReportMetric(float64(pct(cpu[k.name], 0.5).Milliseconds()), k.name+"-qemu-cpu-p50-ms")
+		b.Logf("%s: start→first output over %d runs (%s): p50 %v, p95 %v; QEMU's CPU until then: p50 %v", k.name, len(took[k.name]), r.Accel(),
+			pct(took[k.name], 0.5), pct(took[k.name], 0.95), pct(cpu[k.name], 0.5))
+	}
 }
