@@ -7,14 +7,25 @@
 //	HTTP API ──writes──► leader batcher ──raft.Apply(cmd)──► FSM (every replica)
 //	    ▲ reads: local state, or the leader's with ?consistent
 //	    │                        leader only:
-//	    │   FSM change ─► scheduler loop ─► sched.Schedule(snapshot) ─► Plan
-//	    │                 plan applier re-checks ─► raft.Apply(ApplyPlan)
+//	    │   FSM change ─► scheduler loop ─► sched.NewSnapshot ─► sched.Schedule
+//	    │                 ─► Plan.Entry ─► raft.Apply(ApplyPlan), one entry per pass
+//	node daemons: register, heartbeat, watch their desired allocations
+//	(GET /v1/nodes/{name}/desired, blocking), report allocations' ends
+//
+// Files: controller.go (New, Run, Config), raft.go and logcache.go (Raft
+// and its log), fsm.go (the FSM), leader.go (the scheduler loop, liveness),
+// purgeloop.go (retention), intake.go (the submission batcher, which moves
+// scripts and environments out of line), http*.go (the API), validate*.go
+// and fit.go (admission), wire.go (api ⇄ state records), jobio.go (exec,
+// attach and files, proxied to a job's node), why.go, update.go, queue.go,
+// joblist.go.
 //
 // The FSM (fsm.go) is the only writer of cluster state: it decodes each
 // committed entry with state.Decode (a failure stops the member), applies it
 // with state.Apply under its write lock, contains a panic inside an apply
 // as the entry's error result, and wakes the watchers of the nodes whose
-// allocations changed and the leader's scheduler. What each command does,
+// allocations changed and the leader's scheduler. The plan is checked once,
+// by the apply; the leader does not check it first. What each command does,
 // the command table, snapshots and the state hash are package state's; the
 // leader stamps times and job ids into commands before proposing, so Apply
 // is deterministic and every replica reaches the same state. Jobs and nodes
@@ -31,6 +42,7 @@
 // sends reaches the Raft log unchecked.
 //
 // ctld never makes policy decisions itself: placement and ordering come from
-// package ctld/sched. Its entry point is New (controller.go), which returns
+// package ctld/sched, QoS rules from package qos, fair-share from package
+// fairshare. Its entry point is New (controller.go), which returns
 // a Controller that Run serves until its context ends.
 package ctld

@@ -34,8 +34,10 @@ type FSM struct {
 	// freeAgain asks it for one more round (a purge applied meanwhile).
 	freeing   atomic.Bool
 	freeAgain chan struct{}
-	// bursts returns the memory a burst of submissions left behind.
-	bursts burstReleaser
+	// bursts returns the memory a burst of submissions left behind. It is
+	// a pointer so that its pending timer keeps only it alive, not the
+	// FSM and its state.
+	bursts *burstReleaser
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -52,6 +54,7 @@ func NewFSM(log *slog.Logger) *FSM {
 		anyWatch:  make(chan struct{}),
 		Changed:   make(chan struct{}, 1),
 		freeAgain: make(chan struct{}, 1),
+		bursts:    &burstReleaser{},
 	}
 }
 

@@ -148,6 +148,8 @@ func TestPanicWhileHandlingAJobIsContained(t *testing.T) {
 		"while computing its priority": {
 			bad: job(1).priority(100).named("x", "mallory"),
 			breaks: func(s *Snapshot) {
+				// A weight, so the pass reads the factor.
+				s.Config.Weights.Fairshare = 1
 				s.Fairshare = func(account, user string) float64 {
 					if user == "mallory" {
 						var m map[string]int

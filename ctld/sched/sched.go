@@ -3,7 +3,6 @@ package sched
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -171,13 +170,13 @@ func Schedule(s *Snapshot) Plan {
 	ready := make([]*state.Job, 0, len(s.Pending))
 	dp := &deps{s: s}
 	prio := make(map[uint64]int64, len(s.Pending))
-	total := totalCPUs(s.Nodes)
+	pp := newPassPriority(s, totalCPUs(s.Nodes))
 	for _, j := range s.Pending {
 		var r api.Reason
 		var wake time.Time
 		if err := contained(func() {
 			if r, wake = dp.notReady(j); r == "" {
-				prio[j.ID] = Priority(j, s, total).Priority
+				prio[j.ID] = pp.of(j)
 			}
 		}); err != nil {
 			plan.invalid(j.ID, err)
@@ -198,20 +197,27 @@ func Schedule(s *Snapshot) Plan {
 	pl := newPlacer(s)
 	// Jobs of a higher partition tier come first (Slurm's PriorityTier),
 	// then higher priority, then earlier submission, then lower id.
-	tier := make(map[uint64]int, len(ready))
-	for _, j := range ready {
-		tier[j.ID] = tierOf(j, pl.parts, pl.defPart)
+	// The keys are read once per job, not in every comparison.
+	keyed := make([]orderKey, len(ready))
+	for i, j := range ready {
+		keyed[i] = orderKey{j: j, tier: tierOf(j, pl.parts, pl.defPart), prio: prio[j.ID]}
 	}
-	sort.Slice(ready, func(a, b int) bool {
-		ja, jb := ready[a], ready[b]
-		if ta, tb := tier[ja.ID], tier[jb.ID]; ta != tb {
-			return ta > tb
+	slices.SortFunc(keyed, func(a, b orderKey) int {
+		switch {
+		case a.tier != b.tier:
+			return cmpDesc(a.tier, b.tier)
+		case a.prio != b.prio:
+			return cmpDesc(a.prio, b.prio)
+		case before(a.j, b.j):
+			return -1
+		case before(b.j, a.j):
+			return 1
 		}
-		if pa, pb := prio[ja.ID], prio[jb.ID]; pa != pb {
-			return pa > pb
-		}
-		return before(ja, jb)
+		return 0
 	})
+	for i := range keyed {
+		ready[i] = keyed[i].j
+	}
 
 	pl.prio, pl.deps = prio, dp
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
@@ -252,4 +258,22 @@ func defaultPartition(parts []api.Partition) string {
 		return parts[0].Name
 	}
 	return api.DefaultPartition
+}
+
+// orderKey is a ready job with what the pass orders it by.
+type orderKey struct {
+	j    *state.Job
+	tier int
+	prio int64
+}
+
+// cmpDesc orders larger values first.
+func cmpDesc[T int | int64](a, b T) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
 }

@@ -1,13 +1,36 @@
 // Package state is corral's replicated state machine: a pure package with
 // no Raft, no HTTP, no clock and no goroutines. The controller (package
-// ctld) wraps it in its Raft FSM; the simulator can drive it directly.
+// ctld) wraps it in its Raft FSM; the simulator (package sim) drives it
+// directly, with the same commands.
+//
+// The records: a Job is the request (JobSpec) and its lifecycle; it
+// owns zero or more Allocations (alloc.go), each the exact resources of
+// one run on one Node (CPUs, memory, and a Placement inside the node),
+// with what the controllers want of it (Desired: run, suspend, stop)
+// and what is known (Status: active, ended). A Node lists its active
+// allocations. A job's state is derived from its active allocations
+// (RUNNING, SUSPENDED, COMPLETING) and is its own otherwise (PENDING or
+// how it ended): a pending job has none, a running one one, and the
+// model has room for a multi-node job (one per node) and a migrating
+// one (two). CheckInvariants checks that no CPU or device is held by
+// two allocations and that job and allocation states agree.
+//
+//	Job ──Allocs──► Allocation ──Node──► Node ──Allocs──► (its active allocations)
+//	 └─Spec.Script, Spec.Env ──► Blob (content-addressed, shared)
 //
 // It owns:
 //
-//   - State: the jobs, nodes, request ids, members, the scheduler's
-//     configuration and the policy objects (QoS, accounts, users, usage),
-//     with the indexes derived from them (pending jobs, array tasks, the
-//     finished jobs by end time, the counts of interned strings).
+//   - State: the jobs, their allocations, the nodes, request ids, members,
+//     the partitions, the scheduler's configuration and the policy objects
+//     (QoS, accounts, users, usage), the scripts and environments (blobs),
+//     with the indexes derived from them (pending jobs in id order, node
+//     names, array tasks, the finished jobs by end time, the counts of
+//     interned strings and blobs, the partition list).
+//   - Scripts and environments out of line (blob.go): a job points at
+//     content-addressed blobs shared by every job with the same content;
+//     an environment is a blob listing chunks of lines, so environments
+//     that differ in a variable share the rest. A SubmitJobs entry carries
+//     only the blobs it introduces; snapshots write each blob once.
 //   - The command table (table.go): one entry per command type, naming it
 //     and giving its payload's decoder and its apply function. Adding a
 //     command is adding one entry; TestCommandTable checks that every type

@@ -43,6 +43,28 @@ func (s *State) CheckInvariants() error {
 			return err
 		}
 	}
+	return s.checkPendingList()
+}
+
+// checkPendingList checks the ordered pending list the pass reads against
+// the pending index: the same jobs, the current record of each, by id.
+func (s *State) checkPendingList() error {
+	n := 0
+	for i, j := range s.pendingJobs {
+		if i > 0 && s.pendingIDs[i-1] >= s.pendingIDs[i] {
+			return fmt.Errorf("the pending list is out of order at job %d", s.pendingIDs[i])
+		}
+		if j == nil {
+			continue
+		}
+		n++
+		if j.ID != s.pendingIDs[i] || s.Jobs[j.ID] != j || j.State != api.StatePending {
+			return fmt.Errorf("the pending list holds job %d (%s), not the state's pending record", j.ID, j.State)
+		}
+	}
+	if n != len(s.Pending) {
+		return fmt.Errorf("the pending list holds %d jobs, the pending index %d", n, len(s.Pending))
+	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"corral/api"
@@ -70,13 +69,13 @@ type State struct {
 	// qosActive counts each user's pending and running jobs per QoS
 	// (derived from Jobs), for MaxSubmitPerUser.
 	qosActive map[qosUser]int
-	// pendingIDs lists the pending jobs by id, for the pass (EachPending),
-	// with ids that are no longer pending (pendingGone counts them)
-	// until tidyPending compacts it; pendingUnsorted is set when an id
-	// was appended out of order (a job requeued).
-	pendingIDs      []uint64
-	pendingGone     int
-	pendingUnsorted bool
+	// pendingIDs and pendingJobs list the pending jobs by id, for the pass
+	// (EachPending): a job that leaves the queue leaves a nil slot
+	// (pendingGone counts them) until tidyPending compacts both after the
+	// entry.
+	pendingIDs  []uint64
+	pendingJobs []*Job
+	pendingGone int
 	// nodeNames are the nodes' names, sorted (nodes are never removed);
 	// partitionList is what PartitionList returns, built after the
 	// entries that change it.
@@ -149,15 +148,15 @@ func (s *State) putJob(j *Job) {
 	s.Jobs[j.ID] = j
 	_, was := s.Pending[j.ID]
 	switch {
-	case j.State == api.StatePending && !was:
+	case j.State == api.StatePending:
 		s.Pending[j.ID] = struct{}{}
-		if n := len(s.pendingIDs); n > 0 && s.pendingIDs[n-1] >= j.ID {
-			s.pendingUnsorted = true
-		}
-		s.pendingIDs = append(s.pendingIDs, j.ID)
-	case j.State != api.StatePending && was:
+		s.putPending(j)
+	case was:
 		delete(s.Pending, j.ID)
-		s.pendingGone++
+		if i, ok := slices.BinarySearch(s.pendingIDs, j.ID); ok {
+			s.pendingJobs[i] = nil
+			s.pendingGone++
+		}
 	}
 	if j.IsArrayTask() {
 		ref := api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID}
@@ -229,38 +228,51 @@ func (s *State) eachJob(ids []uint64, change func(j *Job) string) *IDsResult {
 	return res
 }
 
+// putPending records pending job j in the ordered list: in place when
+// it is there, appended when its id is the largest (a new job), inserted
+// otherwise (a requeued one).
+func (s *State) putPending(j *Job) {
+	n := len(s.pendingIDs)
+	if n == 0 || s.pendingIDs[n-1] < j.ID {
+		s.pendingIDs, s.pendingJobs = append(s.pendingIDs, j.ID), append(s.pendingJobs, j)
+		return
+	}
+	i, ok := slices.BinarySearch(s.pendingIDs, j.ID)
+	if ok {
+		if s.pendingJobs[i] == nil {
+			s.pendingGone--
+		}
+		s.pendingJobs[i] = j
+		return
+	}
+	s.pendingIDs, s.pendingJobs = slices.Insert(s.pendingIDs, i, j.ID), slices.Insert(s.pendingJobs, i, j)
+}
+
 // EachPending calls f with every pending job, by id: the order the pass
 // reads them in, kept as jobs are put rather than sorted for each pass.
 // It only reads the state, so it may run under a read lock.
 func (s *State) EachPending(f func(j *Job)) {
-	if s.pendingUnsorted {
-		for _, id := range slices.Sorted(maps.Keys(s.Pending)) {
-			f(s.Jobs[id])
-		}
-		return
-	}
-	var prev uint64
-	for _, id := range s.pendingIDs {
-		if _, ok := s.Pending[id]; ok && id != prev {
-			f(s.Jobs[id])
-			prev = id
+	for _, j := range s.pendingJobs {
+		if j != nil {
+			f(j)
 		}
 	}
 }
 
-// tidyPending compacts the pending ids after an entry: sorted again when
-// one was appended out of order, and without the gone ones once they are
-// half the list (so compacting costs a constant per job).
+// tidyPending compacts the pending list after an entry that took jobs out
+// of the queue.
 func (s *State) tidyPending() {
-	if !s.pendingUnsorted && s.pendingGone <= len(s.pendingIDs)/2 {
+	if s.pendingGone == 0 {
 		return
 	}
-	ids := make([]uint64, 0, len(s.Pending))
-	for id := range s.Pending {
-		ids = append(ids, id)
+	ids, jobs := s.pendingIDs[:0], s.pendingJobs[:0]
+	for i, j := range s.pendingJobs {
+		if j != nil {
+			ids, jobs = append(ids, s.pendingIDs[i]), append(jobs, j)
+		}
 	}
-	slices.Sort(ids)
-	s.pendingIDs, s.pendingGone, s.pendingUnsorted = ids, 0, false
+	clear(s.pendingJobs[len(jobs):])
+	s.pendingIDs, s.pendingJobs, s.pendingGone = ids, jobs, 0
 }
 
 // NodeNames returns the nodes' names in order. The slice is the state's:
