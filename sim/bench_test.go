@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"corral/ctld/sched"
@@ -45,4 +48,24 @@ func BenchmarkSimLANL(b *testing.B) {
 		passes = res.Passes
 	}
 	b.ReportMetric(float64(passes), "passes/op")
+}
+
+// BenchmarkReadSWFLANL reads the LANL CM-5 trace (gzip-compressed, 122,060
+// job lines): what `corral sim` spends before its first pass.
+func BenchmarkReadSWFLANL(b *testing.B) {
+	openTrace(b, lanlTrace) // skips when the trace is absent
+	dir := os.Getenv("CORRAL_TRACES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "traces")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, lanlTrace))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadSWF(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -134,13 +134,33 @@ func (tr *Trace) readHeader(text string, line int) error {
 
 // parseSWFJob reads one job line.
 func parseSWFJob(text string, line int) (SWFJob, error) {
-	fields := strings.Fields(text)
-	if len(fields) != swfFieldCount {
-		return SWFJob{}, fmt.Errorf("line %d: %d fields, want %d (a job line holds the 18 SWF fields; use -1 for unknown values)", line, len(fields), swfFieldCount)
+	var fields [swfFieldCount]string
+	n := 0
+	for rest := text; ; {
+		rest = strings.TrimLeft(rest, swfSpace)
+		if rest == "" {
+			break
+		}
+		end := strings.IndexAny(rest, swfSpace)
+		if end < 0 {
+			end = len(rest)
+		}
+		if n < swfFieldCount {
+			fields[n] = rest[:end]
+		}
+		n++
+		rest = rest[end:]
+	}
+	if n != swfFieldCount {
+		return SWFJob{}, fmt.Errorf("line %d: %d fields, want %d (a job line holds the 18 SWF fields; use -1 for unknown values)", line, n, swfFieldCount)
 	}
 	var ints [swfFieldCount]int64
 	var floats [swfFieldCount]float64
 	for i, f := range fields {
+		if v, ok := plainInt(f); ok {
+			ints[i], floats[i] = v, float64(v)
+			continue
+		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return SWFJob{}, fmt.Errorf("line %d: field %d (%s): %q is not a number", line, i+1, swfFieldNames[i], f)
@@ -161,6 +181,34 @@ func parseSWFJob(text string, line int) (SWFJob, error) {
 		Executable: ints[13], Queue: ints[14], Partition: ints[15], PrecedingJob: ints[16],
 		ThinkTimeAfter: ints[17], Line: line,
 	}, nil
+}
+
+// swfSpace separates fields: ASCII white space.
+const swfSpace = " \t\v\f\r"
+
+// plainInt reads a field written as most are: an optional minus sign and
+// at most 15 digits (so the value is exact as a float too). Anything else
+// (a fraction, an exponent, a plus sign) is left to strconv.ParseFloat.
+func plainInt(f string) (int64, bool) {
+	digits := f
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if len(digits) < len(f) {
+		v = -v
+	}
+	return v, true
 }
 
 // isFractionalField reports whether field i (0-based) may hold a fraction:

@@ -105,3 +105,43 @@ func TestReadSWFWholeNumberWithPoint(t *testing.T) {
 		t.Errorf("run, requested time = %d, %d, want 10, 60", j.Run, j.ReqTime)
 	}
 }
+
+// TestSWFNumberSpellings reads the spellings a field may take, on the fast
+// path for plain integers and the general one for the rest, alike.
+func TestSWFNumberSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		want  int64
+		bad   bool
+	}{
+		{field: "42", want: 42},
+		{field: "-1", want: -1},
+		{field: "-0", want: 0},
+		{field: "007", want: 7},
+		{field: "+5", want: 5},
+		{field: "1e3", want: 1000},
+		{field: "12.0", want: 12},
+		{field: "1234567890123456", want: 1234567890123456},
+		{field: "12.5", bad: true},
+		{field: "-", bad: true},
+		{field: "1-2", bad: true},
+		{field: "NaN", bad: true},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			line := "1 0 -1 " + tc.field + " 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1"
+			j, err := parseSWFJob(line, 3)
+			if tc.bad {
+				if err == nil || !strings.Contains(err.Error(), "line 3: field 4 (run time)") {
+					t.Fatalf("%q: got %+v, %v; want an error naming line 3, field 4", tc.field, j, err)
+				}
+				return
+			}
+			if err != nil || j.Run != tc.want {
+				t.Fatalf("%q: run time %d, %v; want %d", tc.field, j.Run, err, tc.want)
+			}
+		})
+	}
+	if _, err := parseSWFJob("1\t0 -1\v10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1", 1); err == nil || !strings.Contains(err.Error(), "17 fields") {
+		t.Fatalf("17 fields separated by tabs and spaces: %v; want an error counting 17", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -213,25 +214,26 @@ func (s *simulation) endRuns() (bool, error) {
 // JobReports per node in name order, each run ending as end says, then
 // takes each job's outcome from the state.
 func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
-	byNode := map[string][]api.JobReport{}
-	for _, i := range jobs {
-		sj := &s.jobs[i]
-		byNode[sj.node] = append(byNode[sj.node], api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
-	}
-	for _, node := range slices.Sorted(func(yield func(string) bool) {
-		for n := range byNode {
-			if !yield(n) {
-				return
-			}
+	slices.SortStableFunc(jobs, func(a, b int) int { return strings.Compare(s.jobs[a].node, s.jobs[b].node) })
+	for from := 0; from < len(jobs); {
+		node := s.jobs[jobs[from]].node
+		to := from + 1
+		for to < len(jobs) && s.jobs[jobs[to]].node == node {
+			to++
 		}
-	}) {
-		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: byNode[node]})
+		reports := make([]api.JobReport, 0, to-from)
+		for _, i := range jobs[from:to] {
+			sj := &s.jobs[i]
+			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
+		}
+		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports})
 		if err != nil {
 			return err
 		}
-		if r := res.(*state.IDsResult); len(r.Changed) != len(byNode[node]) {
-			return fmt.Errorf("second %d: node %s reported %d runs ending; the state took %d (%v)", s.now, node, len(byNode[node]), len(r.Changed), r.Errors)
+		if r := res.(*state.IDsResult); len(r.Changed) != len(reports) {
+			return fmt.Errorf("second %d: node %s reported %d runs ending; the state took %d (%v)", s.now, node, len(reports), len(r.Changed), r.Errors)
 		}
+		from = to
 	}
 	for _, i := range jobs {
 		s.settle(i)

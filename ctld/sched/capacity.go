@@ -15,6 +15,10 @@ type capacity struct {
 	heldParts map[string]bool
 }
 
+// defaultPartitionOnly is the partitions of a node that names none (read
+// only).
+var defaultPartitionOnly = []string{api.DefaultPartition}
+
 type nodeFree struct {
 	name       string
 	partitions []string
@@ -29,11 +33,11 @@ type nodeFree struct {
 }
 
 func newCapacity(nodes []*state.Node) *capacity {
-	c := &capacity{nodes: make([]nodeFree, 0, len(nodes)), heldParts: map[string]bool{}}
+	c := &capacity{nodes: make([]nodeFree, 0, len(nodes))}
 	for _, n := range nodes {
 		parts := n.Partitions
 		if len(parts) == 0 {
-			parts = []string{api.DefaultPartition}
+			parts = defaultPartitionOnly
 		}
 		c.nodes = append(c.nodes, nodeFree{
 			name: n.Name, partitions: parts,
@@ -92,7 +96,12 @@ func (c *capacity) firstFit(part string, cpus int, mem int64) (string, int64) {
 
 // hold keeps every node of the partition for the job that waits there: first
 // come, first served lets no later job of any partition take them.
-func (c *capacity) hold(part string) { c.markGroup(c.heldParts, part) }
+func (c *capacity) hold(part string) {
+	if c.heldParts == nil {
+		c.heldParts = map[string]bool{}
+	}
+	c.markGroup(c.heldParts, part)
+}
 
 // markGroup sets into[p] for every partition p that shares a node with
 // part: the group a waiting job's partition blocks.

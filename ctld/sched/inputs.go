@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"maps"
 	"time"
 
 	"corral/api"
@@ -24,7 +23,7 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 		policy = PolicyEASY
 	}
 	snap := &Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config}
-	deps := &depTargets{jobs: map[uint64]*state.Job{}, arrays: map[uint64][]*state.Job{}, tasks: map[api.TaskRef]*state.Job{}}
+	deps := &depTargets{}
 	snap.Pending = make([]*state.Job, 0, len(s.Pending))
 	s.EachPending(func(j *state.Job) {
 		snap.Pending = append(snap.Pending, j)
@@ -41,23 +40,32 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 		}
 	})
 	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
+	held := 0
+	for _, n := range s.Nodes {
+		held += len(n.Allocs)
+	}
+	snap.Running = make([]Run, 0, held)
 	for _, name := range s.NodeNames() {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
 		for _, id := range n.Allocs {
-			if a := s.Allocs[id]; a != nil && a.Active() && s.Jobs[a.Job] != nil {
-				snap.Running = append(snap.Running, Run{Alloc: a, Job: s.Jobs[a.Job]})
+			if a := s.Allocs[id]; a != nil && a.Active() {
+				if j := s.Jobs[a.Job]; j != nil {
+					snap.Running = append(snap.Running, Run{Alloc: a, Job: j})
+				}
 			}
 		}
 	}
-	snap.QOS = maps.Clone(s.QOS)
+	snap.QOS = s.QOS // replaced, never changed, by the entries that change it
 	snap.Fairshare = s.FairshareFactors(now)
 	deps.install(snap)
 	return snap
 }
 
 // depTargets is what a pass needs to evaluate dependencies: the jobs named,
-// every record of the arrays named, and single tasks named as 12_5.
+// every record of the arrays named, and single tasks named as 12_5. The
+// maps are made when the first dependency is collected: most passes have
+// none.
 type depTargets struct {
 	jobs   map[uint64]*state.Job
 	arrays map[uint64][]*state.Job
@@ -66,6 +74,9 @@ type depTargets struct {
 
 // collect records the targets of dependency d.
 func (t *depTargets) collect(d *state.Dependency, s *state.State) {
+	if t.jobs == nil {
+		t.jobs, t.arrays, t.tasks = map[uint64]*state.Job{}, map[uint64][]*state.Job{}, map[api.TaskRef]*state.Job{}
+	}
 	for _, cl := range d.Clauses {
 		for _, tg := range cl.Targets {
 			switch tg.Kind {
@@ -87,8 +98,13 @@ func (t *depTargets) collect(d *state.Dependency, s *state.State) {
 	}
 }
 
-// install sets the snapshot's lookups over the collected targets.
+// install sets the snapshot's lookups over the collected targets; when no
+// pending job has a dependency, lookups that find nothing.
 func (t *depTargets) install(snap *Snapshot) {
+	if t.jobs == nil {
+		snap.Lookup, snap.Array, snap.LookupTask = noJob, noArray, noTask
+		return
+	}
 	snap.Lookup = func(id uint64) *state.Job { return t.jobs[id] }
 	snap.Array = func(id uint64) []*state.Job { return t.arrays[id] }
 	var byTask map[api.TaskRef]*state.Job // the arrays' records by task, built on first use
@@ -116,3 +132,8 @@ func (t *depTargets) install(snap *Snapshot) {
 		return nil
 	}
 }
+
+// The lookups of a pass whose jobs name no dependency.
+func noJob(uint64) *state.Job       { return nil }
+func noArray(uint64) []*state.Job   { return nil }
+func noTask(uint64, int) *state.Job { return nil }

@@ -44,8 +44,6 @@ type placer struct {
 	// kept holds the previous pass's reservations that this pass holds
 	// until their jobs are placed again (conservative only).
 	kept map[uint64]kept
-	// prio is each ready job's priority this pass.
-	prio map[uint64]int64
 	// deps evaluates aftercorr task by task.
 	deps *deps
 	// used is what each node's jobs hold inside it (placements), by node
@@ -359,6 +357,9 @@ func (pl *placer) placeArray(j *state.Job, plan *Plan) {
 // placement (PlaceInNode): the node with the best score wins, ties going
 // to the first in name order.
 func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (int, *api.Placement) {
+	if len(pl.open) == 0 {
+		return -1, nil // every node is full
+	}
 	req := shape{part, cpus, mem, dur, r}
 	for _, f := range pl.failed {
 		if f.covers(req) {

@@ -107,7 +107,11 @@ type passPriority struct {
 }
 
 func newPassPriority(s *Snapshot, total int) *passPriority {
-	p := &passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS), tiers: make(map[string]int, len(s.Partitions))}
+	p := &passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
+	if s.Config.Weights.Partition == 0 {
+		return p // the tiers are read only for the partition factor
+	}
+	p.tiers = make(map[string]int, len(s.Partitions))
 	for i := range s.Partitions {
 		p.topTier = max(p.topTier, s.Partitions[i].PriorityTier)
 		if _, seen := p.tiers[s.Partitions[i].Name]; !seen {

@@ -167,16 +167,21 @@ func MemRequest(j *state.Job, defPerCPU int64) int64 {
 func Schedule(s *Snapshot) Plan {
 	plan := Plan{Reasons: make(map[uint64]api.Reason, len(s.Pending))}
 	s = checkSnapshot(s, &plan)
-	ready := make([]*state.Job, 0, len(s.Pending))
 	dp := &deps{s: s}
-	prio := make(map[uint64]int64, len(s.Pending))
 	pp := newPassPriority(s, totalCPUs(s.Nodes))
+	pl := newPlacer(s)
+	pl.deps = dp
+	// Jobs of a higher partition tier come first (Slurm's PriorityTier),
+	// then higher priority, then earlier submission, then lower id.
+	// The keys are read once per job, not in every comparison.
+	keyed := make([]orderKey, 0, len(s.Pending))
 	for _, j := range s.Pending {
 		var r api.Reason
 		var wake time.Time
+		var prio int64
 		if err := contained(func() {
 			if r, wake = dp.notReady(j); r == "" {
-				prio[j.ID] = pp.of(j)
+				prio = pp.of(j)
 			}
 		}); err != nil {
 			plan.invalid(j.ID, err)
@@ -192,15 +197,7 @@ func Schedule(s *Snapshot) Plan {
 			}
 			continue
 		}
-		ready = append(ready, j)
-	}
-	pl := newPlacer(s)
-	// Jobs of a higher partition tier come first (Slurm's PriorityTier),
-	// then higher priority, then earlier submission, then lower id.
-	// The keys are read once per job, not in every comparison.
-	keyed := make([]orderKey, len(ready))
-	for i, j := range ready {
-		keyed[i] = orderKey{j: j, tier: tierOf(j, pl.parts, pl.defPart), prio: prio[j.ID]}
+		keyed = append(keyed, orderKey{j: j, tier: tierOf(j, pl.parts, pl.defPart), prio: prio})
 	}
 	slices.SortFunc(keyed, func(a, b orderKey) int {
 		switch {
@@ -215,11 +212,11 @@ func Schedule(s *Snapshot) Plan {
 		}
 		return 0
 	})
+	ready := make([]*state.Job, len(keyed))
 	for i := range keyed {
 		ready[i] = keyed[i].j
 	}
 
-	pl.prio, pl.deps = prio, dp
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
 		plan.Resumes = nil // retried by the next pass
 	}

@@ -134,13 +134,14 @@ func (s *State) applySeed(c *SeedConfig) bool {
 //
 // The list is built after each entry that can change it (partitions,
 // seeding, node registrations) rather than for each call: the pass reads
-// it every time. The copy returned shares the partitions' node lists,
-// which callers must not change.
+// it every time. The list is the state's own, replaced (never changed in
+// place) when an entry changes it, so a pass may keep it after the read
+// lock: callers must not change it or the partitions' node lists.
 func (s *State) PartitionList() []api.Partition {
 	if s.partitionList == nil {
 		return s.buildPartitionList() // a state changed outside an entry (tests)
 	}
-	return slices.Clone(s.partitionList)
+	return s.partitionList
 }
 
 // buildPartitionList builds what PartitionList returns.

@@ -2,8 +2,8 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -252,9 +252,10 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 			return s.cancelJob(j, &CancelJobs{Now: c.Now, By: pc.Reason}, index)
 		})
 	}
-	stops, resumes, starts := s.planByNode(c)
-	for _, node := range slices.Sorted(maps.Keys(mapsUnion(stops, resumes, starts))) {
-		for _, st := range stops[node] {
+	for _, op := range s.planByNode(c) {
+		switch op.kind {
+		case opStop:
+			st := c.Stops[op.i]
 			s.planJob(st.JobID, res, &res.Stopped, func(j *Job) string {
 				if st.Mode == api.PreemptSuspend {
 					res.Lent = res.Lent || j.State == api.StateRunning
@@ -262,14 +263,12 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 				}
 				return s.cancelJob(j, &CancelJobs{Now: c.Now, By: fmt.Sprintf("job %d", st.By), Preempt: st.Mode}, index)
 			})
-		}
-		for _, id := range resumes[node] {
-			s.planJob(id, res, &res.Resumed, func(j *Job) string {
+		case opResume:
+			s.planJob(c.Resumes[op.i], res, &res.Resumed, func(j *Job) string {
 				return s.suspendJob(j, &SuspendJobs{Now: c.Now, Suspend: false, Preempt: true}, index)
 			})
-		}
-		for _, st := range starts[node] {
-			s.planStart(st, c.Now, index, res)
+		default:
+			s.planStart(c.Starts[op.i], c.Now, index, res)
 		}
 	}
 	for _, m := range c.Migrations {
@@ -281,10 +280,27 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	return res
 }
 
-// planByNode groups a plan's stops, resumes and starts by node: a stop or
-// resume by the node of the job's active allocation when the plan applies
-// (none: ""), a start by the node it names.
-func (s *State) planByNode(c *ApplyPlan) (stops map[string][]PlanStop, resumes map[string][]uint64, starts map[string][]PlanStart) {
+// planOp is one stop, resume or start of a plan: its kind, the index in
+// the plan's list of that kind, and the node it applies on.
+type planOp struct {
+	node string
+	kind int
+	i    int
+}
+
+// The kinds of planOp, in the order they apply on a node.
+const (
+	opStop = iota
+	opResume
+	opStart
+)
+
+// planByNode orders a plan's stops, resumes and starts node by node (in
+// name order), and on each node stops before resumes before starts, each
+// kind in the plan's order: a stop or resume applies on the node of the
+// job's active allocation when the plan applies (none: ""), a start on the
+// node it names.
+func (s *State) planByNode(c *ApplyPlan) []planOp {
 	nodeOf := func(id uint64) string {
 		if j := s.Jobs[id]; j != nil {
 			if active := s.activeAllocs(j); len(active) > 0 {
@@ -293,34 +309,23 @@ func (s *State) planByNode(c *ApplyPlan) (stops map[string][]PlanStop, resumes m
 		}
 		return ""
 	}
-	stops, resumes, starts = map[string][]PlanStop{}, map[string][]uint64{}, map[string][]PlanStart{}
-	for _, st := range c.Stops {
-		n := nodeOf(st.JobID)
-		stops[n] = append(stops[n], st)
+	ops := make([]planOp, 0, len(c.Stops)+len(c.Resumes)+len(c.Starts))
+	for i, st := range c.Stops {
+		ops = append(ops, planOp{node: nodeOf(st.JobID), kind: opStop, i: i})
 	}
-	for _, id := range c.Resumes {
-		n := nodeOf(id)
-		resumes[n] = append(resumes[n], id)
+	for i, id := range c.Resumes {
+		ops = append(ops, planOp{node: nodeOf(id), kind: opResume, i: i})
 	}
-	for _, st := range c.Starts {
-		starts[st.Node] = append(starts[st.Node], st)
+	for i, st := range c.Starts {
+		ops = append(ops, planOp{node: st.Node, kind: opStart, i: i})
 	}
-	return stops, resumes, starts
-}
-
-// mapsUnion returns the keys of three maps as one set.
-func mapsUnion[A, B, C any](a map[string]A, b map[string]B, c map[string]C) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	for k := range c {
-		out[k] = true
-	}
-	return out
+	slices.SortStableFunc(ops, func(a, b planOp) int {
+		if c := strings.Compare(a.node, b.node); c != 0 {
+			return c
+		}
+		return a.kind - b.kind
+	})
+	return ops
 }
 
 // planJob changes job id as one part of a plan: the change says why it

@@ -83,12 +83,19 @@ func (s *State) applyPutQOS(c *PutQOS) error {
 	if err := s.CheckQOS(&c.QOS, c.Delete); err != nil {
 		return err
 	}
-	if c.Delete {
-		delete(s.QOS, c.QOS.Name)
-		return nil
+	// The map is replaced, not changed: a pass's snapshot may hold the
+	// old one (see State.QOS).
+	m := maps.Clone(s.QOS)
+	if m == nil {
+		m = map[string]*api.QOS{}
 	}
-	q := c.QOS
-	s.QOS[q.Name] = &q
+	if c.Delete {
+		delete(m, c.QOS.Name)
+	} else {
+		q := c.QOS
+		m[q.Name] = &q
+	}
+	s.QOS = m
 	return nil
 }
 

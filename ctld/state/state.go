@@ -43,7 +43,8 @@ type State struct {
 	Partitions map[string]*api.Partition
 	Seeded     bool
 	// QOS, Accounts and Users are the policy objects, by name (users by
-	// account and name).
+	// account and name). The QOS map is replaced whole when a QoS
+	// changes, never written into, so a pass's snapshot shares it.
 	QOS      map[string]*api.QOS
 	Accounts map[string]*api.Account
 	Users    map[UserKey]*api.AccountUser
