@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -30,7 +32,7 @@ type profile []step
 // buildProfile returns the profile of a node with free resources now and
 // the given releases (resources that come back at a time).
 func buildProfile(now int64, cpus int, mem int64, rel []release) profile {
-	sort.Slice(rel, func(a, b int) bool { return rel[a].at < rel[b].at })
+	slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
 	p := make(profile, 1, len(rel)+1)
 	p[0] = step{at: now, cpus: cpus, mem: mem}
 	for _, r := range rel {
