@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,16 @@ type Client struct {
 
 // NewClient returns a client for the comma-separated controller URLs in addrs
 // (CORRAL_ADDR's format). A bare host:port gets http:// prepended.
-func NewClient(addrs string) (*Client, error) {
+func NewClient(addrs string) (*Client, error) { return NewTLSClient(addrs, nil) }
+
+// NewTLSClient is NewClient for a cluster that runs over TLS when cfg is
+// set: servers are verified with cfg (the cluster's authority, and the
+// caller's certificate when it has one) and a bare host:port gets https://.
+func NewTLSClient(addrs string, cfg *tls.Config) (*Client, error) {
+	scheme := "http://"
+	if cfg != nil {
+		scheme = "https://"
+	}
 	var list []string
 	for _, a := range strings.Split(addrs, ",") {
 		a = strings.TrimSpace(a)
@@ -51,7 +61,7 @@ func NewClient(addrs string) (*Client, error) {
 			continue
 		}
 		if !strings.Contains(a, "://") {
-			a = "http://" + a
+			a = scheme + a
 		}
 		if _, err := url.Parse(a); err != nil {
 			return nil, fmt.Errorf("controller address %q: %w", a, err)
@@ -65,6 +75,7 @@ func NewClient(addrs string) (*Client, error) {
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     cfg,
 	}
 	return &Client{addrs: list, http: &http.Client{Transport: tr}, RetryFor: 15 * time.Second}, nil
 }
@@ -91,7 +102,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	backoff := 20 * time.Millisecond
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		i := int(c.next.Load()) % len(c.addrs)
+		n := c.next.Load()
+		i := int(n % uint32(len(c.addrs)))
 		addr := c.addrs[i]
 		status, err := c.once(ctx, method, addr+path, body, out)
 		if err == nil {
@@ -101,8 +113,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if errors.As(err, &apiErr) && !retryable(status) {
 			return err
 		}
+		if why := transportMistake(addr, err); why != nil {
+			return why // no other member or later try can mend it
+		}
 		lastErr = err
-		c.next.CompareAndSwap(uint32(i), uint32(i+1))
+		// Move on from the member that failed, unless another call
+		// already did (the counter, not its position, is compared: a
+		// position repeats once every member was tried).
+		c.next.CompareAndSwap(n, n+1)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -151,6 +169,9 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		var e Error
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = fmt.Sprintf("%s %s: %s: %s", method, u, resp.Status, strings.TrimSpace(string(data)))
+			if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(data), "HTTPS server") {
+				e.Error = fmt.Sprintf("the controller at %s serves HTTPS: name it https://%s in CORRAL_ADDR and set CORRAL_CA to the cluster's ca.crt", req.URL.Host, req.URL.Host)
+			}
 		}
 		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field, Errno: e.Errno}
 	}
@@ -429,4 +450,19 @@ func (c *Client) UpdateJob(ctx context.Context, req UpdateJobRequest) error {
 // PutPartition adds, changes or deletes a partition.
 func (c *Client) PutPartition(ctx context.Context, req PartitionRequest) error {
 	return c.do(ctx, "POST", "/v1/partitions", req, nil)
+}
+
+// transportMistake explains a connection error that retrying cannot mend:
+// a controller whose certificate this client cannot verify (no CORRAL_CA,
+// or another cluster's), or one that speaks plain HTTP to an https:// URL.
+// Nil for every other error.
+func transportMistake(addr string, err error) error {
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return fmt.Errorf("the controller at %s showed a certificate this client cannot verify (%v): set CORRAL_CA to the cluster's ca.crt (corral ca init)", addr, cv.Err)
+	}
+	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return fmt.Errorf("the controller at %s speaks plain HTTP: name it http:// in CORRAL_ADDR", addr)
+	}
+	return nil
 }

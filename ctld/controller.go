@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/internal/pki"
 	"corral/ctld/sched"
 	"corral/ctld/state"
 )
@@ -51,6 +53,11 @@ type Config struct {
 	// Clock is the time the controller stamps and its leader loops wait
 	// on; nil is the system clock.
 	Clock Clock
+	// TLS, when any file is named, runs the API, Raft and the calls
+	// between members and to the nodes over TLS with the cluster's
+	// authority (see package pki): Raft and the internal endpoints take
+	// members only, a node may act only as itself.
+	TLS pki.Files
 }
 
 // Controller is one running ctld member.
@@ -63,6 +70,10 @@ type Controller struct {
 	http  *http.Server
 	ln    net.Listener
 	proxy *forwarder
+	// tls is nil when the cluster runs without TLS; nodes carries the
+	// proxied job I/O to the nodes' job APIs.
+	tls   *clusterTLS
+	nodes *http.Transport
 
 	mu        sync.Mutex
 	leading   bool
@@ -98,6 +109,14 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Clock = realClock{}
 	}
 	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	if cfg.TLS.Enabled() {
+		t, err := newClusterTLS(cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		c.tls = t
+	}
+	c.nodes = newNodeTransport(c.tls)
 	ln := cfg.HTTPListener
 	if ln == nil {
 		var err error
@@ -105,9 +124,12 @@ func New(cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("--http %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	c.ln = ln
 	c.cfg.HTTPAddr = ln.Addr().String()
-	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, log)
+	if c.tls != nil {
+		ln = tls.NewListener(ln, c.tls.api)
+	}
+	c.ln = ln
+	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"corral/ctld/state"
+	"corral/internal/pki"
 )
 
 // forwarder sends writes that reach a follower on to the leader, so clients
@@ -29,13 +30,23 @@ func newForwarder(c *Controller) *forwarder {
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		ResponseHeaderTimeout: 60 * time.Second,
 	}
+	if c.tls != nil {
+		tr.TLSClientConfig = c.tls.dial.Clone()
+		tr.TLSClientConfig.VerifyConnection = pki.RequireRole(pki.RoleMember)
+	}
 	f := &forwarder{c: c, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
 	f.proxy = &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(r *httputil.ProxyRequest) {
 			addr, _ := r.In.Context().Value(leaderKey{}).(string)
-			r.SetURL(&url.URL{Scheme: "http", Host: addr})
+			r.SetURL(&url.URL{Scheme: c.scheme(), Host: addr})
 			r.Out.Header.Set("X-Corral-Forwarded", c.cfg.ID)
+			// The leader learns from this member who the client proved to
+			// be; never from the client.
+			r.Out.Header.Del(peerHeader)
+			if id, ok := pki.PeerIdentity(r.In.TLS); ok {
+				r.Out.Header.Set(peerHeader, string(id.Role)+"/"+id.Name)
+			}
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(w, http.StatusServiceUnavailable, "", "the leader could not be reached ("+err.Error()+"); retry")
@@ -69,7 +80,7 @@ func (f *forwarder) announce(ctx context.Context, m state.SetMember) {
 		return
 	}
 	body, _ := json.Marshal(m)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/internal/members", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.c.scheme()+"://"+addr+"/v1/internal/members", bytes.NewReader(body))
 	if err != nil {
 		return
 	}

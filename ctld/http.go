@@ -16,6 +16,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/internal/pki"
 	"corral/submit"
 )
 
@@ -38,7 +39,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/nodes/drain", c.write(c.handleDrain))
 	mux.HandleFunc("GET /v1/partitions", c.read(c.handlePartitions))
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
-	mux.HandleFunc("POST /v1/internal/members", c.write(c.handleSetMember))
+	mux.HandleFunc("POST /v1/internal/members", c.members(c.write(c.handleSetMember)))
 	c.policyRoutes(mux)
 	return mux
 }
@@ -565,6 +566,10 @@ func (c *Controller) handleDesired(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "name", fmt.Sprintf("node %q %s", submit.Shown(name), why))
 		return
 	}
+	if err := c.checkNode(r, name); err != nil {
+		c.writeErr(w, r, err) // the jobs' scripts and environments are the node's alone
+		return
+	}
 	index, err := strconv.ParseUint(q.Get("index"), 10, 64)
 	if q.Get("index") != "" && err != nil {
 		writeError(w, http.StatusBadRequest, "index", "index must be a Raft index, a whole number ≥ 0")
@@ -605,6 +610,9 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if err := validateNodeInfo(&info); err != nil {
+		return err
+	}
+	if err := c.checkNode(r, info.Name); err != nil {
 		return err
 	}
 	if len(info.Reports) > api.MaxRegisterReports {
@@ -677,6 +685,9 @@ func (c *Controller) nodeMessage(r *http.Request) (api.NodeStatus, error) {
 	if err := validateNodeStatus(&st); err != nil {
 		return st, err
 	}
+	if err := c.checkNode(r, st.Name); err != nil {
+		return st, err
+	}
 	if err := c.knownNode(st.Name, st.BootID); err != nil {
 		return st, err
 	}
@@ -741,6 +752,9 @@ func (c *Controller) handleSetMember(w http.ResponseWriter, r *http.Request) err
 	}
 	if why := submit.NameProblem(m.ID, submit.MaxNameBytes); why != "" {
 		return &fieldError{Field: "id", Msg: fmt.Sprintf("member id %q %s", submit.Shown(m.ID), why)}
+	}
+	if id, ok := c.caller(r); c.tls != nil && (!ok || id.Role != pki.RoleMember || id.Name != m.ID) {
+		return &httpError{status: http.StatusForbidden, field: "id", msg: fmt.Sprintf("member %s may be announced only by itself, with its certificate", submit.Shown(m.ID))}
 	}
 	if why := submit.TextProblem(m.HTTPAddr, submit.MaxNameBytes); why != "" || strings.ContainsAny(m.HTTPAddr, " /") {
 		return &fieldError{Field: "http_addr", Msg: fmt.Sprintf("http_addr %q must be HOST:PORT", submit.Shown(m.HTTPAddr))}

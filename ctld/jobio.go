@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/pki"
 	"corral/ctld/state"
 )
 
@@ -178,11 +179,19 @@ func readJSONBody(r *http.Request, v any) error {
 	return nil
 }
 
-// nodeTransport carries proxied job I/O to nodes. An exec answers once its
-// command started, which a booting VM may delay: no header timeout.
-var nodeTransport = &http.Transport{
-	DialContext:     (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	IdleConnTimeout: 60 * time.Second,
+// newNodeTransport carries proxied job I/O to nodes. An exec answers once
+// its command started, which a booting VM may delay: no header timeout.
+// Over TLS the member shows its certificate and takes only a node's.
+func newNodeTransport(t *clusterTLS) *http.Transport {
+	tr := &http.Transport{
+		DialContext:     (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		IdleConnTimeout: 60 * time.Second,
+	}
+	if t != nil {
+		tr.TLSClientConfig = t.dial.Clone()
+		tr.TLSClientConfig.VerifyConnection = pki.RequireRole(pki.RoleNode)
+	}
+	return tr
 }
 
 // nodeProxy forwards a checked request to the job's node, with the caller
@@ -190,7 +199,7 @@ var nodeTransport = &http.Transport{
 func (c *Controller) nodeProxy(t nodeTarget) *httputil.ReverseProxy {
 	target, _ := url.Parse(t.addr)
 	return &httputil.ReverseProxy{
-		Transport:     nodeTransport,
+		Transport:     c.nodes,
 		FlushInterval: -1,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)

@@ -65,7 +65,7 @@ type raftNode struct {
 	store     *raftboltdb.BoltStore
 }
 
-func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTuning, log *slog.Logger) (*raftNode, error) {
+func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir %s: %w", dataDir, err)
 	}
@@ -113,7 +113,15 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		store.Close()
 		return nil, fmt.Errorf("--raft %s: %w", bind, err)
 	}
-	trans, err := raft.NewTCPTransport(bind, advertise, 8, 10*time.Second, slogWriter{log})
+	var trans *raft.NetworkTransport
+	if t != nil {
+		var stream *raftStream
+		if stream, err = newRaftStream(bind, advertise, t); err == nil {
+			trans = raft.NewNetworkTransport(stream, 8, 10*time.Second, slogWriter{log})
+		}
+	} else {
+		trans, err = raft.NewTCPTransport(bind, advertise, 8, 10*time.Second, slogWriter{log})
+	}
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("listening for raft on %s: %w", bind, err)

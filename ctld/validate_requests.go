@@ -137,8 +137,8 @@ func validateNodeInfo(info *api.NodeInfo) error {
 	c.text("version", info.Version, 128)
 	c.text("accel", info.Accel, 64)
 	if info.APIAddr != "" {
-		if u, err := url.Parse(info.APIAddr); err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-			c.fail("api_addr", "api_addr %q is not http://HOST:PORT", submit.Shown(info.APIAddr))
+		if u, err := url.Parse(info.APIAddr); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			c.fail("api_addr", "api_addr %q is not http://HOST:PORT or https://HOST:PORT", submit.Shown(info.APIAddr))
 		}
 	}
 	c.count("partitions", len(info.Partitions), maxNodePartitions)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -145,6 +146,9 @@ type cluster struct {
 	nodeds []*proc
 	http   []string
 	addr   string
+	// tls verifies the controllers of a cluster that runs over TLS (and
+	// shows the test's client certificate); nil without TLS.
+	tls *tls.Config
 }
 
 // startControllers starts n ctld processes that form one Raft cluster.
@@ -187,7 +191,7 @@ func (c *cluster) client(t testing.TB, addrs ...string) *api.Client {
 	if len(addrs) == 0 {
 		addrs = c.http
 	}
-	cl, err := api.NewClient(strings.Join(addrs, ","))
+	cl, err := api.NewTLSClient(strings.Join(addrs, ","), c.tls)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/pki"
 )
 
 // Config configures a node daemon. Zero fields take the defaults noted.
@@ -62,6 +63,11 @@ type Config struct {
 	// output of running jobs, which the controllers proxy here; see
 	// jobapi.go), host:port; empty serves none.
 	APIListen string
+	// TLS, when any file is named, serves the job API over TLS with the
+	// node's certificate to controller members only (their certificate of
+	// the cluster's authority); the controllers' client is set up by the
+	// caller (api.NewTLSClient).
+	TLS pki.Files
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).

@@ -2,6 +2,7 @@ package noded
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"corral/api"
 	"corral/internal/ident"
+	"corral/internal/pki"
 )
 
 // The node's job API: what the controllers proxy to the node of a running
@@ -75,7 +77,17 @@ func (d *Daemon) listenAPI(ctx context.Context) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = d.cfg.Name
 	}
-	u := "http://" + net.JoinHostPort(host, port)
+	scheme := "http://"
+	if d.cfg.TLS.Enabled() {
+		cfg, err := d.cfg.TLS.Server(tls.RequireAndVerifyClientCert)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("noded: the job API: %w", err)
+		}
+		cfg.VerifyConnection = pki.RequireRole(pki.RoleMember) // the controllers' proxy only
+		ln, scheme = tls.NewListener(ln, cfg), "https://"
+	}
+	u := scheme + net.JoinHostPort(host, port)
 	d.apiURL.Store(&u)
 	srv := &http.Server{Handler: d.apiRoutes(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	go srv.Serve(ln)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +20,7 @@ import (
 	"corral/ctld"
 	"corral/ctld/sched"
 	"corral/internal/getopt"
+	"corral/internal/pki"
 	"corral/noded"
 	"corral/noded/hardware"
 	"corral/noded/vmrun"
@@ -84,7 +87,7 @@ func parsePartitions(s string) ([]api.Partition, error) {
 }
 
 func runCtld(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "ctld", getopt.Permute, args,
+	o, err := parseOpts(env, "ctld", getopt.Permute, args, append([]getopt.Option{
 		valued(0, "id", "ID", "this member's id, e.g. c1"),
 		valued(0, "data", "DIR", "directory for the Raft log, stable store and snapshots"),
 		valued(0, "raft", "HOST:PORT", "Raft listen address"),
@@ -99,7 +102,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "def-mem-per-cpu", "SIZE", "a new cluster's memory per CPU for jobs that ask for none (default 512M; later: corral config set DefMemPerCPU=MiB)"),
 		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
-	)
+	}, tlsOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -164,7 +167,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT,
+		HTTP: httpT, TLS: tlsFiles(o),
 	}, nil
 }
 
@@ -206,7 +209,7 @@ func orString(v, def string) string {
 }
 
 func runNoded(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "noded", getopt.Permute, args,
+	o, err := parseOpts(env, "noded", getopt.Permute, args, append([]getopt.Option{
 		valued(0, "name", "NAME", "node name (default: the host name)"),
 		valued(0, "ctld", "URLS", "controller URLs, comma-separated (default $CORRAL_ADDR)"),
 		valued(0, "data", "DIR", "directory for per-job state"),
@@ -221,7 +224,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
-	)
+	}, tlsOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -235,7 +238,17 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if addrs == "" {
 		return fmt.Errorf("noded: --ctld is required: the controllers' URLs, e.g. http://127.0.0.1:7001")
 	}
-	cl, err := api.NewClient(addrs)
+	var tlsCfg *tls.Config
+	if files := tlsFiles(o); files.Enabled() {
+		if files.Cert == "" || files.Key == "" {
+			return errors.New("noded: --tls-cert and --tls-key are required with --tls-ca: the node's certificate (corral ca issue --role node --name NAME)")
+		}
+		if tlsCfg, err = files.Client(); err != nil {
+			return fmt.Errorf("noded: %w", err)
+		}
+		tlsCfg.VerifyConnection = pki.RequireRole(pki.RoleMember) // only the cluster's controllers
+	}
+	cl, err := api.NewTLSClient(addrs, tlsCfg)
 	if err != nil {
 		return err
 	}
@@ -307,7 +320,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 	cfg := noded.Config{
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
-		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")),
+		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again

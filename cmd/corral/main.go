@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
+	"corral/internal/pki"
 )
 
 // command is one subcommand of the corral binary.
@@ -53,6 +55,7 @@ func init() {
 		"share":           {"show the fair-share tree: shares, usage and factors (sshare)", runShare},
 		"why":             {"explain why a job waits, or where and why it runs", runWhy},
 		"ctld":            {"run a controller member", runCtld},
+		"ca":              {"make the cluster's TLS authority and its certificates: ca init | ca issue --role R --name N", runCA},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
 		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
@@ -77,7 +80,14 @@ func (e *cliEnv) client() (*api.Client, error) {
 	if addr == "" {
 		addr = defaultDevAddr
 	}
-	cl, err := api.NewClient(addr)
+	var tlsCfg *tls.Config
+	if files := (pki.Files{CA: e.getenv("CORRAL_CA"), Cert: e.getenv("CORRAL_CERT"), Key: e.getenv("CORRAL_KEY")}); files.Enabled() {
+		var err error
+		if tlsCfg, err = files.Client(); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := api.NewTLSClient(addr, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
