@@ -61,7 +61,7 @@ type Rule struct {
 	// interface but this one. A name ending in * (in NotIIF and NotOIF
 	// only) stands for every name that begins with what precedes it.
 	NotIIF, NotOIF string
-	SAddr  netip.Prefix
+	SAddr          netip.Prefix
 	// NotSAddr inverts the SAddr match.
 	NotSAddr bool
 	DAddr    netip.Prefix
