@@ -94,8 +94,9 @@ type Partition struct {
 	// the node's default, nfs.
 	Share string `json:"share,omitempty"`
 	// Network is the jobs' outbound network: "none" (the default: the
-	// guest's only card reaches its own file server and nothing else) is
-	// the only one today.
+	// guest's only card reaches its own file server and nothing else) or
+	// "node" (the site's network through the node, never the node itself
+	// or the controllers; it needs the nfs share, whose card it uses).
 	Network string `json:"network,omitempty"`
 	// Root is the host directory the partition's jobs get as their root
 	// (read-only, under the guest's overlay) instead of the node's own /:
@@ -104,6 +105,12 @@ type Partition struct {
 	// share. Empty is the node's root.
 	Root string `json:"root,omitempty"`
 }
+
+// The values of Partition.Network.
+const (
+	NetworkNone = "none"
+	NetworkNode = "node"
+)
 
 // The values of Partition.Share.
 const (
@@ -244,9 +251,12 @@ func (p *Partition) CheckVM() error {
 		return fmt.Errorf("a root of its own (%s) needs the nfs share: drop share virtiofs", p.Root)
 	}
 	switch p.Network {
-	case "", "none":
+	case "", NetworkNone, NetworkNode:
 	default:
-		return fmt.Errorf("network %q: only none is offered so far", p.Network)
+		return fmt.Errorf("network %q: use none (the default: the jobs' VMs reach only their own file server) or node (the site's network through the node, never the node itself or the controllers)", p.Network)
+	}
+	if p.Network == NetworkNode && p.Share == ShareVirtiofs {
+		return fmt.Errorf("network node needs the nfs share (a virtiofs VM has no network card): drop share virtiofs, or use network none")
 	}
 	return nil
 }

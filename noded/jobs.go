@@ -222,6 +222,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 			}
 			spec.Share = p.ShareFor(noMigrate)
 			spec.Root = p.Root
+			spec.Network = p.Network
 		}
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err}

@@ -81,6 +81,10 @@ type LaunchSpec struct {
 	// Root is the host directory the guest gets as its root instead of
 	// the node's / (the partition's root setting); "" for the node's.
 	Root string
+	// Network is the guest's outbound network, the partition's setting:
+	// "node" (the site's network, through the node) or "none"/"" (its
+	// own file server only).
+	Network string
 }
 
 // Handle is a running job.

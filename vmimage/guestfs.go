@@ -2,6 +2,7 @@ package vmimage
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"sort"
 	"strconv"
@@ -46,8 +47,15 @@ type FS struct {
 	// (10.0.2.15/24); the server's address is its gateway.
 	GuestAddr string
 	// MTU is the guest network card's MTU; 0 keeps the driver's (1500).
-	MTU    int
-	Shares []string
+	MTU int
+	// Gateway, when set (a partition whose network is node), is the
+	// guest's default route, on its card's subnet, and Nameservers the
+	// DNS servers it writes to its own /etc/resolv.conf. Without a
+	// gateway the guest has no route beyond its file server and its
+	// resolv.conf is the host's.
+	Gateway     string
+	Nameservers []string
+	Shares      []string
 }
 
 // Validate reports the first thing about fs the guest could not mount.
@@ -67,8 +75,14 @@ func (fs *FS) Validate() error {
 		if strings.ContainsAny(fs.Addr+fs.Export+fs.GuestAddr, " \n\x00") {
 			return fmt.Errorf("payload fs: nfs address, export and guest address may not hold spaces")
 		}
+		if err := fs.validateRoute(); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("payload fs: share kind %q: use %s or %s", fs.Kind, ShareVirtiofs, ShareNFS)
+	}
+	if fs.Kind != ShareNFS && (fs.Gateway != "" || len(fs.Nameservers) > 0) {
+		return fmt.Errorf("payload fs: a gateway and nameservers need the nfs share's card")
 	}
 	for _, p := range fs.Shares {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" || strings.ContainsAny(p, "\n\x00") {
@@ -78,8 +92,32 @@ func (fs *FS) Validate() error {
 	return nil
 }
 
+// validateRoute checks the gateway (on the guest's subnet) and the
+// nameservers (IPv4 addresses, only with a gateway).
+func (fs *FS) validateRoute() error {
+	if fs.Gateway == "" {
+		if len(fs.Nameservers) > 0 {
+			return fmt.Errorf("payload fs: nameservers without a gateway: the guest could not reach them")
+		}
+		return nil
+	}
+	own, err1 := netip.ParsePrefix(fs.GuestAddr)
+	gw, err2 := netip.ParseAddr(fs.Gateway)
+	if err1 != nil || err2 != nil || !gw.Is4() || !own.Masked().Contains(gw) {
+		return fmt.Errorf("payload fs: gateway %q: give an IPv4 address on the guest's subnet %s", fs.Gateway, fs.GuestAddr)
+	}
+	for _, ns := range fs.Nameservers {
+		if a, err := netip.ParseAddr(ns); err != nil || !a.Is4() {
+			return fmt.Errorf("payload fs: nameserver %q: give an IPv4 address", ns)
+		}
+	}
+	return nil
+}
+
 // encode returns job/fs: "root virtiofs TAG" or "root nfs ADDR PORT EXPORT
-// GUESTADDR [MTU]", then "share PATH" per shared path, outer paths first.
+// GUESTADDR [MTU]", then "gateway ADDR" and a "nameserver ADDR" per
+// nameserver when the guest has a way out, then "share PATH" per shared
+// path, outer paths first.
 func (fs *FS) encode() []byte {
 	var b strings.Builder
 	switch fs.Kind {
@@ -91,6 +129,12 @@ func (fs *FS) encode() []byte {
 			fmt.Fprintf(&b, " %d", fs.MTU)
 		}
 		b.WriteByte('\n')
+	}
+	if fs.Gateway != "" {
+		fmt.Fprintf(&b, "gateway %s\n", fs.Gateway)
+	}
+	for _, ns := range fs.Nameservers {
+		fmt.Fprintf(&b, "nameserver %s\n", ns)
 	}
 	shares := append([]string(nil), fs.Shares...)
 	sort.Strings(shares) // a parent sorts before its children
@@ -127,6 +171,10 @@ func ParseFS(b []byte) (FS, error) {
 			}
 		case "share":
 			fs.Shares = append(fs.Shares, rest)
+		case "gateway":
+			fs.Gateway = rest
+		case "nameserver":
+			fs.Nameservers = append(fs.Nameservers, rest)
 		case "":
 		default:
 			return FS{}, fmt.Errorf("job fs line %d: unknown word %q", i+1, word)

@@ -155,6 +155,13 @@ func TestWritePayloadRejects(t *testing.T) {
 		"arg with NUL":       {Payload{Args: []string{"a\x00"}}, "args[0]"},
 		"relative workdir":   {Payload{WorkDir: "run"}, "absolute"},
 		"workdir newline":    {Payload{WorkDir: "/a\nb"}, "newline"},
+		"gateway off the guest's subnet": {Payload{FS: &FS{Kind: ShareNFS, Addr: "10.0.2.2", Port: 2049, Export: "/",
+			GuestAddr: "10.0.2.15/24", Gateway: "10.0.3.2"}}, "on the guest's subnet"},
+		"nameservers without a gateway": {Payload{FS: &FS{Kind: ShareNFS, Addr: "10.0.2.2", Port: 2049, Export: "/",
+			GuestAddr: "10.0.2.15/24", Nameservers: []string{"192.0.2.53"}}}, "without a gateway"},
+		"a nameserver that is no address": {Payload{FS: &FS{Kind: ShareNFS, Addr: "10.0.2.2", Port: 2049, Export: "/",
+			GuestAddr: "10.0.2.15/24", Gateway: "10.0.2.2", Nameservers: []string{"dns.example"}}}, "nameserver"},
+		"a gateway over virtiofs": {Payload{FS: &FS{Kind: ShareVirtiofs, Tag: "t", Gateway: "10.0.2.2"}}, "nfs share's card"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

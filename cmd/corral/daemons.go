@@ -260,7 +260,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory); err != nil {
+	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory, strings.Split(addrs, ",")); err != nil {
 		return err
 	}
 	d, err := noded.New(cfg)
@@ -481,7 +481,8 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 		cfgs = append(cfgs, cfg)
 	}
 	// One runner serves every node: the vm runner's probe boots a guest.
-	runner, err := makeRunner(ctx, env, o, log, nil)
+	// The controller listens on loopback, which no guest reaches anyway.
+	runner, err := makeRunner(ctx, env, o, log, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -555,8 +556,9 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error
 
 // makeRunner builds the runner --runner names: vm (the default), whose
 // accelerator probe boots a test guest, or process (nil: the daemon's
-// built-in runner), for hosts without QEMU.
-func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory) (noded.Runner, error) {
+// built-in runner), for hosts without QEMU. The vm runner keeps the
+// guests of a partition whose network is node from reaching controllers.
+func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory, controllers []string) (noded.Runner, error) {
 	switch o.get("runner") {
 	case "process":
 		return nil, nil
@@ -565,7 +567,8 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		if root == "" {
 			root = defaultImageRoot()
 		}
-		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv})
+		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
+			Controllers: controllers})
 		if err != nil {
 			return nil, fmt.Errorf("--runner vm: %w (on a host without QEMU, use --runner process)", err)
 		}

@@ -12,21 +12,22 @@ func TestReadPartitionsFile(t *testing.T) {
 		body, err string
 		shared    string
 	}{
-		"shared paths":                 {body: `[{"name": "batch", "default": true, "shared_paths": ["/home", "/scratch"]}]`, shared: "/home"},
-		"misspelt field":               {body: `[{"name": "batch", "shared_path": ["/home"]}]`, err: `unknown field "shared_path"`},
-		"relative path":                {body: `[{"name": "batch", "shared_paths": ["home"]}]`, err: `shared path "home"`},
-		"nfs accepted":                 {body: `[{"name": "batch", "share": "nfs"}]`},
-		"unknown share":                {body: `[{"name": "batch", "share": "9p"}]`, err: `share "9p": use nfs`},
-		"two defaults":                 {body: `[{"name": "a", "default": true}, {"name": "b", "default": true}]`, err: "mark one"},
-		"unknown network":              {body: `[{"name": "a", "network": "internet"}]`, err: `network "internet"`},
-		"no partitions":                {body: `[]`, err: "no partitions"},
-		"duplicate name":               {body: `[{"name": "a"}, {"name": "a"}]`, err: "listed twice"},
-		"virtiofs accepted":            {body: `[{"name": "fast", "share": "virtiofs"}]`},
-		"none accepted":                {body: `[{"name": "a", "network": "none"}]`},
-		"network node not offered yet": {body: `[{"name": "a", "network": "node"}]`, err: `network "node": only none is offered so far`},
-		"a root of its own":            {body: `[{"name": "rocky", "root": "/srv/roots/rocky9"}]`},
-		"relative root":                {body: `[{"name": "rocky", "root": "srv/roots/rocky9"}]`, err: `root "srv/roots/rocky9": give a clean absolute path`},
-		"root over virtiofs":           {body: `[{"name": "rocky", "root": "/srv/roots/rocky9", "share": "virtiofs"}]`, err: "needs the nfs share"},
+		"shared paths":               {body: `[{"name": "batch", "default": true, "shared_paths": ["/home", "/scratch"]}]`, shared: "/home"},
+		"misspelt field":             {body: `[{"name": "batch", "shared_path": ["/home"]}]`, err: `unknown field "shared_path"`},
+		"relative path":              {body: `[{"name": "batch", "shared_paths": ["home"]}]`, err: `shared path "home"`},
+		"nfs accepted":               {body: `[{"name": "batch", "share": "nfs"}]`},
+		"unknown share":              {body: `[{"name": "batch", "share": "9p"}]`, err: `share "9p": use nfs`},
+		"two defaults":               {body: `[{"name": "a", "default": true}, {"name": "b", "default": true}]`, err: "mark one"},
+		"unknown network":            {body: `[{"name": "a", "network": "internet"}]`, err: `network "internet"`},
+		"no partitions":              {body: `[]`, err: "no partitions"},
+		"duplicate name":             {body: `[{"name": "a"}, {"name": "a"}]`, err: "listed twice"},
+		"virtiofs accepted":          {body: `[{"name": "fast", "share": "virtiofs"}]`},
+		"none accepted":              {body: `[{"name": "a", "network": "none"}]`},
+		"network node accepted":      {body: `[{"name": "a", "network": "node"}]`},
+		"network node over virtiofs": {body: `[{"name": "a", "network": "node", "share": "virtiofs"}]`, err: "network node needs the nfs share"},
+		"a root of its own":          {body: `[{"name": "rocky", "root": "/srv/roots/rocky9"}]`},
+		"relative root":              {body: `[{"name": "rocky", "root": "srv/roots/rocky9"}]`, err: `root "srv/roots/rocky9": give a clean absolute path`},
+		"root over virtiofs":         {body: `[{"name": "rocky", "root": "/srv/roots/rocky9", "share": "virtiofs"}]`, err: "needs the nfs share"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

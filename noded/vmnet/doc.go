@@ -12,9 +12,21 @@
 // user of the node cannot reach those sockets either: entering another
 // process's network namespace needs CAP_SYS_ADMIN.
 //
+// A partition whose network is "node" gives the namespace a way out
+// (Outbound): a veth pair to the node's namespace, the guest's traffic
+// translated in the namespace and masqueraded by the node, and netfilter
+// tables of the VM's own on both sides (Outbound.HostTable, NSTable: pure
+// functions of the VM's names and addresses) that keep the guest from the
+// node's own addresses, the controllers and the other VMs. The tables are
+// set through nf_tables' netlink interface (github.com/google/nftables),
+// one per VM, replaced in one transaction, so that setting them again is
+// harmless and no rule of the node's own is touched.
+//
 // It never decides addresses or what listens (the vm runner does) and never
 // starts processes.
 //
 // Entry points: Create (or Open for one a previous daemon made), then
-// Netns.Tap for QEMU's -netdev tap,fd=N and Netns.Listen for the server.
+// Netns.Tap for QEMU's -netdev tap,fd=N and Netns.Listen for the server;
+// for a way out EnableForwarding, Netns.Connect (Netns.Restore in a
+// restarted daemon) and Outbound.Remove.
 package vmnet

@@ -16,7 +16,12 @@
 // state it ends in, or who may reach into it: the daemon does. It never removes a
 // job's state directory (the daemon does) but does remove the two files
 // that must not outlive the VM, the QMP socket and the per-job initrd. It
-// never uses 9p, and gives a guest no network but its own file server's.
+// never uses 9p, and gives a guest no network but its own file server's,
+// unless the job's partition says network node (LaunchSpec.Network,
+// outbound.go): the NFS share's namespace then gets a way out through
+// the node (vmnet.Outbound) in a slot of the transit range, recorded in
+// the state directory so that Recover sets its rules again or removes
+// them, and the guest a default route and the node's nameservers.
 //
 // A VM whose image can take the host's root (vmimage.Image.HostRoot) gets
 // it, with the job's shared paths, over one of two shares

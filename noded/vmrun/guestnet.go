@@ -2,6 +2,7 @@ package vmrun
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -43,6 +44,9 @@ const (
 type guestNet struct {
 	ns  *vmnet.Netns
 	tap *os.File
+	// out is the namespace's way out (a partition's network node), nil
+	// when it has none.
+	out *vmnet.Outbound
 }
 
 // newGuestNet creates the namespace of the VM whose state directory is dir
@@ -106,5 +110,8 @@ func (n *guestNet) remove() {
 		return
 	}
 	n.closeTap()
+	if err := removeOutbound(filepath.Dir(n.ns.Path), n.out); err != nil {
+		slog.Warn("removing the VM's outbound network", "err", err)
+	}
 	n.ns.Remove()
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"corral/api"
 	"corral/internal/ident"
 	"corral/internal/procref"
 	"corral/noded"
@@ -94,6 +95,12 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) 
 	gn, err := newGuestNet(dir)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Network == api.NetworkNode {
+		if err := r.connectOutbound(dir, gn); err != nil {
+			gn.remove()
+			return nil, err
+		}
 	}
 	ln, err := listenerFile(gn.ns)
 	if err != nil {
@@ -320,7 +327,7 @@ func (r *Runner) recoverNFS(dir string, vmAlive bool) *nfsServer {
 	}
 	n := &nfsServer{log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir}
 	if ns, err := vmnet.Open(filepath.Join(dir, netnsFile)); err == nil {
-		n.net = &guestNet{ns: ns}
+		n.net = &guestNet{ns: ns, out: r.recoverOutbound(dir, ns, vmAlive)}
 	}
 	var conf nfsd.ProcessConfig
 	if err := procref.ReadJSON(filepath.Join(dir, nfsConfFile), &conf); err == nil {

@@ -48,6 +48,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 	}
 	removeLeftovers(r.log, f)
 	r.recoverNFS(abs, false)
+	r.recoverOutbound(abs, nil, false)
 	if st.Cgroup != "" && r.cg != nil {
 		r.cg.Open(st.Cgroup).Remove()
 	}
@@ -94,6 +95,7 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 		}
 	}
 	removeLeftovers(r.log, f)
+	r.recoverOutbound(f.dir, nil, false)
 	if ns, err := vmnet.Open(filepath.Join(f.dir, netnsFile)); err == nil {
 		ns.Remove()
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os/exec"
 	"strings"
+	"sync"
 
 	"corral/api"
 	"corral/noded"
@@ -37,6 +39,13 @@ type Config struct {
 	// gets its configuration file as one more argument; empty means this
 	// program's own "nfsd" subcommand (corral nfsd).
 	NFSServer []string
+	// Controllers are the controllers' addresses (URLs or host:port): a
+	// guest of a partition whose network is node never reaches them.
+	Controllers []string
+	// TransitNet is the node-local range the VMs' outbound networks take
+	// their veth addresses from, a /30 per VM; 10.213.0.0/16 when unset.
+	// It must not overlap the site's networks.
+	TransitNet netip.Prefix
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -54,6 +63,8 @@ type Runner struct {
 	// none (cgNote says why).
 	cg     *cgroup.Manager
 	cgNote string
+	// outMu serialises the search for a free slot of the transit range.
+	outMu sync.Mutex
 }
 
 var _ noded.Runner = (*Runner)(nil)

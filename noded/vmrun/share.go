@@ -3,11 +3,13 @@ package vmrun
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
 
+	"corral/api"
 	"corral/noded"
 	"corral/vmimage"
 )
@@ -24,7 +26,14 @@ const hostTag = "corral-host"
 // (see shareKind).
 func (r *Runner) guestFS(spec noded.LaunchSpec) *vmimage.FS {
 	if shareKind(spec) == vmimage.ShareNFS {
-		return nfsFS(spec.Root, spec.Shares)
+		fs := nfsFS(spec.Root, spec.Shares)
+		if spec.Network == api.NetworkNode {
+			// The guest's default route is its file server's side of
+			// the tap, the way out of its namespace.
+			fs.Gateway = serverAddr.Addr().String()
+			fs.Nameservers = nodeNameservers(append([]netip.Prefix{r.transit()}, alwaysBlocked...))
+		}
+		return fs
 	}
 	return &vmimage.FS{Kind: vmimage.ShareVirtiofs, Tag: hostTag, Shares: spec.Shares}
 }

@@ -150,6 +150,9 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			return nil, err
 		}
 	}
+	if err := checkNetwork(spec.Network, gfs); err != nil {
+		return nil, err
+	}
 	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
 		return nil, err
 	}

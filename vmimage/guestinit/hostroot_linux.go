@@ -72,6 +72,12 @@ func (g *guest) hostRoot(fs *vmimage.FS) error {
 	if err := guestMounts(newRoot); err != nil {
 		return err
 	}
+	if fs.Gateway != "" {
+		if err := routeOut(fs, newRoot); err != nil {
+			return err
+		}
+		g.logf("default route via %s", fs.Gateway)
+	}
 	for _, p := range fs.Shares {
 		if err := g.mountShare(fs, p); err != nil {
 			return err

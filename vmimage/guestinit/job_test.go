@@ -58,6 +58,13 @@ func TestReadJob(t *testing.T) {
 			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
 				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24", MTU: 65520, Shares: []string{"/w"}}},
 		},
+		"the host's root over NFS with a way out through the node": {
+			files: map[string]string{"script": "#!/bin/bash\n", "workdir": "/w\n",
+				"fs": "root nfs 10.0.2.2 2049 / 10.0.2.15/24 65520\ngateway 10.0.2.2\nnameserver 192.0.2.53\nnameserver 198.51.100.53\nshare /w\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
+				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24", MTU: 65520,
+					Gateway: "10.0.2.2", Nameservers: []string{"192.0.2.53", "198.51.100.53"}, Shares: []string{"/w"}}},
+		},
 		"the host's root over NFS": {
 			files: map[string]string{"script": "#!/bin/bash\n", "workdir": "/w\n",
 				"fs": "root nfs 10.0.2.2 2049 / 10.0.2.15/24\n"},

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
+	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -106,6 +109,79 @@ func configureNIC(name string, addr netip.Prefix, mtu int) error {
 	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("set up: %w", err)
 	}
+	return nil
+}
+
+// routeOut gives the guest its way out (a partition whose network is
+// node): a default route via fs.Gateway on the share's card, and, when
+// the node named nameservers, a resolv.conf of the guest's own in root's
+// overlay (the host's may name a resolver on the host's loopback, which
+// the guest cannot reach).
+func routeOut(fs *vmimage.FS, root string) error {
+	gw, err := netip.ParseAddr(fs.Gateway)
+	if err != nil || !gw.Is4() {
+		return fmt.Errorf("gateway %q: want an IPv4 address", fs.Gateway)
+	}
+	if err := addDefaultRoute(guestNIC, gw); err != nil {
+		return fmt.Errorf("default route via %s: %w", gw, err)
+	}
+	if len(fs.Nameservers) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("# The node's nameservers, written by corral's guest init (the partition's network is node).\n")
+	for _, ns := range fs.Nameservers {
+		fmt.Fprintf(&b, "nameserver %s\n", ns)
+	}
+	conf := root + "/etc/resolv.conf"
+	// The host's may be a link into its /run, which the guest has its own
+	// of: replace the link, not what it points to.
+	if err := os.Remove(conf); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("replacing /etc/resolv.conf: %w", err)
+	}
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("writing /etc/resolv.conf: %w", err)
+	}
+	return nil
+}
+
+// rtentry is struct rtentry of <net/route.h> on 64-bit Linux, for
+// SIOCADDRT.
+type rtentry struct {
+	pad1    uint64
+	dst     unix.RawSockaddrInet4
+	gateway unix.RawSockaddrInet4
+	genmask unix.RawSockaddrInet4
+	flags   uint16
+	pad2    int16
+	pad3    uint64
+	pad4    uintptr
+	metric  int16
+	dev     *byte
+	mtu     uint64
+	window  uint64
+	irtt    uint16
+}
+
+// addDefaultRoute adds the IPv4 default route via gw on dev, as `route
+// add default gw GW dev DEV` would (SIOCADDRT).
+func addDefaultRoute(dev string, gw netip.Addr) error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	name, err := unix.BytePtrFromString(dev)
+	if err != nil {
+		return err
+	}
+	rt := rtentry{flags: unix.RTF_UP | unix.RTF_GATEWAY, dev: name}
+	rt.dst.Family, rt.genmask.Family = unix.AF_INET, unix.AF_INET
+	rt.gateway.Family, rt.gateway.Addr = unix.AF_INET, gw.As4()
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s), unix.SIOCADDRT, uintptr(unsafe.Pointer(&rt))); e != 0 && e != unix.EEXIST {
+		return e
+	}
+	runtime.KeepAlive(name)
 	return nil
 }
 
