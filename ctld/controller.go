@@ -1,8 +1,8 @@
 package ctld
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,9 +16,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
-	"corral/internal/pki"
 	"corral/ctld/sched"
 	"corral/ctld/state"
+	"corral/internal/pki"
 )
 
 // Config describes one controller member.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"corral/api"
-	"corral/internal/pki"
 	"corral/ctld/state"
+	"corral/internal/pki"
 )
 
 // The job I/O routes reach into a running job: exec (an upgraded
