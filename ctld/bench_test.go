@@ -18,7 +18,12 @@ import (
 // through the HTTP API of a 3-voter cluster over real TCP with fsync'd
 // bbolt logs: 32 concurrent clients each send batches of 64 jobs.
 func BenchmarkSubmitThroughput(b *testing.B) {
-	tc := startCluster(b, 3)
+	b.Run("plain", func(b *testing.B) { benchSubmitBatches(b, false) })
+	b.Run("tls", func(b *testing.B) { benchSubmitBatches(b, true) })
+}
+
+func benchSubmitBatches(b *testing.B, withTLS bool) {
+	tc := startClusterWith(b, 3, withTLS)
 	tc.waitLeader(b)
 	const clients, batch, total = 32, 64, 50_000
 	for i := 0; i < b.N; i++ {
@@ -51,7 +56,12 @@ func BenchmarkSubmitThroughput(b *testing.B) {
 // flight (64 concurrent clients): the leader coalesces them into few
 // entries.
 func BenchmarkSubmitSingle(b *testing.B) {
-	tc := startCluster(b, 3)
+	b.Run("plain", func(b *testing.B) { benchSubmitSingle(b, false) })
+	b.Run("tls", func(b *testing.B) { benchSubmitSingle(b, true) })
+}
+
+func benchSubmitSingle(b *testing.B, withTLS bool) {
+	tc := startClusterWith(b, 3, withTLS)
 	tc.waitLeader(b)
 	const clients, total = 64, 10_000
 	for i := 0; i < b.N; i++ {

@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"corral/api"
+	"corral/internal/pki"
 )
 
 // freeAddr returns a 127.0.0.1 address with a port nobody listens on now.
@@ -30,10 +32,16 @@ type testCluster struct {
 	cancels []context.CancelFunc
 	done    []chan error
 	addrs   []string
+	// tls verifies the members when the cluster runs over TLS.
+	tls *tls.Config
 }
 
 // startCluster starts n controllers over real TCP with bbolt files.
-func startCluster(t testing.TB, n int) *testCluster {
+func startCluster(t testing.TB, n int) *testCluster { return startClusterWith(t, n, false) }
+
+// startClusterWith is startCluster, over TLS with an authority made for the
+// test when withTLS is set.
+func startClusterWith(t testing.TB, n int, withTLS bool) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
 	var peers []Peer
@@ -41,11 +49,31 @@ func startCluster(t testing.TB, n int) *testCluster {
 		peers = append(peers, Peer{ID: fmt.Sprintf("c%d", i+1), Addr: freeAddr(t)})
 	}
 	tc := &testCluster{}
+	scheme := "http://"
+	files := map[string]pki.Files{}
+	if withTLS {
+		scheme = "https://"
+		ca := filepath.Join(dir, "ca")
+		if err := pki.InitCA(ca, "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range peers {
+			cert, key, err := pki.Issue(ca, ca, pki.Request{Role: pki.RoleMember, Name: p.ID, Hosts: []string{"127.0.0.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[p.ID] = pki.Files{Cert: cert, Key: key, CA: filepath.Join(ca, pki.CACertFile)}
+		}
+		var err error
+		if tc.tls, err = (pki.Files{CA: filepath.Join(ca, pki.CACertFile)}).Client(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := 0; i < n; i++ {
 		c, err := New(Config{
 			ID: peers[i].ID, RaftAddr: peers[i].Addr, HTTPAddr: "127.0.0.1:0",
 			DataDir: filepath.Join(dir, peers[i].ID), Peers: peers, Logger: quietLog(),
-			NodeTimeout: 2 * time.Second,
+			NodeTimeout: 2 * time.Second, TLS: files[peers[i].ID],
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +84,7 @@ func startCluster(t testing.TB, n int) *testCluster {
 		tc.ctls = append(tc.ctls, c)
 		tc.cancels = append(tc.cancels, cancel)
 		tc.done = append(tc.done, done)
-		tc.addrs = append(tc.addrs, "http://"+c.HTTPAddr())
+		tc.addrs = append(tc.addrs, scheme+c.HTTPAddr())
 	}
 	t.Cleanup(tc.stop)
 	return tc
@@ -71,7 +99,7 @@ func (tc *testCluster) stop() {
 }
 
 func (tc *testCluster) client(t testing.TB) *api.Client {
-	c, err := api.NewClient(strings.Join(tc.addrs, ","))
+	c, err := api.NewTLSClient(strings.Join(tc.addrs, ","), tc.tls)
 	if err != nil {
 		t.Fatal(err)
 	}
