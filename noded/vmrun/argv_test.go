@@ -33,7 +33,7 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 				"-chardev file,id=ctl,path=/state/job,,1/control,append=on",
 				"-qmp unix:/state/job,,1/qmp.sock,server=on,wait=off",
 				"-kernel /img/vmlinux", "-initrd /state/job,1/job.initrd"},
-			wantTail: vmimage.KernelCmdline(2600000, "corral.hostname=node1"),
+			wantTail: vmimage.KernelCmdline(2600000, vmimage.TCGCmdline, "corral.hostname=node1"),
 		},
 		"kvm, shared file, bad hostname": {
 			accel: "kvm", out: outputs{stdout: "/o/both", shared: true}, node: "bad name",
