@@ -38,7 +38,7 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 		"kvm, shared file, bad hostname": {
 			accel: "kvm", out: outputs{stdout: "/o/both", shared: true}, node: "bad name",
 			want:     []string{"-accel kvm", "-cpu host", "-chardev file,id=out,path=/o/both,append=on"},
-			wantNot:  []string{"id=err", "chardev=err", "corral.hostname"},
+			wantNot:  []string{"id=err", "chardev=err", "corral.hostname", vmimage.TCGCmdline},
 			wantTail: vmimage.KernelCmdline(2600000),
 		},
 		"discarded stdout": {
