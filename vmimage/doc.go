@@ -77,6 +77,13 @@
 //   - 8250.nr_uarts=4 registers ttyS0..ttyS3.
 //   - cryptomgr.notests skips the kernel's crypto self-tests (0.1–0.4 s of
 //     a TCG boot; the guest uses no kernel crypto).
+//   - Under TCG only, TCGCmdline: mitigations=off. TCG executes nothing
+//     speculatively, so the guest kernel's Spectre/Meltdown mitigations
+//     guard against nothing there; they cost TCG more than a CPU (a
+//     retpoline is several translated blocks where an indirect call is
+//     one). Measured in alternating boots: 0.3–0.7 s less of QEMU's CPU to
+//     a default VM's first output (docs/performance.md, issue #11). Under
+//     KVM the guest keeps them.
 //   - Optional, read by init: corral.hostname=NAME sets the guest's host
 //     name; corral.debug=1 traces init on the console; corral.agent=1
 //     says the VM has the agent's port, and init starts the agent.

@@ -33,12 +33,12 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 				"-chardev file,id=ctl,path=/state/job,,1/control,append=on",
 				"-qmp unix:/state/job,,1/qmp.sock,server=on,wait=off",
 				"-kernel /img/vmlinux", "-initrd /state/job,1/job.initrd"},
-			wantTail: vmimage.KernelCmdline(2600000, "corral.hostname=node1"),
+			wantTail: vmimage.KernelCmdline(2600000, vmimage.TCGCmdline, "corral.hostname=node1"),
 		},
 		"kvm, shared file, bad hostname": {
 			accel: "kvm", out: outputs{stdout: "/o/both", shared: true}, node: "bad name",
 			want:     []string{"-accel kvm", "-cpu host", "-chardev file,id=out,path=/o/both,append=on"},
-			wantNot:  []string{"id=err", "chardev=err", "corral.hostname"},
+			wantNot:  []string{"id=err", "chardev=err", "corral.hostname", vmimage.TCGCmdline},
 			wantTail: vmimage.KernelCmdline(2600000),
 		},
 		"discarded stdout": {

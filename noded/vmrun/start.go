@@ -448,6 +448,9 @@ func (r *Runner) argv(a vmArgs) []string {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}
 	var extra []string
+	if a.accel != "kvm" {
+		extra = append(extra, vmimage.TCGCmdline)
+	}
 	if a.agent {
 		argv = append(argv, agentArgs(a.f.agentSock)...)
 		extra = append(extra, "corral.agent=1")
