@@ -144,7 +144,10 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a VM and restarts a node daemon")
 	}
-	c := startControllers(t, 1, "--node-timeout", "30s")
+	// The restarted daemon boots a probe guest before it registers again;
+	// on a loaded machine that can take longer than a 30 s timeout's lease
+	// (15 s), and the job would be stopped rather than re-adopted.
+	c := startControllers(t, 1, "--node-timeout", "90s")
 	c.leader(t, 15*time.Second)
 	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
 	t.Cleanup(func() {
@@ -169,7 +172,7 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	}
 	node.kill(syscall.SIGKILL)
 	node.start(t)
-	j := waitJob(t, c.client(t), id, api.StateCompleted, 60*time.Second)
+	j := waitJob(t, c.client(t), id, api.StateCompleted, 120*time.Second)
 	if j.Restarts != 0 {
 		t.Errorf("the job was restarted %d times; it should have been re-adopted", j.Restarts)
 	}
