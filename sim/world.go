@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"strconv"
@@ -43,6 +42,11 @@ type simulation struct {
 	// lastReasons are the last plan's reasons, to explain jobs that never
 	// start.
 	lastReasons map[uint64]api.Reason
+	// sched runs the passes, keeping their buffers from one to the next;
+	// due and specs are endRuns' and submitJobs' buffers.
+	sched sched.Pass
+	due   []int
+	specs []state.JobSpec
 }
 
 // purgeEvery is how many ended jobs the state keeps before a PurgeJobs
@@ -168,7 +172,7 @@ func (s *simulation) nextEvent() (int64, bool) {
 		consider(s.jobs[s.next].out.Submit)
 	}
 	for len(s.ends) > 0 && s.stale(s.ends[0]) {
-		heap.Pop(&s.ends)
+		s.ends.pop()
 	}
 	if len(s.ends) > 0 {
 		consider(s.ends[0].at)
@@ -189,13 +193,13 @@ func (s *simulation) stale(e endEvent) bool {
 // endRuns reports, as their node daemons would, every run due to end by
 // now: one JobReports entry per node.
 func (s *simulation) endRuns() (bool, error) {
-	var due []int
+	due := s.due[:0]
 	for len(s.ends) > 0 && s.ends[0].at <= s.now {
-		e := heap.Pop(&s.ends).(endEvent)
-		if !s.stale(e) {
+		if e := s.ends.pop(); !s.stale(e) {
 			due = append(due, e.job)
 		}
 	}
+	s.due = due
 	if len(due) == 0 {
 		return false, nil
 	}
@@ -268,7 +272,9 @@ func (s *simulation) submitJobs() error {
 	if first == s.next {
 		return nil
 	}
-	specs := make([]state.JobSpec, 0, s.next-first)
+	// The state copies each spec into its job's record: the buffer is
+	// reused from second to second.
+	specs := s.specs[:0]
 	for i := first; i < s.next; i++ {
 		sp, err := s.spec(&s.jobs[i])
 		if err != nil {
@@ -276,6 +282,7 @@ func (s *simulation) submitJobs() error {
 		}
 		specs = append(specs, sp)
 	}
+	s.specs = specs
 	res, err := s.apply(state.CmdSubmitJobs, &state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs})
 	if err != nil {
 		return err
@@ -336,8 +343,8 @@ func (s *simulation) pass() error {
 	s.hasWake = false
 	for round := 0; round < maxRounds && len(s.st.Pending)+s.paused > 0; round++ {
 		now := s.at(s.now)
-		snap := sched.NewSnapshot(s.st, now)
-		plan := sched.Schedule(snap)
+		snap := s.sched.Snapshot(s.st, now)
+		plan := s.sched.Schedule(snap)
 		s.passes++
 		s.lastReasons = plan.Reasons
 		if !plan.NextWake.IsZero() {
@@ -416,7 +423,7 @@ func (s *simulation) started(i int) {
 func (s *simulation) schedule(i int, at int64) {
 	sj := &s.jobs[i]
 	sj.endAt = at
-	heap.Push(&s.ends, endEvent{at: at, job: i, alloc: sj.alloc})
+	s.ends.push(endEvent{at: at, job: i, alloc: sj.alloc})
 }
 
 // purge forgets ended jobs, as the controllers do MinJobAge after they
@@ -438,21 +445,51 @@ type endEvent struct {
 	alloc uint64
 }
 
-// endHeap orders end events by second, then queue position.
+// endHeap is a binary min-heap of end events, by second, then queue
+// position (less).
 type endHeap []endEvent
 
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(a, b int) bool {
+func (h endHeap) less(a, b int) bool {
 	if h[a].at != h[b].at {
 		return h[a].at < h[b].at
 	}
 	return h[a].job < h[b].job
 }
-func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(endEvent)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push adds e.
+func (h *endHeap) push(e endEvent) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the earliest event; the heap must not be empty.
+func (h *endHeap) pop() endEvent {
+	q := *h
+	top, last := q[0], len(q)-1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q.less(l, least) {
+			least = l
+		}
+		if r < len(q) && q.less(r, least) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		q[i], q[least] = q[least], q[i]
+		i = least
+	}
+	*h = q
+	return top
 }

@@ -22,8 +22,9 @@ type placer struct {
 	// (index as in free.nodes), built on first use; nil until then.
 	profiles []profile
 	// releases maps a node name to what its running jobs give back, built
-	// on first use.
-	releases map[string][]release
+	// on first use (releasesBuilt).
+	releases      map[string][]release
+	releasesBuilt bool
 	// reserved marks nodes holding a reservation made in this pass: a job
 	// may start on one only if its profile allows it.
 	reserved []bool
@@ -114,30 +115,6 @@ func hugeCovers(a, b []api.HugepageRequest) bool {
 // It bounds the pass on large clusters where a request can score 100
 // nowhere (a job wider than any NUMA node).
 const lookAhead = 8
-
-func newPlacer(s *Snapshot) *placer {
-	pl := &placer{
-		s: s, policy: s.Policy, now: s.Now.UnixNano(),
-		free: newCapacity(s.Nodes), defPart: defaultPartition(s.Partitions),
-		parts: make(map[string]*api.Partition, len(s.Partitions)),
-	}
-	if pl.policy == "" {
-		pl.policy = PolicyEASY
-	}
-	for i := range s.Partitions {
-		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
-	}
-	pl.profiles = make([]profile, len(pl.free.nodes))
-	pl.reserved = make([]bool, len(pl.free.nodes))
-	pl.started = make([][]release, len(pl.free.nodes))
-	pl.claimed = make([]bool, len(pl.free.nodes))
-	for i := range pl.free.nodes {
-		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
-			pl.open = append(pl.open, i)
-		}
-	}
-	return pl
-}
 
 // keepReservations holds the previous reservations of the ready jobs in
 // the profiles before anything is placed (conservative backfill).
@@ -547,8 +524,11 @@ func (pl *placer) profile(i int) profile {
 	if pl.profiles[i] != nil {
 		return pl.profiles[i]
 	}
-	if pl.releases == nil {
-		pl.releases = map[string][]release{}
+	if !pl.releasesBuilt {
+		pl.releasesBuilt = true
+		if pl.releases == nil {
+			pl.releases = map[string][]release{}
+		}
 		for _, r := range pl.s.Running {
 			part := r.Job.Spec.Partition
 			if part == "" {

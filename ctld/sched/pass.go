@@ -1,0 +1,110 @@
+package sched
+
+import (
+	"time"
+
+	"corral/api"
+	"corral/ctld/state"
+)
+
+// Pass runs passes one after another and keeps their buffers between them:
+// the snapshot's lists, the placer's per-node tables, the ready order, the
+// plan's starts and reason map. A short queue costs a pass more in making
+// those than in deciding, which is what the simulator runs: hundreds of
+// thousands of passes over a dozen pending jobs. A pass decides exactly as
+// Schedule does (Schedule is a Pass used once).
+//
+// What a Pass returns is its own: the snapshot of Snapshot and the plan of
+// Schedule (its Starts, Reasons, Estimates and Reservations) are valid
+// until the Pass's next call of the same method. A Pass is not safe for
+// concurrent use; its zero value is ready.
+type Pass struct {
+	snap    Snapshot
+	placer  placer
+	keyed   []orderKey
+	ready   []*state.Job
+	starts  []Start
+	reasons map[uint64]api.Reason
+}
+
+// Snapshot builds the snapshot of one pass over s at now, as NewSnapshot
+// does, into p's snapshot: valid until p's next Snapshot.
+func (p *Pass) Snapshot(s *state.State, now time.Time) *Snapshot {
+	fillSnapshot(&p.snap, s, now)
+	return &p.snap
+}
+
+// newPlan returns the empty plan of a pass over pending jobs, over p's
+// previous plan's buffers.
+func (p *Pass) newPlan(pending int) Plan {
+	if p.reasons == nil {
+		p.reasons = make(map[uint64]api.Reason, pending)
+	} else {
+		clear(p.reasons)
+	}
+	return Plan{Reasons: p.reasons, Starts: p.starts[:0]}
+}
+
+// reset readies pl for a pass over s, keeping the buffers of its previous
+// pass: every table is cleared, none carries anything over.
+func (pl *placer) reset(s *Snapshot) {
+	prev := *pl
+	*pl = placer{s: s, policy: s.Policy, now: s.Now.UnixNano(), defPart: defaultPartition(s.Partitions)}
+	if pl.policy == "" {
+		pl.policy = PolicyEASY
+	}
+	pl.free = prev.free
+	if pl.free == nil {
+		pl.free = &capacity{}
+	}
+	pl.free.reset(s.Nodes)
+	pl.parts = prev.parts
+	if pl.parts == nil {
+		pl.parts = make(map[string]*api.Partition, len(s.Partitions))
+	} else {
+		clear(pl.parts)
+	}
+	for i := range s.Partitions {
+		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+	}
+	n := len(pl.free.nodes)
+	pl.profiles = cleared(prev.profiles, n)
+	pl.reserved = cleared(prev.reserved, n)
+	pl.claimed = cleared(prev.claimed, n)
+	pl.started = resized(prev.started, n)
+	for i := range pl.started {
+		pl.started[i] = pl.started[i][:0]
+	}
+	if prev.releases != nil {
+		pl.releases = prev.releases
+		clear(pl.releases)
+	}
+	pl.open, pl.failed = prev.open[:0], prev.failed[:0]
+	for i := range pl.free.nodes {
+		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
+			pl.open = append(pl.open, i)
+		}
+	}
+	if prev.estimates != nil {
+		pl.estimates, pl.reservations = prev.estimates, prev.reservations
+		clear(pl.estimates)
+		clear(pl.reservations)
+	}
+}
+
+// resized returns buf with length n, reusing its array when it is large
+// enough; the elements it keeps are not cleared.
+func resized[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// cleared returns buf with length n and every element zero, reusing its
+// array when it is large enough.
+func cleared[T any](buf []T, n int) []T {
+	buf = resized(buf, n)
+	clear(buf)
+	return buf
+}
