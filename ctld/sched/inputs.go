@@ -24,13 +24,15 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 }
 
 // fillSnapshot builds the snapshot of s at now into snap, reusing the
-// arrays of its lists (Pending, Nodes, Running); every other field is
-// rebuilt.
+// arrays of its lists (Pending, Nodes, Running) and its Reservations map;
+// every other field is rebuilt.
 func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	policy, err := ParsePolicy(s.Config.SchedulerPolicy)
 	if err != nil {
 		policy = PolicyEASY
 	}
+	resv := snap.Reservations
+	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
 		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0]}
 	deps := &depTargets{}
@@ -46,7 +48,10 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 			// The reservations are replicated with the plans that made
 			// them, so a new leader keeps every one of them.
 			if snap.Reservations == nil {
-				snap.Reservations = map[uint64]Reservation{}
+				snap.Reservations = resv
+				if resv == nil {
+					snap.Reservations = map[uint64]Reservation{}
+				}
 			}
 			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
 		}
@@ -54,14 +59,15 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	if snap.Nodes == nil || cap(snap.Nodes) < len(s.Nodes) {
 		snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
 	}
+	names := s.NodeNames()
 	held := 0
-	for _, n := range s.Nodes {
-		held += len(n.Allocs)
+	for _, name := range names {
+		held += len(s.Nodes[name].Allocs)
 	}
 	if snap.Running == nil || cap(snap.Running) < held {
 		snap.Running = make([]Run, 0, held)
 	}
-	for _, name := range s.NodeNames() {
+	for _, name := range names {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
 		for _, id := range n.Allocs {

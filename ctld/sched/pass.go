@@ -19,12 +19,14 @@ import (
 // until the Pass's next call of the same method. A Pass is not safe for
 // concurrent use; its zero value is ready.
 type Pass struct {
-	snap    Snapshot
-	placer  placer
-	keyed   []orderKey
-	ready   []*state.Job
-	starts  []Start
-	reasons map[uint64]api.Reason
+	snap     Snapshot
+	placer   placer
+	deps     deps
+	priority passPriority
+	keyed    []orderKey
+	ready    []*state.Job
+	starts   []Start
+	reasons  map[uint64]api.Reason
 }
 
 // Snapshot builds the snapshot of one pass over s at now, as NewSnapshot
@@ -68,6 +70,13 @@ func (pl *placer) reset(s *Snapshot) {
 		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
 	}
 	n := len(pl.free.nodes)
+	// The last pass's profiles become this one's spare arrays.
+	pl.spare = resized(prev.spare, n)
+	for i, p := range prev.profiles[:min(len(prev.profiles), n)] {
+		if p != nil {
+			pl.spare[i] = p[:0]
+		}
+	}
 	pl.profiles = cleared(prev.profiles, n)
 	pl.reserved = cleared(prev.reserved, n)
 	pl.claimed = cleared(prev.claimed, n)
@@ -75,9 +84,10 @@ func (pl *placer) reset(s *Snapshot) {
 	for i := range pl.started {
 		pl.started[i] = pl.started[i][:0]
 	}
-	if prev.releases != nil {
-		pl.releases = prev.releases
-		clear(pl.releases)
+	// Each node's list of releases keeps its array.
+	pl.releases, pl.relBuf = prev.releases, prev.relBuf[:0]
+	for name, rel := range pl.releases {
+		pl.releases[name] = rel[:0]
 	}
 	pl.open, pl.failed = prev.open[:0], prev.failed[:0]
 	for i := range pl.free.nodes {

@@ -25,6 +25,11 @@ type placer struct {
 	// on first use (releasesBuilt).
 	releases      map[string][]release
 	releasesBuilt bool
+	// relBuf is the scratch list a profile is built from; spare holds,
+	// per node, an earlier pass's profile array to build the node's
+	// profile in (see Pass).
+	relBuf []release
+	spare  []profile
 	// reserved marks nodes holding a reservation made in this pass: a job
 	// may start on one only if its profile allows it.
 	reserved []bool
@@ -540,10 +545,12 @@ func (pl *placer) profile(i int) profile {
 		}
 	}
 	n := &pl.free.nodes[i]
-	rel := slices.Clone(pl.releases[n.name])
+	rel := append(pl.relBuf[:0], pl.releases[n.name]...)
 	// This pass's starts on the node end too: their resources are already
 	// gone from n.cpus and n.mem, and come back at their planned end.
 	rel = append(rel, pl.started[i]...)
-	pl.profiles[i] = buildProfile(pl.now, n.cpus, n.mem, rel)
+	pl.relBuf = rel
+	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
+	pl.spare[i] = nil
 	return pl.profiles[i]
 }

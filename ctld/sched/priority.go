@@ -106,8 +106,8 @@ type passPriority struct {
 	tiers   map[string]int
 }
 
-func newPassPriority(s *Snapshot, total int) *passPriority {
-	p := &passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
+func newPassPriority(s *Snapshot, total int) passPriority {
+	p := passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
 	if s.Config.Weights.Partition == 0 {
 		return p // the tiers are read only for the partition factor
 	}

@@ -178,8 +178,10 @@ func Schedule(s *Snapshot) Plan {
 func (p *Pass) Schedule(s *Snapshot) Plan {
 	plan := p.newPlan(len(s.Pending))
 	s = checkSnapshot(s, &plan)
-	dp := &deps{s: s}
-	pp := newPassPriority(s, totalCPUs(s.Nodes))
+	p.deps = deps{s: s}
+	dp := &p.deps
+	p.priority = newPassPriority(s, totalCPUs(s.Nodes))
+	pp := &p.priority
 	pl := &p.placer
 	pl.reset(s)
 	pl.deps = dp
