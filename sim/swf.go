@@ -136,20 +136,19 @@ func (tr *Trace) readHeader(text string, line int) error {
 func parseSWFJob(text string, line int) (SWFJob, error) {
 	var fields [swfFieldCount]string
 	n := 0
-	for rest := text; ; {
-		rest = strings.TrimLeft(rest, swfSpace)
-		if rest == "" {
-			break
+	for i := 0; i < len(text); {
+		if isSWFSpace(text[i]) {
+			i++
+			continue
 		}
-		end := strings.IndexAny(rest, swfSpace)
-		if end < 0 {
-			end = len(rest)
+		start := i
+		for i < len(text) && !isSWFSpace(text[i]) {
+			i++
 		}
 		if n < swfFieldCount {
-			fields[n] = rest[:end]
+			fields[n] = text[start:i]
 		}
 		n++
-		rest = rest[end:]
 	}
 	if n != swfFieldCount {
 		return SWFJob{}, fmt.Errorf("line %d: %d fields, want %d (a job line holds the 18 SWF fields; use -1 for unknown values)", line, n, swfFieldCount)
@@ -183,8 +182,10 @@ func parseSWFJob(text string, line int) (SWFJob, error) {
 	}, nil
 }
 
-// swfSpace separates fields: ASCII white space.
-const swfSpace = " \t\v\f\r"
+// isSWFSpace reports whether c separates fields: ASCII white space.
+func isSWFSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'
+}
 
 // plainInt reads a field written as most are: an optional minus sign and
 // at most 15 digits (so the value is exact as a float too). Anything else

@@ -46,6 +46,9 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: pr.Victim, Mode: pr.Mode, By: pr.Preemptor})
 	}
 	next := firstID
+	if len(p.Starts) > 0 {
+		cmd.Starts = make([]state.PlanStart, 0, len(p.Starts))
+	}
 	for _, st := range p.Starts {
 		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
 		if st.Array {
@@ -54,13 +57,14 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 		}
 		cmd.Starts = append(cmd.Starts, ps)
 	}
+	untold := now.Add(Horizon / 2)
 	for _, j := range snap.Pending {
 		r, ok := p.Reasons[j.ID]
 		if !ok {
 			continue
 		}
 		resv := p.Reservations[j.ID]
-		if resv.Start.After(now.Add(Horizon / 2)) {
+		if resv.Start.After(untold) {
 			// Behind a job without a time limit: no start can be told,
 			// and any pass would find the same.
 			resv = Reservation{}

@@ -207,7 +207,8 @@ func (pl *placer) partitionOf(j *state.Job) string {
 func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
-	if r := partitionReason(j, pl.parts[part]); r != "" {
+	partition := pl.parts[part]
+	if r := partitionReason(j, partition); r != "" {
 		plan.Reasons[j.ID] = r
 		return false
 	}
@@ -240,7 +241,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonPriority
 		return false
 	}
-	dur := int64(jobLimit(j, pl.parts[part]))
+	dur := int64(jobLimit(j, partition))
 	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
