@@ -43,10 +43,12 @@ type simulation struct {
 	// start.
 	lastReasons map[uint64]api.Reason
 	// sched runs the passes, keeping their buffers from one to the next;
-	// due and specs are endRuns' and submitJobs' buffers.
-	sched sched.Pass
-	due   []int
-	specs []state.JobSpec
+	// due, reports and specs are endRuns', report's and submitJobs'
+	// buffers.
+	sched   sched.Pass
+	due     []int
+	reports []api.JobReport
+	specs   []state.JobSpec
 }
 
 // purgeEvery is how many ended jobs the state keeps before a PurgeJobs
@@ -105,7 +107,7 @@ func (s *simulation) apply(ct state.CommandType, cmd any) (any, error) {
 	res := s.st.Apply(s.index, ct, cmd)
 	// Nobody watches the nodes' allocations: forget which changed, as the
 	// controller does once it woke their daemons.
-	s.st.TakeTouched()
+	s.st.ForgetTouched()
 	if err, ok := res.(error); ok {
 		return nil, err
 	}
@@ -228,11 +230,14 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 		for to < len(jobs) && s.jobs[jobs[to]].node == node {
 			to++
 		}
-		reports := make([]api.JobReport, 0, to-from)
+		// The state reads the reports and keeps none: the buffer is
+		// reused.
+		reports := s.reports[:0]
 		for _, i := range jobs[from:to] {
 			sj := &s.jobs[i]
 			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
 		}
+		s.reports = reports
 		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports})
 		if err != nil {
 			return err

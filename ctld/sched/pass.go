@@ -118,3 +118,39 @@ func cleared[T any](buf []T, n int) []T {
 	clear(buf)
 	return buf
 }
+
+// lookups remembers the last partition and QoS a placer looked up by name:
+// the jobs of a pass mostly share both, and a string-keyed map lookup is a
+// good part of placing a job that waits.
+type lookups struct {
+	partName string
+	part     *api.Partition
+	partSet  bool
+	qosName  string
+	qos      *api.QOS
+	qosSet   bool
+}
+
+// partition returns the pass's partition named name; nil when unknown.
+func (pl *placer) partition(name string) *api.Partition {
+	if m := &pl.memo; !m.partSet || m.partName != name {
+		m.partName, m.part, m.partSet = name, pl.parts[name], true
+	}
+	return pl.memo.part
+}
+
+// qosOf returns job j's QoS; nil when it names none that exists.
+func (pl *placer) qosOf(j *state.Job) *api.QOS {
+	if m := &pl.memo; !m.qosSet || m.qosName != j.Spec.QOS {
+		m.qosName, m.qos, m.qosSet = j.Spec.QOS, pl.s.QOS[j.Spec.QOS], true
+	}
+	return pl.memo.qos
+}
+
+// tier returns the priority tier of j's partition (Slurm's PriorityTier).
+func (pl *placer) tier(j *state.Job) int {
+	if p := pl.partition(pl.partitionOf(j)); p != nil {
+		return p.PriorityTier
+	}
+	return 0
+}

@@ -52,6 +52,8 @@ type placer struct {
 	kept map[uint64]kept
 	// deps evaluates aftercorr task by task.
 	deps *deps
+	// memo remembers the last partition and QoS looked up.
+	memo lookups
 	// used is what each node's jobs hold inside it (placements), by node
 	// index, built on first use.
 	used map[int]*state.Used
@@ -207,7 +209,7 @@ func (pl *placer) partitionOf(j *state.Job) string {
 func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
-	partition := pl.parts[part]
+	partition := pl.partition(part)
 	if r := partitionReason(j, partition); r != "" {
 		plan.Reasons[j.ID] = r
 		return false

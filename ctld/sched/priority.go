@@ -66,18 +66,6 @@ func partitionFactor(j *state.Job, parts []api.Partition) float64 {
 	return float64(mine) / float64(top)
 }
 
-// tierOf returns the priority tier of job j's partition.
-func tierOf(j *state.Job, parts map[string]*api.Partition, def string) int {
-	part := j.Spec.Partition
-	if part == "" {
-		part = def
-	}
-	if p := parts[part]; p != nil {
-		return p.PriorityTier
-	}
-	return 0
-}
-
 func maxQOSPriority(qos map[string]*api.QOS) int64 {
 	var top int64
 	for _, q := range qos {

@@ -211,7 +211,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 			}
 			continue
 		}
-		keyed = append(keyed, orderKey{j: j, tier: tierOf(j, pl.parts, pl.defPart), prio: prio})
+		keyed = append(keyed, orderKey{j: j, tier: pl.tier(j), prio: prio})
 	}
 	slices.SortFunc(keyed, compareOrder)
 	ready := p.ready[:0]
