@@ -41,6 +41,9 @@ func newCapacity(nodes []*state.Node) *capacity {
 // reset makes c the free resources of nodes, reusing c's buffers.
 func (c *capacity) reset(nodes []*state.Node) {
 	c.nodes = c.nodes[:0]
+	if cap(c.nodes) < len(nodes) {
+		c.nodes = make([]nodeFree, 0, len(nodes))
+	}
 	clear(c.heldParts)
 	for _, n := range nodes {
 		parts := n.Partitions

@@ -189,6 +189,9 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	// then higher priority, then earlier submission, then lower id.
 	// The keys are read once per job, not in every comparison.
 	keyed := p.keyed[:0]
+	if cap(keyed) < len(s.Pending) {
+		keyed = make([]orderKey, 0, len(s.Pending))
+	}
 	for _, j := range s.Pending {
 		var r api.Reason
 		var wake time.Time
@@ -215,6 +218,9 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	}
 	slices.SortFunc(keyed, compareOrder)
 	ready := p.ready[:0]
+	if cap(ready) < len(keyed) {
+		ready = make([]*state.Job, 0, len(keyed))
+	}
 	for i := range keyed {
 		ready = append(ready, keyed[i].j)
 	}
