@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -94,6 +95,11 @@ func ReadSWF(r io.Reader) (*Trace, error) {
 		j, err := parseSWFJob(text, line)
 		if err != nil {
 			return nil, err
+		}
+		if len(tr.Jobs) == cap(tr.Jobs) {
+			// Doubling: append grows a long slice by a quarter at a
+			// time, which copies a 100,000-job trace many times over.
+			tr.Jobs = slices.Grow(tr.Jobs, max(len(tr.Jobs), 1024))
 		}
 		tr.Jobs = append(tr.Jobs, j)
 	}
