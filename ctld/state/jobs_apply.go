@@ -56,13 +56,14 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 			continue
 		}
-		j := &Job{ID: id, Spec: *spec, State: api.StatePending, Reason: api.ReasonNone, SubmitTime: c.Now}
-		if err := s.resolveBlobs(&j.Spec, recs); err != nil {
+		own := *spec
+		j := &Job{ID: id, Spec: &own, State: api.StatePending, Reason: api.ReasonNone, SubmitTime: c.Now}
+		if err := s.resolveBlobs(j.Spec, recs); err != nil {
 			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 			res.Missing = append(res.Missing, i)
 			continue
 		}
-		s.internSpec(&j.Spec)
+		s.internSpec(j.Spec)
 		j.Spec.Dependency = s.ResolveDependency(j.Spec.Dependency)
 		if j.Spec.Hold {
 			j.Reason = api.ReasonJobHeldUser
@@ -167,7 +168,7 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 		if j.State != api.StatePending {
 			return fmt.Sprintf("is %s; only pending jobs can be held or released", j.State)
 		}
-		j.Spec.Hold = c.Hold
+		j.editSpec().Hold = c.Hold
 		if c.Hold {
 			j.Reason = api.ReasonJobHeldUser
 		} else if j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin {
