@@ -43,9 +43,10 @@ type simulation struct {
 	// start.
 	lastReasons map[uint64]api.Reason
 	// sched runs the passes, keeping their buffers from one to the next;
-	// due, reports and specs are endRuns', report's and submitJobs'
-	// buffers.
+	// entry is the pass's ApplyPlan; due, reports and specs are
+	// endRuns', report's and submitJobs' buffers.
 	sched   sched.Pass
+	entry   state.ApplyPlan
 	due     []int
 	reports []api.JobReport
 	specs   []state.JobSpec
@@ -362,7 +363,8 @@ func (s *simulation) pass() error {
 			}
 			s.wake, s.hasWake = wake, true
 		}
-		cmd := plan.Entry(now, snap, s.st.NextJobID)
+		cmd := &s.entry
+		plan.EntryInto(cmd, now, snap, s.st.NextJobID)
 		if sched.EmptyEntry(cmd) {
 			return nil
 		}
