@@ -27,6 +27,8 @@ type Pass struct {
 	ready    []*state.Job
 	starts   []Start
 	reasons  map[uint64]api.Reason
+	// reasonsPeak is the most reasons held since reasons was made.
+	reasonsPeak int
 }
 
 // Snapshot builds the snapshot of one pass over s at now, as NewSnapshot
@@ -39,8 +41,11 @@ func (p *Pass) Snapshot(s *state.State, now time.Time) *Snapshot {
 // newPlan returns the empty plan of a pass over pending jobs, over p's
 // previous plan's buffers.
 func (p *Pass) newPlan(pending int) Plan {
-	if p.reasons == nil {
-		p.reasons = make(map[uint64]api.Reason, pending)
+	// Clearing a map costs what it grew to: one that held far more than
+	// this pass needs is made again at this pass's size.
+	p.reasonsPeak = max(p.reasonsPeak, len(p.reasons))
+	if p.reasons == nil || p.reasonsPeak > 2*pending+64 {
+		p.reasons, p.reasonsPeak = make(map[uint64]api.Reason, pending), pending
 	} else {
 		clear(p.reasons)
 	}
