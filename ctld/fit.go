@@ -64,7 +64,8 @@ func (f *fitChecker) check(i int, sp *api.JobSpec, p *api.Partition) error {
 	if len(f.state.Nodes) == 0 {
 		return nil
 	}
-	j := &state.Job{Spec: stateSpec(sp)}
+	spec := stateSpec(sp)
+	j := &state.Job{Spec: &spec}
 	req := sched.RequestOf(j, f.def)
 	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA}
 	why, seen := f.memo[k]

@@ -101,7 +101,7 @@ func apiJobRun(j *state.Job, a *state.Allocation) api.Job {
 // listings never show.
 func apiJobRunSlim(j *state.Job, a *state.Allocation) api.Job {
 	out := api.Job{
-		ID: j.ID, Spec: apiSpecSlim(&j.Spec), State: j.State, Reason: j.Reason, SubmitTime: j.SubmitTime,
+		ID: j.ID, Spec: apiSpecSlim(j.Spec), State: j.State, Reason: j.Reason, SubmitTime: j.SubmitTime,
 		StartTime: j.StartTime, EstStart: j.EstStart, EndTime: j.EndTime, ExitCode: j.ExitCode, Signal: j.Signal,
 		Message: j.Message, Priority: j.Priority, Restarts: j.Restarts, ArrayJobID: j.ArrayJobID,
 		ArrayTaskID: j.ArrayTaskID, ArrayPending: j.ArrayPending, CPUs: j.Spec.CPUs(), Allocs: j.Allocs,

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"strconv"
@@ -43,6 +42,14 @@ type simulation struct {
 	// lastReasons are the last plan's reasons, to explain jobs that never
 	// start.
 	lastReasons map[uint64]api.Reason
+	// sched runs the passes, keeping their buffers from one to the next;
+	// entry is the pass's ApplyPlan; due, reports and specs are
+	// endRuns', report's and submitJobs' buffers.
+	sched   sched.Pass
+	entry   state.ApplyPlan
+	due     []int
+	reports []api.JobReport
+	specs   []state.JobSpec
 }
 
 // purgeEvery is how many ended jobs the state keeps before a PurgeJobs
@@ -99,6 +106,9 @@ func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sche
 func (s *simulation) apply(ct state.CommandType, cmd any) (any, error) {
 	s.index++
 	res := s.st.Apply(s.index, ct, cmd)
+	// Nobody watches the nodes' allocations: forget which changed, as the
+	// controller does once it woke their daemons.
+	s.st.ForgetTouched()
 	if err, ok := res.(error); ok {
 		return nil, err
 	}
@@ -168,7 +178,7 @@ func (s *simulation) nextEvent() (int64, bool) {
 		consider(s.jobs[s.next].out.Submit)
 	}
 	for len(s.ends) > 0 && s.stale(s.ends[0]) {
-		heap.Pop(&s.ends)
+		s.ends.pop()
 	}
 	if len(s.ends) > 0 {
 		consider(s.ends[0].at)
@@ -189,13 +199,13 @@ func (s *simulation) stale(e endEvent) bool {
 // endRuns reports, as their node daemons would, every run due to end by
 // now: one JobReports entry per node.
 func (s *simulation) endRuns() (bool, error) {
-	var due []int
+	due := s.due[:0]
 	for len(s.ends) > 0 && s.ends[0].at <= s.now {
-		e := heap.Pop(&s.ends).(endEvent)
-		if !s.stale(e) {
+		if e := s.ends.pop(); !s.stale(e) {
 			due = append(due, e.job)
 		}
 	}
+	s.due = due
 	if len(due) == 0 {
 		return false, nil
 	}
@@ -221,11 +231,14 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 		for to < len(jobs) && s.jobs[jobs[to]].node == node {
 			to++
 		}
-		reports := make([]api.JobReport, 0, to-from)
+		// The state reads the reports and keeps none: the buffer is
+		// reused.
+		reports := s.reports[:0]
 		for _, i := range jobs[from:to] {
 			sj := &s.jobs[i]
 			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
 		}
+		s.reports = reports
 		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports})
 		if err != nil {
 			return err
@@ -268,7 +281,9 @@ func (s *simulation) submitJobs() error {
 	if first == s.next {
 		return nil
 	}
-	specs := make([]state.JobSpec, 0, s.next-first)
+	// The state copies each spec into its job's record: the buffer is
+	// reused from second to second.
+	specs := s.specs[:0]
 	for i := first; i < s.next; i++ {
 		sp, err := s.spec(&s.jobs[i])
 		if err != nil {
@@ -276,6 +291,7 @@ func (s *simulation) submitJobs() error {
 		}
 		specs = append(specs, sp)
 	}
+	s.specs = specs
 	res, err := s.apply(state.CmdSubmitJobs, &state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs})
 	if err != nil {
 		return err
@@ -336,8 +352,8 @@ func (s *simulation) pass() error {
 	s.hasWake = false
 	for round := 0; round < maxRounds && len(s.st.Pending)+s.paused > 0; round++ {
 		now := s.at(s.now)
-		snap := sched.NewSnapshot(s.st, now)
-		plan := sched.Schedule(snap)
+		snap := s.sched.Snapshot(s.st, now)
+		plan := s.sched.Schedule(snap)
 		s.passes++
 		s.lastReasons = plan.Reasons
 		if !plan.NextWake.IsZero() {
@@ -347,7 +363,8 @@ func (s *simulation) pass() error {
 			}
 			s.wake, s.hasWake = wake, true
 		}
-		cmd := plan.Entry(now, snap, s.st.NextJobID)
+		cmd := &s.entry
+		plan.EntryInto(cmd, now, snap, s.st.NextJobID)
 		if sched.EmptyEntry(cmd) {
 			return nil
 		}
@@ -416,7 +433,7 @@ func (s *simulation) started(i int) {
 func (s *simulation) schedule(i int, at int64) {
 	sj := &s.jobs[i]
 	sj.endAt = at
-	heap.Push(&s.ends, endEvent{at: at, job: i, alloc: sj.alloc})
+	s.ends.push(endEvent{at: at, job: i, alloc: sj.alloc})
 }
 
 // purge forgets ended jobs, as the controllers do MinJobAge after they
@@ -438,21 +455,51 @@ type endEvent struct {
 	alloc uint64
 }
 
-// endHeap orders end events by second, then queue position.
+// endHeap is a binary min-heap of end events, by second, then queue
+// position (less).
 type endHeap []endEvent
 
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(a, b int) bool {
+func (h endHeap) less(a, b int) bool {
 	if h[a].at != h[b].at {
 		return h[a].at < h[b].at
 	}
 	return h[a].job < h[b].job
 }
-func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(endEvent)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push adds e.
+func (h *endHeap) push(e endEvent) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the earliest event; the heap must not be empty.
+func (h *endHeap) pop() endEvent {
+	q := *h
+	top, last := q[0], len(q)-1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q.less(l, least) {
+			least = l
+		}
+		if r < len(q) && q.less(r, least) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		q[i], q[least] = q[least], q[i]
+		i = least
+	}
+	*h = q
+	return top
 }

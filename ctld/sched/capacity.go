@@ -33,7 +33,18 @@ type nodeFree struct {
 }
 
 func newCapacity(nodes []*state.Node) *capacity {
-	c := &capacity{nodes: make([]nodeFree, 0, len(nodes))}
+	c := &capacity{}
+	c.reset(nodes)
+	return c
+}
+
+// reset makes c the free resources of nodes, reusing c's buffers.
+func (c *capacity) reset(nodes []*state.Node) {
+	c.nodes = c.nodes[:0]
+	if cap(c.nodes) < len(nodes) {
+		c.nodes = make([]nodeFree, 0, len(nodes))
+	}
+	clear(c.heldParts)
 	for _, n := range nodes {
 		parts := n.Partitions
 		if len(parts) == 0 {
@@ -55,7 +66,6 @@ func newCapacity(nodes []*state.Node) *capacity {
 		}
 		return 0
 	})
-	return c
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold

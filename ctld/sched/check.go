@@ -40,8 +40,10 @@ var knownDependencyTypes = map[string]bool{
 // without overflow, index sets in canonical form, dependency types it
 // knows.
 func CheckJob(j *state.Job) error {
-	sp := &j.Spec
+	sp := j.Spec
 	switch {
+	case sp == nil:
+		return fmt.Errorf("the record holds no request")
 	case sp.NTasks < 0 || sp.NTasks > submit.MaxTasks:
 		return fmt.Errorf("ntasks=%d is outside 0..%d", sp.NTasks, submit.MaxTasks)
 	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > submit.MaxCPUsPerTask:

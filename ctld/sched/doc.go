@@ -29,6 +29,11 @@
 // always gets exactly one reason (Priority, Resources, Dependency, ...).
 // Rejections are outcomes, not errors.
 //
+// A Pass (pass.go) runs passes one after another with their buffers kept
+// between them (the snapshot's lists, the placer's tables, the plan's maps),
+// for the simulator's hundreds of thousands of short passes; it plans
+// exactly as Schedule, which is a Pass used once.
+//
 // Placement follows the snapshot's Policy:
 //
 //   - fcfs: the first job that cannot start gets Resources and holds the

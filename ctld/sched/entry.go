@@ -38,7 +38,17 @@ func (p *Plan) NewIDs() int {
 // changed from the snapshot's. Nothing is checked here: the apply checks
 // every part against the state it applies to.
 func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.ApplyPlan {
-	cmd := &state.ApplyPlan{Now: now, Resumes: p.Resumes}
+	cmd := &state.ApplyPlan{}
+	p.EntryInto(cmd, now, snap, firstID)
+	return cmd
+}
+
+// EntryInto makes into cmd the entry Entry returns, reusing the arrays of
+// cmd's lists: for a caller that applies each entry before it makes the
+// next (the simulator; the state keeps none of an entry's lists).
+func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, firstID uint64) {
+	*cmd = state.ApplyPlan{Now: now, Resumes: p.Resumes,
+		Cancels: cmd.Cancels[:0], Stops: cmd.Stops[:0], Starts: cmd.Starts[:0], Reasons: cmd.Reasons[:0]}
 	for _, id := range p.Cancels {
 		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: InvalidDepReason})
 	}
@@ -46,6 +56,9 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: pr.Victim, Mode: pr.Mode, By: pr.Preemptor})
 	}
 	next := firstID
+	if len(p.Starts) > 0 && cap(cmd.Starts) < len(p.Starts) {
+		cmd.Starts = make([]state.PlanStart, 0, len(p.Starts))
+	}
 	for _, st := range p.Starts {
 		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
 		if st.Array {
@@ -54,13 +67,14 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 		}
 		cmd.Starts = append(cmd.Starts, ps)
 	}
+	untold := now.Add(Horizon / 2)
 	for _, j := range snap.Pending {
 		r, ok := p.Reasons[j.ID]
 		if !ok {
 			continue
 		}
 		resv := p.Reservations[j.ID]
-		if resv.Start.After(now.Add(Horizon / 2)) {
+		if resv.Start.After(untold) {
 			// Behind a job without a time limit: no start can be told,
 			// and any pass would find the same.
 			resv = Reservation{}
@@ -69,7 +83,6 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 			cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: resv.Start, Node: resv.Node, Message: p.Invalid[j.ID]})
 		}
 	}
-	return cmd
 }
 
 // estimateMoved reports whether a job's expected start changed enough to

@@ -88,7 +88,7 @@ type jobB struct{ j *state.Job }
 func job(id uint64) jobB {
 	return jobB{&state.Job{
 		ID: id, State: api.StatePending, SubmitTime: t0,
-		Spec: state.JobSpec{Name: "job" + strconv.FormatUint(id, 10), User: "alice", NTasks: 1, CPUsPerTask: 1},
+		Spec: &state.JobSpec{Name: "job" + strconv.FormatUint(id, 10), User: "alice", NTasks: 1, CPUsPerTask: 1},
 	}}
 }
 

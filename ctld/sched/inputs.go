@@ -18,13 +18,27 @@ import (
 // and the scheduler configuration (the memory per CPU of jobs that ask for
 // none, the policy) are replicated, so every member plans alike.
 func NewSnapshot(s *state.State, now time.Time) *Snapshot {
+	snap := &Snapshot{}
+	fillSnapshot(snap, s, now)
+	return snap
+}
+
+// fillSnapshot builds the snapshot of s at now into snap, reusing the
+// arrays of its lists (Pending, Nodes, Running) and its Reservations map;
+// every other field is rebuilt.
+func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	policy, err := ParsePolicy(s.Config.SchedulerPolicy)
 	if err != nil {
 		policy = PolicyEASY
 	}
-	snap := &Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config}
+	resv := snap.Reservations
+	clear(resv)
+	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
+		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0]}
 	deps := &depTargets{}
-	snap.Pending = make([]*state.Job, 0, len(s.Pending))
+	if snap.Pending == nil || cap(snap.Pending) < len(s.Pending) {
+		snap.Pending = make([]*state.Job, 0, len(s.Pending))
+	}
 	s.EachPending(func(j *state.Job) {
 		snap.Pending = append(snap.Pending, j)
 		if j.Spec.Dependency != nil {
@@ -34,18 +48,26 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 			// The reservations are replicated with the plans that made
 			// them, so a new leader keeps every one of them.
 			if snap.Reservations == nil {
-				snap.Reservations = map[uint64]Reservation{}
+				snap.Reservations = resv
+				if resv == nil {
+					snap.Reservations = map[uint64]Reservation{}
+				}
 			}
 			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
 		}
 	})
-	snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
-	held := 0
-	for _, n := range s.Nodes {
-		held += len(n.Allocs)
+	if snap.Nodes == nil || cap(snap.Nodes) < len(s.Nodes) {
+		snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
 	}
-	snap.Running = make([]Run, 0, held)
-	for _, name := range s.NodeNames() {
+	names := s.NodeNames()
+	held := 0
+	for _, name := range names {
+		held += len(s.Nodes[name].Allocs)
+	}
+	if snap.Running == nil || cap(snap.Running) < held {
+		snap.Running = make([]Run, 0, held)
+	}
+	for _, name := range names {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
 		for _, id := range n.Allocs {
@@ -59,7 +81,6 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 	snap.QOS = s.QOS // replaced, never changed, by the entries that change it
 	snap.Fairshare = s.FairshareFactors(now)
 	deps.install(snap)
-	return snap
 }
 
 // depTargets is what a pass needs to evaluate dependencies: the jobs named,

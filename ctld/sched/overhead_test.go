@@ -16,7 +16,7 @@ func TestOverheadIsCountedPerJob(t *testing.T) {
 	var pending []*state.Job
 	for id := uint64(1); id <= 3; id++ {
 		pending = append(pending, &state.Job{ID: id, State: api.StatePending, SubmitTime: now,
-			Spec: state.JobSpec{NTasks: 1, CPUsPerTask: 1, MemPerNode: 400, Partition: "batch"}})
+			Spec: &state.JobSpec{NTasks: 1, CPUsPerTask: 1, MemPerNode: 400, Partition: "batch"}})
 	}
 	p := Schedule(&Snapshot{Now: now, Pending: pending, Nodes: []*state.Node{node},
 		Partitions: []api.Partition{{Name: "batch", Default: true}}})
@@ -28,7 +28,7 @@ func TestOverheadIsCountedPerJob(t *testing.T) {
 			t.Errorf("start %+v: want 400 MiB for the job and 100 MiB of overhead", st)
 		}
 	}
-	big := &state.Job{ID: 4, State: api.StatePending, SubmitTime: now, Spec: state.JobSpec{NTasks: 1, CPUsPerTask: 1, MemPerNode: 950, Partition: "batch"}}
+	big := &state.Job{ID: 4, State: api.StatePending, SubmitTime: now, Spec: &state.JobSpec{NTasks: 1, CPUsPerTask: 1, MemPerNode: 950, Partition: "batch"}}
 	p = Schedule(&Snapshot{Now: now, Pending: []*state.Job{big}, Nodes: []*state.Node{node}})
 	if len(p.Starts) != 0 {
 		t.Fatalf("a 950 MiB job started on a 1000 MiB node that charges 100 MiB per VM")

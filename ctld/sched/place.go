@@ -22,8 +22,14 @@ type placer struct {
 	// (index as in free.nodes), built on first use; nil until then.
 	profiles []profile
 	// releases maps a node name to what its running jobs give back, built
-	// on first use.
-	releases map[string][]release
+	// on first use (releasesBuilt).
+	releases      map[string][]release
+	releasesBuilt bool
+	// relBuf is the scratch list a profile is built from; spare holds,
+	// per node, an earlier pass's profile array to build the node's
+	// profile in (see Pass).
+	relBuf []release
+	spare  []profile
 	// reserved marks nodes holding a reservation made in this pass: a job
 	// may start on one only if its profile allows it.
 	reserved []bool
@@ -46,6 +52,8 @@ type placer struct {
 	kept map[uint64]kept
 	// deps evaluates aftercorr task by task.
 	deps *deps
+	// memo remembers the last partition and QoS looked up.
+	memo lookups
 	// used is what each node's jobs hold inside it (placements), by node
 	// index, built on first use.
 	used map[int]*state.Used
@@ -114,30 +122,6 @@ func hugeCovers(a, b []api.HugepageRequest) bool {
 // It bounds the pass on large clusters where a request can score 100
 // nowhere (a job wider than any NUMA node).
 const lookAhead = 8
-
-func newPlacer(s *Snapshot) *placer {
-	pl := &placer{
-		s: s, policy: s.Policy, now: s.Now.UnixNano(),
-		free: newCapacity(s.Nodes), defPart: defaultPartition(s.Partitions),
-		parts: make(map[string]*api.Partition, len(s.Partitions)),
-	}
-	if pl.policy == "" {
-		pl.policy = PolicyEASY
-	}
-	for i := range s.Partitions {
-		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
-	}
-	pl.profiles = make([]profile, len(pl.free.nodes))
-	pl.reserved = make([]bool, len(pl.free.nodes))
-	pl.started = make([][]release, len(pl.free.nodes))
-	pl.claimed = make([]bool, len(pl.free.nodes))
-	for i := range pl.free.nodes {
-		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
-			pl.open = append(pl.open, i)
-		}
-	}
-	return pl
-}
 
 // keepReservations holds the previous reservations of the ready jobs in
 // the profiles before anything is placed (conservative backfill).
@@ -225,7 +209,8 @@ func (pl *placer) partitionOf(j *state.Job) string {
 func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.release(j.ID)
 	part := pl.partitionOf(j)
-	if r := partitionReason(j, pl.parts[part]); r != "" {
+	partition := pl.partition(part)
+	if r := partitionReason(j, partition); r != "" {
 		plan.Reasons[j.ID] = r
 		return false
 	}
@@ -258,7 +243,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonPriority
 		return false
 	}
-	dur := int64(jobLimit(j, pl.parts[part]))
+	dur := int64(jobLimit(j, partition))
 	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
@@ -547,8 +532,11 @@ func (pl *placer) profile(i int) profile {
 	if pl.profiles[i] != nil {
 		return pl.profiles[i]
 	}
-	if pl.releases == nil {
-		pl.releases = map[string][]release{}
+	if !pl.releasesBuilt {
+		pl.releasesBuilt = true
+		if pl.releases == nil {
+			pl.releases = map[string][]release{}
+		}
 		for _, r := range pl.s.Running {
 			part := r.Job.Spec.Partition
 			if part == "" {
@@ -560,10 +548,12 @@ func (pl *placer) profile(i int) profile {
 		}
 	}
 	n := &pl.free.nodes[i]
-	rel := slices.Clone(pl.releases[n.name])
+	rel := append(pl.relBuf[:0], pl.releases[n.name]...)
 	// This pass's starts on the node end too: their resources are already
 	// gone from n.cpus and n.mem, and come back at their planned end.
 	rel = append(rel, pl.started[i]...)
-	pl.profiles[i] = buildProfile(pl.now, n.cpus, n.mem, rel)
+	pl.relBuf = rel
+	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
+	pl.spare[i] = nil
 	return pl.profiles[i]
 }

@@ -11,11 +11,11 @@ import (
 // qosLimit returns the reason a QoS limit holds j back, or "" (package
 // qos says which).
 func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
-	q := pl.s.QOS[j.Spec.QOS]
+	q := pl.qosOf(j)
 	if q == nil {
 		return ""
 	}
-	if r := qos.WallLimit(q, jobLimit(j, pl.parts[pl.partitionOf(j)])); r != "" {
+	if r := qos.WallLimit(q, jobLimit(j, pl.partition(pl.partitionOf(j)))); r != "" {
 		return r
 	}
 	if q.MaxJobsPerUser <= 0 && q.GrpCPUs <= 0 {
@@ -103,7 +103,7 @@ func (pl *placer) resume(plan *Plan) {
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
 func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *Plan) bool {
-	q := pl.s.QOS[j.Spec.QOS]
+	q := pl.qosOf(j)
 	if q == nil || len(q.Preempt) == 0 {
 		return false
 	}

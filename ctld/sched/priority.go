@@ -66,18 +66,6 @@ func partitionFactor(j *state.Job, parts []api.Partition) float64 {
 	return float64(mine) / float64(top)
 }
 
-// tierOf returns the priority tier of job j's partition.
-func tierOf(j *state.Job, parts map[string]*api.Partition, def string) int {
-	part := j.Spec.Partition
-	if part == "" {
-		part = def
-	}
-	if p := parts[part]; p != nil {
-		return p.PriorityTier
-	}
-	return 0
-}
-
 func maxQOSPriority(qos map[string]*api.QOS) int64 {
 	var top int64
 	for _, q := range qos {
@@ -106,8 +94,8 @@ type passPriority struct {
 	tiers   map[string]int
 }
 
-func newPassPriority(s *Snapshot, total int) *passPriority {
-	p := &passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
+func newPassPriority(s *Snapshot, total int) passPriority {
+	p := passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
 	if s.Config.Weights.Partition == 0 {
 		return p // the tiers are read only for the partition factor
 	}

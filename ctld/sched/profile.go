@@ -30,11 +30,15 @@ type step struct {
 type profile []step
 
 // buildProfile returns the profile of a node with free resources now and
-// the given releases (resources that come back at a time).
-func buildProfile(now int64, cpus int, mem int64, rel []release) profile {
+// the given releases (resources that come back at a time), in buf's array
+// when it is large enough (nil makes a new one). It sorts rel.
+func buildProfile(buf profile, now int64, cpus int, mem int64, rel []release) profile {
 	slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
-	p := make(profile, 1, len(rel)+1)
-	p[0] = step{at: now, cpus: cpus, mem: mem}
+	p := buf[:0]
+	if cap(p) < len(rel)+1 {
+		p = make(profile, 0, len(rel)+1)
+	}
+	p = append(p, step{at: now, cpus: cpus, mem: mem})
 	for _, r := range rel {
 		last := &p[len(p)-1]
 		if r.at <= last.at {

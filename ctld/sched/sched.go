@@ -164,17 +164,34 @@ func MemRequest(j *state.Job, defPerCPU int64) int64 {
 // handle (see CheckJob and CheckNode) is left out and named in
 // Plan.Invalid or Plan.InvalidNodes; a failure while handling one job is
 // contained the same way, so one record never stops the pass.
+//
+// Schedule keeps nothing between calls; a caller that runs passes one
+// after another can keep their buffers with a Pass.
 func Schedule(s *Snapshot) Plan {
-	plan := Plan{Reasons: make(map[uint64]api.Reason, len(s.Pending))}
+	var p Pass
+	return p.Schedule(s)
+}
+
+// Schedule runs one pass over the snapshot, as the package's Schedule does,
+// reusing the buffers of p's previous pass. The plan's Starts and maps are
+// p's own: they stay valid until p's next pass.
+func (p *Pass) Schedule(s *Snapshot) Plan {
+	plan := p.newPlan(len(s.Pending))
 	s = checkSnapshot(s, &plan)
-	dp := &deps{s: s}
-	pp := newPassPriority(s, totalCPUs(s.Nodes))
-	pl := newPlacer(s)
+	p.deps = deps{s: s}
+	dp := &p.deps
+	p.priority = newPassPriority(s, totalCPUs(s.Nodes))
+	pp := &p.priority
+	pl := &p.placer
+	pl.reset(s)
 	pl.deps = dp
 	// Jobs of a higher partition tier come first (Slurm's PriorityTier),
 	// then higher priority, then earlier submission, then lower id.
 	// The keys are read once per job, not in every comparison.
-	keyed := make([]orderKey, 0, len(s.Pending))
+	keyed := p.keyed[:0]
+	if cap(keyed) < len(s.Pending) {
+		keyed = make([]orderKey, 0, len(s.Pending))
+	}
 	for _, j := range s.Pending {
 		var r api.Reason
 		var wake time.Time
@@ -197,25 +214,17 @@ func Schedule(s *Snapshot) Plan {
 			}
 			continue
 		}
-		keyed = append(keyed, orderKey{j: j, tier: tierOf(j, pl.parts, pl.defPart), prio: prio})
+		keyed = append(keyed, orderKey{j: j, tier: pl.tier(j), prio: prio})
 	}
-	slices.SortFunc(keyed, func(a, b orderKey) int {
-		switch {
-		case a.tier != b.tier:
-			return cmpDesc(a.tier, b.tier)
-		case a.prio != b.prio:
-			return cmpDesc(a.prio, b.prio)
-		case before(a.j, b.j):
-			return -1
-		case before(b.j, a.j):
-			return 1
-		}
-		return 0
-	})
-	ready := make([]*state.Job, len(keyed))
+	slices.SortFunc(keyed, compareOrder)
+	ready := p.ready[:0]
+	if cap(ready) < len(keyed) {
+		ready = make([]*state.Job, 0, len(keyed))
+	}
 	for i := range keyed {
-		ready[i] = keyed[i].j
+		ready = append(ready, keyed[i].j)
 	}
+	p.keyed, p.ready = keyed, ready
 
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
 		plan.Resumes = nil // retried by the next pass
@@ -231,7 +240,24 @@ func Schedule(s *Snapshot) Plan {
 		plan.Reservations = pl.reservations
 	}
 	slices.Sort(plan.Cancels)
+	p.starts = plan.Starts
 	return plan
+}
+
+// compareOrder orders ready jobs: higher tier, then higher priority, then
+// as before does.
+func compareOrder(a, b orderKey) int {
+	switch {
+	case a.tier != b.tier:
+		return cmpDesc(a.tier, b.tier)
+	case a.prio != b.prio:
+		return cmpDesc(a.prio, b.prio)
+	case before(a.j, b.j):
+		return -1
+	case before(b.j, a.j):
+		return 1
+	}
+	return 0
 }
 
 // before orders jobs by priority, then submit time, then id.

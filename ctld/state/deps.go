@@ -31,7 +31,7 @@ func (s *State) applyUpdateJob(c *UpdateJob) error {
 	if j.State != api.StatePending {
 		return fmt.Errorf("job %d is %s; only pending jobs can be updated", c.ID, j.State)
 	}
-	j.Spec.Dependency = s.ResolveDependency(c.Dependency)
+	j.editSpec().Dependency = s.ResolveDependency(c.Dependency)
 	j.Reason = api.ReasonNone
 	s.putJob(j)
 	return nil

@@ -21,7 +21,7 @@ func TestDependencyCycle(t *testing.T) {
 	// Pending jobs: 2 waits on 1, 3 waits on 2, 4 waits on 3 and 9; 9 is
 	// completed.
 	put := func(id uint64, st api.JobState, d *Dependency) {
-		s.putJob(&Job{ID: id, State: st, Spec: JobSpec{Dependency: d}})
+		s.putJob(&Job{ID: id, State: st, Spec: &JobSpec{Dependency: d}})
 	}
 	put(1, api.StatePending, nil)
 	put(2, api.StatePending, dep(1))

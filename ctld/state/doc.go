@@ -44,7 +44,9 @@
 //     or an unknown type is an error the controller treats as fatal (a
 //     replica that cannot apply the log stops rather than diverge).
 //   - Snapshots: Snapshot captures an immutable view (records are
-//     copy-on-write, so copying the maps of pointers is enough); Write
+//     copy-on-write, so copying the maps of pointers is enough; a job's
+//     spec is shared by the versions of its record and by the tasks split
+//     off an array, and replaced, never changed, by editSpec); Write
 //     streams a header with the format version and one record per line;
 //     ReadSnapshot reads this format and the older ones, and refuses a
 //     record of no known kind.

@@ -178,8 +178,11 @@ func (t DepTarget) Records(l DepLookups) []*Job {
 // derived from theirs while any is active, and is its own (PENDING, or the
 // outcome) otherwise.
 type Job struct {
-	ID   uint64  `json:"id"`
-	Spec JobSpec `json:"spec"`
+	ID uint64 `json:"id"`
+	// Spec is immutable once the job is stored, shared by every version
+	// of the record (an edit copies the job, not its request); a change
+	// to it goes through editSpec.
+	Spec *JobSpec `json:"spec"`
 
 	State  api.JobState `json:"state"`
 	Reason api.Reason   `json:"reason,omitempty"`

@@ -31,7 +31,9 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 	res := &SubmitResult{Results: make([]api.SubmitResult, len(c.Jobs))}
 	recs := blobRecordMap(c.Blobs)
 	for i := range c.Jobs {
-		spec := c.Jobs[i]
+		// spec is read in the entry; the job's record gets its own copy,
+		// the only one made.
+		spec := &c.Jobs[i]
 		id := c.FirstID + uint64(i)
 		if spec.RequestID != "" {
 			// Within the retention window a retry gets its job's id back,
@@ -54,24 +56,25 @@ func (s *State) applySubmit(c *SubmitJobs, index uint64) *SubmitResult {
 			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 			continue
 		}
-		if err := s.resolveBlobs(&spec, recs); err != nil {
+		own := *spec
+		j := &Job{ID: id, Spec: &own, State: api.StatePending, Reason: api.ReasonNone, SubmitTime: c.Now}
+		if err := s.resolveBlobs(j.Spec, recs); err != nil {
 			res.Results[i] = api.SubmitResult{Error: fmt.Sprintf("job %d of the batch: %v", i+1, err)}
 			res.Missing = append(res.Missing, i)
 			continue
 		}
-		s.internSpec(&spec)
-		spec.Dependency = s.ResolveDependency(spec.Dependency)
-		j := &Job{ID: id, Spec: spec, State: api.StatePending, Reason: api.ReasonNone, SubmitTime: c.Now}
-		if spec.Hold {
+		s.internSpec(j.Spec)
+		j.Spec.Dependency = s.ResolveDependency(j.Spec.Dependency)
+		if j.Spec.Hold {
 			j.Reason = api.ReasonJobHeldUser
 		}
-		if spec.Array != nil {
+		if a := j.Spec.Array; a != nil {
 			j.ArrayJobID = id
-			j.ArrayPending = api.NewIndexSet(spec.Array.Ranges)
+			j.ArrayPending = api.NewIndexSet(a.Ranges)
 		}
 		s.putJob(j)
-		if spec.RequestID != "" {
-			s.Requests.add(spec.User, spec.RequestID, id, c.Now, s.Config.RequestIDRetention)
+		if j.Spec.RequestID != "" {
+			s.Requests.add(j.Spec.User, j.Spec.RequestID, id, c.Now, s.Config.RequestIDRetention)
 		}
 		res.Results[i] = api.SubmitResult{JobID: id}
 	}
@@ -165,7 +168,7 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 		if j.State != api.StatePending {
 			return fmt.Sprintf("is %s; only pending jobs can be held or released", j.State)
 		}
-		j.Spec.Hold = c.Hold
+		j.editSpec().Hold = c.Hold
 		if c.Hold {
 			j.Reason = api.ReasonJobHeldUser
 		} else if j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin {

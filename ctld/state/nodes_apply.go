@@ -61,10 +61,14 @@ func (s *State) applyHeartbeats(c *NodeHeartbeats) {
 }
 
 func (s *State) applyReports(c *JobReports, index uint64) *IDsResult {
-	res := &IDsResult{Errors: map[uint64]string{}}
+	// Errors is made for the first stale report: most entries have none.
+	res := &IDsResult{Changed: make([]uint64, 0, len(c.Reports))}
 	for _, r := range c.Reports {
 		if !s.applyReport(c.Node, r, c.Now, index) {
 			// A stale or duplicate report: the daemon may forget it.
+			if res.Errors == nil {
+				res.Errors = map[uint64]string{}
+			}
 			res.Errors[r.JobID] = "stale report"
 			continue
 		}

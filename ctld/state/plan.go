@@ -370,7 +370,7 @@ func (s *State) planReason(r PlanReason) {
 	if r.Reason == api.ReasonInvalidJob {
 		// The scheduler cannot handle the job: hold it, so no pass
 		// tries again until someone releases it.
-		j.Spec.Hold = true
+		j.editSpec().Hold = true
 		j.Message = r.Message
 	}
 	s.putJob(j)

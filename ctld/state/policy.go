@@ -208,8 +208,14 @@ func (s *State) applyPutUser(c *PutUser) error {
 // lookup for the scheduling pass.
 func (s *State) FairshareFactors(now time.Time) func(account, user string) float64 {
 	factors := s.fairshare(now)
+	if len(factors) == 0 {
+		return noFairshare
+	}
 	return func(account, user string) float64 { return factors[UserKey{Account: account, User: user}] }
 }
+
+// noFairshare is the factor of everyone when no user has a share.
+func noFairshare(account, user string) float64 { return 0 }
 
 // DefaultAccount is the account a user's jobs are charged to when they
 // name none: the first, by name, the user belongs to; "" when none.

@@ -83,10 +83,10 @@ func endKey(t time.Time) int64 {
 func (s *State) trackRetention(old, j *Job) {
 	switch {
 	case old == nil:
-		s.retainStrings(&j.Spec)
-	case !sameSpecStrings(&old.Spec, &j.Spec):
-		s.retainStrings(&j.Spec)
-		s.releaseStrings(&old.Spec)
+		s.retainStrings(j.Spec)
+	case old.Spec != j.Spec && !sameSpecStrings(old.Spec, j.Spec):
+		s.retainStrings(j.Spec)
+		s.releaseStrings(old.Spec)
 	}
 	done := j.State.Terminal()
 	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
@@ -270,7 +270,7 @@ func (s *State) removeJob(j *Job, p *purge) {
 	for _, id := range j.Allocs {
 		delete(s.Allocs, id)
 	}
-	s.releaseStrings(&j.Spec)
+	s.releaseStrings(j.Spec)
 	if j.ArrayJobID == 0 {
 		return
 	}

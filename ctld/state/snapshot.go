@@ -292,10 +292,13 @@ func (s *State) readRecords(dec *json.Decoder) error {
 				return fmt.Errorf("reading snapshot record %d: blob %s does not match its content or names a blob not read before it", line, rec.Blob.Key)
 			}
 		case rec.Job != nil:
-			if err := s.resolveBlobs(&rec.Job.Spec, nil); err != nil {
+			if rec.Job.Spec == nil {
+				rec.Job.Spec = &JobSpec{} // a record written with no spec asked for nothing
+			}
+			if err := s.resolveBlobs(rec.Job.Spec, nil); err != nil {
 				return fmt.Errorf("reading snapshot record %d: job %d: %w", line, rec.Job.ID, err)
 			}
-			s.internSpec(&rec.Job.Spec)
+			s.internSpec(rec.Job.Spec)
 			s.putJob(rec.Job)
 		case rec.Alloc != nil:
 			rec.Alloc.Node = s.intern(rec.Alloc.Node)

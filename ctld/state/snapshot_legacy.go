@@ -117,7 +117,8 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 		switch {
 		case rec.Job != nil:
 			jobs = append(jobs, rec.Job)
-			s.Jobs[rec.Job.ID] = &Job{ID: rec.Job.ID, Spec: rec.Job.Spec, SubmitTime: rec.Job.SubmitTime}
+			spec := rec.Job.Spec
+			s.Jobs[rec.Job.ID] = &Job{ID: rec.Job.ID, Spec: &spec, SubmitTime: rec.Job.SubmitTime}
 		case rec.Node != nil:
 			nodes = append(nodes, rec.Node)
 		case rec.RequestGen != nil:
@@ -156,10 +157,10 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 			runs[j.ID] = a.ID
 		}
 		// Formats 1 and 2 held scripts and environments inline.
-		if err := s.resolveBlobs(&j.Spec, nil); err != nil {
+		if err := s.resolveBlobs(j.Spec, nil); err != nil {
 			return fmt.Errorf("reading snapshot: job %d: %w", j.ID, err)
 		}
-		s.internSpec(&j.Spec)
+		s.internSpec(j.Spec)
 		s.putJob(j)
 	}
 	for _, ln := range nodes {
@@ -171,8 +172,9 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 // upgradeJob turns a format-1/2 job record into a job and, when it ran, the
 // allocation of that run.
 func (s *State) upgradeJob(lj *legacyJob) (*Job, *Allocation) {
+	spec := lj.Spec
 	j := &Job{
-		ID: lj.ID, Spec: lj.Spec, State: lj.State, Reason: lj.Reason, SubmitTime: lj.SubmitTime,
+		ID: lj.ID, Spec: &spec, State: lj.State, Reason: lj.Reason, SubmitTime: lj.SubmitTime,
 		StartTime: lj.StartTime, EstStart: lj.EstStart, EndTime: lj.EndTime, ExitCode: lj.ExitCode,
 		Signal: lj.Signal, Message: lj.Message, Priority: lj.Priority, Restarts: lj.Restarts,
 		ArrayJobID: lj.ArrayJobID, ArrayTaskID: lj.ArrayTaskID, ArrayPending: lj.ArrayPending,

@@ -142,8 +142,12 @@ func (s *State) internSpec(sp *JobSpec) {
 }
 
 // putJob stores a new version of a job and keeps the pending index, and
-// the indexes the purge reads, right.
+// the indexes the purge reads, right. A record without a spec gets an
+// empty one (it asked for nothing), so that no reader meets a nil Spec.
 func (s *State) putJob(j *Job) {
+	if j.Spec == nil {
+		j.Spec = &JobSpec{}
+	}
 	s.trackRetention(s.Jobs[j.ID], j)
 	s.countActive(s.Jobs[j.ID], j)
 	s.Jobs[j.ID] = j
@@ -187,6 +191,15 @@ func (s *State) editJob(id uint64) *Job {
 		return nil
 	}
 	c := *j
+	return &c
+}
+
+// editSpec gives job j, a private copy (editJob), a private copy of its
+// spec and returns it: the spec is shared with the job's earlier versions,
+// which readers may still hold, so it is never changed in place.
+func (j *Job) editSpec() *JobSpec {
+	c := *j.Spec
+	j.Spec = &c
 	return &c
 }
 

@@ -146,6 +146,10 @@ func (s *State) Apply(index uint64, t CommandType, payload any) any {
 	return c.apply(s, payload, index)
 }
 
+// ForgetTouched forgets the nodes whose allocations changed, keeping the
+// list's array: for a caller with no daemons to wake (the simulator).
+func (s *State) ForgetTouched() { s.touched = s.touched[:0] }
+
 // TakeTouched returns the nodes whose allocations changed since the last
 // call and forgets them: the controller wakes their daemons' watches.
 func (s *State) TakeTouched() []string {
