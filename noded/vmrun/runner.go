@@ -46,6 +46,10 @@ type Config struct {
 	// their veth addresses from, a /30 per VM; 10.213.0.0/16 when unset.
 	// It must not overlap the site's networks.
 	TransitNet netip.Prefix
+	// VMIDs is the range of uids (and gids of the same numbers) the VMs'
+	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
+	// when unset. Nothing else on the node may use these ids.
+	VMIDs IDRange
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -65,6 +69,10 @@ type Runner struct {
 	cgNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
+	// ids are the VM ids (identity.go) held by running VMs, each with its
+	// state directory; idMu guards it.
+	idMu sync.Mutex
+	ids  map[uint32]string
 }
 
 var _ noded.Runner = (*Runner)(nil)
@@ -87,7 +95,13 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	default:
 		return nil, fmt.Errorf("vm runner: accelerator %q: use kvm, tcg, or nothing to probe", cfg.Accel)
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
+	if cfg.VMIDs == (IDRange{}) {
+		cfg.VMIDs = DefaultVMIDs
+	}
+	if err := cfg.VMIDs.check(); err != nil {
+		return nil, fmt.Errorf("vm runner: %w", err)
+	}
+	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}, ids: map[uint32]string{}}
 	qemu, err := exec.LookPath(cfg.QEMU)
 	if err != nil {
 		return nil, fmt.Errorf("vm runner: %s not found (install qemu-system-x86, or run jobs with --runner process): %w", cfg.QEMU, err)
