@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +47,15 @@ func (r IDRange) check() error {
 	return nil
 }
 
+// heldIDs are the VM ids held by running VMs (and VMs being started) of
+// every Runner of this process, each with its state directory: one
+// process may run several node daemons (corral dev), whose VMs must not
+// share an id either.
+var heldIDs = struct {
+	sync.Mutex
+	m map[uint32]string
+}{m: map[uint32]string{}}
+
 // qemuIdentity is whom a VM's QEMU runs as: recorded in vm.json, so that a
 // restarted daemon keeps the id taken while the VM runs.
 type qemuIdentity struct {
@@ -60,16 +70,16 @@ type qemuIdentity struct {
 // not re-adopted yet, and anything left of a VM that ended. The lowest
 // free id is taken.
 func (r *Runner) takeID(dir string) (uint32, error) {
-	r.idMu.Lock()
-	defer r.idMu.Unlock()
+	heldIDs.Lock()
+	defer heldIDs.Unlock()
 	running := processUIDs()
 	rng := r.cfg.VMIDs
 	for i := uint32(0); i < rng.Count; i++ {
 		id := rng.First + i
-		if _, held := r.ids[id]; held || running[id] {
+		if _, held := heldIDs.m[id]; held || running[id] {
 			continue
 		}
-		r.ids[id] = dir
+		heldIDs.m[id] = dir
 		return id, nil
 	}
 	return 0, fmt.Errorf("all %d ids of the VM id range %d..%d are taken by running VMs: widen the range (vmrun.Config.VMIDs) or run fewer VMs on this node",
@@ -81,18 +91,18 @@ func (r *Runner) holdID(id uint32, dir string) {
 	if !r.cfg.VMIDs.contains(id) {
 		return
 	}
-	r.idMu.Lock()
-	r.ids[id] = dir
-	r.idMu.Unlock()
+	heldIDs.Lock()
+	heldIDs.m[id] = dir
+	heldIDs.Unlock()
 }
 
 // releaseID frees id once its VM's QEMU is gone.
-func (r *Runner) releaseID(id uint32, dir string) {
-	r.idMu.Lock()
-	if r.ids[id] == dir {
-		delete(r.ids, id)
+func releaseID(id uint32, dir string) {
+	heldIDs.Lock()
+	if heldIDs.m[id] == dir {
+		delete(heldIDs.m, id)
 	}
-	r.idMu.Unlock()
+	heldIDs.Unlock()
 }
 
 // processUIDs returns the real uids of the node's processes.

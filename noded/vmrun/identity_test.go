@@ -93,7 +93,7 @@ func TestTakeIDSkipsWhatRuns(t *testing.T) {
 		t.Skip("needs root to start a process as another uid")
 	}
 	rng := IDRange{First: 0x7fff0000, Count: 3}
-	r := &Runner{cfg: Config{VMIDs: rng}, ids: map[uint32]string{}}
+	r := &Runner{cfg: Config{VMIDs: rng}}
 	cmd := exec.Command("sleep", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: rng.First, Gid: rng.First}}
 	if err := cmd.Start(); err != nil {
@@ -101,6 +101,11 @@ func TestTakeIDSkipsWhatRuns(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	got := []uint32{}
+	t.Cleanup(func() {
+		for i := range rng.Count {
+			releaseID(rng.First+i, heldIDs.m[rng.First+i])
+		}
+	})
 	for _, dir := range []string{"/a", "/b"} {
 		id, err := r.takeID(dir)
 		if err != nil {
@@ -114,7 +119,7 @@ func TestTakeIDSkipsWhatRuns(t *testing.T) {
 	if _, err := r.takeID("/c"); err == nil || !strings.Contains(err.Error(), "widen the range") {
 		t.Errorf("a full range: %v, want an error saying to widen it", err)
 	}
-	r.releaseID(got[0], "/a")
+	releaseID(got[0], "/a")
 	if id, err := r.takeID("/d"); err != nil || id != got[0] {
 		t.Errorf("after a release: %d, %v; want %d", id, err, got[0])
 	}

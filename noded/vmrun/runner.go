@@ -69,10 +69,6 @@ type Runner struct {
 	cgNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
-	// ids are the VM ids (identity.go) held by running VMs, each with its
-	// state directory; idMu guards it.
-	idMu sync.Mutex
-	ids  map[uint32]string
 }
 
 var _ noded.Runner = (*Runner)(nil)
@@ -101,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := cfg.VMIDs.check(); err != nil {
 		return nil, fmt.Errorf("vm runner: %w", err)
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}, ids: map[uint32]string{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
 	qemu, err := exec.LookPath(cfg.QEMU)
 	if err != nil {
 		return nil, fmt.Errorf("vm runner: %s not found (install qemu-system-x86, or run jobs with --runner process): %w", cfg.QEMU, err)

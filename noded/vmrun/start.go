@@ -150,7 +150,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	launched := false
 	defer func() {
 		if !launched {
-			r.releaseID(as.UID, dir)
+			releaseID(as.UID, dir)
 		}
 	}()
 	var out outputs
