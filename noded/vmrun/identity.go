@@ -62,6 +62,9 @@ type qemuIdentity struct {
 	UID    uint32   `json:"uid"`
 	GID    uint32   `json:"gid"`
 	Groups []uint32 `json:"groups,omitempty"`
+	// VFIO are the VFIO group devices given to UID (vfio.go); QEMU then
+	// keeps CAP_IPC_LOCK, to pin guest RAM.
+	VFIO []string `json:"vfio,omitempty"`
 }
 
 // takeID reserves a free id of the range for the VM in dir. An id is free
@@ -194,7 +197,8 @@ func (id qemuIdentity) credential() *syscall.Credential {
 }
 
 // startUnprivileged starts cmd as id, with no capabilities (a non-root
-// uid keeps none across execve) and no_new_privs set, so that nothing it
+// uid keeps none across execve; a VM with VFIO devices keeps
+// CAP_IPC_LOCK alone) and no_new_privs set, so that nothing it
 // executes (a set-user-id program, one with file capabilities) can gain
 // privileges again. Go's exec cannot set no_new_privs in the child, so it
 // is set on a thread of its own that forks QEMU and is then thrown away
@@ -208,6 +212,9 @@ func startUnprivileged(cmd *exec.Cmd, id qemuIdentity) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Credential = id.credential()
+	if len(id.VFIO) > 0 && cmd.SysProcAttr.Credential != nil {
+		cmd.SysProcAttr.AmbientCaps = []uintptr{unix.CAP_IPC_LOCK}
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine

@@ -47,6 +47,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		}
 	}
 	removeLeftovers(r.log, f)
+	revokeVFIO(st.As.VFIO)
 	r.recoverNFS(abs, false)
 	r.recoverOutbound(abs, nil, false)
 	if st.Cgroup != "" && r.cg != nil {

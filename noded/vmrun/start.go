@@ -150,9 +150,20 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	launched := false
 	defer func() {
 		if !launched {
+			revokeVFIO(as.VFIO)
 			releaseID(as.UID, dir)
 		}
 	}()
+	if addrs := r.passthroughAddrs(job.Placement); len(addrs) > 0 && os.Geteuid() == 0 {
+		groups, err := vfioGroups(addrs)
+		if err == nil {
+			err = grantVFIO(groups, as)
+		}
+		if err != nil {
+			return nil, err
+		}
+		as.VFIO = groups
+	}
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.

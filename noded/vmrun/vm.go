@@ -58,7 +58,7 @@ var (
 
 func (r *Runner) newVM(f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
 	v := &VM{log: r.log.With("pid", st.PID, "dir", f.dir, "uid", st.As.UID), f: f, st: st, proc: p, cmd: cmd, grp: grp,
-		done: make(chan struct{}), release: func() { releaseID(st.As.UID, f.dir) }}
+		done: make(chan struct{}), release: func() { revokeVFIO(st.As.VFIO); releaseID(st.As.UID, f.dir) }}
 	if st.Agent != "" {
 		v.agent = newAgentClient(v.log, st.Agent)
 	}
