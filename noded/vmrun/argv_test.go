@@ -36,9 +36,9 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 				"-add-fd fd=9,set=9", "-chardev file,id=ctl,path=/dev/fdset/9,append=on",
 				"-chardev socket,id=qmp,fd=10,server=on,wait=off", "-mon chardev=qmp,mode=control",
 				"-kernel /proc/self/fd/4", "-initrd /proc/self/fd/5",
-				"-name guest=corral-" + groupName("/state/job,1") + ",debug-threads=on"},
+				"-name guest=corral:/state/job,,1,debug-threads=on"},
 			// QEMU opens no path of the node's: it inherits every file.
-			wantNot:  []string{"/state/job", "/o/out", "/o/err", "/img/"},
+			wantNot:  []string{"/state/job,1/", "/state/job,,1/", "/o/out", "/o/err", "/img/"},
 			wantTail: vmimage.KernelCmdline(2600000, vmimage.TCGCmdline, "corral.hostname=node1"),
 		},
 		"kvm, shared file, bad hostname": {

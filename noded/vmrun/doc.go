@@ -67,7 +67,7 @@
 //	       open the output files as the job's user, truncating (Slurm's default)
 //	       open or bind every file and socket QEMU needs (qemufiles.go), as fds 3..12:
 //	       qemu-system-x86_64 -M microvm -accel A -cpu max|host -m MEM -smp N
-//	         -nodefaults -no-user-config -display none -no-reboot -name guest=corral-vm-HASH,...
+//	         -nodefaults -no-user-config -display none -no-reboot -name guest=corral:DIR,...
 //	         -add-fd fd=6,set=6 -chardev file,id=con,path=/dev/fdset/6,append=on -serial chardev:con  (DIR/console.log)
 //	         -add-fd fd=7,... -chardev file,id=out,... -device isa-serial,chardev=out,...  (STDOUT, ttyS1)
 //	         -add-fd fd=8,... -chardev file,id=err,... -device isa-serial,chardev=err,...  (STDERR, ttyS2, only when != STDOUT)

@@ -530,10 +530,11 @@ func outputChardev(id, path string, fd int) []string {
 }
 
 // nameArg is the -name of the VM whose state directory is dir: it names
-// the directory (by groupName's hash) so that a QEMU started there can be
-// found by its command line.
+// the directory, the only path on QEMU's command line (QEMU opens nothing
+// by path, see qemufiles.go), so that a QEMU started there can be found
+// by its command line (recoverUnrecorded, an operator's pgrep -f DIR).
 func nameArg(dir string) string {
-	return "guest=corral-" + groupName(dir) + ",debug-threads=on"
+	return "guest=corral:" + qemuEscape(dir) + ",debug-threads=on"
 }
 
 // qemuEscape doubles commas, which QEMU's option syntax reads as
