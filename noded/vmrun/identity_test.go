@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"corral/vmimage"
 )
 
 // procStatus returns the fields of /proc/PID/status.
@@ -28,8 +30,8 @@ func procStatus(t *testing.T, pid int) map[string]string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// TestQEMURunsUnprivileged starts two job VMs at once (the default NFS
-// share) and reads what each QEMU runs as from /proc: real, effective,
+// TestQEMURunsUnprivileged starts two job VMs at once (one with the
+// default NFS share, one with virtiofs) and reads what each QEMU runs as from /proc: real, effective,
 // saved and file-system uid and gid all one id of the VM range (the one
 // vm.json records), a different id for each VM, no supplementary groups
 // (TCG needs no /dev/kvm), no capabilities, no_new_privs set. Both jobs
@@ -43,6 +45,9 @@ func TestQEMURunsUnprivileged(t *testing.T) {
 	var vms []*VM
 	for i := 0; i < 2; i++ {
 		spec := jobSpec(t, "#!/bin/sh\necho hello from $(id -u)\nsleep 20\n", 1, 256)
+		if i == 1 {
+			spec.Share = vmimage.ShareVirtiofs // --no-migrate: a connection to virtiofsd
+		}
 		v := start(t, r, spec)
 		vms = append(vms, v)
 		t.Cleanup(func() {
