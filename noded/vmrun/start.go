@@ -141,9 +141,9 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := resetFiles(f); err != nil {
 		return nil, fmt.Errorf("preparing the VM's files: %w", err)
 	}
-	as, err := r.qemuIdentityFor(dir, accel)
+	as, err := r.vmIdentity(dir, accel, job)
 	if err != nil {
-		return nil, fmt.Errorf("the job's VM cannot run without root: %w", err)
+		return nil, err
 	}
 	var q qemuFiles
 	defer q.close() // QEMU holds its own copies
@@ -154,16 +154,6 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			releaseID(as.UID, dir)
 		}
 	}()
-	if addrs := r.passthroughAddrs(job.Placement); len(addrs) > 0 && os.Geteuid() == 0 {
-		groups, err := vfioGroups(addrs)
-		if err == nil {
-			err = grantVFIO(groups, as)
-		}
-		if err != nil {
-			return nil, err
-		}
-		as.VFIO = groups
-	}
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.
@@ -186,26 +176,8 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent}
-	var vfsd *exec.Cmd
-	var nfs *nfsServer
-	switch {
-	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
-		a.virtiofs = true
-		vfsd, err = startVirtiofsd(f)
-	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
-		if nfs, err = r.prepareNFS(dir, spec, gfs); err == nil {
-			a.net = nfs.net
-		}
-	}
-	if err == nil {
-		q.set(fdTap, a.net.tapFile())
-		err = openQEMUFiles(&q, a)
-	}
+	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs)
 	if err != nil {
-		if vfsd != nil {
-			vfsd.Process.Kill()
-		}
-		nfs.stop()
 		os.Remove(f.initrd)
 		return nil, err
 	}
@@ -227,13 +199,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		}
 	}
 	if err == nil && grp != nil {
-		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
-			if pid > 0 {
-				if err := grp.Add(pid); err != nil {
-					r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
-				}
-			}
-		}
+		r.addToGroup(grp, job, v.st.PID, cmdPID(vfsd))
 	}
 	if err == nil {
 		// Once QEMU's monitor answers, QEMU holds virtiofsd's socket and
@@ -249,6 +215,58 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, err
 	}
 	return v, nil
+}
+
+// vmIdentity returns whom the job's VM's QEMU runs as (identity.go), with
+// the VFIO groups of its passthrough devices given to it (vfio.go).
+func (r *Runner) vmIdentity(dir, accel string, job *api.Job) (qemuIdentity, error) {
+	as, err := r.qemuIdentityFor(dir, accel)
+	if err != nil {
+		return qemuIdentity{}, fmt.Errorf("the job's VM cannot run without root: %w", err)
+	}
+	if addrs := r.passthroughAddrs(job.Placement); len(addrs) > 0 && os.Geteuid() == 0 {
+		groups, err := vfioGroups(addrs)
+		if err == nil {
+			err = grantVFIO(groups, as)
+		}
+		if err != nil {
+			releaseID(as.UID, dir)
+			return qemuIdentity{}, err
+		}
+		as.VFIO = groups
+	}
+	return as, nil
+}
+
+// prepareShare starts the job's share (virtiofsd, or the NFS share's
+// network namespace, tap device and listener; its server starts once QEMU
+// runs) and opens what QEMU inherits into q. On an error nothing of it is
+// left.
+func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS) (*exec.Cmd, *nfsServer, error) {
+	var vfsd *exec.Cmd
+	var nfs *nfsServer
+	var err error
+	switch {
+	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
+		a.virtiofs = true
+		vfsd, err = startVirtiofsd(a.f)
+	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
+		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs); err == nil {
+			a.net = nfs.net
+		}
+	}
+	if err == nil {
+		q.set(fdTap, a.net.tapFile())
+		err = openQEMUFiles(q, *a)
+	}
+	if err != nil {
+		if vfsd != nil {
+			vfsd.Process.Kill()
+		}
+		nfs.stop()
+		return nil, nil, err
+	}
+	return vfsd, nfs, nil
 }
 
 // checkRoot checks a partition's root directory (LaunchSpec.Root) before
@@ -291,6 +309,18 @@ func (r *Runner) groupLimits(job *api.Job, memMB int64) cgroup.Limits {
 		}
 	}
 	return l
+}
+
+// addToGroup puts the VM's processes in its cgroup; a VM outside its
+// group still runs the job, so a failure is logged.
+func (r *Runner) addToGroup(grp *cgroup.Group, job *api.Job, pids ...int) {
+	for _, pid := range pids {
+		if pid > 0 {
+			if err := grp.Add(pid); err != nil {
+				r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
+			}
+		}
+	}
 }
 
 func cmdPID(c *exec.Cmd) int {
