@@ -218,6 +218,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
+		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
@@ -567,8 +568,12 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		if root == "" {
 			root = defaultImageRoot()
 		}
+		ids, err := parseIDRange(o.get("vm-ids"))
+		if err != nil {
+			return nil, err
+		}
 		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
-			Controllers: controllers})
+			Controllers: controllers, VMIDs: ids})
 		if err != nil {
 			return nil, fmt.Errorf("--runner vm: %w (on a host without QEMU, use --runner process)", err)
 		}
@@ -576,6 +581,20 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		return r, nil
 	}
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
+}
+
+// parseIDRange reads --vm-ids FIRST-LAST; "" is the runner's default.
+func parseIDRange(s string) (vmrun.IDRange, error) {
+	if s == "" {
+		return vmrun.IDRange{}, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	last, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	if !ok || err1 != nil || err2 != nil || last < first {
+		return vmrun.IDRange{}, fmt.Errorf("--vm-ids=%s: give FIRST-LAST, two uids with FIRST <= LAST (e.g. 1879048192-1879113727)", s)
+	}
+	return vmrun.IDRange{First: uint32(first), Count: uint32(last - first + 1)}, nil
 }
 
 // defaultImageRoot finds build/images in the working directory or beside

@@ -22,13 +22,14 @@ var _ noded.JobAgent = (*VM)(nil)
 const agentConnectWait = 60 * time.Second
 
 // agentArgs are the QEMU arguments of the agent's channel: a
-// virtio-serial port named vmimage.AgentPortName on a socket QEMU serves.
-// The port migrates with the VM; the socket is the host's and is not part
-// of the migration stream.
-func agentArgs(sock string) []string {
+// virtio-serial port named vmimage.AgentPortName on a socket QEMU serves
+// (DIR/agent.sock, bound by the daemon and inherited as fdAgent). The port
+// migrates with the VM; the socket is the host's and is not part of the
+// migration stream.
+func agentArgs() []string {
 	return []string{
 		"-device", "virtio-serial-device",
-		"-chardev", "socket,id=agent,path=" + qemuEscape(sock) + ",server=on,wait=off",
+		"-chardev", socketChardev("agent", fdAgent),
 		"-device", "virtserialport,chardev=agent,name=" + vmimage.AgentPortName,
 	}
 }

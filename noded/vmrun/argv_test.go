@@ -8,6 +8,8 @@ import (
 
 	"corral/noded"
 	"corral/vmimage"
+
+	"golang.org/x/sys/unix"
 )
 
 // These tests need neither QEMU nor an image.
@@ -28,22 +30,26 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 		"tcg, separate stderr": {
 			accel: "tcg", out: outputs{stdout: "/o/out", stderr: "/o/err"}, node: "node1",
 			want: []string{"-accel tcg", "-cpu max", "-m 300", "-smp 2",
-				"-chardev file,id=out,path=/o/out,append=on", "-device isa-serial,chardev=out,iobase=0x2f8,irq=3",
-				"-chardev file,id=err,path=/o/err,append=on", "-device isa-serial,chardev=err,iobase=0x3e8,irq=5",
-				"-chardev file,id=ctl,path=/state/job,,1/control,append=on",
-				"-qmp unix:/state/job,,1/qmp.sock,server=on,wait=off",
-				"-kernel /img/vmlinux", "-initrd /state/job,1/job.initrd"},
+				"-add-fd fd=6,set=6", "-chardev file,id=con,path=/dev/fdset/6,append=on",
+				"-add-fd fd=7,set=7", "-chardev file,id=out,path=/dev/fdset/7,append=on", "-device isa-serial,chardev=out,iobase=0x2f8,irq=3",
+				"-add-fd fd=8,set=8", "-chardev file,id=err,path=/dev/fdset/8,append=on", "-device isa-serial,chardev=err,iobase=0x3e8,irq=5",
+				"-add-fd fd=9,set=9", "-chardev file,id=ctl,path=/dev/fdset/9,append=on",
+				"-chardev socket,id=qmp,fd=10,server=on,wait=off", "-mon chardev=qmp,mode=control",
+				"-kernel /proc/self/fd/4", "-initrd /proc/self/fd/5",
+				"-name guest=corral:/state/job,,1,debug-threads=on"},
+			// QEMU opens no path of the node's: it inherits every file.
+			wantNot:  []string{"/state/job,1/", "/state/job,,1/", "/o/out", "/o/err", "/img/"},
 			wantTail: vmimage.KernelCmdline(2600000, vmimage.TCGCmdline, "corral.hostname=node1"),
 		},
 		"kvm, shared file, bad hostname": {
 			accel: "kvm", out: outputs{stdout: "/o/both", shared: true}, node: "bad name",
-			want:     []string{"-accel kvm", "-cpu host", "-chardev file,id=out,path=/o/both,append=on"},
+			want:     []string{"-accel kvm", "-cpu host", "-chardev file,id=out,path=/dev/fdset/7,append=on"},
 			wantNot:  []string{"id=err", "chardev=err", "corral.hostname", vmimage.TCGCmdline},
 			wantTail: vmimage.KernelCmdline(2600000),
 		},
 		"discarded stdout": {
 			accel: "tcg", out: outputs{stderr: "/o/err"},
-			want: []string{"-chardev null,id=out", "-chardev file,id=err,path=/o/err,append=on"},
+			want: []string{"-chardev null,id=out", "-chardev file,id=err,path=/dev/fdset/8,append=on"},
 		},
 		"the NFS share's card": {
 			accel: "tcg", out: outputs{stdout: "/o/out", shared: true}, net: &guestNet{},
@@ -98,9 +104,28 @@ func TestPrepareOutputsTruncatesAndPairsStreams(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := prepareOutputs(tc.stdout, tc.stderr)
+			var q qemuFiles
+			defer q.close()
+			got, err := prepareOutputs(&q, tc.stdout, tc.stderr)
 			if err != nil || got != tc.want {
 				t.Errorf("prepareOutputs = %+v, %v; want %+v", got, err, tc.want)
+			}
+			// QEMU inherits each file it writes, open for appending.
+			for _, x := range []struct {
+				path string
+				fd   int
+			}{{got.stdout, fdStdout}, {got.stderr, fdStderr}} {
+				fh := q[x.fd-3]
+				if (x.path == "") != (fh == nil) {
+					t.Fatalf("%s: descriptor %d is %v", x.path, x.fd, fh)
+				}
+				if fh == nil {
+					continue
+				}
+				fl, err := unix.FcntlInt(fh.Fd(), unix.F_GETFL, 0)
+				if err != nil || fl&unix.O_APPEND == 0 || fl&unix.O_ACCMODE != unix.O_WRONLY {
+					t.Errorf("%s: descriptor flags %#x, %v; want write-only, appending", x.path, fl, err)
+				}
 			}
 		})
 	}

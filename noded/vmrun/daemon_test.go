@@ -57,7 +57,7 @@ func unprobedRunner(accel string, tscKHz int) (*Runner, error) {
 	}
 	// The file server is this test binary too, as testRunner's is.
 	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default", ImageRoot: imageRoot(),
-		NFSServer: []string{os.Args[0], nfsdChild}}, log: slog.Default(),
+		NFSServer: []string{os.Args[0], nfsdChild}, VMIDs: DefaultVMIDs}, log: slog.Default(),
 		images: map[string]*vmimage.Image{}, accel: accel, tscKHz: tscKHz}
 	if r.cfg.QEMU, err = exec.LookPath(r.cfg.QEMU); err != nil {
 		return nil, err
@@ -110,6 +110,16 @@ func TestRecoverAfterDaemonSIGKILL(t *testing.T) {
 		t.Fatalf("Recover after the daemon's SIGKILL = %v, %+v, %v; want a handle", h, res, err)
 	}
 	v := h.(*VM)
+	// The re-adopted VM keeps its QEMU's id, and the runner holds it.
+	if uid, ok := statusUID("/proc/" + strconv.Itoa(v.st.PID) + "/status"); !ok || uid != v.st.As.UID || (os.Geteuid() == 0 && uid == 0) {
+		t.Errorf("re-adopted QEMU runs as uid %d (%v), vm.json says %d", uid, ok, v.st.As.UID)
+	}
+	heldIDs.Lock()
+	holder := heldIDs.m[v.st.As.UID]
+	heldIDs.Unlock()
+	if os.Geteuid() == 0 && holder != v.f.dir {
+		t.Errorf("after Recover, uid %d is held for %q, want %q", v.st.As.UID, holder, v.f.dir)
+	}
 	got := waitResult(t, v, time.Minute)
 	if got != (noded.Result{ExitCode: 7}) || !strings.Contains(readFile(t, filepath.Join(dir, "out.txt")), "done") {
 		t.Errorf("Result = %+v, output %q; want ExitCode 7 after done", got, readFile(t, filepath.Join(dir, "out.txt")))

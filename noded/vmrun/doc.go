@@ -62,23 +62,26 @@
 //
 // # A job VM's life
 //
-//	Start: initrd = image base + payload   -> DIR/job.initrd
-//	       truncate the output files (Slurm's default)
+//	Start: a uid/gid of the VM range for QEMU (identity.go)
+//	       initrd = image base + payload   -> DIR/job.initrd (0400, that uid's)
+//	       open the output files as the job's user, truncating (Slurm's default)
+//	       open or bind every file and socket QEMU needs (qemufiles.go), as fds 3..12:
 //	       qemu-system-x86_64 -M microvm -accel A -cpu max|host -m MEM -smp N
-//	         -nodefaults -no-user-config -display none -no-reboot
-//	         -chardev file,id=con,path=DIR/console.log,append=on -serial chardev:con
-//	         -chardev file,id=out,path=STDOUT,append=on -device isa-serial,chardev=out,... (ttyS1)
-//	         -chardev file,id=err,path=STDERR,append=on -device isa-serial,chardev=err,... (ttyS2, only when STDERR != STDOUT)
-//	         -chardev file,id=ctl,path=DIR/control,append=on -device isa-serial,chardev=ctl,... (ttyS3)
-//	         -qmp unix:DIR/qmp.sock,server=on,wait=off
-//	         -device virtio-serial-device -chardev socket,id=agent,path=DIR/agent.sock,server=on,wait=off
+//	         -nodefaults -no-user-config -display none -no-reboot -name guest=corral:DIR,...
+//	         -add-fd fd=6,set=6 -chardev file,id=con,path=/dev/fdset/6,append=on -serial chardev:con  (DIR/console.log)
+//	         -add-fd fd=7,... -chardev file,id=out,... -device isa-serial,chardev=out,...  (STDOUT, ttyS1)
+//	         -add-fd fd=8,... -chardev file,id=err,... -device isa-serial,chardev=err,...  (STDERR, ttyS2, only when != STDOUT)
+//	         -add-fd fd=9,... -chardev file,id=ctl,... -device isa-serial,chardev=ctl,...  (DIR/control, ttyS3)
+//	         -chardev socket,id=qmp,fd=10,server=on,wait=off -mon chardev=qmp,mode=control  (DIR/qmp.sock)
+//	         -device virtio-serial-device -chardev socket,id=agent,fd=11,server=on,wait=off  (DIR/agent.sock)
 //	         -device virtserialport,chardev=agent,name=corral.agent                 (the guest agent)
 //	         -global virtio-mmio.force-legacy=false
 //	         -netdev tap,id=share,fd=3,vhost=off -device virtio-net-device,...      (NFS: the tap in DIR/netns)
-//	         | -chardev socket,path=DIR/virtiofs.sock -device vhost-user-fs-device  (virtiofs)
-//	         -kernel IMAGE/vmlinux -initrd DIR/job.initrd
+//	         | -chardev socket,id=vfs,fd=12 -device vhost-user-fs-device           (virtiofs: a connection to DIR/virtiofs.sock)
+//	         -kernel /proc/self/fd/4 -initrd /proc/self/fd/5                        (IMAGE/vmlinux, DIR/job.initrd)
 //	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE corral.agent=1"
-//	       (setsid; pid + start time + argv + agent socket -> DIR/vm.json; wait for QMP)
+//	       (setsid, as that uid, no_new_privs; pid + start time + argv + uid + agent socket
+//	        -> DIR/vm.json; wait for QMP)
 //	       NFS: `corral nfsd DIR/nfsd.conf` on the namespace's listener -> DIR/nfsd.json
 //	Wait:  QEMU exits -> DIR/control: CORRAL EXIT n [+ OOM] -> Result;
 //	       socket and initrd removed
@@ -86,9 +89,67 @@
 //	Recover: DIR/vm.json -> same pid and start time? re-attach : Result from files
 //
 // Output files are written by QEMU as the guest sends the bytes, so a job's
-// output is on the node while it runs. QEMU opens them with append=on after
-// the runner truncated them itself: the truncation is Slurm's default
-// --open-mode, and a requeued job therefore starts with empty files.
+// output is on the node while it runs. The runner opens them as the job's
+// user, truncating them (Slurm's default --open-mode, so a requeued job
+// starts with empty files), and QEMU inherits them open for appending.
+//
+// # Whom QEMU runs as
+//
+// QEMU parses everything a guest sends it, so a bug in a device model
+// (a "VM escape") runs code as QEMU's process. It therefore never runs as
+// root: each VM's QEMU runs as a uid of its own, taken from a range the
+// node reserves for VMs (Config.VMIDs, noded --vm-ids; 0x70000000 and the
+// 65535 ids after it by default), with the gid of the same number, no
+// supplementary groups but /dev/kvm's when the VM uses KVM and the device
+// is open to its group only, no capabilities (a non-root uid keeps none
+// across execve) and no_new_privs (set on a throwaway thread that forks
+// QEMU, since Go's exec cannot set it in the child), so that no set-user-id
+// program or file capability gives it any back. Its working directory is /.
+//
+// Why an id per VM rather than the job's user: QEMU as the user would let
+// an escaped guest act as the user everywhere on the node (their other
+// jobs' processes, their files outside the job's shares, ptrace of the
+// user's login sessions), and a user's two VMs could reach each other. A
+// uid nobody else has owns nothing on the node: an escaped QEMU can
+// signal or ptrace no other process (the daemon, the file servers and
+// other VMs all run as other uids), read no file that is not readable by
+// everyone, and write none. The ids need no /etc/passwd entry. Two VMs
+// never share an id: takeID hands out the lowest id that no VM of this
+// process holds (heldIDs, across the runners of corral dev) and no process
+// of the node runs as, and the id is freed when QEMU is gone. vm.json
+// records it, so a restarted daemon re-adopts a VM with its id (Recover
+// holds it again) and, until then, skips it because its QEMU runs as it.
+//
+// What QEMU must reach it gets open, never by path (qemufiles.go): the
+// state directory stays the daemon's (0700, root's), and QEMU inherits at
+// fixed descriptor numbers the tap device, the image's kernel and the
+// job's initrd (read-only, named /proc/self/fd/N, which reopens the open
+// file: the kernel must be readable by everyone, the initrd, which holds
+// the job's script and environment, is 0400 and the VM id's), the console
+// and control files (opened by the daemon for appending, handed over in
+// fd sets, so QEMU's id is never checked against them), the job's output
+// files (opened as the job's user, as the process runner opens them), the
+// QMP and agent sockets (bound by the daemon, 0600: only root connects; it
+// connects by path as before) and, for virtiofs, a connection to
+// virtiofsd's socket that the daemon opened. A live migration's
+// destination gets the same descriptors (the command line is the same),
+// and the migration stream goes over TCP (or a descriptor), not a socket
+// file QEMU would have to create. The NFS file server (noded/nfsd) and
+// virtiofsd are not QEMU and keep their own credentials: the server acts
+// as the job's user, virtiofsd runs as root (see docs/vm.md).
+//
+// The daemon still starts QEMU in a session of its own, reads its console
+// and control files, talks QMP, puts it in its cgroup, pins its threads
+// and kills it (pidfd, same pid and start time): root may do all of that
+// to any uid. A daemon that is not root cannot change uids; its QEMU then
+// runs as the daemon's own user, which is not root either. A VM with GPUs
+// or SR-IOV functions passed through (vfio.go) gets their IOMMU groups'
+// /dev/vfio/N for its life and keeps CAP_IPC_LOCK alone, to pin guest
+// RAM (not tried on hardware here: no IOMMU on the test hosts). Where QEMU
+// cannot run without root (/dev/kvm open to root only, an image kernel
+// others cannot read, the range used up) the VM does not start and the
+// error says why and what to change; it never falls back to root (the
+// accelerator probe then reports KVM's reason and takes TCG).
 //
 // # Design decisions
 //

@@ -81,17 +81,18 @@ func (n *guestNet) qemuArgs() []string {
 	}
 	return []string{
 		"-global", "virtio-mmio.force-legacy=false",
-		"-netdev", "tap,id=share,fd=" + strconv.Itoa(3) + ",vhost=off",
+		"-netdev", "tap,id=share,fd=" + strconv.Itoa(fdTap) + ",vhost=off",
 		"-device", "virtio-net-device,netdev=share,mac=" + guestMAC,
 	}
 }
 
-// qemuFiles are the descriptors QEMU inherits, from 3 on.
-func (n *guestNet) qemuFiles() []*os.File {
+// tapFile is the tap device QEMU inherits as fdTap; nil without a
+// network.
+func (n *guestNet) tapFile() *os.File {
 	if n == nil {
 		return nil
 	}
-	return []*os.File{n.tap}
+	return n.tap
 }
 
 // closeTap drops the daemon's descriptor of the tap device once QEMU holds

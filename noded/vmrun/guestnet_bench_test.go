@@ -77,18 +77,28 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 			}
 		}()
 	}
-	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
+	as, err := r.qemuIdentityFor(f.dir, r.accel)
+	if err != nil {
 		b.Fatal(err)
 	}
-	out, _ := prepareOutputs(spec.Stdout, "")
+	if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
+		b.Fatal(err)
+	}
+	var q qemuFiles
+	defer q.close()
+	out, _ := prepareOutputs(&q, spec.Stdout, "")
 	a := vmArgs{img: img, accel: r.accel, cpus: 1, memMB: 512, f: f, out: out, node: "node1", net: n.net}
+	q.set(fdTap, n.net.tap)
+	if err := openQEMUFiles(&q, a); err != nil {
+		b.Fatal(err)
+	}
 	argv := r.argv(a)
 	slirp := []string{"-netdev", "user,id=sl,restrict=on,net=10.0.3.0/24,host=10.0.3.2," +
 		"guestfwd=tcp:10.0.3.100:5001-cmd:dd of=/dev/null bs=1M status=none," +
 		"guestfwd=tcp:10.0.3.100:5002-cmd:dd if=/dev/zero bs=1M count=256 status=none",
 		"-device", "virtio-net-device,netdev=sl,mac=52:54:00:c0:44:03"}
 	argv = append(argv[:len(argv)-2], append(slirp, argv[len(argv)-2:]...)...)
-	v, err := r.launch(argv, n.net.qemuFiles(), f, img.Name, r.accel, "", nil, false)
+	v, err := r.launch(argv, &q, f, img.Name, r.accel, "", nil, false, as)
 	n.net.closeTap()
 	if err != nil {
 		b.Fatal(err)

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,29 +34,15 @@ func TestAgentFollowsALoopbackMigration(t *testing.T) {
 	}
 
 	// The destination: the source's command line with its own files (the
-	// devices are what must be identical) and -incoming.
+	// devices are what must be identical) and -incoming, as an
+	// unprivileged id of its own too.
 	dst := filepath.Join(t.TempDir(), "d")
 	os.Mkdir(dst, 0o700)
-	copyFile(t, v.f.initrd, filepath.Join(dst, initrdFile))
 	port := freePort(t)
-	argv := []string{}
-	for _, a := range v.st.Argv {
-		argv = append(argv, strings.ReplaceAll(a, spec.Dir, dst))
+	dv := launchDestination(t, r, v, dst, [2]string{spec.Stdout}, nil, "tcp:127.0.0.1:"+port)
+	if dv.st.As.UID == v.st.As.UID && os.Geteuid() == 0 {
+		t.Errorf("source and destination QEMU both run as uid %d", v.st.As.UID)
 	}
-	argv = append(argv, "-incoming", "tcp:127.0.0.1:"+port)
-	log, _ := os.Create(filepath.Join(dst, "qemu.log"))
-	defer log.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	dstQMP := filepath.Join(dst, qmpFile)
-	waitFor(t, "the destination's monitor", 30*time.Second, func() bool {
-		_, err := queryStatus(context.Background(), dstQMP)
-		return err == nil
-	})
 
 	ctx := context.Background()
 	if _, err := qmpExec(ctx, v.st.QMP,
@@ -95,17 +80,6 @@ func TestAgentFollowsALoopbackMigration(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -115,4 +89,56 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// launchDestination starts, in the state directory dir, the QEMU a live
+// migration of src goes to: src's command line (the same devices, the same
+// descriptor numbers) and -incoming, with dir's own state files and
+// sockets, a copy of src's initrd, and the job's output files opened for
+// appending (the destination carries on writing them). It runs as an id
+// of its own, as every VM's QEMU. tap is its network card's device (nil:
+// none).
+func launchDestination(t *testing.T, r *Runner, src *VM, dir string, outs [2]string, tap *os.File, incoming string) *VM {
+	t.Helper()
+	f := filesIn(dir)
+	as, err := r.qemuIdentityFor(dir, src.st.Accel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(src.f.initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.initrd, b, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(f.initrd, int(as.UID), int(as.GID))
+	var q qemuFiles
+	defer q.close()
+	q.set(fdTap, tap)
+	for i, p := range outs {
+		if p == "" {
+			continue
+		}
+		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.set(fdStdout+i, fh)
+	}
+	a := vmArgs{img: r.images[src.st.Image], f: f, agent: src.st.Agent != "",
+		virtiofs: slices.Contains(src.st.Argv, virtiofsArgs()[3])}
+	if err := openQEMUFiles(&q, a); err != nil {
+		t.Fatal(err)
+	}
+	argv := append(append([]string(nil), src.st.Argv...), "-incoming", incoming)
+	v, err := r.launch(argv, &q, f, src.st.Image, src.st.Accel, "", nil, a.agent, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Kill(0); <-v.done })
+	if err := v.awaitMonitor(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

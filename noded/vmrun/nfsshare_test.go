@@ -142,10 +142,10 @@ func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 	src := start(t, r, spec)
 	waitFor(t, "the first appends", 60*time.Second, func() bool { return lineCount(log) >= 15 })
 
-	dst, sock := startDestination(t, r, src)
+	dst, sock := startDestination(t, r, src, [2]string{spec.Stdout, spec.Stderr})
 	qmpRaw(t, src.st.QMP, `{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":4294967296,"downtime-limit":100}}`)
 	at := lineCount(log)
-	qmpRaw(t, src.st.QMP, `{"execute":"migrate","arguments":{"uri":"unix:`+sock+`"}}`)
+	qmpRaw(t, src.st.QMP, `{"execute":"migrate","arguments":{"uri":"tcp:`+sock+`"}}`)
 	var info struct {
 		Return struct {
 			Status   string `json:"status"`
@@ -173,28 +173,11 @@ func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 
 // startDestination starts, in a state directory of its own, the QEMU a
 // migration of src goes to: src's command line with that directory's
-// files, a tap device in a namespace of its own, -incoming on a Unix
-// socket; and its file server. It returns the VM and the socket.
-func startDestination(t *testing.T, r *Runner, src *VM) (*VM, string) {
+// files, a tap device in a namespace of its own, -incoming on a TCP port of
+// the loopback; and its file server. It returns the VM and the address.
+func startDestination(t *testing.T, r *Runner, src *VM, outs [2]string) (*VM, string) {
 	t.Helper()
 	dir := t.TempDir()
-	f := filesIn(dir)
-	b, err := os.ReadFile(src.f.initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(f.initrd, b, 0o600)
-	argv := make([]string, 0, len(src.st.Argv)+2)
-	// The state files move; the job's output files, on its shared path,
-	// stay where they are.
-	for _, a := range src.st.Argv {
-		for _, name := range []string{consoleFile, controlFile, qmpFile, initrdFile} {
-			a = strings.ReplaceAll(a, qemuEscape(filepath.Join(src.f.dir, name)), qemuEscape(filepath.Join(dir, name)))
-		}
-		argv = append(argv, a)
-	}
-	sock := filepath.Join(dir, "incoming.sock")
-	argv = append(argv, "-incoming", "unix:"+sock)
 	var srcConf = src.nfs.conf
 	gn, err := newGuestNet(dir)
 	if err != nil {
@@ -204,20 +187,15 @@ func startDestination(t *testing.T, r *Runner, src *VM) (*VM, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := r.launch(argv, gn.qemuFiles(), f, src.st.Image, src.st.Accel, "", nil, src.st.Agent != "")
+	// The migration stream comes over TCP: QEMU's id could not create a
+	// socket in the state directory, which is the daemon's.
+	sock := "127.0.0.1:" + freePort(t)
+	v := launchDestination(t, r, src, dir, [2]string{outs[0], outs[1]}, gn.tap, "tcp:"+sock)
 	gn.closeTap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { v.Kill(0); <-v.done })
-	if err := v.awaitMonitor(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	n := &nfsServer{log: r.log, argv: r.nfsArgv(), dir: dir, net: gn, ln: ln, conf: srcConf}
 	if err := v.startNFS(n, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the incoming socket", 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil })
 	return v, sock
 }
 

@@ -74,17 +74,26 @@ func nodeList(ids []int) string {
 // a VM this way (they need vGPU mediated devices) and are left out.
 func (r *Runner) passthrough(p *api.Placement) []string {
 	var argv []string
+	for _, addr := range r.passthroughAddrs(p) {
+		argv = append(argv, "-device", "vfio-pci,host="+addr)
+	}
+	return argv
+}
+
+// passthroughAddrs are the PCI addresses of the job's GPUs and VFs.
+func (r *Runner) passthroughAddrs(p *api.Placement) []string {
+	if p == nil {
+		return nil
+	}
+	var addrs []string
 	for _, uuid := range p.GPUs {
 		if addr := r.gpuAddr(uuid); addr != "" {
-			argv = append(argv, "-device", "vfio-pci,host="+addr)
+			addrs = append(addrs, addr)
 		} else {
 			r.log.Warn("GPU has no PCI address in the inventory; not passed to the VM", "gpu", uuid)
 		}
 	}
-	for _, vf := range p.VFs {
-		argv = append(argv, "-device", "vfio-pci,host="+vf)
-	}
-	return argv
+	return append(addrs, p.VFs...)
 }
 
 func (r *Runner) gpuAddr(uuid string) string {

@@ -47,6 +47,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		}
 	}
 	removeLeftovers(r.log, f)
+	revokeVFIO(st.As.VFIO)
 	r.recoverNFS(abs, false)
 	r.recoverOutbound(abs, nil, false)
 	if st.Cgroup != "" && r.cg != nil {
@@ -69,7 +70,8 @@ func (r *Runner) reattach(f vmFiles, st vmState, p *procref.Ref) *VM {
 	if st.Cgroup != "" && r.cg != nil {
 		grp = r.cg.Open(st.Cgroup)
 	}
-	v := newVM(r.log, f, st, p, nil, grp)
+	r.holdID(st.As.UID, f.dir)
+	v := r.newVM(f, st, p, nil, grp)
 	status := "unknown"
 	if s, err := queryStatus(context.Background(), st.QMP); err != nil {
 		v.log.Warn("re-attached job VM's monitor does not answer; it can still be killed", "err", err)
@@ -85,8 +87,7 @@ func (r *Runner) reattach(f vmFiles, st vmState, p *procref.Ref) *VM {
 // between leaves a QEMU nobody knows of: it is found by the socket path in
 // its command line and killed, since nothing could re-attach to it.
 func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, error) {
-	qmpArg := "unix:" + qemuEscape(f.qmp) + ",server=on,wait=off"
-	for _, pid := range strayQEMU(qmpArg) {
+	for _, pid := range strayQEMU(nameArg(f.dir)) {
 		r.log.Warn("killing an unrecorded job VM", "pid", pid, "dir", f.dir)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
 			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {

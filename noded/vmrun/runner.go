@@ -46,6 +46,10 @@ type Config struct {
 	// their veth addresses from, a /30 per VM; 10.213.0.0/16 when unset.
 	// It must not overlap the site's networks.
 	TransitNet netip.Prefix
+	// VMIDs is the range of uids (and gids of the same numbers) the VMs'
+	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
+	// when unset. Nothing else on the node may use these ids.
+	VMIDs IDRange
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -86,6 +90,12 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	case "", "kvm", "tcg":
 	default:
 		return nil, fmt.Errorf("vm runner: accelerator %q: use kvm, tcg, or nothing to probe", cfg.Accel)
+	}
+	if cfg.VMIDs == (IDRange{}) {
+		cfg.VMIDs = DefaultVMIDs
+	}
+	if err := cfg.VMIDs.check(); err != nil {
+		return nil, fmt.Errorf("vm runner: %w", err)
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
 	qemu, err := exec.LookPath(cfg.QEMU)

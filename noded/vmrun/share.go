@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -105,11 +106,13 @@ func startVirtiofsd(f vmFiles) (*exec.Cmd, error) {
 // virtiofsArgs are the QEMU arguments of the virtiofs device. Its guest RAM
 // must be shared with virtiofsd (see memoryBackend), and microvm's
 // virtio-mmio must not be legacy: virtiofsd refuses legacy devices, and the
-// guest's mount then "succeeds" and its first access hangs.
-func virtiofsArgs(f vmFiles) []string {
+// guest's mount then "succeeds" and its first access hangs. The daemon
+// connects to virtiofsd's socket (root's) and QEMU inherits the
+// connection (fdVirtiofs).
+func virtiofsArgs() []string {
 	return []string{
 		"-global", "virtio-mmio.force-legacy=false",
-		"-chardev", "socket,id=vfs,path=" + qemuEscape(f.vfsSock),
+		"-chardev", "socket,id=vfs,fd=" + strconv.Itoa(fdVirtiofs),
 		"-device", "vhost-user-fs-device,chardev=vfs,tag=" + hostTag,
 	}
 }

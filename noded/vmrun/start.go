@@ -22,6 +22,8 @@ import (
 	"corral/vmimage"
 
 	"corral/internal/procref"
+
+	"golang.org/x/sys/unix"
 )
 
 // Files the vm runner keeps in a job's state directory. The daemon removes
@@ -73,6 +75,9 @@ type vmState struct {
 	Cgroup string `json:"cgroup,omitempty"`
 	// Agent is the guest agent's socket; empty when the VM has none.
 	Agent string `json:"agent,omitempty"`
+	// As is whom QEMU runs as (identity.go); its uid stays taken while
+	// the VM runs, across daemon restarts.
+	As qemuIdentity `json:"qemu_as"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -136,10 +141,23 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := resetFiles(f); err != nil {
 		return nil, fmt.Errorf("preparing the VM's files: %w", err)
 	}
+	as, err := r.vmIdentity(dir, accel, job)
+	if err != nil {
+		return nil, err
+	}
+	var q qemuFiles
+	defer q.close() // QEMU holds its own copies
+	launched := false
+	defer func() {
+		if !launched {
+			revokeVFIO(as.VFIO)
+			releaseID(as.UID, dir)
+		}
+	}()
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
-	// not write to fails the job, as on the host.
-	spec.User.Do(func() error { out, err = prepareOutputs(spec.Stdout, spec.Stderr); return nil })
+	// not write to fails the job, as on the host. QEMU inherits them open.
+	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -153,22 +171,12 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := checkNetwork(spec.Network, gfs); err != nil {
 		return nil, err
 	}
-	if err := writeInitrd(img, f.initrd, spec, gfs); err != nil {
+	if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
 		return nil, err
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent}
-	var vfsd *exec.Cmd
-	var nfs *nfsServer
-	switch {
-	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
-		a.virtiofs = true
-		vfsd, err = startVirtiofsd(f)
-	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
-		if nfs, err = r.prepareNFS(dir, spec, gfs); err == nil {
-			a.net = nfs.net
-		}
-	}
+	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs)
 	if err != nil {
 		os.Remove(f.initrd)
 		return nil, err
@@ -180,8 +188,10 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), a.net.qemuFiles(), f, img.Name, accel, groupName(dir), grp, a.agent)
-	a.net.closeTap() // QEMU holds its own descriptor
+	v, err := r.launch(r.argv(a), &q, f, img.Name, accel, groupName(dir), grp, a.agent, as)
+	q.close()        // QEMU holds its own descriptors
+	a.net.closeTap() // and its own tap device
+	launched = err == nil
 	if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
 			killProc(v.proc)
@@ -189,13 +199,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		}
 	}
 	if err == nil && grp != nil {
-		for _, pid := range []int{v.st.PID, cmdPID(vfsd)} {
-			if pid > 0 {
-				if err := grp.Add(pid); err != nil {
-					r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
-				}
-			}
-		}
+		r.addToGroup(grp, job, v.st.PID, cmdPID(vfsd))
 	}
 	if err == nil {
 		// Once QEMU's monitor answers, QEMU holds virtiofsd's socket and
@@ -211,6 +215,58 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		return nil, err
 	}
 	return v, nil
+}
+
+// vmIdentity returns whom the job's VM's QEMU runs as (identity.go), with
+// the VFIO groups of its passthrough devices given to it (vfio.go).
+func (r *Runner) vmIdentity(dir, accel string, job *api.Job) (qemuIdentity, error) {
+	as, err := r.qemuIdentityFor(dir, accel)
+	if err != nil {
+		return qemuIdentity{}, fmt.Errorf("the job's VM cannot run without root: %w", err)
+	}
+	if addrs := r.passthroughAddrs(job.Placement); len(addrs) > 0 && os.Geteuid() == 0 {
+		groups, err := vfioGroups(addrs)
+		if err == nil {
+			err = grantVFIO(groups, as)
+		}
+		if err != nil {
+			releaseID(as.UID, dir)
+			return qemuIdentity{}, err
+		}
+		as.VFIO = groups
+	}
+	return as, nil
+}
+
+// prepareShare starts the job's share (virtiofsd, or the NFS share's
+// network namespace, tap device and listener; its server starts once QEMU
+// runs) and opens what QEMU inherits into q. On an error nothing of it is
+// left.
+func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS) (*exec.Cmd, *nfsServer, error) {
+	var vfsd *exec.Cmd
+	var nfs *nfsServer
+	var err error
+	switch {
+	case gfs != nil && gfs.Kind == vmimage.ShareVirtiofs:
+		a.virtiofs = true
+		vfsd, err = startVirtiofsd(a.f)
+	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
+		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs); err == nil {
+			a.net = nfs.net
+		}
+	}
+	if err == nil {
+		q.set(fdTap, a.net.tapFile())
+		err = openQEMUFiles(q, *a)
+	}
+	if err != nil {
+		if vfsd != nil {
+			vfsd.Process.Kill()
+		}
+		nfs.stop()
+		return nil, nil, err
+	}
+	return vfsd, nfs, nil
 }
 
 // checkRoot checks a partition's root directory (LaunchSpec.Root) before
@@ -253,6 +309,18 @@ func (r *Runner) groupLimits(job *api.Job, memMB int64) cgroup.Limits {
 		}
 	}
 	return l
+}
+
+// addToGroup puts the VM's processes in its cgroup; a VM outside its
+// group still runs the job, so a failure is logged.
+func (r *Runner) addToGroup(grp *cgroup.Group, job *api.Job, pids ...int) {
+	for _, pid := range pids {
+		if pid > 0 {
+			if err := grp.Add(pid); err != nil {
+				r.log.Warn("cannot put the job's VM in its cgroup", "job", job.ID, "pid", pid, "err", err)
+			}
+		}
+	}
 }
 
 func cmdPID(c *exec.Cmd) int {
@@ -322,12 +390,13 @@ type outputs struct {
 }
 
 // prepareOutputs creates and truncates the output files, as Slurm does by
-// default. The host opens them first so that a missing directory fails the
-// job with the process runner's message rather than with QEMU's; QEMU then
-// opens them with append=on, which keeps it from truncating a second time
-// and leaves room for Slurm's --open-mode=append, which is this truncation
-// left out.
-func prepareOutputs(out, errPath string) (outputs, error) {
+// default, and puts them in q for QEMU (fdStdout, fdStderr). The daemon
+// opens them, as the job's user, so that a missing directory or one the
+// user may not write to fails the job with the process runner's message;
+// QEMU, which runs as an id of its own that could not open them, inherits
+// them open and writes with append=on, which leaves room for Slurm's
+// --open-mode=append, which is this truncation left out.
+func prepareOutputs(q *qemuFiles, out, errPath string) (outputs, error) {
 	if errPath == "" {
 		errPath = out
 	}
@@ -340,11 +409,17 @@ func prepareOutputs(out, errPath string) (outputs, error) {
 		if err != nil {
 			return outputs{}, err
 		}
-		fh.Close()
+		// QEMU appends: the descriptor it inherits must say so.
+		if _, err := unix.FcntlInt(fh.Fd(), unix.F_SETFL, unix.O_APPEND); err != nil {
+			fh.Close()
+			return outputs{}, fmt.Errorf("output file %s: %w", p, err)
+		}
 		if i == 0 {
 			o.stdout = p
+			q.set(fdStdout, fh)
 		} else {
 			o.stderr = p
+			q.set(fdStderr, fh)
 		}
 	}
 	return o, nil
@@ -352,7 +427,10 @@ func prepareOutputs(out, errPath string) (outputs, error) {
 
 // writeInitrd writes the job's -initrd: the image's base initramfs and the
 // job's payload.
-func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS) error {
+//
+// It holds the job's script and environment: only the VM's own id may read
+// it (QEMU reopens it as that id, see fdPath).
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS, as qemuIdentity) error {
 	env := spec.Env
 	hasPath := false
 	for _, kv := range env {
@@ -365,12 +443,17 @@ func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmi
 	if u := spec.User; u.Name != "" && u.UID != 0 {
 		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
 	}
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o400)
 	if err != nil {
 		return fmt.Errorf("writing the VM's initrd: %w", err)
 	}
+	if os.Geteuid() == 0 {
+		err = fh.Chown(int(as.UID), int(as.GID))
+	}
 	w := bufio.NewWriterSize(fh, 256<<10)
-	err = img.WriteInitrd(w, p)
+	if err == nil {
+		err = img.WriteInitrd(w, p)
+	}
 	if err == nil {
 		err = w.Flush()
 	}
@@ -427,21 +510,27 @@ func (r *Runner) argv(a vmArgs) []string {
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		// Named threads ("CPU 0/TCG") let an operator see which host
 		// thread runs which vCPU (top -H, /proc/PID/task/*/comm).
-		"-name", "corral,debug-threads=on",
-		"-chardev", fileChardev("con", a.f.console), "-serial", "chardev:con",
-		"-chardev", fileChardev("out", a.out.stdout), "-device", vmimage.StdoutPort.DeviceArg("out"),
+		// The name also marks the VM's QEMU as its state directory's
+		// (recoverUnrecorded).
+		"-name", nameArg(a.f.dir),
 	}
+	argv = append(argv, fdChardev("con", fdConsole)...)
+	argv = append(argv, "-serial", "chardev:con")
+	argv = append(argv, outputChardev("out", a.out.stdout, fdStdout)...)
+	argv = append(argv, "-device", vmimage.StdoutPort.DeviceArg("out"))
 	if !a.out.shared {
-		argv = append(argv, "-chardev", fileChardev("err", a.out.stderr), "-device", vmimage.StderrPort.DeviceArg("err"))
+		argv = append(argv, outputChardev("err", a.out.stderr, fdStderr)...)
+		argv = append(argv, "-device", vmimage.StderrPort.DeviceArg("err"))
 	}
+	argv = append(argv, fdChardev("ctl", fdControl)...)
 	argv = append(argv,
-		"-chardev", fileChardev("ctl", a.f.control), "-device", vmimage.ControlPort.DeviceArg("ctl"),
-		"-qmp", "unix:"+qemuEscape(a.f.qmp)+",server=on,wait=off",
-		"-kernel", a.img.Kernel, "-initrd", a.f.initrd,
+		"-device", vmimage.ControlPort.DeviceArg("ctl"),
+		"-chardev", socketChardev("qmp", fdQMP), "-mon", "chardev=qmp,mode=control",
+		"-kernel", fdPath(fdKernel), "-initrd", fdPath(fdInitrd),
 	)
 	argv = append(argv, backend...)
 	if a.virtiofs {
-		argv = append(argv, virtiofsArgs(a.f)...)
+		argv = append(argv, virtiofsArgs()...)
 	}
 	argv = append(argv, a.net.qemuArgs()...)
 	if a.placement != nil {
@@ -452,7 +541,7 @@ func (r *Runner) argv(a vmArgs) []string {
 		extra = append(extra, vmimage.TCGCmdline)
 	}
 	if a.agent {
-		argv = append(argv, agentArgs(a.f.agentSock)...)
+		argv = append(argv, agentArgs()...)
 		extra = append(extra, "corral.agent=1")
 	}
 	if hostnameRE.MatchString(a.node) {
@@ -461,13 +550,21 @@ func (r *Runner) argv(a vmArgs) []string {
 	return append(argv, "-append", vmimage.KernelCmdline(r.tscKHz, extra...))
 }
 
-// fileChardev returns a -chardev value writing to path, appending (see
-// prepareOutputs and resetFiles), or discarding when path is "".
-func fileChardev(id, path string) string {
+// outputChardev returns the chardev of an output stream: the inherited
+// descriptor fd (see prepareOutputs), or one that discards when path is "".
+func outputChardev(id, path string, fd int) []string {
 	if path == "" {
-		return "null,id=" + id
+		return []string{"-chardev", "null,id=" + id}
 	}
-	return "file,id=" + id + ",path=" + qemuEscape(path) + ",append=on"
+	return fdChardev(id, fd)
+}
+
+// nameArg is the -name of the VM whose state directory is dir: it names
+// the directory, the only path on QEMU's command line (QEMU opens nothing
+// by path, see qemufiles.go), so that a QEMU started there can be found
+// by its command line (recoverUnrecorded, an operator's pgrep -f DIR).
+func nameArg(dir string) string {
+	return "guest=corral:" + qemuEscape(dir) + ",debug-threads=on"
 }
 
 // qemuEscape doubles commas, which QEMU's option syntax reads as
@@ -475,20 +572,21 @@ func fileChardev(id, path string) string {
 func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // launch starts QEMU in a session of its own, so that it outlives the
-// daemon, and records it in vm.json before anything else can fail.
-func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel, group string, grp *cgroup.Group, agent bool) (*VM, error) {
+// daemon, as the unprivileged id as (startUnprivileged) with the
+// descriptors q, and records it in vm.json before anything else can fail.
+func (r *Runner) launch(argv []string, q *qemuFiles, f vmFiles, image, accel, group string, grp *cgroup.Group, agent bool, as qemuIdentity) (*VM, error) {
 	logf, err := os.OpenFile(f.qemuLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.qemuLog, err)
 	}
 	defer logf.Close()
 	cmd := &exec.Cmd{
-		Path: argv[0], Args: argv, Dir: f.dir,
-		Stdout: logf, Stderr: logf, ExtraFiles: files,
+		Path: argv[0], Args: argv, Dir: "/", // its id may not enter f.dir
+		Stdout: logf, Stderr: logf, ExtraFiles: q.extra(),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting QEMU: %w", err)
+	if err := startUnprivileged(cmd, as); err != nil {
+		return nil, fmt.Errorf("starting QEMU as uid %d gid %d: %w", as.UID, as.GID, err)
 	}
 	pid := cmd.Process.Pid
 	ps, err := procref.ReadStat(pid) // an unreaped child cannot vanish
@@ -498,7 +596,7 @@ func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel
 		p, err = procref.Open(pid, start, true)
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
-		Image: image, Accel: accel, Argv: argv}
+		Image: image, Accel: accel, Argv: argv, As: as}
 	if grp != nil {
 		st.Cgroup = group
 	}
@@ -517,5 +615,5 @@ func (r *Runner) launch(argv []string, files []*os.File, f vmFiles, image, accel
 		cmd.Wait()
 		return nil, fmt.Errorf("recording the job's VM: %w", err)
 	}
-	return newVM(r.log, f, st, p, cmd, grp), nil
+	return r.newVM(f, st, p, cmd, grp), nil
 }

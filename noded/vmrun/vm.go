@@ -46,6 +46,8 @@ type VM struct {
 	gone  bool
 	// agent reaches the guest agent; nil when the VM has none.
 	agent *agentClient
+	// release frees QEMU's id (identity.go) once QEMU is gone.
+	release func()
 }
 
 var (
@@ -54,8 +56,9 @@ var (
 	_ noded.UsageReporter = (*VM)(nil)
 )
 
-func newVM(log *slog.Logger, f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
-	v := &VM{log: log.With("pid", st.PID, "dir", f.dir), f: f, st: st, proc: p, cmd: cmd, grp: grp, done: make(chan struct{})}
+func (r *Runner) newVM(f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
+	v := &VM{log: r.log.With("pid", st.PID, "dir", f.dir, "uid", st.As.UID), f: f, st: st, proc: p, cmd: cmd, grp: grp,
+		done: make(chan struct{}), release: func() { revokeVFIO(st.As.VFIO); releaseID(st.As.UID, f.dir) }}
 	if st.Agent != "" {
 		v.agent = newAgentClient(v.log, st.Agent)
 	}
@@ -99,6 +102,7 @@ func (v *VM) watch() {
 	}
 	removeLeftovers(v.log, v.f)
 	v.closeGroup()
+	v.release()
 	v.res = res
 	close(v.done)
 }
