@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -67,10 +68,10 @@ func BuildIndexSet(ranges []ArrayRange) (*IndexSet, error) {
 		}
 	}
 	slices.SortFunc(rs, func(a, b ArrayRange) int {
-		if c := cmpInt(a.First, b.First); c != 0 {
+		if c := cmp.Compare(a.First, b.First); c != 0 {
 			return c
 		}
-		return cmpInt(b.Last, a.Last) // the longer first: it absorbs the other
+		return cmp.Compare(b.Last, a.Last) // the longer first: it absorbs the other
 	})
 	b := setBuilder{budget: MaxIndexExpand}
 	for _, r := range rs {
@@ -79,16 +80,6 @@ func BuildIndexSet(ranges []ArrayRange) (*IndexSet, error) {
 		}
 	}
 	return &IndexSet{Ranges: b.out}, nil
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // span returns b-a for a ≤ b without overflow.

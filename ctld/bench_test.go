@@ -132,7 +132,16 @@ func benchEnv(k int) []string {
 
 // BenchmarkMemoryPerPendingJob reports the controller's heap per pending
 // job (with a 32-character request id each).
-func BenchmarkMemoryPerPendingJob(b *testing.B) {
+func BenchmarkMemoryPerPendingJob(b *testing.B) { benchMemoryPerPendingJob(b, nil) }
+
+// BenchmarkMemoryPerPendingJobWithEnv is BenchmarkMemoryPerPendingJob
+// with a 4 KB environment per job, each different in one variable
+// (benchEnv): what the environments cost once they are out of line.
+func BenchmarkMemoryPerPendingJobWithEnv(b *testing.B) { benchMemoryPerPendingJob(b, benchEnv) }
+
+// benchMemoryPerPendingJob fills an FSM with 100,000 pending jobs with the
+// environments env gives (none when nil) and reports the heap they hold.
+func benchMemoryPerPendingJob(b *testing.B, env func(int) []string) {
 	for i := 0; i < b.N; i++ {
 		// Collecting twice, before and after: encoding/json's pooled
 		// buffers (4 MB after a 10,000-job entry) outlive one collection in
@@ -143,26 +152,7 @@ func BenchmarkMemoryPerPendingJob(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		f := NewFSM(quietLog())
-		fillPending(f, 100_000)
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/100_000, "bytes/job")
-		runtime.KeepAlive(f)
-	}
-}
-
-// BenchmarkMemoryPerPendingJobWithEnv is BenchmarkMemoryPerPendingJob
-// with a 4 KB environment per job, each different in one variable
-// (benchEnv): what the environments cost once they are out of line.
-func BenchmarkMemoryPerPendingJobWithEnv(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		runtime.GC()
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		f := NewFSM(quietLog())
-		fillPendingEnv(f, 100_000, benchEnv)
+		fillPendingEnv(f, 100_000, env)
 		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -31,8 +31,7 @@ func newForwarder(c *Controller) *forwarder {
 		ResponseHeaderTimeout: 60 * time.Second,
 	}
 	if c.tls != nil {
-		tr.TLSClientConfig = c.tls.dial.Clone()
-		tr.TLSClientConfig.VerifyConnection = pki.RequireRole(pki.RoleMember)
+		tr.TLSClientConfig = c.tls.to(pki.RoleMember)
 	}
 	f := &forwarder{c: c, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
 	f.proxy = &httputil.ReverseProxy{

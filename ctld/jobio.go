@@ -188,8 +188,7 @@ func newNodeTransport(t *clusterTLS) *http.Transport {
 		IdleConnTimeout: 60 * time.Second,
 	}
 	if t != nil {
-		tr.TLSClientConfig = t.dial.Clone()
-		tr.TLSClientConfig.VerifyConnection = pki.RequireRole(pki.RoleNode)
+		tr.TLSClientConfig = t.to(pki.RoleNode)
 	}
 	return tr
 }

@@ -27,19 +27,22 @@ func newClusterTLS(f pki.Files) (*clusterTLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	rf, err := f.Server(tls.RequireAndVerifyClientCert)
-	if err != nil {
-		return nil, err
-	}
+	// Raft: the same certificate and authority, a member's certificate
+	// required of every peer.
+	rf := api.Clone()
+	rf.ClientAuth = tls.RequireAndVerifyClientCert
 	rf.VerifyConnection = pki.RequireRole(pki.RoleMember)
-	dial, err := f.Client()
-	if err != nil {
-		return nil, err
-	}
-	if len(dial.Certificates) == 0 {
-		return nil, fmt.Errorf("--tls-cert is required with --tls-ca: a member shows its certificate to the other members")
-	}
+	dial := &tls.Config{RootCAs: api.ClientCAs, Certificates: api.Certificates, MinVersion: tls.VersionTLS13}
 	return &clusterTLS{api: api, raft: rf, dial: dial}, nil
+}
+
+// to returns the member's client configuration for a peer that must show
+// a certificate of role: a member (Raft, forwarded writes) or a node (its
+// job API).
+func (t *clusterTLS) to(role pki.Role) *tls.Config {
+	cfg := t.dial.Clone()
+	cfg.VerifyConnection = pki.RequireRole(role)
+	return cfg
 }
 
 // scheme is the URL scheme of members' and nodes' APIs.
@@ -55,7 +58,7 @@ func (c *Controller) scheme() string {
 type raftStream struct {
 	net.Listener
 	advertise net.Addr
-	dial      *tls.Config
+	tls       *clusterTLS
 }
 
 func newRaftStream(bind string, advertise net.Addr, t *clusterTLS) (*raftStream, error) {
@@ -63,7 +66,7 @@ func newRaftStream(bind string, advertise net.Addr, t *clusterTLS) (*raftStream,
 	if err != nil {
 		return nil, err
 	}
-	return &raftStream{Listener: tls.NewListener(ln, t.raft), advertise: advertise, dial: t.dial}, nil
+	return &raftStream{Listener: tls.NewListener(ln, t.raft), advertise: advertise, tls: t}, nil
 }
 
 // Dial connects to the member at addr, which must show a member's
@@ -73,9 +76,8 @@ func (s *raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	cfg := s.dial.Clone()
+	cfg := s.tls.to(pki.RoleMember)
 	cfg.ServerName = host
-	cfg.VerifyConnection = pki.RequireRole(pki.RoleMember)
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
 	return d.Dial("tcp", string(addr))
 }

@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -150,19 +151,9 @@ type Victim struct {
 func CompareVictims(a, b Victim) int {
 	switch {
 	case a.Priority != b.Priority:
-		return cmp(a.Priority, b.Priority)
+		return cmp.Compare(a.Priority, b.Priority)
 	case a.Elapsed != b.Elapsed:
-		return cmp(int64(a.Elapsed), int64(b.Elapsed))
+		return cmp.Compare(a.Elapsed, b.Elapsed)
 	}
-	return cmp(int64(a.ID), int64(b.ID))
-}
-
-func cmp(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.ID, b.ID)
 }

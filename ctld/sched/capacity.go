@@ -2,6 +2,7 @@ package sched
 
 import (
 	"slices"
+	"strings"
 
 	"corral/api"
 	"corral/ctld/state"
@@ -57,15 +58,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 			usable: !n.Down && !n.Drain, inv: n.Inventory,
 		})
 	}
-	slices.SortFunc(c.nodes, func(a, b nodeFree) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(c.nodes, func(a, b nodeFree) int { return strings.Compare(a.name, b.name) })
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold

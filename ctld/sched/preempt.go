@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"slices"
 
 	"corral/api"
@@ -59,7 +60,7 @@ func (pl *placer) resume(plan *Plan) {
 			lent = append(lent, r)
 		}
 	}
-	slices.SortFunc(lent, func(a, b Run) int { return cmpInt64(int64(a.Job.ID), int64(b.Job.ID)) })
+	slices.SortFunc(lent, func(a, b Run) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
 	var active map[uint64]bool
 	for _, r := range lent {
 		a := r.Alloc
@@ -190,14 +191,4 @@ func (pl *placer) preemptMode(v *state.Job) api.PreemptMode {
 		part = p.PreemptMode
 	}
 	return qos.Mode(pl.s.QOS[v.Spec.QOS], part)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

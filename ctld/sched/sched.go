@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -249,9 +250,9 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 func compareOrder(a, b orderKey) int {
 	switch {
 	case a.tier != b.tier:
-		return cmpDesc(a.tier, b.tier)
+		return cmp.Compare(b.tier, a.tier) // higher first
 	case a.prio != b.prio:
-		return cmpDesc(a.prio, b.prio)
+		return cmp.Compare(b.prio, a.prio)
 	case before(a.j, b.j):
 		return -1
 	case before(b.j, a.j):
@@ -288,15 +289,4 @@ type orderKey struct {
 	j    *state.Job
 	tier int
 	prio int64
-}
-
-// cmpDesc orders larger values first.
-func cmpDesc[T int | int64](a, b T) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
 }

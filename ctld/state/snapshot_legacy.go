@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,7 +143,7 @@ func (s *State) readLegacyRecords(dec *json.Decoder, format int) error {
 	// now, in id order, so the allocation ids do not depend on the file's
 	// order.
 	clear(s.Jobs)
-	slices.SortFunc(jobs, func(a, b *legacyJob) int { return cmpUint(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b *legacyJob) int { return cmp.Compare(a.ID, b.ID) })
 	runs := map[uint64]uint64{} // job id → its active allocation
 	arrays := map[uint64]bool{}
 	for _, lj := range jobs {
@@ -219,16 +220,6 @@ func (s *State) upgradeNode(ln *legacyNode, runs map[uint64]uint64) *Node {
 		}
 	}
 	return n
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readLegacyRequest puts a format-1 request record, which has neither user
