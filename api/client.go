@@ -38,8 +38,12 @@ type Client struct {
 	next     atomic.Uint32
 	RetryFor time.Duration
 	// User is sent in UserHeader with every request: whom the caller says
-	// it is, until requests are authenticated (issue #12).
+	// it is. A cluster that authenticates requests believes it only from a
+	// caller whose credentials allow acting for others (a controller
+	// forwarding a request).
 	User string
+	// Auth, when set, gives each request's Authorization header.
+	Auth Credentials
 }
 
 // NewClient returns a client for the comma-separated controller URLs in addrs
@@ -153,8 +157,8 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.User != "" {
-		req.Header.Set(UserHeader, c.User)
+	if err := c.authorize(ctx, req); err != nil {
+		return 0, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

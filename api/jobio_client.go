@@ -28,8 +28,8 @@ func (c *Client) streamRequest(ctx context.Context, method, p string, body io.Re
 		for name, v := range hdr {
 			req.Header[name] = v
 		}
-		if c.User != "" {
-			req.Header.Set(UserHeader, c.User)
+		if err := c.authorize(ctx, req); err != nil {
+			return nil, err
 		}
 		sent := &countingReader{r: body}
 		if body != nil {
