@@ -122,15 +122,29 @@ func (s *State) forgetOldTokens(now time.Time) {
 }
 
 func (s *State) applySetRole(c *SetRole) error {
+	if err := s.CheckSetRole(c); err != nil {
+		return err
+	}
+	if c.Delete {
+		delete(s.Roles, c.Grant.User)
+		return nil
+	}
+	g := c.Grant
+	g.Accounts = slices.Clone(g.Accounts)
+	slices.Sort(g.Accounts)
+	s.Roles[g.User] = &g
+	return nil
+}
+
+// CheckSetRole says why the apply would refuse c; nil when it would take it.
+func (s *State) CheckSetRole(c *SetRole) error {
 	g := c.Grant
 	switch {
 	case g.User == "":
 		return errors.New("a role grant needs a user")
+	case c.Delete && s.Roles[g.User] == nil:
+		return fmt.Errorf("user %s has no role grant", g.User)
 	case c.Delete:
-		if s.Roles[g.User] == nil {
-			return fmt.Errorf("user %s has no role grant", g.User)
-		}
-		delete(s.Roles, g.User)
 		return nil
 	case !slices.Contains(api.Roles, g.Role) || g.Role == api.RoleUser:
 		return fmt.Errorf("user %s: role %q: grant admin, operator or coordinator (every user is a user)", g.User, g.Role)
@@ -144,9 +158,6 @@ func (s *State) applySetRole(c *SetRole) error {
 			return fmt.Errorf("user %s: account %q does not exist (corral account add %s)", g.User, a, a)
 		}
 	}
-	g.Accounts = slices.Clone(g.Accounts)
-	slices.Sort(g.Accounts)
-	s.Roles[g.User] = &g
 	return nil
 }
 
