@@ -57,12 +57,9 @@ func (v *viewer) level(j *state.Job) level {
 	switch {
 	case p.admin():
 		return owned
-	case p.kind == kindNode:
-		if runsOn(v.s, j, p.name) {
-			return owned // the node that runs it needs its script
-		}
-		return hidden
 	case p.kind != kindUser:
+		// Nodes read their jobs, scripts included, from their desired
+		// state (checkNode), not through the job API.
 		return hidden
 	case j.Spec.User == p.name:
 		return owned
@@ -90,16 +87,6 @@ func (v *viewer) inTenant(account string) bool {
 // (accounts, users, usage) of account.
 func (v *viewer) seesAccount(account string) bool {
 	return v.p.operator() || v.p.kind == kindUser && v.inTenant(account)
-}
-
-// runsOn reports whether any of j's active allocations is on node.
-func runsOn(s *state.State, j *state.Job, node string) bool {
-	for _, a := range s.ActiveAllocs(j) {
-		if a.Node == node {
-			return true
-		}
-	}
-	return false
 }
 
 // redact hides what a caller at level listed or managed may not see.

@@ -141,7 +141,9 @@ func (p principal) user() bool { return p.open || p.kind == kindUser }
 func (p principal) admin() bool { return p.open || p.kind == kindUser && p.role == api.RoleAdmin }
 
 // operator reports whether p has at least the operator's rights.
-func (p principal) operator() bool { return p.admin() || p.kind == kindUser && p.role == api.RoleOperator }
+func (p principal) operator() bool {
+	return p.admin() || p.kind == kindUser && p.role == api.RoleOperator
+}
 
 // coordinates reports whether p coordinates account (or one above it).
 func (p principal) coordinates(s *state.State, account string) bool {
