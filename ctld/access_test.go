@@ -285,3 +285,78 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
+
+// TestTenantIsolation checks what the query layer shows and lets change,
+// with two tenants of two users each: listings, show, why, cancel, hold,
+// update, policy, usage and tokens.
+func TestTenantIsolation(t *testing.T) {
+	sc := newAuthScene(t)
+	a1 := sc.submitAs(t, "alice", "phys", true)
+	a2 := sc.submitAs(t, "alice2", "hep", true)
+	b1 := sc.submitAs(t, "bob", "bio", true)
+	b2 := sc.submitAs(t, "bob2", "bio", true)
+	as := func(token string) string { // a principal of the scene's shape for do
+		tokenOf["t-"+token] = token
+		sc.clients["t-"+token] = sc.clients[pAnon]
+		return "t-" + token
+	}
+	alice, alice2, bob := as("alice"), as("alice2"), as("bob")
+	defer func() {
+		for _, k := range []string{alice, alice2, bob} {
+			delete(tokenOf, k)
+		}
+	}()
+	get := func(who, path string) (int, string) { return sc.do(t, who, "GET", path, nil) }
+	has := func(body string, id uint64) bool { return strings.Contains(body, fmt.Sprintf(`"id":%d,`, id)) }
+
+	_, list := get(alice, "/v1/jobs")
+	_, queue := get(bob, "/v1/queue")
+	_, own := get(alice, fmt.Sprintf("/v1/jobs/%d", a1))
+	_, other := get(alice, fmt.Sprintf("/v1/jobs/%d", a2))
+	hidden, _ := get(bob, fmt.Sprintf("/v1/jobs/%d", a1))
+	why, _ := get(bob, fmt.Sprintf("/v1/jobs/%d/why", a1))
+	_, policy := get(alice, "/v1/policy")
+	_, share := get(bob, "/v1/share")
+	_, auth := get(alice, "/v1/auth")
+	_, cancelOther := sc.do(t, bob, "POST", "/v1/jobs/cancel", map[string]any{"filter": map[string]any{"ids": []uint64{a1}}})
+	_, cancelSame := sc.do(t, alice, "POST", "/v1/jobs/cancel", map[string]any{"filter": map[string]any{"ids": []uint64{a2}}})
+	_, cancelByUser := sc.do(t, bob, "POST", "/v1/jobs/cancel", map[string]any{"filter": map[string]any{"users": []string{"alice", "bob2"}}})
+	_, holdOther := sc.do(t, bob, "POST", "/v1/jobs/hold", map[string]any{"ids": []uint64{a1}, "hold": false})
+	update, _ := sc.do(t, bob, "POST", "/v1/jobs/update", map[string]any{"id": a1, "dependency": nil})
+	coordStatus, coordCancel := sc.do(t, pCoord, "POST", "/v1/jobs/cancel", map[string]any{"filter": map[string]any{"ids": []uint64{a2}}})
+	asBob, _ := sc.do(t, alice, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{{"script": "#!/bin/sh\n", "ntasks": 1, "user": "bob"}}})
+	intoBio, _ := sc.do(t, alice, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{{"script": "#!/bin/sh\n", "ntasks": 1, "account": "bio"}}})
+	nice, _ := sc.do(t, alice, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{{"script": "#!/bin/sh\n", "ntasks": 1, "nice": -5}}})
+	_, b2state := get(pAdmin, fmt.Sprintf("/v1/jobs/%d", b2))
+
+	checks := map[string]bool{
+		"alice lists her own job":                         has(list, a1),
+		"alice lists her tenant's other job":              has(list, a2),
+		"alice does not list tenant B's jobs":             !has(list, b1) && !has(list, b2),
+		"tenant A's job listed without paths":             !strings.Contains(list, "/home/alice2"),
+		"bob's queue shows no alice":                      !strings.Contains(queue, "alice"),
+		"alice sees her own script":                       strings.Contains(own, "secret-script") && strings.Contains(own, "SECRET=alice"),
+		"alice2's script, env and paths hidden from her":  !strings.Contains(other, "secret-script") && !strings.Contains(other, "SECRET=") && !strings.Contains(other, "/home/alice2"),
+		"bob: alice's job does not exist":                 hidden == http.StatusNotFound && why == http.StatusNotFound,
+		"policy shows alice her tenant only":              strings.Contains(policy, `"phys"`) && strings.Contains(policy, `"hep"`) && !strings.Contains(policy, `"bio"`) && !strings.Contains(policy, "bob"),
+		"share shows bob his tenant only":                 strings.Contains(share, `"bio"`) && !strings.Contains(share, `"phys"`),
+		"alice sees her tokens only":                      strings.Contains(auth, `"id":"alice"`) && !strings.Contains(auth, `"id":"bob"`) && !strings.Contains(auth, `"id":"root"`),
+		"bob cannot cancel alice's job":                   strings.Contains(cancelOther, "no such job") && !strings.Contains(cancelOther, `"cancelled":[`+fmt.Sprint(a1)),
+		"alice cannot cancel alice2's job":                strings.Contains(cancelSame, "permission denied"),
+		"scancel -u alice by bob cancels only bob's kind": !strings.Contains(cancelByUser, fmt.Sprint(a1)) && strings.Contains(b2state, `"state":"PENDING"`),
+		"bob cannot release alice's job":                  strings.Contains(holdOther, "no such job"),
+		"bob cannot update alice's job":                   update == http.StatusNotFound,
+		"carol, phys's coordinator, cancels alice2's job": coordStatus == 200 && strings.Contains(coordCancel, fmt.Sprintf(`"cancelled":[%d]`, a2)),
+		"alice cannot submit as bob":                      asBob == http.StatusForbidden,
+		"alice cannot charge tenant B":                    intoBio == http.StatusBadRequest,
+		"alice cannot raise her priority with nice":       nice == http.StatusForbidden,
+	}
+	for name, ok := range checks {
+		if !ok {
+			t.Errorf("%s: no", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("alice's list: %s\nalice2's job as alice: %s\npolicy: %s\nshare as bob: %s\ncancel by bob: %s\ncancel -u: %s", list, other, policy, share, cancelOther, cancelByUser)
+	}
+}
