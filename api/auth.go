@@ -151,3 +151,21 @@ type Whoami struct {
 	Ops      []Op     `json:"ops,omitempty"`
 	Via      string   `json:"via"`
 }
+
+// AuthView returns who the caller is, the tokens it may see and the role
+// grants (corral token list, corral whoami).
+func (c *Client) AuthView(ctx context.Context) (*AuthView, error) {
+	var v AuthView
+	return &v, c.do(ctx, http.MethodGet, "/v1/auth", nil, &v)
+}
+
+// Token creates, renews or revokes a token.
+func (c *Client) Token(ctx context.Context, req TokenRequest) (*TokenResponse, error) {
+	var v TokenResponse
+	return &v, c.do(ctx, http.MethodPost, "/v1/tokens", req, &v)
+}
+
+// SetRole gives a user a role or takes it away.
+func (c *Client) SetRole(ctx context.Context, req RoleRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/roles", req, nil)
+}

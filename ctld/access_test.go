@@ -285,7 +285,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-
 // TestTenantIsolation checks what the query layer shows and lets change,
 // with two tenants of two users each: listings, show, why, cancel, hold,
 // update, policy, usage and tokens.

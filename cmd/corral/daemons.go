@@ -102,6 +102,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "def-mem-per-cpu", "SIZE", "a new cluster's memory per CPU for jobs that ask for none (default 512M; later: corral config set DefMemPerCPU=MiB)"),
 		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
+		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
 	}, tlsOptions()...)...)
 	if err != nil {
 		return err
@@ -167,7 +168,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o),
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"),
 	}, nil
 }
 
