@@ -211,7 +211,7 @@ func verifyChain(certs []*x509.Certificate, roots *x509.CertPool, now time.Time)
 	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
-		return nil, pki.Identity{}, fmt.Errorf("identity token: the host certificate %q is not one of this cluster's authority at %s: %w (issue the host one with corral ca issue --role login)",
+		return nil, pki.Identity{}, fmt.Errorf("identity token: the host certificate %q is not valid under this cluster's authority at %s: %w (issue the host a certificate with corral ca issue --role login)",
 			leaf.Subject.CommonName, now.UTC().Format(time.RFC3339), err)
 	}
 	if err := checkHostKey(leaf); err != nil {

@@ -135,7 +135,7 @@ func TestVerify(t *testing.T) {
 		"expired":                    {token: good, at: now.Add(time.Minute), want: "expired at"},
 		"not yet valid":              {token: good, at: now.Add(-Skew - time.Second), want: "ahead of this host's clock"},
 		"lives too long":             {token: signRaw(t, login, rawPayload(t, long)), at: now, want: "longer than"},
-		"another authority":          {token: good, pool: "other", at: now, want: "not one of this cluster's authority"},
+		"another authority":          {token: good, pool: "other", at: now, want: "not valid under this cluster's authority"},
 		"no authority":               {token: good, pool: "none", at: now, want: "no authority"},
 		"a client's certificate":     {token: signRaw(t, client, rawPayload(t, asClient)), at: now, want: "client ops may not vouch"},
 		"a member's certificate":     {token: signRaw(t, member, rawPayload(t, asMember)), at: now, want: "member c1 may not vouch"},
@@ -143,7 +143,7 @@ func TestVerify(t *testing.T) {
 		"tampered payload":           {token: replacePart(good, 1, b64.EncodeToString(rawPayload(t, root))), at: now, want: "signature does not match"},
 		"tampered signature":         {token: replacePart(good, 2, flipped), at: now, want: "signature does not match"},
 		"another token's signature":  {token: replacePart(good, 2, strings.Split(mustMint(t, login, Claims{User: "bob", Host: "login1", IssuedAt: now, Expires: now.Add(time.Minute)}), ".")[2]), at: now, want: "signature does not match"},
-		"the certificate expired":    {token: signRaw(t, login, rawPayload(t, afterCert)), at: later, want: "not one of this cluster's authority"},
+		"the certificate expired":    {token: signRaw(t, login, rawPayload(t, afterCert)), at: later, want: "not valid under this cluster's authority"},
 		"spaces in the claims":       {token: signRaw(t, login, []byte(spaced)), at: now, want: "not in the agent's encoding"},
 		"an unknown field":           {token: signRaw(t, login, []byte(withRole)), at: now, want: "unknown field"},
 		"empty":                      {token: "", at: now, want: "not a corral agent token"},
@@ -167,6 +167,7 @@ func TestVerify(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Verify: %v; want an error containing %q", err, tc.want)
 			}
+			t.Log(err)
 		})
 	}
 	c, id, err := Verify(good, roots, now)
