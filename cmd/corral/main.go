@@ -56,6 +56,7 @@ func init() {
 		"why":             {"explain why a job waits, or where and why it runs", runWhy},
 		"ctld":            {"run a controller member", runCtld},
 		"ca":              {"make the cluster's TLS authority and its certificates: ca init | ca issue --role R --name N", runCA},
+		"authd":           {"run the host's identity agent, which vouches for local Unix users with the host's certificate", runAuthd},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
 		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
@@ -94,6 +95,10 @@ func (e *cliEnv) client() (*api.Client, error) {
 	// Whom the caller says it is; the job I/O routes check it against
 	// the job's owner (see callerIdentity).
 	cl.User, _ = callerIdentity(e)
+	// What proves it (see callerCredentials).
+	if cl.Auth, err = callerCredentials(e); err != nil {
+		return nil, err
+	}
 	return cl, nil
 }
 
