@@ -15,6 +15,7 @@ import (
 
 	"corral/api"
 	"corral/display"
+	"corral/internal/authd"
 	"corral/internal/getopt"
 	"corral/internal/pki"
 )
@@ -186,6 +187,8 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nThe CLI finds the cluster through CORRAL_ADDR (comma-separated controller URLs);")
 	fmt.Fprintf(w, "unset, it uses the embedded cluster's %s.\n", defaultDevAddr)
+	fmt.Fprintln(w, "It proves who you are with CORRAL_TOKEN (or a 0600 file named by CORRAL_TOKEN_FILE), else")
+	fmt.Fprintln(w, "with the host's identity agent (corral authd) when its socket, CORRAL_AUTHD or "+authd.DefaultSocket+", exists.")
 	fmt.Fprintln(w, "Run 'corral COMMAND --help' for a command's options.")
 }
 
