@@ -205,14 +205,18 @@ func (m *minter) answer(conn *net.UnixConn) {
 	conn.SetDeadline(time.Now().Add(answerTimeout))
 	var a answer
 	token, cred, err := m.mintFor(conn)
+	who := []any{"uid", cred.Uid, "pid", cred.Pid}
+	if cred.Pid == 0 {
+		who = []any{"uid", "unknown"} // the kernel did not say
+	}
 	if err != nil {
-		m.log.Warn("identity token refused", "uid", cred.Uid, "pid", cred.Pid, "err", err)
+		m.log.Warn("identity token refused", append(who, "err", err)...)
 		a.Error = err.Error()
 	} else {
 		a.Token = token
 	}
 	if err := json.NewEncoder(conn).Encode(a); err != nil && a.Error == "" {
-		m.log.Warn("identity token not delivered", "uid", cred.Uid, "err", err)
+		m.log.Warn("identity token not delivered", append(who, "err", err)...)
 	}
 }
 
