@@ -18,6 +18,7 @@ import (
 	"corral/api"
 	"corral/ctld/sched"
 	"corral/ctld/state"
+	"corral/internal/authd"
 	"corral/internal/pki"
 )
 
@@ -126,6 +127,13 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.Auth && c.tls == nil {
 		return nil, fmt.Errorf("--auth needs TLS (--tls-cert, --tls-key, --tls-ca): nodes, members and hosts' agents prove who they are with the cluster's certificates")
+	}
+	if cfg.Auth {
+		roots := c.tls.api.ClientCAs
+		c.agents = func(token string, now time.Time) (agentClaims, pki.Identity, error) {
+			cl, host, err := authd.Verify(token, roots, now)
+			return agentClaims{user: cl.User, uid: cl.UID}, host, err
+		}
 	}
 	c.nodes = newNodeTransport(c.tls)
 	ln := cfg.HTTPListener
