@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,18 +13,42 @@ import (
 	"corral/internal/authd"
 )
 
-// callerIdentity decides who the caller is. It is the one place to change
-// when authenticated tenants arrive: for now the user comes from $USER (or
-// the process's uid), the account from -A.
+// callerIdentity is who the caller says it is: on a host whose agent
+// vouches for it, the user of this process's uid (the agent tells the
+// controllers so, whatever $USER says); otherwise $USER (or the process's
+// uid). A cluster that authenticates requests believes only the
+// credentials; a token's user is what the controllers say (tokenUser).
 func callerIdentity(env *cliEnv) (string, error) {
+	if creds, err := callerCredentials(env); err == nil {
+		if _, ok := creds.(*authd.Agent); ok {
+			return currentUser()
+		}
+	}
 	if u := env.getenv("USER"); u != "" {
 		return u, nil
 	}
+	return currentUser()
+}
+
+func currentUser() (string, error) {
 	u, err := user.Current()
 	if err != nil {
 		return "", fmt.Errorf("cannot tell who you are: set $USER (%w)", err)
 	}
 	return u.Username, nil
+}
+
+// tokenUser returns the user the controllers take cl's token for; "" when
+// cl sends no token.
+func tokenUser(ctx context.Context, cl *api.Client) (string, error) {
+	if _, ok := cl.Auth.(api.BearerToken); !ok {
+		return "", nil
+	}
+	v, err := cl.AuthView(ctx)
+	if err != nil {
+		return "", fmt.Errorf("asking the controllers whom the token stands for: %w", err)
+	}
+	return v.Whoami.Name, nil
 }
 
 // callerCredentials decides what the CLI proves about its caller in each
