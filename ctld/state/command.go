@@ -34,6 +34,7 @@ const (
 	CmdPutToken       CommandType = 20
 	CmdRevokeToken    CommandType = 21
 	CmdSetRole        CommandType = 22
+	CmdAuditRecords   CommandType = 23
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

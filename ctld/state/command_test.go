@@ -53,6 +53,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			Role: api.RoleUser, Ops: []api.Op{api.OpRead}, Created: t0, Expires: t0.Add(time.Hour)}}}},
 		{CmdRevokeToken, &RevokeToken{Now: t0.Add(time.Minute), ID: "t1", By: "alice"}},
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "alice", Role: api.RoleCoordinator, Accounts: []string{"phys"}}}},
+		{CmdAuditRecords, auditEntry(map[string]AuditHead{}, t0, "phys", "", "phys")},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -406,6 +407,33 @@ func init() {
 			"phys not under hep":           {s.Under("phys", "hep"), false},
 		})
 	}
+	applyTests[CmdAuditRecords] = func(t *testing.T) {
+		r, next := scene(t)
+		s := r.s
+		first := next(CmdAuditRecords, auditEntry(s.AuditHeads(), t0, "phys", "phys", ""))
+		stale := auditEntry(map[string]AuditHead{}, t0.Add(time.Second), "phys") // chained from heads that moved
+		staleErr, _ := next(CmdAuditRecords, stale).(error)
+		altered := auditEntry(s.AuditHeads(), t0.Add(time.Second), "bio")
+		altered.Records[0].Principal = "user mallory"
+		alteredErr, _ := next(CmdAuditRecords, altered).(error)
+		later := auditEntry(s.AuditHeads(), t0.Add(48*time.Hour), "bio", "bio")
+		later.Retention = 24 * time.Hour
+		next(CmdAuditRecords, later)
+		kept := len(s.Audit)
+		more := auditEntry(s.AuditHeads(), t0.Add(49*time.Hour), "phys")
+		more.Keep = 2
+		next(CmdAuditRecords, more)
+		expect(t, map[string][2]any{
+			"appended":               {first, nil},
+			"a stale chain refused":  {staleErr != nil && strings.Contains(staleErr.Error(), "does not continue"), true},
+			"an altered one refused": {alteredErr != nil && strings.Contains(alteredErr.Error(), "hash"), true},
+			"older than retention":   {kept, 2},
+			"beyond keep":            {len(s.Audit), 2},
+			"phys's chain goes on":   {s.AuditHeads()["phys"].Seq, uint64(3)},
+			"the heads survive":      {s.AuditHeads()[""].Seq, uint64(1)},
+			"what is kept verifies":  {len(VerifyAudit(s.Audit, s.AuditHeads())), 0},
+		})
+	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {
 		r, next := scene(t)
 		first := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 60}}, DefMemPerCPU: 2048, Policy: "fcfs"})
@@ -420,6 +448,47 @@ func init() {
 			"flag seen":               {s.Seeded, true},
 			"the second seed did not": {s.Partitions["other"] == nil, true},
 		})
+	}
+}
+
+// auditEntry is an entry of one record per tenant named, chained from
+// heads, at now.
+func auditEntry(heads map[string]AuditHead, now time.Time, tenants ...string) *AuditRecords {
+	var recs []AuditRecord
+	for i, tn := range tenants {
+		recs = append(recs, AuditRecord{Tenant: tn, Time: now, Principal: "user alice (token t1)", User: "alice",
+			Op: "POST /v1/jobs", Target: fmt.Sprintf("jobs %d", i+1), Status: 200})
+	}
+	ChainAudit(heads, recs)
+	return &AuditRecords{Now: now, Records: recs}
+}
+
+// TestVerifyAudit checks that VerifyAudit finds an altered record, a
+// removed one and removed newest records, and takes an intact chain.
+func TestVerifyAudit(t *testing.T) {
+	heads := map[string]AuditHead{}
+	recs := auditEntry(heads, t0, "phys", "phys", "bio", "phys", "phys").Records
+	cases := []struct {
+		name   string
+		change func([]AuditRecord) []AuditRecord
+		want   string
+	}{
+		{"intact", func(r []AuditRecord) []AuditRecord { return r }, ""},
+		{"altered", func(r []AuditRecord) []AuditRecord { r[1].Target = "jobs 99"; return r }, "altered"},
+		{"removed", func(r []AuditRecord) []AuditRecord { return append(r[:1:1], r[2:]...) }, "removed"},
+		{"newest removed", func(r []AuditRecord) []AuditRecord { return r[:4] }, "newest records were removed"},
+		{"rehashed after an alteration", func(r []AuditRecord) []AuditRecord {
+			r[3].Principal = "user mallory"
+			r[3].Hash = AuditHash(r[3])
+			return r
+		}, "does not follow"},
+	}
+	for _, c := range cases {
+		errs := VerifyAudit(c.change(append([]AuditRecord(nil), recs...)), heads)
+		got := fmt.Sprint(errs)
+		if c.want == "" && len(errs) != 0 || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: %v; want %q", c.name, errs, c.want)
+		}
 	}
 }
 

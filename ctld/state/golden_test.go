@@ -203,7 +203,21 @@ func goldenCommands() []struct {
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "carol", Role: api.RoleCoordinator, Accounts: []string{"chem"}}}},
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave", Role: api.RoleOperator}}},
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave"}, Delete: true}},
+		// Audit records in two chains, one refused request among them.
+		{CmdAuditRecords, goldenAudit()},
 	}
+}
+
+// goldenAudit is an audit entry with every field set.
+func goldenAudit() *AuditRecords {
+	recs := []AuditRecord{
+		{Tenant: "chem", Time: t0.Add(8 * time.Hour), Principal: "user carol (token tok1)", User: "carol", Op: "POST /v1/jobs/cancel",
+			Target: "jobs 1", Status: 403, Message: "job 1: permission denied", RequestID: "req-1"},
+		{Tenant: "chem", Time: t0.Add(8 * time.Hour), Principal: "user carol (token tok1)", User: "carol", Op: "POST /v1/jobs", Target: "jobs 60", Status: 200},
+		{Time: t0.Add(8 * time.Hour), Principal: "user root (token root)", User: "root", Op: "POST /v1/config", Status: 200},
+	}
+	ChainAudit(map[string]AuditHead{}, recs)
+	return &AuditRecords{Now: t0.Add(8 * time.Hour), Records: recs, Keep: 1000, Retention: 30 * 24 * time.Hour}
 }
 
 // goldenLine writes one entry as a line of the golden log.

@@ -57,6 +57,12 @@ func TestHashCoversEveryField(t *testing.T) {
 	for _, u := range sortedKeys(s.Roles) {
 		w.value(reflect.ValueOf(s.Roles[u]).Elem(), "Roles["+u+"]")
 	}
+	for i := range s.Audit {
+		w.value(reflect.ValueOf(&s.Audit[i]).Elem(), fmt.Sprintf("Audit[%d]", i))
+	}
+	if len(s.Audit) == 0 {
+		t.Fatal("the state holds no audit records; the log makes some")
+	}
 	if len(s.Tokens) == 0 || len(s.Roles) == 0 {
 		t.Fatalf("the state holds %d tokens and %d role grants; the log makes both", len(s.Tokens), len(s.Roles))
 	}
@@ -97,7 +103,7 @@ func TestHashCoversEveryField(t *testing.T) {
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
 	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Index"}
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Index"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})
 	for i := 0; i < st.NumField(); i++ {

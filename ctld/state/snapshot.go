@@ -46,6 +46,8 @@ type snapshotRecord struct {
 	Request    *requestRecord    `json:"request,omitempty"`
 	RequestGen *requestGenRecord `json:"request_gen,omitempty"`
 	Member     *memberRecord     `json:"member,omitempty"`
+	// Audit records come after the members, oldest first.
+	Audit *AuditRecord `json:"audit,omitempty"`
 	// Policy holds the scheduler configuration, QoS, accounts, users and
 	// usage: one record, written once.
 	Policy *policyRecord `json:"policy,omitempty"`
@@ -86,6 +88,8 @@ type policyRecord struct {
 	// Tokens and Roles are the tokens and role grants, by id and user.
 	Tokens []TokenRecord   `json:"tokens,omitempty"`
 	Roles  []api.RoleGrant `json:"roles,omitempty"`
+	// AuditHeads end the audit chains, by tenant.
+	AuditHeads map[string]AuditHead `json:"audit_heads,omitempty"`
 }
 
 type usageRecord struct {
@@ -101,6 +105,9 @@ func policyOf(s *State) *policyRecord {
 	}
 	for _, u := range sortedKeys(s.Roles) {
 		p.Roles = append(p.Roles, *s.Roles[u])
+	}
+	if len(s.auditHeads) > 0 {
+		p.AuditHeads = s.AuditHeads()
 	}
 	for _, n := range sortedKeys(s.Partitions) {
 		p.Partitions = append(p.Partitions, *s.Partitions[n])
@@ -159,6 +166,9 @@ func restorePolicy(s *State, p *policyRecord) {
 	for i := range p.Roles {
 		s.Roles[p.Roles[i].User] = &p.Roles[i]
 	}
+	for t, h := range p.AuditHeads {
+		s.auditHeads[t] = h
+	}
 }
 
 // Snapshot is an immutable view of a State: the controller takes it under
@@ -173,6 +183,9 @@ type Snapshot struct {
 	nodes    []*Node
 	requests *RequestIDs
 	members  map[string]string
+	// audit shares the state's array: the apply only appends past its
+	// length, and forgetting copies.
+	audit []AuditRecord
 }
 
 // Snapshot captures the state as it is now.
@@ -186,6 +199,7 @@ func (s *State) Snapshot() *Snapshot {
 		policy:   policyOf(s),
 		members:  maps.Clone(s.Members),
 		blobs:    s.blobRecords(),
+		audit:    s.Audit[:len(s.Audit):len(s.Audit)],
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
 		snap.jobs = append(snap.jobs, s.Jobs[id])
@@ -242,6 +256,11 @@ func (s *Snapshot) Write(w io.Writer) error {
 	}
 	for _, id := range sortedKeys(s.members) {
 		if err := enc.Encode(snapshotRecord{Member: &memberRecord{ID: id, HTTPAddr: s.members[id]}}); err != nil {
+			return err
+		}
+	}
+	for i := range s.audit {
+		if err := enc.Encode(snapshotRecord{Audit: &s.audit[i]}); err != nil {
 			return err
 		}
 	}
@@ -321,6 +340,8 @@ func (s *State) readRecords(dec *json.Decoder) error {
 		case rec.Node != nil:
 			rec.Node.Name = s.intern(rec.Node.Name)
 			s.Nodes[rec.Node.Name] = rec.Node
+		case rec.Audit != nil:
+			s.Audit = append(s.Audit, *rec.Audit)
 		case rec.RequestGen != nil:
 			gen = s.Requests.newGen(rec.RequestGen.First, rec.RequestGen.Last)
 		case rec.Request != nil:

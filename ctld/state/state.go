@@ -54,6 +54,10 @@ type State struct {
 	// role grants by user (auth.go).
 	Tokens map[string]*TokenRecord
 	Roles  map[string]*api.RoleGrant
+	// Audit holds the audit records kept, oldest first; auditHeads ends
+	// each tenant's chain (audit.go).
+	Audit      []AuditRecord
+	auditHeads map[string]AuditHead
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -113,6 +117,7 @@ func New() *State {
 		Usage:       make(map[UserKey]Usage),
 		Tokens:      make(map[string]*TokenRecord),
 		Roles:       make(map[string]*api.RoleGrant),
+		auditHeads:  make(map[string]AuditHead),
 		blobs:       make(map[blobKey]*Blob),
 		interned:    make(map[string]string),
 		internRefs:  make(map[*byte]int32),

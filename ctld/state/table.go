@@ -72,6 +72,9 @@ var commands = map[CommandType]command{
 	CmdPutToken:    def("PutToken", func(s *State, c *PutToken, _ uint64) any { return errOrNil(s.applyPutToken(c)) }),
 	CmdRevokeToken: def("RevokeToken", func(s *State, c *RevokeToken, _ uint64) any { return errOrNil(s.applyRevokeToken(c)) }),
 	CmdSetRole:     def("SetRole", func(s *State, c *SetRole, _ uint64) any { return errOrNil(s.applySetRole(c)) }),
+	CmdAuditRecords: def("AuditRecords", func(s *State, c *AuditRecords, _ uint64) any {
+		return errOrNil(s.applyAudit(c))
+	}),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
