@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"net/http"
+	"strings"
 
 	"corral/api"
 )
@@ -49,6 +50,24 @@ type route struct {
 	handler http.HandlerFunc
 }
 
+// writes reports whether rt changes state: a follower forwards it to the
+// leader before anything is checked, so that the leader decides every
+// write against the newest state and audits it.
+func (rt route) writes() bool {
+	return strings.HasPrefix(rt.pattern, "POST ") || strings.HasPrefix(rt.pattern, "PUT ")
+}
+
+// audited reports whether rt's requests become audit records: every write
+// but the node daemons' heartbeats and reports and the members' own
+// announcements (a node's registration is recorded).
+func (rt route) audited() bool {
+	switch rt.pattern {
+	case "POST /v1/nodes/heartbeat", "POST /v1/nodes/status", "POST /v1/internal/members":
+		return false
+	}
+	return rt.writes()
+}
+
 // routeTable lists every endpoint the controllers serve. Adding one means
 // adding it here with its access rule, and to the test's matrix
 // (TestEveryEndpointHasAnAccessEntry fails otherwise).
@@ -84,6 +103,7 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/auth", usersRead, c.read(c.handleAuthView)},
 		{"POST /v1/tokens", usersAdmin, c.write(c.handleToken)},
 		{"POST /v1/roles", admins, c.write(c.handleRole)},
+		{"GET /v1/audit", usersRead, c.read(c.handleAudit)},
 	}
 }
 
@@ -99,20 +119,33 @@ func (c *Controller) jobIORouteTable() []route {
 	}
 }
 
-// guard decides the request's principal, checks it against a, and hands
-// the request, carrying it, to h.
-func (c *Controller) guard(a access, h http.HandlerFunc) http.HandlerFunc {
+// guard decides the request's principal, checks it against rt's access
+// rule, and hands the request, carrying it, to rt's handler; the leader
+// audits what rt.audited says, refusals included.
+func (c *Controller) guard(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if rt.writes() && !c.isLeading() {
+			c.proxy.forward(w, r)
+			return
+		}
 		p, err := c.principalOf(r)
 		if err != nil {
-			c.writeErr(w, r, err)
+			p = principal{kind: kindAnonymous, via: "credentials refused"}
+		} else {
+			err = c.check(rt.access, p, r)
+		}
+		serve := func(w http.ResponseWriter, r *http.Request) {
+			if err != nil {
+				c.writeErr(w, r, err)
+				return
+			}
+			rt.handler(w, withPrincipal(r, p))
+		}
+		if rt.audited() {
+			c.audited(w, r, p, serve)
 			return
 		}
-		if err := c.check(a, p, r); err != nil {
-			c.writeErr(w, r, err)
-			return
-		}
-		h(w, withPrincipal(r, p))
+		serve(w, r)
 	}
 }
 
@@ -139,7 +172,7 @@ func (c *Controller) check(a access, p principal, r *http.Request) error {
 func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range c.routeTable() {
-		mux.HandleFunc(rt.pattern, c.guard(rt.access, rt.handler))
+		mux.HandleFunc(rt.pattern, c.guard(rt))
 	}
 	return mux
 }
@@ -148,7 +181,7 @@ func (c *Controller) routes() *http.ServeMux {
 func (c *Controller) jobIORoutes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range c.jobIORouteTable() {
-		mux.HandleFunc(rt.pattern, c.guard(rt.access, rt.handler))
+		mux.HandleFunc(rt.pattern, c.guard(rt))
 	}
 	return mux
 }

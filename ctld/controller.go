@@ -64,6 +64,11 @@ type Config struct {
 	// caller to its role and tenant; it needs TLS. Off, a request is
 	// whoever api.UserHeader names, with every right (a trusted network).
 	Auth bool
+	// AuditKeep and AuditRetention bound the audit records the state
+	// keeps: the newest AuditKeep (200,000) of the last AuditRetention
+	// (30 days); a negative value keeps every one.
+	AuditKeep      int
+	AuditRetention time.Duration
 }
 
 // Controller is one running ctld member.
@@ -83,6 +88,8 @@ type Controller struct {
 	// agents verifies the identity tokens hosts' agents mint; nil when
 	// the cluster takes none (no TLS or no Auth).
 	agents func(token string, now time.Time) (agentClaims, pki.Identity, error)
+	// audit queues the audit records of the requests this member leads.
+	audit *auditTrail
 
 	mu        sync.Mutex
 	leading   bool
@@ -117,7 +124,20 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
-	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	switch {
+	case cfg.AuditKeep == 0:
+		cfg.AuditKeep = defaultAuditKeep
+	case cfg.AuditKeep < 0:
+		cfg.AuditKeep = 0
+	}
+	switch {
+	case cfg.AuditRetention == 0:
+		cfg.AuditRetention = defaultAuditRetention
+	case cfg.AuditRetention < 0:
+		cfg.AuditRetention = 0
+	}
+	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{},
+		audit: newAuditTrail()}
 	if cfg.TLS.Enabled() {
 		t, err := newClusterTLS(cfg.TLS)
 		if err != nil {

@@ -144,6 +144,13 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 			refused++
 		}
 	}
+	ids := make([]uint64, 0, len(results))
+	for _, res := range results {
+		if res.JobID != 0 {
+			ids = append(ids, res.JobID)
+		}
+	}
+	noteTarget(r, "jobs %s", idsText(ids))
 	if refused == len(results) {
 		return &fieldError{Field: "qos", Msg: results[0].Error}
 	}
@@ -500,6 +507,7 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 			ids = append(ids, j.ID)
 		}
 	}
+	noteTarget(r, "jobs %s", idsText(ids))
 	if len(ids) > 0 || len(tasks) > 0 {
 		by := req.By
 		if !p.open {
@@ -531,6 +539,7 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
+	noteTarget(r, "jobs %s", idsText(req.IDs))
 	resp := api.HoldResponse{Errors: denied}
 	if len(ids) > 0 {
 		res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold})
@@ -555,6 +564,7 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
+	noteTarget(r, "jobs %s", idsText(req.IDs))
 	resp := api.HoldResponse{Errors: denied}
 	if len(ids) > 0 {
 		res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend})
@@ -694,6 +704,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if err := validateNodeInfo(&info); err != nil {
 		return err
 	}
+	noteTarget(r, "node %s", info.Name)
 	if err := c.checkNode(r, info.Name); err != nil {
 		return err
 	}
@@ -808,6 +819,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	noteTarget(r, "node %s", submit.Shown(req.Node))
 	if err := validateDrain(&req); err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func (c *Controller) handleToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := principalFrom(r)
 	now := c.clock.Now().UTC()
+	noteTarget(r, "token %s", submit.Shown(req.Renew+req.Revoke))
 	switch {
 	case req.Renew != "" && req.Revoke != "":
 		return badRequest("renew and revoke in one request: send one")
@@ -82,6 +83,7 @@ func (c *Controller) handleToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	noteTarget(r, "token %s for %s", rec.ID, rec.User)
 	if err := c.proposeChecked(state.CmdPutToken, &state.PutToken{Now: now, Token: rec}); err != nil {
 		return err
 	}
@@ -227,6 +229,7 @@ func (c *Controller) handleRole(w http.ResponseWriter, r *http.Request) error {
 	if why := submit.NameProblem(req.Grant.User, submit.MaxNameBytes); why != "" {
 		return &fieldError{Field: "user", Msg: fmt.Sprintf("user %q %s", submit.Shown(req.Grant.User), why)}
 	}
+	noteTarget(r, "user %s", req.Grant.User)
 	cmd := &state.SetRole{Grant: req.Grant, Delete: req.Delete}
 	if err := c.proposePolicy(state.CmdSetRole, cmd, func(s *state.State) error { return s.CheckSetRole(cmd) }); err != nil {
 		return err

@@ -15,6 +15,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	noteTarget(r, "job %d", req.ID)
 	if err := submit.ValidateDependency(req.Dependency); err != nil {
 		return refuseUpdate(req.ID, err)
 	}
