@@ -56,8 +56,8 @@ type Config struct {
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
 // its own. It is safe for concurrent use.
 type Runner struct {
-	cfg      Config
-	log      *slog.Logger
+	cfg    Config
+	log    *slog.Logger
 	images map[string]*vmimage.Image
 	names  []string
 	// found is what the accelerator probe found (or an earlier daemon's
