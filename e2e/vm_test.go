@@ -196,6 +196,11 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	if n, _ := cl.Node(context.Background(), "vm1"); n == nil || n.Accel == "" || n.Probing {
 		t.Errorf("after its probe the node reports %+v, want an accelerator and not probing", n)
 	}
+	for _, line := range strings.Split(readFileOr(node.log), "\n") {
+		if strings.Contains(line, "runner probed") {
+			t.Logf("node log: %s", line)
+		}
+	}
 	if n := strings.Count(readFileOr(node.log), "probing the runner"); n != 2 {
 		t.Errorf("the node daemons' log says %d times that they probed after registering, want 2 (the first start, the restart)", n)
 	}
