@@ -32,8 +32,10 @@ type testCluster struct {
 	cancels []context.CancelFunc
 	done    []chan error
 	addrs   []string
-	// tls verifies the members when the cluster runs over TLS.
-	tls *tls.Config
+	// tls verifies the members when the cluster runs over TLS; caDir is
+	// its authority's directory, to issue more certificates from.
+	tls   *tls.Config
+	caDir string
 }
 
 // startCluster starts n controllers over real TCP with bbolt files.
@@ -42,6 +44,13 @@ func startCluster(t testing.TB, n int) *testCluster { return startClusterWith(t,
 // startClusterWith is startCluster, over TLS with an authority made for the
 // test when withTLS is set.
 func startClusterWith(t testing.TB, n int, withTLS bool) *testCluster {
+	t.Helper()
+	return startClusterOpts(t, n, withTLS, false)
+}
+
+// startClusterOpts is startClusterWith that also authenticates requests
+// (Config.Auth) when auth is set.
+func startClusterOpts(t testing.TB, n int, withTLS, auth bool) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
 	var peers []Peer
@@ -54,6 +63,7 @@ func startClusterWith(t testing.TB, n int, withTLS bool) *testCluster {
 	if withTLS {
 		scheme = "https://"
 		ca := filepath.Join(dir, "ca")
+		tc.caDir = ca
 		if err := pki.InitCA(ca, "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +83,7 @@ func startClusterWith(t testing.TB, n int, withTLS bool) *testCluster {
 		c, err := New(Config{
 			ID: peers[i].ID, RaftAddr: peers[i].Addr, HTTPAddr: "127.0.0.1:0",
 			DataDir: filepath.Join(dir, peers[i].ID), Peers: peers, Logger: quietLog(),
-			NodeTimeout: 2 * time.Second, TLS: files[peers[i].ID],
+			NodeTimeout: 2 * time.Second, TLS: files[peers[i].ID], Auth: auth,
 		})
 		if err != nil {
 			t.Fatal(err)

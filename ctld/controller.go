@@ -18,6 +18,7 @@ import (
 	"corral/api"
 	"corral/ctld/sched"
 	"corral/ctld/state"
+	"corral/internal/authd"
 	"corral/internal/pki"
 )
 
@@ -58,6 +59,11 @@ type Config struct {
 	// authority (see package pki): Raft and the internal endpoints take
 	// members only, a node may act only as itself.
 	TLS pki.Files
+	// Auth makes every request prove who sends it (a token, a host
+	// agent's identity, a node's or member's certificate) and holds each
+	// caller to its role and tenant; it needs TLS. Off, a request is
+	// whoever api.UserHeader names, with every right (a trusted network).
+	Auth bool
 }
 
 // Controller is one running ctld member.
@@ -74,6 +80,9 @@ type Controller struct {
 	// proxied job I/O to the nodes' job APIs.
 	tls   *clusterTLS
 	nodes *http.Transport
+	// agents verifies the identity tokens hosts' agents mint; nil when
+	// the cluster takes none (no TLS or no Auth).
+	agents func(token string, now time.Time) (agentClaims, pki.Identity, error)
 
 	mu        sync.Mutex
 	leading   bool
@@ -115,6 +124,16 @@ func New(cfg Config) (*Controller, error) {
 			return nil, err
 		}
 		c.tls = t
+	}
+	if cfg.Auth && c.tls == nil {
+		return nil, fmt.Errorf("--auth needs TLS (--tls-cert, --tls-key, --tls-ca): nodes, members and hosts' agents prove who they are with the cluster's certificates")
+	}
+	if cfg.Auth {
+		roots := c.tls.api.ClientCAs
+		c.agents = func(token string, now time.Time) (agentClaims, pki.Identity, error) {
+			cl, host, err := authd.Verify(token, roots, now)
+			return agentClaims{user: cl.User, uid: cl.UID}, host, err
+		}
 	}
 	c.nodes = newNodeTransport(c.tls)
 	ln := cfg.HTTPListener

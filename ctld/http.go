@@ -20,30 +20,6 @@ import (
 	"corral/submit"
 )
 
-// routes maps the API; limitRequests answers what no route takes.
-func (c *Controller) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs", c.write(c.handleSubmit))
-	mux.HandleFunc("GET /v1/jobs", c.read(c.handleListJobs))
-	mux.HandleFunc("GET /v1/queue", c.read(c.handleQueue))
-	mux.HandleFunc("GET /v1/jobs/{id}", c.read(c.handleGetJob))
-	mux.HandleFunc("POST /v1/jobs/cancel", c.write(c.handleCancel))
-	mux.HandleFunc("POST /v1/jobs/hold", c.write(c.handleHold))
-	mux.HandleFunc("POST /v1/jobs/suspend", c.write(c.handleSuspend))
-	mux.HandleFunc("GET /v1/nodes", c.read(c.handleListNodes))
-	mux.HandleFunc("GET /v1/nodes/{name}", c.read(c.handleGetNode))
-	mux.HandleFunc("GET /v1/nodes/{name}/desired", c.handleDesired)
-	mux.HandleFunc("POST /v1/nodes/register", c.write(c.handleRegister))
-	mux.HandleFunc("POST /v1/nodes/heartbeat", c.write(c.handleHeartbeat))
-	mux.HandleFunc("POST /v1/nodes/status", c.write(c.handleNodeStatus))
-	mux.HandleFunc("POST /v1/nodes/drain", c.write(c.handleDrain))
-	mux.HandleFunc("GET /v1/partitions", c.read(c.handlePartitions))
-	mux.HandleFunc("GET /v1/status", c.handleStatus)
-	mux.HandleFunc("POST /v1/internal/members", c.members(c.write(c.handleSetMember)))
-	c.policyRoutes(mux)
-	return mux
-}
-
 // write runs h on the leader and forwards the request there from followers.
 func (c *Controller) write(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -147,6 +123,9 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Jobs) == 0 {
 		return badRequest("no jobs in the request: send {\"jobs\": [ ... ]}")
 	}
+	if err := stampOwner(principalFrom(r), req.Jobs); err != nil {
+		return err
+	}
 	specs, err := c.admitJobs(req.Jobs, c.clock.Now())
 	if err != nil {
 		return err
@@ -214,6 +193,31 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 	return out, nil
 }
 
+// stampOwner makes the request's principal the owner of each job: a job
+// names no user or its caller; only an admin may submit for another user
+// (as root may with sbatch --uid). On a cluster that does not
+// authenticate users the job's user field stands.
+func stampOwner(p principal, jobs []api.JobSpec) error {
+	if p.open {
+		return nil
+	}
+	for i := range jobs {
+		sp := &jobs[i]
+		if sp.Nice < 0 && !p.admin() {
+			return &httpError{status: http.StatusForbidden, field: "nice", msg: fmt.Sprintf(
+				"job %d of the batch: nice %d: only an admin may give a negative nice, which raises a job's priority; use 0 or more", i+1, sp.Nice)}
+		}
+		switch {
+		case sp.User == "" || sp.User == p.name:
+			sp.User = p.name
+		case !p.admin():
+			return &httpError{status: http.StatusForbidden, field: "user", msg: fmt.Sprintf(
+				"job %d of the batch: user %q: %s may submit only as %s; only an admin may submit for another user", i+1, submit.Shown(sp.User), p, p.name)}
+		}
+	}
+	return nil
+}
+
 func defaultPartitionName(parts []api.Partition) string {
 	for _, p := range parts {
 		if p.Default {
@@ -278,45 +282,64 @@ func matchesRef(j *state.Job, f *api.JobFilter) bool {
 }
 
 // jobView is a job and its newest allocation (nil for a pending job or
-// one that never ran), taken together under the read lock. Both are
-// immutable records, so a view can be read and shown after the lock is
-// released without the state's maps.
+// one that never ran), taken together under the read lock, with what the
+// request's principal may do with it. Both are immutable records, so a
+// view can be read and shown after the lock is released without the
+// state's maps.
 type jobView struct {
 	job *state.Job
 	run *state.Allocation
+	lvl level
 }
 
-// viewOf returns j's view in s.
-func viewOf(s *state.State, j *state.Job) jobView {
-	v := jobView{job: j}
+// viewOf returns j's view in s for the viewer.
+func viewOf(s *state.State, j *state.Job, vw *viewer) jobView {
+	v := jobView{job: j, lvl: vw.level(j)}
 	if j.State != api.StatePending && len(j.Allocs) > 0 {
 		v.run = s.LastAlloc(j)
 	}
 	return v
 }
 
-// api is the view as the API shows the job.
-func (v jobView) api() api.Job { return apiJobRun(v.job, v.run) }
+// api is the view as the API shows the job to its viewer: all of it to
+// its owner, without its script, environment and paths to others.
+func (v jobView) api() api.Job {
+	if v.lvl >= owned {
+		return apiJobRun(v.job, v.run)
+	}
+	return v.slim()
+}
 
 // slim is the view as listings show it: without the script and
-// environment.
-func (v jobView) slim() api.Job { return apiJobRunSlim(v.job, v.run) }
+// environment (and the paths, to a viewer that does not own the job).
+func (v jobView) slim() api.Job {
+	out := apiJobRunSlim(v.job, v.run)
+	redact(&out, v.lvl)
+	return out
+}
 
-// selectJobs returns the jobs matching f, ordered by id.
-func (c *Controller) selectJobs(f *api.JobFilter) []jobView {
-	out := c.matchJobs(f)
+// selectJobs returns the jobs matching f that p may see, ordered by id.
+func (c *Controller) selectJobs(p principal, f *api.JobFilter) []jobView {
+	out := c.matchJobs(p, f)
 	sort.Slice(out, func(a, b int) bool { return out[a].job.ID < out[b].job.ID })
 	return out
 }
 
-// matchJobs returns the jobs matching f in no particular order.
-func (c *Controller) matchJobs(f *api.JobFilter) []jobView {
+// matchJobs returns the jobs matching f that p may see, in no particular
+// order.
+func (c *Controller) matchJobs(p principal, f *api.JobFilter) []jobView {
 	var out []jobView
 	c.fsm.Read(func(s *state.State) {
+		vw := viewerOf(s, p)
+		add := func(j *state.Job) {
+			if v := viewOf(s, j, vw); v.lvl > hidden {
+				out = append(out, v)
+			}
+		}
 		if f.HasJobs() && !namesArray(s, f) {
 			for _, id := range f.IDs {
 				if j := s.Jobs[id]; j != nil && matches(j, f) {
-					out = append(out, viewOf(s, j))
+					add(j)
 				}
 			}
 			return
@@ -324,7 +347,7 @@ func (c *Controller) matchJobs(f *api.JobFilter) []jobView {
 		out = make([]jobView, 0, len(s.Jobs))
 		for _, j := range s.Jobs {
 			if matches(j, f) {
-				out = append(out, viewOf(s, j))
+				add(j)
 			}
 		}
 	})
@@ -350,7 +373,7 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	jobs := c.selectJobs(&f)
+	jobs := c.selectJobs(principalFrom(r), &f)
 	prio := c.priorityFunc(c.clock.Now())
 	switch r.URL.Query().Get("format") {
 	case "rows":
@@ -388,7 +411,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 			j = s.Jobs[ref.ID]
 		}
 		if j != nil {
-			v = viewOf(s, j)
+			if v = viewOf(s, j, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+				j = nil // another tenant's job does not exist for the caller
+			}
 		}
 		next, minAge = s.NextJobID, s.Config.MinJobAge
 	})
@@ -431,16 +456,23 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 	var tasks []api.TaskRef
 	byID := f
 	byID.Tasks = nil
+	p := principalFrom(r)
 	c.fsm.Read(func(s *state.State) {
+		vw := viewerOf(s, p)
 		for _, id := range f.IDs {
-			if s.Jobs[id] == nil {
-				ids = append(ids, id)
+			switch j := s.Jobs[id]; {
+			case j == nil:
+				ids = append(ids, id) // the apply says why
+			case vw.level(j) == hidden:
+				resp.Errors[id] = deniedJob(id, hidden, "")
 			}
 		}
 		for _, t := range f.Tasks {
 			switch j, pending := s.ResolveTask(t); {
-			case j == nil:
+			case j == nil || vw.level(j) == hidden:
 				resp.Errors[t.Array] = fmt.Sprintf("no task %s", t)
+			case vw.level(j) < managed:
+				resp.Errors[t.Array] = deniedJob(j.ID, vw.level(j), j.Spec.User)
 			case pending:
 				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts}) {
 					tasks = append(tasks, t)
@@ -453,16 +485,27 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 		}
 	})
 	if byID.HasJobs() || len(f.Tasks) == 0 {
-		for _, v := range c.selectJobs(&byID) {
+		for _, v := range c.selectJobs(p, &byID) {
 			j := v.job
-			if !slices.Contains(f.IDs, j.ID) && (j.State.Terminal() || j.State == api.StateCompleting) {
+			named := slices.Contains(f.IDs, j.ID)
+			switch {
+			case !named && (j.State.Terminal() || j.State == api.StateCompleting):
 				continue // selected by a filter or as a task of a named array
+			case v.lvl < managed && named:
+				resp.Errors[j.ID] = deniedJob(j.ID, v.lvl, j.Spec.User)
+				continue
+			case v.lvl < managed:
+				continue // scancel -u bob by alice: not hers to cancel
 			}
 			ids = append(ids, j.ID)
 		}
 	}
 	if len(ids) > 0 || len(tasks) > 0 {
-		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: c.clock.Now().UTC(), IDs: ids, Tasks: tasks, By: req.By})
+		by := req.By
+		if !p.open {
+			by = p.name // who cancelled is who the credentials prove
+		}
+		res, err := c.propose(state.CmdCancelJobs, &state.CancelJobs{Now: c.clock.Now().UTC(), IDs: ids, Tasks: tasks, By: by})
 		if err != nil {
 			return err
 		}
@@ -487,12 +530,16 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: req.IDs, Hold: req.Hold})
-	if err != nil {
-		return err
+	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
+	resp := api.HoldResponse{Errors: denied}
+	if len(ids) > 0 {
+		res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold})
+		if err != nil {
+			return err
+		}
+		mergeIDsResult(&resp, res.(*state.IDsResult))
 	}
-	ir := res.(*state.IDsResult)
-	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 
@@ -507,13 +554,48 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: req.IDs, Suspend: req.Suspend})
-	if err != nil {
-		return err
+	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
+	resp := api.HoldResponse{Errors: denied}
+	if len(ids) > 0 {
+		res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend})
+		if err != nil {
+			return err
+		}
+		mergeIDsResult(&resp, res.(*state.IDsResult))
 	}
-	ir := res.(*state.IDsResult)
-	writeJSON(w, http.StatusOK, api.HoldResponse{Changed: ir.Changed, Errors: ir.Errors})
+	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// managedJobs splits ids into those p may change (unknown ones included:
+// the apply says why) and the refusals of the others.
+func (c *Controller) managedJobs(p principal, ids []uint64) ([]uint64, map[uint64]string) {
+	out := make([]uint64, 0, len(ids))
+	denied := map[uint64]string{}
+	c.fsm.Read(func(s *state.State) {
+		vw := viewerOf(s, p)
+		for _, id := range ids {
+			j := s.Jobs[id]
+			if j == nil {
+				out = append(out, id)
+				continue
+			}
+			if l := vw.level(j); l < managed {
+				denied[id] = deniedJob(id, l, j.Spec.User)
+				continue
+			}
+			out = append(out, id)
+		}
+	})
+	return out, denied
+}
+
+// mergeIDsResult adds what the apply changed and refused to resp.
+func mergeIDsResult(resp *api.HoldResponse, ir *state.IDsResult) {
+	resp.Changed = ir.Changed
+	for id, e := range ir.Errors {
+		resp.Errors[id] = e
+	}
 }
 
 func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {

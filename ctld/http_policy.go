@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 
 	"corral/api"
@@ -12,22 +13,16 @@ import (
 	"corral/fairshare"
 )
 
-func (c *Controller) policyRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/policy", c.read(c.handlePolicy))
-	mux.HandleFunc("POST /v1/config", c.write(c.handleConfig))
-	mux.HandleFunc("POST /v1/qos", c.write(c.handleQOS))
-	mux.HandleFunc("POST /v1/accounts", c.write(c.handleAccount))
-	mux.HandleFunc("POST /v1/users", c.write(c.handleUser))
-	mux.HandleFunc("GET /v1/priority", c.read(c.handlePriority))
-	mux.HandleFunc("GET /v1/share", c.read(c.handleShare))
-	mux.HandleFunc("GET /v1/jobs/{id}/why", c.read(c.handleWhy))
-	mux.HandleFunc("POST /v1/jobs/update", c.write(c.handleUpdateJob))
-	mux.HandleFunc("POST /v1/partitions", c.write(c.handlePartition))
-}
-
+// handlePolicy shows the settings and QoS to every user, and the accounts
+// and users of the caller's own tenants (all of them to operators).
 func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error {
 	var v api.PolicyView
-	c.fsm.Read(func(s *state.State) { v = s.PolicyView() })
+	c.fsm.Read(func(s *state.State) {
+		v = s.PolicyView()
+		vw := viewerOf(s, principalFrom(r))
+		v.Accounts = slices.DeleteFunc(v.Accounts, func(a api.Account) bool { return !vw.seesAccount(a.Name) })
+		v.Users = slices.DeleteFunc(v.Users, func(u api.AccountUser) bool { return !vw.seesAccount(u.Account) })
+	})
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
@@ -117,6 +112,13 @@ func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
 	if err := validateAccountUser(&req.User); err != nil {
 		return err
 	}
+	if p := principalFrom(r); !p.admin() {
+		var ok bool
+		c.fsm.Read(func(s *state.State) { ok = p.coordinates(s, req.User.Account) })
+		if !ok {
+			return forbidden("%s may not change the users of account %s: an admin or the account's coordinator may (corral role set USER --role coordinator --account %s)", p, req.User.Account, req.User.Account)
+		}
+	}
 	// The apply's own checks are the whole validation; CheckUser runs
 	// them on a scratch copy of the users so nothing changes here.
 	if err := c.proposePolicy(state.CmdPutUser, &state.PutUser{User: req.User, Delete: req.Delete}, func(s *state.State) error {
@@ -153,8 +155,20 @@ func priorityRows(snap *sched.Snapshot) []api.PriorityRow {
 	return rows
 }
 
+// handlePriority shows the pending jobs' priority factors, of the jobs the
+// caller may see.
 func (c *Controller) handlePriority(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, priorityRows(c.snapshotForSched(c.clock.Now().UTC())))
+	rows := priorityRows(c.snapshotForSched(c.clock.Now().UTC()))
+	if p := principalFrom(r); !p.admin() {
+		c.fsm.Read(func(s *state.State) {
+			vw := viewerOf(s, p)
+			rows = slices.DeleteFunc(rows, func(row api.PriorityRow) bool {
+				j := s.Jobs[row.JobID]
+				return j == nil || vw.level(j) == hidden
+			})
+		})
+	}
+	writeJSON(w, http.StatusOK, rows)
 	return nil
 }
 
@@ -163,7 +177,11 @@ func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
 	c.fsm.Read(func(s *state.State) {
 		fr, _ := fairshare.Compute(s.FairshareTree(c.clock.Now().UTC()), s.FairshareAlgorithm())
 		rows = make([]api.ShareRow, 0, len(fr))
+		vw := viewerOf(s, principalFrom(r))
 		for _, x := range fr {
+			if x.Account != "root" && !vw.seesAccount(x.Account) {
+				continue // another tenant's usage
+			}
 			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,
 				NormShares: x.NormShares, RawUsage: x.RawUsage, EffectvUsage: x.EffectvUsage, LevelFS: x.LevelFS, FairShare: x.FairShare}
 			if math.IsInf(row.LevelFS, 0) || math.IsNaN(row.LevelFS) {

@@ -19,25 +19,16 @@ import (
 
 // The job I/O routes reach into a running job: exec (an upgraded
 // connection), signals, files and output (streamed bodies). A controller
-// checks the job exists and runs, and that the caller owns it (or is
-// root), then proxies the request to the job's node, which checks it all
-// again (noded/jobapi.go). They bypass limitRequests: a stream lasts as
-// long as its command or file, so it gets neither the body deadline nor
-// the write deadline, and a file's body is not JSON.
+// checks the job exists and runs, and that the caller may reach into it
+// (its owner or an admin; a signal also its account's coordinator), then
+// proxies the request to the job's node, which checks it all again
+// (noded/jobapi.go). They bypass limitRequests: a stream lasts as long as
+// its command or file, so it gets neither the body deadline nor the write
+// deadline, and a file's body is not JSON.
 //
-// The caller is api.UserHeader, what the CLI says ($USER), until requests
-// are authenticated (issue #12): then the principal of the request
-// replaces it, and the controller hands the node a signed assertion of it
-// instead of the header.
-func (c *Controller) jobIORoutes() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs/{id}/exec", c.jobIO("exec"))
-	mux.HandleFunc("POST /v1/jobs/{id}/signal", c.jobIO("signal"))
-	mux.HandleFunc("GET /v1/jobs/{id}/file", c.jobIO("read"))
-	mux.HandleFunc("PUT /v1/jobs/{id}/file", c.jobIO("write"))
-	mux.HandleFunc("GET /v1/jobs/{id}/output", c.jobIO("output"))
-	return mux
-}
+// The node learns the caller from api.UserHeader: the controller sets it
+// to the request's principal, and over TLS the node's job API takes
+// requests from controller members only, so no one else can name a user.
 
 // splitJobIO serves the job I/O routes from io and every other request
 // from rest.
@@ -58,6 +49,10 @@ type nodeTarget struct {
 	job  uint64
 	node string
 	addr string
+	// as is the user the node is told the request comes from: the caller,
+	// or, for an admin or coordinator reaching into another's job, the
+	// job's owner (the node runs what it is asked as the job's user).
+	as string
 }
 
 func (c *Controller) jobIO(op string) http.HandlerFunc {
@@ -71,7 +66,7 @@ func (c *Controller) jobIO(op string) http.HandlerFunc {
 			c.writeErr(w, r, err)
 			return
 		}
-		c.log.Info("job request proxied to its node", "op", op, "job", t.job, "node", t.node, "caller", r.Header.Get(api.UserHeader))
+		c.log.Info("job request proxied to its node", "op", op, "job", t.job, "node", t.node, "caller", principalFrom(r).String())
 		c.nodeProxy(t).ServeHTTP(w, r)
 	}
 }
@@ -87,18 +82,23 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 	if err != nil || ref.HasTask {
 		return nodeTarget{}, &fieldError{Field: "id", Msg: fmt.Sprintf("%q: give the job id of a running job (a started array task has its own)", r.PathValue("id"))}
 	}
-	caller := r.Header.Get(api.UserHeader)
+	p := principalFrom(r)
+	caller := p.name
 	if caller == "" {
 		return nodeTarget{}, &httpError{status: http.StatusUnauthorized, field: api.UserHeader, msg: "who is asking? send " + api.UserHeader + " (the CLI sends $USER)"}
 	}
 	var t nodeTarget
 	var st api.JobState
 	var owner, reason string
+	var lvl level
 	found := false
 	c.fsm.Read(func(s *state.State) {
 		j := s.Jobs[ref.ID]
 		if j == nil {
 			return
+		}
+		if lvl = viewerOf(s, p).level(j); lvl == hidden {
+			return // another tenant's job does not exist for the caller
 		}
 		found, st, owner, reason = true, j.State, j.Spec.User, string(j.Reason)
 		t = nodeTarget{job: j.ID}
@@ -117,8 +117,10 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 	switch {
 	case !found:
 		return t, notFound("job %d: no such job", ref.ID)
-	case caller != owner && caller != "root":
+	case p.open && caller != owner && caller != "root":
 		return t, &httpError{status: http.StatusForbidden, msg: fmt.Sprintf("job %d belongs to %s: only its owner (or root) may reach into it", ref.ID, owner)}
+	case !p.open && lvl < owned && (op != "signal" || lvl < managed):
+		return t, forbidden("job %d belongs to %s: only its owner or an admin may reach into it (its account's coordinator may also signal it)", ref.ID, owner)
 	case st == api.StateSuspended:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is suspended: resume it first (scontrol resume %d)", ref.ID, ref.ID)}
 	case st == api.StatePending:
@@ -128,39 +130,49 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 	case t.addr == "":
 		return t, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf("job %d runs on node %s, which serves no job API (start its node daemon with --listen, or upgrade it)", ref.ID, t.node)}
 	}
-	return t, checkJobIOBody(r, op, caller)
+	t.as = caller
+	if !p.open && caller != owner {
+		t.as = owner
+	}
+	root, err := checkJobIOBody(r, op, p.open && caller == "root" || !p.open && p.admin())
+	if root {
+		t.as = "root"
+	}
+	return t, err
 }
 
 // checkJobIOBody checks what the node will check too: the exec request or
-// the signal, the file's path.
-func checkJobIOBody(r *http.Request, op, caller string) error {
+// the signal, the file's path. It reports whether the request is an exec
+// as root, which only mayRoot may send.
+func checkJobIOBody(r *http.Request, op string, mayRoot bool) (root bool, err error) {
 	switch op {
 	case "exec":
 		var req api.ExecRequest
 		if err := readJSONBody(r, &req); err != nil {
-			return err
+			return false, err
 		}
 		if err := req.Validate(); err != nil {
 			fe := err.(*api.FieldError)
-			return &fieldError{Field: fe.Field, Msg: "exec: " + fe.Error()}
+			return false, &fieldError{Field: fe.Field, Msg: "exec: " + fe.Error()}
 		}
-		if req.Root && caller != "root" {
-			return &httpError{status: http.StatusForbidden, field: "root", msg: "only root may exec as root"}
+		if req.Root && !mayRoot {
+			return false, &httpError{status: http.StatusForbidden, field: "root", msg: "only root (an admin) may exec as root"}
 		}
+		return req.Root, nil
 	case "signal":
 		var req api.SignalRequest
 		if err := readJSONBody(r, &req); err != nil {
-			return err
+			return false, err
 		}
 		if _, err := api.ParseSignal(req.Signal); err != nil {
-			return &fieldError{Field: "signal", Msg: err.Error()}
+			return false, &fieldError{Field: "signal", Msg: err.Error()}
 		}
 	case "read", "write":
 		if err := api.CheckJobPath(r.URL.Query().Get("path")); err != nil {
-			return &fieldError{Field: "path", Msg: err.Error()}
+			return false, &fieldError{Field: "path", Msg: err.Error()}
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // readJSONBody decodes a small JSON body strictly and puts it back for
@@ -202,7 +214,10 @@ func (c *Controller) nodeProxy(t nodeTarget) *httputil.ReverseProxy {
 		FlushInterval: -1,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			pr.Out.Header.Set(api.UserHeader, pr.In.Header.Get(api.UserHeader))
+			pr.Out.Header.Set(api.UserHeader, t.as)
+			// The caller's credentials are the controllers' to check,
+			// never a node's to see.
+			pr.Out.Header.Del("Authorization")
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == context.Canceled {

@@ -27,7 +27,7 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := c.clock.Now()
 	prio := c.priorityFunc(now)
-	jobs := c.matchJobs(&f)
+	jobs := c.matchJobs(principalFrom(r), &f)
 	sortForQueue(jobs, prio)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	// The rows are rendered a chunk at a time from views converted into

@@ -115,20 +115,6 @@ func (c *Controller) caller(r *http.Request) (pki.Identity, bool) {
 	return pki.Identity{Role: fwd, Name: name}, true
 }
 
-// members lets only controller members call h when the cluster runs over
-// TLS (its internal endpoints).
-func (c *Controller) members(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if c.tls != nil {
-			if id, ok := pki.PeerIdentity(r.TLS); !ok || id.Role != pki.RoleMember {
-				writeError(w, http.StatusForbidden, "", "only controller members may call "+r.URL.Path+": show a member's certificate of the cluster's authority")
-				return
-			}
-		}
-		h(w, r)
-	}
-}
-
 // checkNode says why r may not act as node name: over TLS only that node's
 // daemon, showing its own certificate, may register, heartbeat, report or
 // read the node's desired state. Nil without TLS.

@@ -22,9 +22,15 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	var dep *state.Dependency
 	c.fsm.Read(func(s *state.State) {
 		j := s.Jobs[req.ID]
+		var l level
+		if j != nil {
+			l = viewerOf(s, principalFrom(r)).level(j)
+		}
 		switch {
-		case j == nil:
+		case j == nil || l == hidden:
 			err = notFound("job %d: no such job", req.ID)
+		case l < managed:
+			err = forbidden("%s", deniedJob(req.ID, l, j.Spec.User))
 		case j.State != api.StatePending:
 			err = badRequest("job %d is %s; only pending jobs can be updated", req.ID, j.State)
 		case req.Dependency != nil:

@@ -48,7 +48,9 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 			rec = s.Jobs[ref.ID]
 		}
 		if rec != nil {
-			v = viewOf(s, rec)
+			if v = viewOf(s, rec, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+				rec = nil // another tenant's job does not exist for the caller
+			}
 		}
 	})
 	if rec == nil {

@@ -147,8 +147,10 @@ type cluster struct {
 	http   []string
 	addr   string
 	// tls verifies the controllers of a cluster that runs over TLS (and
-	// shows the test's client certificate); nil without TLS.
-	tls *tls.Config
+	// shows the test's client certificate); nil without TLS. auth, when
+	// set, is what the test's clients authenticate with.
+	tls  *tls.Config
+	auth api.Credentials
 }
 
 // startControllers starts n ctld processes that form one Raft cluster.
@@ -195,6 +197,7 @@ func (c *cluster) client(t testing.TB, addrs ...string) *api.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cl.Auth = c.auth
 	return cl
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/authd"
 	"corral/internal/pki"
 )
 
@@ -26,12 +27,21 @@ type tlsCluster struct {
 	*cluster
 	ca    string
 	files map[string]pki.Files
+	// pub is a directory every local user can reach (the agents' sockets,
+	// the CLI binary and the users' work directories); set with auth.
+	pub string
 }
 
 // startTLSCluster makes the authority with the CLI, issues a certificate
 // for each member, node and a client "ops", and starts the daemons with
 // --tls-cert, --tls-key and --tls-ca.
-func startTLSCluster(t *testing.T) *tlsCluster {
+func startTLSCluster(t *testing.T) *tlsCluster { return startTLSClusterWith(t, false) }
+
+// startTLSClusterWith is startTLSCluster that, with auth, authenticates
+// every request (ctld --auth): each node daemon runs the host's agent
+// (noded --authd-socket DATA/authd.sock) and jobs run as their users, and
+// the test's clients are root through n1's agent, an admin.
+func startTLSClusterWith(t *testing.T, auth bool) *tlsCluster {
 	t.Helper()
 	c := &tlsCluster{cluster: &cluster{dir: t.TempDir()}, files: map[string]pki.Files{}}
 	caDir := filepath.Join(c.dir, "ca")
@@ -56,6 +66,9 @@ func startTLSCluster(t *testing.T) *tlsCluster {
 		f := c.files[name]
 		return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 	}
+	if auth {
+		c.pub = publicDir(t)
+	}
 	ports := freePorts(t, 6)
 	var peers []string
 	for i := 0; i < 3; i++ {
@@ -66,6 +79,9 @@ func startTLSCluster(t *testing.T) *tlsCluster {
 		id := fmt.Sprintf("c%d", i+1)
 		args := append([]string{"ctld", "--id", id, "--data", filepath.Join(c.dir, id), "--raft", ports[i], "--http", ports[3+i],
 			"--peers", strings.Join(peers, ","), "--log-level", "warn"}, flags(id)...)
+		if auth {
+			args = append(args, "--auth")
+		}
 		c.ctlds = append(c.ctlds, startProc(t, c.dir, id, args...))
 	}
 	c.addr = strings.Join(c.http, ",")
@@ -83,10 +99,36 @@ func startTLSCluster(t *testing.T) *tlsCluster {
 	c.tls = cfg
 	c.leader(t, 30*time.Second)
 	for _, n := range []string{"n1", "n2"} {
-		c.startNode(t, n, append([]string{"--cpus", "2", "--mem", "2G", "--listen", "127.0.0.1:0"}, flags(n)...)...)
+		extra := append([]string{"--cpus", "2", "--mem", "2G", "--listen", "127.0.0.1:0"}, flags(n)...)
+		if auth {
+			extra = append(extra, "--authd-socket", c.agentSocket(n), "--run-jobs-as", "user")
+		}
+		c.startNode(t, n, extra...)
+	}
+	if auth {
+		c.auth = &authd.Agent{Socket: c.agentSocket("n1")}
 	}
 	c.waitNodes(t, 2)
 	return c
+}
+
+// agentSocket is where node's daemon serves the host's agent.
+func (c *tlsCluster) agentSocket(node string) string {
+	return filepath.Join(c.pub, "agents", node, "authd.sock")
+}
+
+// publicDir makes a directory every local user may read and enter.
+func publicDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "corral-e2e-pub-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // cliTLS runs the CLI against the cluster with env added (CORRAL_CA and

@@ -16,7 +16,7 @@ import (
 // TLS (see package pki).
 func runCA(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: corral ca init [--dir DIR] [--name NAME] | corral ca issue --role member|node|client --name NAME [--host H,...] [--dir DIR] [--out DIR] [--days N]")
+		return errors.New("usage: corral ca init [--dir DIR] [--name NAME] | corral ca issue --role member|node|login|client --name NAME [--host H,...] [--dir DIR] [--out DIR] [--days N]")
 	}
 	switch args[0] {
 	case "init":
@@ -46,9 +46,9 @@ func runCAInit(env *cliEnv, args []string) error {
 
 func runCAIssue(env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "ca issue", getopt.Permute, args,
-		valued(0, "role", "ROLE", "member (a controller), node (a node daemon) or client"),
-		valued(0, "name", "NAME", "the member id (--id of corral ctld), the node name, or the client's name"),
-		valued(0, "host", "H,...", "host names and IP addresses the holder is reached at (members and nodes)"),
+		valued(0, "role", "ROLE", "member (a controller), node (a node daemon), login (a login host's agent, corral authd) or client"),
+		valued(0, "name", "NAME", "the member id (--id of corral ctld), the node name, the login host's name, or the client's name"),
+		valued(0, "host", "H,...", "host names and IP addresses the holder is reached at (members and nodes; a login host needs none)"),
 		valued(0, "dir", "DIR", "the authority's directory (default ./corral-ca)"),
 		valued(0, "out", "DIR", "where NAME.crt and NAME.key go (default: the authority's directory)"),
 		valued(0, "days", "N", "days the certificate is valid (default 730)"),

@@ -19,6 +19,7 @@ import (
 	"corral/api"
 	"corral/ctld"
 	"corral/ctld/sched"
+	"corral/internal/authd"
 	"corral/internal/getopt"
 	"corral/internal/pki"
 	"corral/noded"
@@ -102,6 +103,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "def-mem-per-cpu", "SIZE", "a new cluster's memory per CPU for jobs that ask for none (default 512M; later: corral config set DefMemPerCPU=MiB)"),
 		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
+		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
 	}, tlsOptions()...)...)
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o),
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"),
 	}, nil
 }
 
@@ -224,6 +226,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
+		valued(0, "authd-socket", "PATH", "also run the host's identity agent (corral authd) on this Unix socket, vouching for local users with the node's certificate (needs --tls-cert, --tls-key and --tls-ca; the CLI's default is "+authd.DefaultSocket+")"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	}, tlsOptions()...)...)
 	if err != nil {
@@ -234,6 +237,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if v := o.get("on-exit"); v != "" && v != "keep" && v != "kill" {
 		return fmt.Errorf("noded: --on-exit=%s: use keep or kill", v)
+	}
+	if o.get("authd-socket") != "" && !tlsFiles(o).Enabled() {
+		return errors.New("noded: --authd-socket needs the node's certificate, whose key signs the tokens: give --tls-cert, --tls-key and --tls-ca")
 	}
 	addrs := orString(o.get("ctld"), env.getenv("CORRAL_ADDR"))
 	if addrs == "" {
@@ -269,6 +275,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	d.Shutdown(o.get("on-exit") == "kill")
+	if sock := o.get("authd-socket"); sock != "" {
+		return runNodedWithAgent(ctx, d, authd.Config{Socket: sock, Files: tlsFiles(o), Log: log.With("node", cfg.Name)})
+	}
 	return d.Run(ctx)
 }
 

@@ -24,9 +24,17 @@ func newRequestID() string {
 }
 
 func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
-	user, err := callerIdentity(env)
+	cl, err := env.client()
 	if err != nil {
 		return err
+	}
+	// With a token the user is whom the controllers take it for; should
+	// they not answer, the submission itself will say what is wrong.
+	user, _ := tokenUser(ctx, cl)
+	if user == "" {
+		if user, err = callerIdentity(env); err != nil {
+			return err
+		}
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -43,10 +51,6 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	req.Spec.RequestID = newRequestID()
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
 	res, err := cl.Submit(ctx, []api.JobSpec{req.Spec})
 	if err != nil {
 		return fmt.Errorf("submitting %s: %w", req.Spec.Name, err)

@@ -15,6 +15,7 @@ import (
 
 	"corral/api"
 	"corral/display"
+	"corral/internal/authd"
 	"corral/internal/getopt"
 	"corral/internal/pki"
 )
@@ -54,8 +55,12 @@ func init() {
 		"prio":            {"show pending jobs' priorities and their factors (sprio)", runPrio},
 		"share":           {"show the fair-share tree: shares, usage and factors (sshare)", runShare},
 		"why":             {"explain why a job waits, or where and why it runs", runWhy},
+		"token":           {"create, list, renew or revoke personal and service tokens (CORRAL_TOKEN)", runToken},
+		"role":            {"give users a role: role set USER --role admin|operator|coordinator [--account A]", runRole},
+		"whoami":          {"show who the controllers take you for, and how they know", runWhoami},
 		"ctld":            {"run a controller member", runCtld},
 		"ca":              {"make the cluster's TLS authority and its certificates: ca init | ca issue --role R --name N", runCA},
+		"authd":           {"run the host's identity agent, which vouches for local Unix users with the host's certificate", runAuthd},
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
 		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
@@ -94,6 +99,10 @@ func (e *cliEnv) client() (*api.Client, error) {
 	// Whom the caller says it is; the job I/O routes check it against
 	// the job's owner (see callerIdentity).
 	cl.User, _ = callerIdentity(e)
+	// What proves it (see callerCredentials).
+	if cl.Auth, err = callerCredentials(e); err != nil {
+		return nil, err
+	}
 	return cl, nil
 }
 
@@ -181,6 +190,8 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nThe CLI finds the cluster through CORRAL_ADDR (comma-separated controller URLs);")
 	fmt.Fprintf(w, "unset, it uses the embedded cluster's %s.\n", defaultDevAddr)
+	fmt.Fprintln(w, "It proves who you are with CORRAL_TOKEN (or a 0600 file named by CORRAL_TOKEN_FILE), else")
+	fmt.Fprintln(w, "with the host's identity agent (corral authd) when its socket, CORRAL_AUTHD or "+authd.DefaultSocket+", exists.")
 	fmt.Fprintln(w, "Run 'corral COMMAND --help' for a command's options.")
 }
 

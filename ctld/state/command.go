@@ -31,6 +31,9 @@ const (
 	CmdPurgeJobs      CommandType = 17
 	CmdPutPartition   CommandType = 18
 	CmdSeedConfig     CommandType = 19
+	CmdPutToken       CommandType = 20
+	CmdRevokeToken    CommandType = 21
+	CmdSetRole        CommandType = 22
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -49,6 +49,10 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdPurgeJobs, &PurgeJobs{Now: t0.Add(time.Hour), Max: 10}},
 		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}}, DefMemPerCPU: 1024, Policy: "conservative"}},
 		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "debug", MaxTime: 1800, State: api.PartitionDrain}}},
+		{CmdPutToken, &PutToken{Now: t0, Token: TokenRecord{Hash: HashSecret("s"), Token: api.Token{ID: "t1", User: "alice",
+			Role: api.RoleUser, Ops: []api.Op{api.OpRead}, Created: t0, Expires: t0.Add(time.Hour)}}}},
+		{CmdRevokeToken, &RevokeToken{Now: t0.Add(time.Minute), ID: "t1", By: "alice"}},
+		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "alice", Role: api.RoleCoordinator, Accounts: []string{"phys"}}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -334,6 +338,72 @@ func init() {
 			"in use, not deleted":      {busy != nil && strings.Contains(busy.Error(), "job 10"), true},
 			"unused, deleted":          {s.Partitions["batch"] == nil, true},
 			"nodes name batch":         {fmt.Sprint(s.PartitionList()[1].Name, s.PartitionList()[1].Nodes), "batch[n1 n2]"},
+		})
+	}
+	applyTests[CmdPutToken] = func(t *testing.T) {
+		r, next := scene(t)
+		tok := TokenRecord{Hash: HashSecret("secret"), Token: api.Token{ID: "t1", User: "alice", Role: api.RoleUser, Created: t0, Expires: t0.Add(time.Hour)}}
+		next(CmdPutToken, &PutToken{Now: t0, Token: tok})
+		dup, _ := next(CmdPutToken, &PutToken{Now: t0, Token: tok}).(error)
+		renew := tok
+		renew.Expires, renew.Hash, renew.User = t0.Add(48*time.Hour), "", "mallory"
+		next(CmdPutToken, &PutToken{Now: t0.Add(time.Minute), Token: renew, Renew: true})
+		late, _ := next(CmdPutToken, &PutToken{Now: t0.Add(49 * time.Hour), Token: renew, Renew: true}).(error)
+		s := r.s
+		good, goodErr := s.TokenFor("t1", "secret", t0.Add(47*time.Hour))
+		_, wrongErr := s.TokenFor("t1", "guess", t0.Add(time.Minute))
+		_, expiredErr := s.TokenFor("t1", "secret", t0.Add(48*time.Hour))
+		expect(t, map[string][2]any{
+			"a second create refused": {dup != nil && strings.Contains(dup.Error(), "exists"), true},
+			"renewed":                 {s.Tokens["t1"].Expires, t0.Add(48 * time.Hour)},
+			"renewal keeps the owner": {s.Tokens["t1"].User, "alice"},
+			"renewal keeps the hash":  {s.Tokens["t1"].Hash, HashSecret("secret")},
+			"the secret matches":      {goodErr == nil && good.User == "alice", true},
+			"a wrong secret refused":  {wrongErr != nil, true},
+			"expired refused":         {expiredErr != nil && strings.Contains(expiredErr.Error(), "expired"), true},
+			"renewal after expiry":    {late != nil && strings.Contains(late.Error(), "expired"), true},
+			"forgotten 30 days after": {func() bool {
+				next(CmdRevokeToken, &RevokeToken{Now: t0.Add(800 * time.Hour), ID: "t1"})
+				return s.Tokens["t1"] == nil
+			}(), true},
+		})
+	}
+	applyTests[CmdRevokeToken] = func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutToken, &PutToken{Now: t0, Token: TokenRecord{Hash: HashSecret("s"), Token: api.Token{ID: "t1", User: "alice", Expires: t0.Add(time.Hour)}}})
+		next(CmdRevokeToken, &RevokeToken{Now: t0.Add(time.Minute), ID: "t1", By: "root"})
+		again := next(CmdRevokeToken, &RevokeToken{Now: t0.Add(2 * time.Minute), ID: "t1", By: "root"})
+		unknown, _ := next(CmdRevokeToken, &RevokeToken{Now: t0, ID: "nope"}).(error)
+		renew, _ := next(CmdPutToken, &PutToken{Now: t0.Add(3 * time.Minute), Renew: true, Token: TokenRecord{Token: api.Token{ID: "t1", User: "alice", Expires: t0.Add(9 * time.Hour)}}}).(error)
+		_, err := r.s.TokenFor("t1", "s", t0.Add(2*time.Minute))
+		expect(t, map[string][2]any{
+			"revoked at":              {r.s.Tokens["t1"].Revoked, t0.Add(time.Minute)},
+			"twice is once":           {again, nil},
+			"unknown refused":         {unknown != nil, true},
+			"no renewal once revoked": {renew != nil, true},
+			"refused when used":       {err != nil && strings.Contains(err.Error(), "revoked"), true},
+		})
+	}
+	applyTests[CmdSetRole] = func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "phys", Parent: "root"}})
+		next(CmdPutAccount, &PutAccount{Account: api.Account{Name: "hep", Parent: "phys"}})
+		next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "carol", Role: api.RoleCoordinator, Accounts: []string{"phys"}}})
+		noAcct, _ := next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "x", Role: api.RoleCoordinator}}).(error)
+		badAcct, _ := next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "x", Role: api.RoleCoordinator, Accounts: []string{"nope"}}}).(error)
+		badRole, _ := next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "x", Role: "root"}}).(error)
+		next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave", Role: api.RoleOperator}})
+		next(CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave"}, Delete: true})
+		s := r.s
+		expect(t, map[string][2]any{
+			"coordinator":                  {s.Roles["carol"].Role, api.RoleCoordinator},
+			"a coordinator needs accounts": {noAcct != nil, true},
+			"unknown account":              {badAcct != nil && strings.Contains(badAcct.Error(), "nope"), true},
+			"unknown role":                 {badRole != nil, true},
+			"deleted":                      {s.Roles["dave"] == nil, true},
+			"tenant of hep":                {s.Tenant("hep"), "phys"},
+			"hep under phys":               {s.Under("hep", "phys"), true},
+			"phys not under hep":           {s.Under("phys", "hep"), false},
 		})
 	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {

@@ -188,12 +188,27 @@ func goldenCommands() []struct {
 				p any
 			}{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(5 * time.Hour), FirstID: 50, Jobs: []JobSpec{first, second}, Blobs: blobs}}
 		}(),
+		// Tokens and roles: a coordinator's narrowed token, renewed, a
+		// service token revoked, and a coordinator's grant.
+		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "chem", Parent: "root", Shares: 1}}},
+		{CmdPutToken, &PutToken{Now: t0.Add(6 * time.Hour), Token: TokenRecord{Hash: HashSecret("s1"), Token: api.Token{
+			ID: "tok1", User: "carol", Role: api.RoleCoordinator, Account: "chem", Ops: []api.Op{api.OpRead, api.OpCancel},
+			Description: "ci", CreatedBy: "root", Created: t0.Add(6 * time.Hour), Expires: t0.Add(30 * time.Hour),
+			Revoked: t0.Add(7 * time.Hour)}}}},
+		{CmdPutToken, &PutToken{Now: t0.Add(7 * time.Hour), Renew: true, Token: TokenRecord{Token: api.Token{ID: "tok1", User: "carol",
+			Expires: t0.Add(60 * time.Hour)}}}},
+		{CmdPutToken, &PutToken{Now: t0.Add(7 * time.Hour), Token: TokenRecord{Hash: HashSecret("s2"), Token: api.Token{
+			ID: "tok2", User: "svc", Role: api.RoleUser, CreatedBy: "root", Created: t0.Add(7 * time.Hour), Expires: t0.Add(8 * time.Hour)}}}},
+		{CmdRevokeToken, &RevokeToken{Now: t0.Add(7*time.Hour + time.Minute), ID: "tok2", By: "root"}},
+		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "carol", Role: api.RoleCoordinator, Accounts: []string{"chem"}}}},
+		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave", Role: api.RoleOperator}}},
+		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave"}, Delete: true}},
 		// A node whose runner still probes the host takes no new job: the
 		// start is rejected.
-		{CmdRegisterNode, &RegisterNode{Now: t0.Add(6 * time.Hour), Info: api.NodeInfo{Name: "pr1", CPUs: 2, MemMB: 2048,
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(8 * time.Hour), Info: api.NodeInfo{Name: "pr1", CPUs: 2, MemMB: 2048,
 			Runner: "vm", BootID: "boot-pr", Probing: true}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(6 * time.Hour), FirstID: 60, Jobs: []JobSpec{simple("probing")}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(6*time.Hour + time.Second), Starts: []PlanStart{{JobID: 60, Node: "pr1", CPUs: 1, MemMB: 256}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(8 * time.Hour), FirstID: 60, Jobs: []JobSpec{simple("probing")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(8*time.Hour + time.Second), Starts: []PlanStart{{JobID: 60, Node: "pr1", CPUs: 1, MemMB: 256}}}},
 	}
 }
 

@@ -51,6 +51,15 @@ func TestHashCoversEveryField(t *testing.T) {
 	for k, u := range s.Users {
 		w.value(reflect.ValueOf(u).Elem(), fmt.Sprintf("Users[%v]", k))
 	}
+	for _, id := range sortedKeys(s.Tokens) {
+		w.value(reflect.ValueOf(s.Tokens[id]).Elem(), "Tokens["+id+"]")
+	}
+	for _, u := range sortedKeys(s.Roles) {
+		w.value(reflect.ValueOf(s.Roles[u]).Elem(), "Roles["+u+"]")
+	}
+	if len(s.Tokens) == 0 || len(s.Roles) == 0 {
+		t.Fatalf("the state holds %d tokens and %d role grants; the log makes both", len(s.Tokens), len(s.Roles))
+	}
 	// The blobs are the state's own (unexported, content-addressed):
 	// changing any one's content or parts changes the hash.
 	for _, r := range s.blobRecords() {
@@ -88,7 +97,7 @@ func TestHashCoversEveryField(t *testing.T) {
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
 	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Index"}
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Index"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})
 	for i := 0; i < st.NumField(); i++ {

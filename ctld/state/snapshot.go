@@ -83,6 +83,9 @@ type policyRecord struct {
 	// the cluster was seeded (format 3).
 	Partitions []api.Partition `json:"partitions,omitempty"`
 	Seeded     bool            `json:"seeded,omitempty"`
+	// Tokens and Roles are the tokens and role grants, by id and user.
+	Tokens []TokenRecord   `json:"tokens,omitempty"`
+	Roles  []api.RoleGrant `json:"roles,omitempty"`
 }
 
 type usageRecord struct {
@@ -93,6 +96,12 @@ type usageRecord struct {
 // policyOf copies the policy part of s, sorted so snapshots are stable.
 func policyOf(s *State) *policyRecord {
 	p := &policyRecord{Config: s.Config, Seeded: s.Seeded}
+	for _, id := range sortedKeys(s.Tokens) {
+		p.Tokens = append(p.Tokens, *s.Tokens[id])
+	}
+	for _, u := range sortedKeys(s.Roles) {
+		p.Roles = append(p.Roles, *s.Roles[u])
+	}
 	for _, n := range sortedKeys(s.Partitions) {
 		p.Partitions = append(p.Partitions, *s.Partitions[n])
 	}
@@ -143,6 +152,12 @@ func restorePolicy(s *State, p *policyRecord) {
 	}
 	for _, u := range p.Usage {
 		s.Usage[u.UserKey] = u.Usage
+	}
+	for i := range p.Tokens {
+		s.Tokens[p.Tokens[i].ID] = &p.Tokens[i]
+	}
+	for i := range p.Roles {
+		s.Roles[p.Roles[i].User] = &p.Roles[i]
 	}
 }
 

@@ -50,6 +50,10 @@ type State struct {
 	Users    map[UserKey]*api.AccountUser
 	// Usage is each association's recorded usage, decayed to At.
 	Usage map[UserKey]Usage
+	// Tokens are the personal and service tokens by id, Roles the users'
+	// role grants by user (auth.go).
+	Tokens map[string]*TokenRecord
+	Roles  map[string]*api.RoleGrant
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -107,6 +111,8 @@ func New() *State {
 		Accounts:    make(map[string]*api.Account),
 		Users:       make(map[UserKey]*api.AccountUser),
 		Usage:       make(map[UserKey]Usage),
+		Tokens:      make(map[string]*TokenRecord),
+		Roles:       make(map[string]*api.RoleGrant),
 		blobs:       make(map[blobKey]*Blob),
 		interned:    make(map[string]string),
 		internRefs:  make(map[*byte]int32),

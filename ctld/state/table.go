@@ -68,7 +68,10 @@ var commands = map[CommandType]command{
 	CmdPutPartition: def("PutPartition", func(s *State, c *PutPartition, _ uint64) any {
 		return errOrNil(s.applyPutPartition(c))
 	}),
-	CmdSeedConfig: def("SeedConfig", func(s *State, c *SeedConfig, _ uint64) any { return s.applySeed(c) }),
+	CmdSeedConfig:  def("SeedConfig", func(s *State, c *SeedConfig, _ uint64) any { return s.applySeed(c) }),
+	CmdPutToken:    def("PutToken", func(s *State, c *PutToken, _ uint64) any { return errOrNil(s.applyPutToken(c)) }),
+	CmdRevokeToken: def("RevokeToken", func(s *State, c *RevokeToken, _ uint64) any { return errOrNil(s.applyRevokeToken(c)) }),
+	CmdSetRole:     def("SetRole", func(s *State, c *SetRole, _ uint64) any { return errOrNil(s.applySetRole(c)) }),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).

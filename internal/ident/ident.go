@@ -40,6 +40,21 @@ func Lookup(name string) (User, error) {
 	return fromOS(u)
 }
 
+// LookupID resolves a uid in the node's passwd and group databases (the
+// host's agent learns the uid of its caller from the kernel and needs the
+// name and groups).
+func LookupID(uid uint32) (User, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		var unknown user.UnknownUserIdError
+		if errors.As(err, &unknown) {
+			return User{}, fmt.Errorf("%w: uid %d has no passwd entry", ErrUnknownUser, uid)
+		}
+		return User{}, fmt.Errorf("looking up uid %d: %w", uid, err)
+	}
+	return fromOS(u)
+}
+
 // Self returns the user the process runs as.
 func Self() (User, error) {
 	u, err := user.Current()

@@ -18,6 +18,17 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+func TestLookupID(t *testing.T) {
+	root, err := LookupID(0)
+	if err != nil || root.Name != "root" || root.GID != 0 {
+		t.Fatalf("LookupID(0) = %+v, %v; want root", root, err)
+	}
+	// 4294967294 is (uint32)-2, which no passwd entry uses.
+	if _, err := LookupID(4294967294); !errors.Is(err, ErrUnknownUser) {
+		t.Fatalf("LookupID of a uid without an entry: %v, want ErrUnknownUser", err)
+	}
+}
+
 // TestDoActsAsTheUser checks, as root, that Do's function is refused what
 // the user may not touch and that what it creates belongs to the user,
 // while the rest of the process stays root.

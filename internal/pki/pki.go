@@ -4,10 +4,11 @@
 // a client, and the daemons and the CLI load them with Files.
 //
 // A certificate names what it was issued for in a URI SAN,
-// corral:ROLE/NAME (corral:member/c1, corral:node/n1, corral:client/ops):
-// the controllers learn who is at the other end of a connection from it,
-// so a node can only act as itself and only members may use the internal
-// endpoints and Raft. Host names and addresses go in the DNS and IP SANs,
+// corral:ROLE/NAME (corral:member/c1, corral:node/n1, corral:login/login1,
+// corral:client/ops): the controllers learn who is at the other end of a
+// connection from it, so a node can only act as itself and only members may
+// use the internal endpoints and Raft. Login and node certificates also let
+// their host's agent (package authd) vouch for the host's Unix users. Host names and addresses go in the DNS and IP SANs,
 // as any TLS client checks them.
 //
 // It never listens, dials or decides what a role may do (the daemons do).
@@ -44,6 +45,10 @@ const (
 	// RoleNode is a node daemon: it may register, heartbeat and report as
 	// the node its certificate names, and serves its job API.
 	RoleNode Role = "node"
+	// RoleLogin is a login host: its agent (corral authd) vouches for
+	// the host's Unix users with the certificate's key. It serves
+	// nothing and joins nothing.
+	RoleLogin Role = "login"
 	// RoleClient is a client (the CLI, automation): it proves nothing
 	// beyond holding a certificate of the cluster's authority.
 	RoleClient Role = "client"
@@ -52,10 +57,10 @@ const (
 // ParseRole reads a role name.
 func ParseRole(s string) (Role, error) {
 	switch r := Role(strings.ToLower(s)); r {
-	case RoleMember, RoleNode, RoleClient:
+	case RoleMember, RoleNode, RoleLogin, RoleClient:
 		return r, nil
 	}
-	return "", fmt.Errorf("unknown role %q: use member (a controller), node (a node daemon) or client", s)
+	return "", fmt.Errorf("unknown role %q: use member (a controller), node (a node daemon), login (a login host's agent) or client", s)
 }
 
 // The authority's files in its directory.

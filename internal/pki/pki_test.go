@@ -163,3 +163,17 @@ func TestClientNeedsTheAuthority(t *testing.T) {
 		t.Fatalf("a missing authority file: %v; want the path error", err)
 	}
 }
+
+func TestLoginRole(t *testing.T) {
+	if r, err := ParseRole("Login"); err != nil || r != RoleLogin {
+		t.Fatalf("ParseRole(Login) = %q, %v; want login", r, err)
+	}
+	_, files := authority(t, Request{Role: RoleLogin, Name: "login1"})
+	pair, err := tls.LoadX509KeyPair(files[0].Cert, files[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := IdentityOf(pair.Leaf); !ok || id != (Identity{Role: RoleLogin, Name: "login1"}) {
+		t.Fatalf("identity %+v, %v; want login login1", id, ok)
+	}
+}

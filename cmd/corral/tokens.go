@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"corral/api"
+	"corral/internal/getopt"
+)
+
+// This file holds the identity commands: token, role and whoami.
+
+func runToken(ctx context.Context, env *cliEnv, args []string) error {
+	return runActions(ctx, env, "token", []string{"create", "list", "renew", "revoke"}, map[string]action{
+		"create": {"[--user U] [--role R] [--account A] [--ops submit,read,...] [--expires 30d] [--description TEXT]", tokenCreate},
+		"list":   {"[--json]", tokenList},
+		"renew":  {"ID [--expires 30d]", tokenRenew},
+		"revoke": {"ID", tokenRevoke},
+	}, args)
+}
+
+// parseLifetime reads --expires: days ("30d"), or a Go duration ("12h").
+func parseLifetime(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 1 {
+			return 0, &optionError{"expires", v, "give days (30d) or a duration (12h)", err}
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d < time.Minute {
+			return 0, &optionError{"expires", v, "give days (30d) or a duration of at least a minute (12h)", err}
+		}
+	}
+	return int64(d / time.Second), nil
+}
+
+func tokenCreate(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args,
+		valued(0, "user", "USER", "whom the token stands for (default: you; others: admins only)"),
+		valued(0, "role", "ROLE", "admin, operator, coordinator or user (default user; no more than your own)"),
+		valued(0, "account", "ACCOUNT", "the account a coordinator's token coordinates"),
+		valued(0, "ops", "LIST", "limit the token to these operations: submit, read, cancel, exec, admin (default: all its role allows)"),
+		valued(0, "expires", "LIFETIME", "how long it lasts: 30d (the default), 12h; at most 366d"),
+		valued(0, "description", "TEXT", "what the token is for, shown by token list"),
+	)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(o, cmd); err != nil {
+		return err
+	}
+	life, err := parseLifetime(o.get("expires"))
+	if err != nil {
+		return err
+	}
+	req := api.TokenRequest{User: o.get("user"), Role: api.Role(o.get("role")), Account: o.get("account"),
+		Description: o.get("description"), ExpiresIn: life}
+	for _, op := range o.list("ops") {
+		req.Ops = append(req.Ops, api.Op(op))
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Token(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stdout, resp.Secret)
+	fmt.Fprintf(env.stderr, "token %s for %s (role %s) expires %s; this is the only time its secret is shown: keep it in a file only you can read (chmod 600) and point CORRAL_TOKEN_FILE at it, or set CORRAL_TOKEN\n",
+		resp.Token.ID, resp.Token.User, resp.Token.Role, resp.Token.Expires.Local().Format(time.RFC3339))
+	return nil
+}
+
+func tokenList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the tokens as JSON"))
+	if err != nil {
+		return err
+	}
+	if err := noArgs(o, cmd); err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	v, err := cl.AuthView(ctx)
+	if err != nil {
+		return err
+	}
+	if o.has("json") {
+		return writeJSON(env, v.Tokens)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tROLE\tACCOUNT\tOPS\tEXPIRES\tSTATE\tDESCRIPTION")
+	now := time.Now()
+	for _, t := range v.Tokens {
+		st := "active"
+		switch {
+		case !t.Revoked.IsZero():
+			st = "revoked"
+		case !now.Before(t.Expires):
+			st = "expired"
+		}
+		ops := "all"
+		if len(t.Ops) > 0 {
+			parts := make([]string, len(t.Ops))
+			for i, op := range t.Ops {
+				parts[i] = string(op)
+			}
+			ops = strings.Join(parts, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, t.Role, orString(t.Account, "-"), ops,
+			t.Expires.Local().Format("2006-01-02T15:04"), st, t.Description)
+	}
+	return tw.Flush()
+}
+
+func tokenRenew(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, valued(0, "expires", "LIFETIME", "the new lifetime from now: 30d (the default), 12h"))
+	if err != nil {
+		return err
+	}
+	id, err := oneName(o, cmd, "token", "token renew 3f9a1c2b7d4e")
+	if err != nil {
+		return err
+	}
+	life, err := parseLifetime(o.get("expires"))
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Token(ctx, api.TokenRequest{Renew: id, ExpiresIn: life})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "token %s now expires %s\n", id, resp.Token.Expires.Local().Format(time.RFC3339))
+	return nil
+}
+
+func tokenRevoke(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args)
+	if err != nil {
+		return err
+	}
+	id, err := oneName(o, cmd, "token", "token revoke 3f9a1c2b7d4e")
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	if _, err := cl.Token(ctx, api.TokenRequest{Revoke: id}); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "token %s revoked\n", id)
+	return nil
+}
+
+func runRole(ctx context.Context, env *cliEnv, args []string) error {
+	return runActions(ctx, env, "role", []string{"set", "delete", "list"}, map[string]action{
+		"set":    {"USER --role admin|operator|coordinator [--account A,...]", roleSet},
+		"delete": {"USER", roleDelete},
+		"list":   {"[--json]", roleList},
+	}, args)
+}
+
+func roleSet(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args,
+		valued(0, "role", "ROLE", "admin, operator or coordinator"),
+		valued(0, "account", "LIST", "the accounts a coordinator coordinates (with their children)"))
+	if err != nil {
+		return err
+	}
+	user, err := oneName(o, cmd, "user", "role set carol --role coordinator --account physics")
+	if err != nil {
+		return err
+	}
+	if o.get("role") == "" {
+		return fmt.Errorf("%s %s: give --role admin, operator or coordinator", cmd, user)
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	return cl.SetRole(ctx, api.RoleRequest{Grant: api.RoleGrant{User: user, Role: api.Role(o.get("role")), Accounts: o.list("account")}})
+}
+
+func roleDelete(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args)
+	if err != nil {
+		return err
+	}
+	user, err := oneName(o, cmd, "user", "role delete carol")
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	return cl.SetRole(ctx, api.RoleRequest{Grant: api.RoleGrant{User: user}, Delete: true})
+}
+
+func roleList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the grants as JSON"))
+	if err != nil {
+		return err
+	}
+	if err := noArgs(o, cmd); err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	v, err := cl.AuthView(ctx)
+	if err != nil {
+		return err
+	}
+	if o.has("json") {
+		return writeJSON(env, v.Roles)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER\tROLE\tACCOUNTS")
+	for _, g := range v.Roles {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", g.User, g.Role, orString(strings.Join(g.Accounts, ","), "-"))
+	}
+	return tw.Flush()
+}
+
+func runWhoami(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "whoami", getopt.Permute, args, flag(0, "json", "print the principal as JSON"))
+	if err != nil {
+		return err
+	}
+	if err := noArgs(o, "whoami"); err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	v, err := cl.AuthView(ctx)
+	if err != nil {
+		return err
+	}
+	w := v.Whoami
+	if o.has("json") {
+		return writeJSON(env, w)
+	}
+	line := fmt.Sprintf("%s %s", w.Kind, orString(w.Name, "-"))
+	if w.Role != "" {
+		line += ", role " + string(w.Role)
+	}
+	if len(w.Accounts) > 0 {
+		line += " of " + strings.Join(w.Accounts, ",")
+	}
+	if len(w.Ops) > 0 {
+		parts := make([]string, len(w.Ops))
+		for i, op := range w.Ops {
+			parts[i] = string(op)
+		}
+		line += ", limited to " + strings.Join(parts, ",")
+	}
+	fmt.Fprintf(env.stdout, "%s (%s)\n", line, w.Via)
+	return nil
+}

@@ -1,0 +1,154 @@
+package ctld
+
+import (
+	"net/http"
+
+	"corral/api"
+)
+
+// access is who may call a route, checked before its handler runs; what a
+// caller may see or change of each job, account or token the handler
+// decides through the same principal (jobaccess.go).
+type access struct {
+	// name is how the route table's test and docs name the rule.
+	name string
+	// op is the operation a narrowed token must include.
+	op    api.Op
+	allow func(c *Controller, p principal) bool
+}
+
+var (
+	// anyone: no credentials needed (the cluster's status).
+	anyone = access{name: "anyone", allow: func(*Controller, principal) bool { return true }}
+	// users: any authenticated user; the handler narrows what they see
+	// or change to what their role allows.
+	usersRead   = access{name: "users", op: api.OpRead, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	usersSubmit = access{name: "users", op: api.OpSubmit, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	usersCancel = access{name: "users", op: api.OpCancel, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	usersExec   = access{name: "users", op: api.OpExec, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	// usersAdmin: users managing their own credentials, or admins and
+	// coordinators managing others' (the handler decides which).
+	usersAdmin = access{name: "users", op: api.OpAdmin, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	// operators: operators and admins (nodes, partitions, QoS).
+	operators = access{name: "operators", op: api.OpAdmin, allow: func(_ *Controller, p principal) bool { return p.operator() }}
+	// admins: admins only (settings, accounts, roles).
+	admins = access{name: "admins", op: api.OpAdmin, allow: func(_ *Controller, p principal) bool { return p.admin() }}
+	// nodes: a node daemon, which the handler holds to its own name
+	// (checkNode); anyone on a cluster without TLS, which cannot tell.
+	nodes = access{name: "nodes", allow: func(c *Controller, p principal) bool { return c.tls == nil || p.kind == kindNode }}
+	// members: controller members (internal endpoints); anyone on a
+	// cluster without TLS.
+	members = access{name: "members", allow: func(c *Controller, p principal) bool { return c.tls == nil || p.kind == kindMember }}
+)
+
+// route is one endpoint of the API: its pattern, who may call it and its
+// handler.
+type route struct {
+	pattern string
+	access  access
+	handler http.HandlerFunc
+}
+
+// routeTable lists every endpoint the controllers serve. Adding one means
+// adding it here with its access rule, and to the test's matrix
+// (TestEveryEndpointHasAnAccessEntry fails otherwise).
+func (c *Controller) routeTable() []route {
+	return []route{
+		{"POST /v1/jobs", usersSubmit, c.write(c.handleSubmit)},
+		{"GET /v1/jobs", usersRead, c.read(c.handleListJobs)},
+		{"GET /v1/queue", usersRead, c.read(c.handleQueue)},
+		{"GET /v1/jobs/{id}", usersRead, c.read(c.handleGetJob)},
+		{"GET /v1/jobs/{id}/why", usersRead, c.read(c.handleWhy)},
+		{"POST /v1/jobs/cancel", usersCancel, c.write(c.handleCancel)},
+		{"POST /v1/jobs/hold", usersCancel, c.write(c.handleHold)},
+		{"POST /v1/jobs/suspend", usersCancel, c.write(c.handleSuspend)},
+		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
+		{"GET /v1/nodes", usersRead, c.read(c.handleListNodes)},
+		{"GET /v1/nodes/{name}", usersRead, c.read(c.handleGetNode)},
+		{"GET /v1/nodes/{name}/desired", nodes, c.handleDesired},
+		{"POST /v1/nodes/register", nodes, c.write(c.handleRegister)},
+		{"POST /v1/nodes/heartbeat", nodes, c.write(c.handleHeartbeat)},
+		{"POST /v1/nodes/status", nodes, c.write(c.handleNodeStatus)},
+		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
+		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
+		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
+		{"GET /v1/status", anyone, c.handleStatus},
+		{"POST /v1/internal/members", members, c.write(c.handleSetMember)},
+		{"GET /v1/policy", usersRead, c.read(c.handlePolicy)},
+		{"POST /v1/config", admins, c.write(c.handleConfig)},
+		{"POST /v1/qos", operators, c.write(c.handleQOS)},
+		{"POST /v1/accounts", admins, c.write(c.handleAccount)},
+		{"POST /v1/users", usersAdmin, c.write(c.handleUser)},
+		{"GET /v1/priority", usersRead, c.read(c.handlePriority)},
+		{"GET /v1/share", usersRead, c.read(c.handleShare)},
+		{"GET /v1/auth", usersRead, c.read(c.handleAuthView)},
+		{"POST /v1/tokens", usersAdmin, c.write(c.handleToken)},
+		{"POST /v1/roles", admins, c.write(c.handleRole)},
+	}
+}
+
+// jobIORouteTable lists the job I/O endpoints, served outside
+// limitRequests (jobio.go).
+func (c *Controller) jobIORouteTable() []route {
+	return []route{
+		{"POST /v1/jobs/{id}/exec", usersExec, c.jobIO("exec")},
+		{"POST /v1/jobs/{id}/signal", usersCancel, c.jobIO("signal")},
+		{"GET /v1/jobs/{id}/file", usersExec, c.jobIO("read")},
+		{"PUT /v1/jobs/{id}/file", usersExec, c.jobIO("write")},
+		{"GET /v1/jobs/{id}/output", usersExec, c.jobIO("output")},
+	}
+}
+
+// guard decides the request's principal, checks it against a, and hands
+// the request, carrying it, to h.
+func (c *Controller) guard(a access, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := c.principalOf(r)
+		if err != nil {
+			c.writeErr(w, r, err)
+			return
+		}
+		if err := c.check(a, p, r); err != nil {
+			c.writeErr(w, r, err)
+			return
+		}
+		h(w, withPrincipal(r, p))
+	}
+}
+
+// check says why p may not call the route r under a.
+func (c *Controller) check(a access, p principal, r *http.Request) error {
+	if a.allow(c, p) && (p.open || a.op == "" || p.allows(a.op)) {
+		return nil
+	}
+	what := r.Method + " " + r.URL.Path
+	switch {
+	case a.name == "members":
+		return forbidden("only controller members may call %s: show a member's certificate of the cluster's authority", what)
+	case a.name == "nodes":
+		return forbidden("only node daemons may call %s, each with its own certificate (corral ca issue --role node --name NODE)", what)
+	case p.kind == kindAnonymous:
+		return unauthorized("%s needs credentials: run the CLI on a host with an agent (corral authd), or set CORRAL_TOKEN to a token (corral token create)", what)
+	case a.allow(c, p):
+		return forbidden("%s may not call %s: its token is limited to %v; %s needs a token that allows %s", p, what, p.ops, what, a.op)
+	}
+	return forbidden("%s may not call %s: it takes %s (%s's role is %q)", p, what, a.name, p.name, p.role)
+}
+
+// routes maps the API; limitRequests answers what no route takes.
+func (c *Controller) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range c.routeTable() {
+		mux.HandleFunc(rt.pattern, c.guard(rt.access, rt.handler))
+	}
+	return mux
+}
+
+// jobIORoutes maps the job I/O endpoints.
+func (c *Controller) jobIORoutes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range c.jobIORouteTable() {
+		mux.HandleFunc(rt.pattern, c.guard(rt.access, rt.handler))
+	}
+	return mux
+}

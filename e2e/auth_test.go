@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/internal/ident"
+)
+
+// unixUser is a Unix user a test created, with a work directory of its own.
+type unixUser struct {
+	ident.User
+	dir string
+}
+
+// makeUsers creates a Unix user per name (useradd; removed with userdel
+// when the test ends), each with a work directory under pub that only it
+// may enter. It skips the test unless it runs as root with useradd.
+func makeUsers(t *testing.T, pub string, names ...string) map[string]unixUser {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates Unix users with useradd and runs the CLI as each")
+	}
+	for _, tool := range []string{"useradd", "userdel"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (Debian: the passwd package): %v", tool, err)
+		}
+	}
+	out := map[string]unixUser{}
+	for _, name := range names {
+		if b, err := exec.Command("useradd", "-M", "-s", "/bin/false", name).CombinedOutput(); err != nil {
+			t.Fatalf("useradd %s: %v: %s", name, err, b)
+		}
+		t.Cleanup(func() {
+			if b, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+				t.Errorf("userdel %s: %v: %s", name, err, b)
+			}
+		})
+		u, err := ident.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(pub, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = unixUser{User: u, dir: dir}
+	}
+	return out
+}
+
+// TestAuthenticatedTenants runs a cluster with --auth over TLS and two
+// real Unix users in two tenants, each using the CLI on a host whose agent
+// vouches for them: their jobs carry their own user (whatever $USER says)
+// and run as their uid, each sees and touches only its own tenant, and
+// anonymous, forged, narrowed and revoked credentials are refused.
+func TestAuthenticatedTenants(t *testing.T) {
+	c := startTLSClusterWith(t, true)
+	pid := os.Getpid()
+	ua, ub := fmt.Sprintf("corraltest-u1-%d", pid), fmt.Sprintf("corraltest-u2-%d", pid)
+	users := makeUsers(t, c.pub, ua, ub)
+	bin := filepath.Join(c.pub, "corral")
+	if b, err := exec.Command("cp", corralBin, bin).CombinedOutput(); err != nil {
+		t.Fatalf("copying the CLI: %v: %s", err, b)
+	}
+	ca := filepath.Join(c.pub, "ca.crt")
+	if b, err := exec.Command("cp", c.ca, ca).CombinedOutput(); err != nil {
+		t.Fatalf("copying the authority's certificate: %v: %s", err, b)
+	}
+	base := []string{"CORRAL_ADDR=" + c.addr, "CORRAL_CA=" + ca, "CORRAL_AUTHD=" + c.agentSocket("n1"), "PATH=/usr/bin:/bin"}
+	run := func(u *unixUser, env []string, args ...string) (string, string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env, cmd.Dir = append(append([]string{}, base...), env...), c.pub
+		if u != nil {
+			cmd.Dir = u.dir
+			cmd.Env = append(cmd.Env, "HOME="+u.dir, "USER=root") // $USER claims root; the agent knows better
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+	must := func(u *unixUser, env []string, args ...string) string {
+		t.Helper()
+		out, stderr, code := run(u, env, args...)
+		if code != 0 {
+			t.Fatalf("corral %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		return out
+	}
+	a, b := users[ua], users[ub]
+	// Root on n1, through its agent, is an admin: it makes the tenants.
+	for _, args := range [][]string{{"account", "add", "phys"}, {"account", "add", "bio"},
+		{"user", "add", ua, "--account", "phys"}, {"user", "add", ub, "--account", "bio"}} {
+		must(nil, nil, args...)
+	}
+	if who := must(&a, nil, "whoami"); !strings.Contains(who, "user "+ua) || !strings.Contains(who, "agent on node n1") {
+		t.Fatalf("whoami as %s: %q", ua, who)
+	}
+	idA := mustID(t, strings.TrimSpace(must(&a, nil, "submit", "--parsable", "--wrap", "id -u; id -un")))
+	idB := mustID(t, strings.TrimSpace(must(&b, nil, "submit", "--parsable", "--wrap", "id -u; id -un")))
+	admin := c.client(t)
+	for _, id := range []uint64{idA, idB} {
+		waitJob(t, admin, id, api.StateCompleted, 60*time.Second)
+	}
+	ja, err := admin.Job(context.Background(), idA, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ja.Spec.User != ua {
+		t.Errorf("job %d submitted by %s with USER=root belongs to %q", idA, ua, ja.Spec.User)
+	}
+	outFile := filepath.Join(a.dir, fmt.Sprintf("slurm-%d.out", idA))
+	got, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d\n%s\n", a.UID, ua); string(got) != want {
+		t.Errorf("job %d ran as %q; want %q", idA, got, want)
+	}
+	if fi, err := os.Stat(outFile); err != nil || fi.Sys().(*syscall.Stat_t).Uid != a.UID {
+		t.Errorf("job %d's output %s does not belong to %s: %v", idA, outFile, ua, err)
+	}
+
+	t.Run("each user sees and touches only its own tenant", func(t *testing.T) {
+		rows := func(u *unixUser, env []string) []string {
+			return strings.Fields(must(u, env, "queue", "--states", "all", "--noheader", "--format", "%i|%u"))
+		}
+		if q := rows(&b, nil); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idB, ub) {
+			t.Errorf("%s's queue: %q; want only its own job %d", ub, q, idB)
+		}
+		if _, stderr, code := run(&b, nil, "cancel", fmt.Sprint(idA)); code == 0 || !strings.Contains(stderr, "no such job") {
+			t.Errorf("%s cancelling %s's job %d: exit %d, %q; want no such job", ub, ua, idA, code, stderr)
+		}
+		if q := rows(&a, nil); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idA, ua) {
+			t.Errorf("%s's queue: %q; want only its own job %d", ua, q, idA)
+		}
+	})
+	t.Run("anonymous and forged requests are refused", func(t *testing.T) {
+		for name, hdr := range map[string]string{"anonymous": "", "forged": "Corral-Agent v1.e30.AAAA.AAAA", "not a token": "Bearer nope"} {
+			st, body := authRequest(t, c, hdr)
+			if st != http.StatusUnauthorized {
+				t.Errorf("%s: %d %q; want 401", name, st, body)
+			}
+		}
+	})
+	t.Run("a read-only token reads, cannot submit, and ends when revoked", func(t *testing.T) {
+		secret := strings.TrimSpace(must(&a, nil, "token", "create", "--ops", "read", "--expires", "1h"))
+		tok := []string{"CORRAL_TOKEN=" + secret, "CORRAL_AUTHD="}
+		if q := strings.Fields(must(nil, tok, "queue", "--states", "all", "--noheader", "--format", "%i|%u")); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idA, ua) {
+			t.Errorf("the read-only token's queue: %q; want %s's job %d", q, ua, idA)
+		}
+		if _, stderr, code := run(nil, tok, "submit", "--wrap", "true"); code == 0 || !strings.Contains(stderr, "limited to") {
+			t.Errorf("submitting with a read-only token: exit %d, %q; want refused", code, stderr)
+		}
+		id := strings.TrimPrefix(secret, "corral_")
+		id, _, _ = strings.Cut(id, "_")
+		must(&a, nil, "token", "revoke", id)
+		if _, stderr, code := run(nil, tok, "queue"); code == 0 || !strings.Contains(stderr, "revoked") {
+			t.Errorf("a revoked token: exit %d, %q; want refused as revoked", code, stderr)
+		}
+	})
+}
+
+// authRequest lists jobs with the Authorization header hdr (none when
+// empty) and no client certificate.
+func authRequest(t *testing.T, c *tlsCluster, hdr string) (int, string) {
+	t.Helper()
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls}, Timeout: 20 * time.Second}
+	req, _ := http.NewRequest(http.MethodGet, c.http[0]+"/v1/jobs", nil)
+	if hdr != "" {
+		req.Header.Set("Authorization", hdr)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
