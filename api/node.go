@@ -55,6 +55,14 @@ type NodeInfo struct {
 	// controllers proxy exec, signals, files and output to; empty when the
 	// daemon serves none.
 	APIAddr string `json:"api_addr,omitempty"`
+	// Probing says the node's runner is still testing the host (the vm
+	// runner boots a test guest to choose its accelerator and measure its
+	// memory per VM), so Accel and OverheadMB are not known yet: the
+	// controllers place no new job on the node until it registers again
+	// without it. The jobs it already runs keep running. A daemon probes
+	// after it registered, so that a restarted one re-adopts its jobs
+	// within their lease however slow the probe is.
+	Probing bool `json:"probing,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -107,7 +115,9 @@ type Node struct {
 	Allocs []uint64 `json:"allocs,omitempty"`
 }
 
-// State derives the sinfo state from the node's flags and load.
+// State derives the sinfo state from the node's flags and load. A node
+// whose runner is still probing the host is UNKNOWN, as Slurm shows a node
+// whose slurmd has not finished registering.
 func (n *Node) State() NodeState {
 	switch {
 	case n.Down:
@@ -116,6 +126,8 @@ func (n *Node) State() NodeState {
 		return NodeDraining
 	case n.Drain:
 		return NodeDrained
+	case n.Probing:
+		return NodeUnknown
 	case n.AllocCPUs == 0:
 		return NodeIdle
 	case n.AllocCPUs >= n.CPUs:

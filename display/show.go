@@ -299,6 +299,8 @@ func nodeStateFull(n *api.Node) string {
 	switch {
 	case n.Down:
 		base = string(api.NodeDown)
+	case n.Probing:
+		base = string(api.NodeUnknown) // its runner is testing the host
 	case n.AllocCPUs == 0:
 		base = string(api.NodeIdle)
 	case n.AllocCPUs >= n.CPUs:

@@ -234,7 +234,9 @@ func (c *cluster) waitNodes(t testing.TB, n int) {
 		nodes, err := cl.Nodes(context.Background())
 		up := 0
 		for _, nd := range nodes {
-			if nd.State() != api.NodeDown {
+			// A node whose runner still probes the host (a vm node
+			// boots its test guest after it registered) takes no job.
+			if nd.State() != api.NodeDown && !nd.Probing {
 				up++
 			}
 		}
@@ -246,7 +248,7 @@ func (c *cluster) waitNodes(t testing.TB, n int) {
 	for _, p := range c.nodeds {
 		t.Logf("%s log:\n%s", p.name, p.tail())
 	}
-	t.Fatalf("fewer than %d nodes up after 60s (a vm node probes its accelerator by booting a guest first)", n)
+	t.Fatalf("fewer than %d nodes up and ready after 60s (a vm node probes its accelerator by booting a guest first)", n)
 }
 
 func allJobs(t testing.TB, cl *api.Client) map[uint64]api.Job {

@@ -137,17 +137,19 @@ func readFileOr(path string) string {
 // TestVMReadoptedAfterNodeDaemonKill kills the node daemon with SIGKILL
 // while a VM runs and restarts it: the job still completes, and no QEMU
 // remains afterwards. A restarted daemon must register within the node's
-// lease (half the node timeout) or its jobs are stopped; the vm runner's
-// accelerator probe alone takes seconds under TCG, so the timeout is 30 s.
+// lease (half the node timeout, 15 s here) or its jobs are stopped. Its
+// probe guest, which takes seconds under TCG and longer on a loaded
+// machine, boots after it registered: the test removes the probe the first
+// daemon recorded, as a new build of the daemon would find it, so the
+// restarted daemon probes while its re-adopted VM runs. A second restart on
+// the same boot with the same build reuses the recorded probe and boots no
+// probe guest at all.
 func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 	root := imageRoot(t)
 	if testing.Short() {
 		t.Skip("boots a VM and restarts a node daemon")
 	}
-	// The restarted daemon boots a probe guest before it registers again;
-	// on a loaded machine that can take longer than a 30 s timeout's lease
-	// (15 s), and the job would be stopped rather than re-adopted.
-	c := startControllers(t, 1, "--node-timeout", "90s")
+	c := startControllers(t, 1, "--node-timeout", "30s")
 	c.leader(t, 15*time.Second)
 	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
 	t.Cleanup(func() {
@@ -156,6 +158,7 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 		}
 	})
 	c.waitNodes(t, 1)
+	cl := c.client(t)
 	work := t.TempDir()
 	out, err := cli(t, c.addr, work, "submit", "--parsable", "--mem=256M", "-o", filepath.Join(work, "r.out"),
 		"--wrap", "echo before; sleep 4; echo after")
@@ -170,16 +173,68 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	first, err := cl.Node(context.Background(), "vm1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	node.kill(syscall.SIGKILL)
+	if err := os.Remove(filepath.Join(c.dir, "vm1", "probe.json")); err != nil {
+		t.Fatalf("the first daemon recorded no probe: %v", err)
+	}
+	killed := time.Now()
 	node.start(t)
-	j := waitJob(t, c.client(t), id, api.StateCompleted, 120*time.Second)
+	registered := waitReregistered(t, cl, "vm1", first.BootID)
+	t.Logf("the restarted daemon registered %.2fs after the kill (probing=%v)", time.Since(killed).Seconds(), registered.Probing)
+	j := waitJob(t, cl, id, api.StateCompleted, 120*time.Second)
 	if j.Restarts != 0 {
 		t.Errorf("the job was restarted %d times; it should have been re-adopted", j.Restarts)
 	}
 	if got := readFileOr(filepath.Join(work, "r.out")); got != "before\nafter\n" {
 		t.Errorf("output %q, want before and after", got)
 	}
+	c.waitNodes(t, 1) // ready: the probe in the background is done
+	if n, _ := cl.Node(context.Background(), "vm1"); n == nil || n.Accel == "" || n.Probing {
+		t.Errorf("after its probe the node reports %+v, want an accelerator and not probing", n)
+	}
+	for _, line := range strings.Split(readFileOr(node.log), "\n") {
+		if strings.Contains(line, "runner probed") {
+			t.Logf("node log: %s", line)
+		}
+	}
+	if n := strings.Count(readFileOr(node.log), "probing the runner"); n != 2 {
+		t.Errorf("the node daemons' log says %d times that they probed after registering, want 2 (the first start, the restart)", n)
+	}
 	waitNoQEMU(t, c)
+
+	second, _ := cl.Node(context.Background(), "vm1")
+	node.kill(syscall.SIGKILL)
+	killed = time.Now()
+	node.start(t)
+	if n := waitReregistered(t, cl, "vm1", second.BootID); n.Probing {
+		t.Error("a daemon restarted on the same boot with the same build registered as probing; it should reuse the recorded probe")
+	}
+	t.Logf("restarted on the same boot: registered ready %.2fs after the kill", time.Since(killed).Seconds())
+	logText := readFileOr(node.log)
+	if !strings.Contains(logText, "reusing the probe an earlier daemon recorded on this boot") || strings.Count(logText, "probing the runner") != 2 {
+		t.Error("the daemon restarted on the same boot with the same build did not say it reused the recorded probe, or probed again")
+	}
+}
+
+// waitReregistered waits until node registered with another boot id than
+// old, and returns it as the controllers hold it then.
+func waitReregistered(t *testing.T, cl *api.Client, name, old string) *api.Node {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := cl.Node(context.Background(), name)
+		if err == nil && n.BootID != old && n.State() != api.NodeDown {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s did not register again within 60s (%+v, %v)", name, n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestVMManyJobsOnTwoCPUs submits 20 jobs at once to a node of 2 CPUs: all

@@ -92,6 +92,12 @@ type Daemon struct {
 	dirs *runDirs
 	// reusable says the runner implements ReusableState.
 	reusable bool
+	// prober is the runner when it implements Prober; probed says its
+	// probe succeeded (or was restored), and probedCh carries the
+	// background probe's outcome to the loop (probe.go).
+	prober   Prober
+	probed   atomic.Bool
+	probedCh chan error
 
 	// Events into the loop goroutine, which alone owns the job table.
 	desiredCh chan *api.Desired
@@ -103,6 +109,9 @@ type Daemon struct {
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
 	keeperCh  chan *keeperProc
+	// runErr is why the loop ended before its context did (the runner's
+	// probe failed); Run returns it.
+	runErr error
 	// loopDone is closed when Run has returned; events sent after that
 	// are dropped.
 	loopDone chan struct{}
@@ -201,6 +210,7 @@ func New(cfg Config) (*Daemon, error) {
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
 		keeperCh:  make(chan *keeperProc),
+		probedCh:  make(chan error),
 		loopDone:  make(chan struct{}),
 		jobs:      make(map[jobKey]*localJob),
 		done:      make(map[jobKey]time.Time),
@@ -215,6 +225,7 @@ func New(cfg Config) (*Daemon, error) {
 		spares = 0
 	}
 	d.dirs = newRunDirs(d.root, spares, cfg.Logger)
+	d.prober, _ = cfg.Runner.(Prober)
 	d.running.Store(&[]uint64{})
 	d.inv.Store(cfg.Inventory)
 	return d, nil
@@ -225,10 +236,13 @@ func New(cfg Config) (*Daemon, error) {
 func (d *Daemon) BootID() string { return d.bootID }
 
 // Run re-adopts the jobs an earlier daemon left in DataDir, registers,
-// heartbeats, watches the desired state and reconciles until ctx ends. It
-// leaves jobs running when ctx ends, like slurmd, so that a restarted daemon
-// re-adopts them, unless Shutdown(true) was called. It returns nil after a
-// clean stop. Run may be called once.
+// heartbeats, watches the desired state and reconciles until ctx ends. A
+// runner that must probe the host (Prober) probes after the node registered,
+// unless a probe recorded on this boot stands in; until then the node takes
+// no new job. Run leaves jobs running when ctx ends, like slurmd, so that a
+// restarted daemon re-adopts them, unless Shutdown(true) was called. It
+// returns nil after a clean stop and the probe's error when the runner's
+// probe failed. Run may be called once.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	if d.runCalled {
@@ -251,6 +265,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.ensureKeeper()
+	if d.prober != nil && d.restoreProbe() {
+		d.probed.Store(true)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	if err := d.listenAPI(runCtx); err != nil {
 		cancel()
@@ -261,6 +278,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Go(func() { d.watch(runCtx) })
 	wg.Go(func() { d.rep.run(runCtx) })
 	wg.Go(func() { d.watchLease(runCtx) })
+	if !d.ready() {
+		wg.Go(func() { d.probe(runCtx) })
+	}
 	d.loop(runCtx)
 	cancel()
 	wg.Wait()
@@ -280,7 +300,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.stopKeeper()
 	}
 	d.log.Info("node daemon stopped", "jobs_left_running", d.liveCount())
-	return nil
+	return d.runErr
 }
 
 // flushReports tries once, briefly, to send the reports still pending.
@@ -351,6 +371,10 @@ func (d *Daemon) loop(ctx context.Context) {
 			}
 		case k := <-d.keeperCh:
 			d.onKeeperExited(k)
+		case err := <-d.probedCh:
+			if !d.onProbed(err) {
+				return
+			}
 		case reply := <-d.killAllCh:
 			d.stopping = true
 			d.killWaiters = append(d.killWaiters, reply)

@@ -47,6 +47,16 @@
 //   - The registration carries what the runner offers when it says so: the
 //     guest images and accelerator (Images, Accel) and its own memory per
 //     job (OverheadMB), which the controllers count against the node.
+//   - A runner that must test the host first (Prober: the vm runner boots a
+//     test guest) is probed after the first registration, not before: a
+//     restarted daemon re-adopts its runs, registers with api.NodeInfo
+//     Probing set (no Accel, no OverheadMB; the controllers place no new job
+//     on it) and heartbeats, so its runs keep their lease however slow the
+//     probe is; it starts no run until the probe is done, then registers
+//     again. DataDir/probe.json records the probe with the kernel's boot id
+//     and the runner's ProbeKey; a daemon on the same boot with the same key
+//     restores it and probes not at all (probe.go). A failed probe ends Run
+//     with its error, leaving the runs to the lease keeper.
 //   - A run is killed when it leaves the desired list (reported CANCELLED)
 //     or when its allocation says COMPLETING or terminal (reported with
 //     its FinalState when that is terminal). Kill is SIGTERM, then SIGKILL

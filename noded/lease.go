@@ -322,10 +322,10 @@ func (d *Daemon) onLeaseRenewed() {
 	}
 }
 
-// canLaunch says whether runs of des may start: the lease holds, and des
-// is no older than the daemon's last registration (a restarted daemon has
-// no tombstones, and a node the controllers declared DOWN lost its runs at
-// that registration).
+// canLaunch says whether runs of des may start: the runner is ready (its
+// probe is done), the lease holds, and des is no older than the daemon's
+// last registration (a restarted daemon has no tombstones, and a node the
+// controllers declared DOWN lost its runs at that registration).
 func (d *Daemon) canLaunch(des *api.Desired) bool {
-	return !d.stopping && !d.leaseLost && d.lease.held(time.Now()) && des.Index >= d.reg.index()
+	return !d.stopping && d.ready() && !d.leaseLost && d.lease.held(time.Now()) && des.Index >= d.reg.index()
 }

@@ -151,10 +151,15 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		keys, reports = keys[:api.MaxRegisterReports], reports[:api.MaxRegisterReports]
 	}
 	info.Reports = reports
+	// What the probe measures is not reported before it did.
+	info.Probing = !d.ready()
 	if o, ok := d.runner.(imageOffer); ok {
-		info.Images, info.Accel = o.Images(), o.Accel()
+		info.Images = o.Images()
+		if !info.Probing {
+			info.Accel = o.Accel()
+		}
 	}
-	if o, ok := d.runner.(overheadOffer); ok {
+	if o, ok := d.runner.(overheadOffer); ok && !info.Probing {
 		info.OverheadMB = o.OverheadMB()
 	}
 	return info, keys
@@ -243,7 +248,7 @@ func (d *Daemon) registerLoop(ctx context.Context) bool {
 			terms, _ := d.lease.current()
 			d.log.Info("registered", "boot_id", d.bootID, "runner", info.Runner, "cpus", info.CPUs,
 				"mem_mb", info.MemMB, "images", info.Images, "accel", info.Accel,
-				"overhead_mb", info.OverheadMB, "running", info.Running, "reports", len(info.Reports),
+				"overhead_mb", info.OverheadMB, "probing", info.Probing, "running", info.Running, "reports", len(info.Reports),
 				"index", ack.Index, "lease", terms.Lease, "node_timeout", terms.Timeout)
 			// The registration acknowledges the reports it carried, and
 			// only those.

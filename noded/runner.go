@@ -47,6 +47,32 @@ type ReusableState interface {
 	ReusableState()
 }
 
+// Prober is implemented by a runner that must test the host before it
+// starts jobs: the vm runner boots a test guest to choose its accelerator
+// and to measure QEMU's memory per VM, which takes seconds under TCG and
+// longer on a loaded node. The daemon does not wait for it: it re-adopts its
+// jobs, registers as not ready for new work (api.NodeInfo.Probing) and
+// heartbeats, so that the jobs an earlier daemon left keep their lease, and
+// runs Probe in the background; when Probe succeeds it registers again,
+// ready, and starts runs. What Probe found holds until the host reboots or
+// what it tested changes: the daemon records it in its data directory, and a
+// later daemon on the same boot whose runner has the same ProbeKey hands it
+// to Restore and probes not at all.
+type Prober interface {
+	// ProbeKey names what the probe's outcome depends on besides the
+	// host's boot (the runner's program, its emulator, the image it boots).
+	// It is cheap: the daemon asks it at every start.
+	ProbeKey() string
+	// Probe tests the host and returns what it found as a JSON value,
+	// which Restore reads. A runner that already probed returns what it found at once.
+	// Until Probe or Restore succeeded the runner starts no job; Recover
+	// works before.
+	Probe(ctx context.Context) ([]byte, error)
+	// Restore adopts what an earlier Probe with the same ProbeKey found on
+	// this boot. An error (a record it cannot read) makes the daemon probe.
+	Restore(found []byte) error
+}
+
 // LaunchSpec is everything a runner needs to start one job.
 type LaunchSpec struct {
 	Job *api.Job

@@ -267,7 +267,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory, strings.Split(addrs, ",")); err != nil {
+	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory, strings.Split(addrs, ","), false); err != nil {
 		return err
 	}
 	d, err := noded.New(cfg)
@@ -492,7 +492,7 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	// One runner serves every node: the vm runner's probe boots a guest.
 	// The controller listens on loopback, which no guest reaches anyway.
-	runner, err := makeRunner(ctx, env, o, log, nil, nil)
+	runner, err := makeRunner(ctx, env, o, log, nil, nil, true)
 	if err != nil {
 		return err
 	}
@@ -568,7 +568,11 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error
 // accelerator probe boots a test guest, or process (nil: the daemon's
 // built-in runner), for hosts without QEMU. The vm runner keeps the
 // guests of a partition whose network is node from reaching controllers.
-func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory, controllers []string) (noded.Runner, error) {
+// With probe it probes here (corral dev: one runner for every node, and a
+// failed probe must stop the command); without, the node daemon probes it
+// after it registered, so that a restarted daemon keeps the lease of the
+// VMs it re-adopts.
+func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory, controllers []string, probe bool) (noded.Runner, error) {
 	switch o.get("runner") {
 	case "process":
 		return nil, nil
@@ -581,12 +585,17 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		if err != nil {
 			return nil, err
 		}
-		r, err := vmrun.New(ctx, vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
-			Controllers: controllers, VMIDs: ids})
+		cfg := vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
+			Controllers: controllers, VMIDs: ids}
+		load := vmrun.Load
+		if probe {
+			load = func(cfg vmrun.Config) (*vmrun.Runner, error) { return vmrun.New(ctx, cfg) }
+		}
+		r, err := load(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("--runner vm: %w (on a host without QEMU, use --runner process)", err)
 		}
-		log.Info("vm runner ready", "accel", r.Accel(), "images", r.Images(), "overhead_mb", r.OverheadMB(), "probe", r.ProbeReport())
+		log.Info("vm runner loaded", "images", r.Images(), "accel", r.Accel(), "overhead_mb", r.OverheadMB())
 		return r, nil
 	}
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))

@@ -55,7 +55,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 			name: n.Name, partitions: parts,
 			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
 			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB,
-			usable: !n.Down && !n.Drain, inv: n.Inventory,
+			usable: !n.Down && !n.Drain && !n.Probing, inv: n.Inventory,
 		})
 	}
 	slices.SortFunc(c.nodes, func(a, b nodeFree) int { return strings.Compare(a.name, b.name) })

@@ -74,6 +74,7 @@ func (ns nodeSet) partition(p ...string) nodeSet {
 }
 func (ns nodeSet) down() nodeSet    { return ns.each(func(n *state.Node) { n.Down = true }) }
 func (ns nodeSet) drained() nodeSet { return ns.each(func(n *state.Node) { n.Drain = true }) }
+func (ns nodeSet) probing() nodeSet { return ns.each(func(n *state.Node) { n.Probing = true }) }
 
 // busy allocates CPUs and memory on every node of the set, as running jobs
 // would.

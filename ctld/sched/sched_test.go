@@ -118,6 +118,12 @@ func TestSchedulePlacement(t *testing.T) {
 			scene:  at(t0).with(node("a").down(), node("b").drained(), node("c")).queue(job(1)),
 			starts: []string{"1@c"},
 		},
+		// A node whose runner still probes the host (a restarted vm node
+		// daemon boots its test guest) takes no new job until it is done.
+		"a probing node is skipped": {
+			scene:  at(t0).with(node("a").probing(), node("b")).queue(job(1)),
+			starts: []string{"1@b"},
+		},
 		// A down node still counts as able to hold the job some day, so the
 		// job waits for Resources (it is not "larger than any node") and, at
 		// the head, blocks the jobs behind it.

@@ -99,6 +99,35 @@ func TestRunnerOverheadIsCharged(t *testing.T) {
 	})
 }
 
+// TestPlanSkipsProbingNode re-registers a node as probing (its restarted
+// daemon's runner is testing the host) between a pass and its plan: the
+// plan's start there is refused, while the job the node kept stays; once the
+// node registers ready the same start applies.
+func TestPlanSkipsProbingNode(t *testing.T) {
+	f := newReplica()
+	info := api.NodeInfo{Name: "vm1", CPUs: 4, MemMB: 4096, BootID: "b1"}
+	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: info}))
+	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), spec("b")}}))
+	f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 1, Node: "vm1", CPUs: 1, MemMB: 512}}}))
+	info.BootID, info.Running, info.Probing = "b2", []uint64{1}, true
+	f.Apply(entry(t, 4, CmdRegisterNode, &RegisterNode{Now: t0, Info: info}))
+	start := &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 2, Node: "vm1", CPUs: 1, MemMB: 512}}}
+	if res := f.Apply(entry(t, 5, CmdApplyPlan, start)).(*PlanResult); len(res.Started) != 0 || len(res.Rejected) != 1 {
+		t.Fatalf("plan %+v on a probing node: want its start rejected", res)
+	}
+	f.Read(func(s *State) {
+		if n := s.Nodes["vm1"]; !n.Probing || n.State() != api.NodeUnknown || s.Jobs[1].State != api.StateRunning {
+			t.Errorf("node probing=%v state %s, job 1 %s; want a probing UNKNOWN node that kept its RUNNING job",
+				n.Probing, n.State(), s.Jobs[1].State)
+		}
+	})
+	info.Probing = false
+	f.Apply(entry(t, 6, CmdRegisterNode, &RegisterNode{Now: t0, Info: info}))
+	if res := f.Apply(entry(t, 7, CmdApplyPlan, start)).(*PlanResult); len(res.Started) != 1 {
+		t.Fatalf("plan %+v on the node once ready: want its start applied", res)
+	}
+}
+
 // TestPlanStopsBeforeStarts applies one plan whose start on n1 needs the
 // CPUs its suspend-mode stop lends: the apply takes stops before starts on
 // each node, so the start fits; on n2 a cancel-mode stop frees nothing

@@ -205,6 +205,12 @@ func goldenCommands() []struct {
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "dave"}, Delete: true}},
 		// Audit records in two chains, one refused request among them.
 		{CmdAuditRecords, goldenAudit()},
+		// A node whose runner still probes the host takes no new job: the
+		// start is rejected.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(8 * time.Hour), Info: api.NodeInfo{Name: "pr1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-pr", Probing: true}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(8 * time.Hour), FirstID: 60, Jobs: []JobSpec{simple("probing")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(8*time.Hour + time.Second), Starts: []PlanStart{{JobID: 60, Node: "pr1", CPUs: 1, MemMB: 256}}}},
 	}
 }
 

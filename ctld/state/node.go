@@ -25,6 +25,9 @@ type Node struct {
 	// controllers proxy exec, signals, files and output to; empty when it
 	// serves none.
 	APIAddr string `json:"api_addr,omitempty"`
+	// Probing says the node's runner is still testing the host (see
+	// api.NodeInfo.Probing): no new job is placed on it.
+	Probing bool `json:"probing,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down       bool      `json:"down,omitempty"`
@@ -48,7 +51,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 	return &Node{
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
-		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr,
+		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
 	}
 }
 
@@ -61,6 +64,8 @@ func (n *Node) State() api.NodeState {
 		return api.NodeDraining
 	case n.Drain:
 		return api.NodeDrained
+	case n.Probing:
+		return api.NodeUnknown
 	case n.AllocCPUs == 0:
 		return api.NodeIdle
 	case n.AllocCPUs >= n.CPUs:

@@ -137,7 +137,7 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	if !ok {
 		return "no such node"
 	}
-	if n.Down || n.Drain {
+	if n.Down || n.Drain || n.Probing {
 		return fmt.Sprintf("node %s is %s", n.Name, n.State())
 	}
 	u := used[st.Node]

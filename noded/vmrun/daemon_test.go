@@ -58,7 +58,8 @@ func unprobedRunner(accel string, tscKHz int) (*Runner, error) {
 	// The file server is this test binary too, as testRunner's is.
 	r := &Runner{cfg: Config{QEMU: "qemu-system-x86_64", DefaultImage: "default", ImageRoot: imageRoot(),
 		NFSServer: []string{os.Args[0], nfsdChild}, VMIDs: DefaultVMIDs}, log: slog.Default(),
-		images: map[string]*vmimage.Image{}, accel: accel, tscKHz: tscKHz}
+		images: map[string]*vmimage.Image{}, tscKHz: tscKHz}
+	r.found.Store(&probeOutcome{Accel: accel})
 	if r.cfg.QEMU, err = exec.LookPath(r.cfg.QEMU); err != nil {
 		return nil, err
 	}

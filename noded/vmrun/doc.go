@@ -162,8 +162,14 @@
 // The accelerator is decided once per daemon, not per VM: the probe boots
 // a test guest with KVM (-cpu host) when /dev/kvm opens and takes KVM only
 // if the guest reaches CORRAL EXIT 0 within 5 s; otherwise it boots the
-// guest under TCG (-cpu max), and New fails if that does not work either.
-// ProbeReport says what happened.
+// guest under TCG (-cpu max), and the probe fails if that does not work
+// either. ProbeReport says what happened. New probes at once; Load does
+// not, and the node daemon probes (noded.Prober) after it registered, so
+// that a restarted daemon keeps the lease of the VMs it re-adopts however
+// slow the test guest is, or restores the probe it recorded on the same
+// boot for the same ProbeKey (this program, QEMU, the default image's
+// kernel and initramfs, the forced accelerator, whether /dev/kvm opens).
+// No VM starts before one of the two.
 //
 // tsc_early_khz, which TCG boots need (see vmimage), is the host's TSC
 // frequency: measured against the monotonic clock on hosts with

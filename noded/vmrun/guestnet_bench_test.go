@@ -77,7 +77,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 			}
 		}()
 	}
-	as, err := r.qemuIdentityFor(f.dir, r.accel)
+	as, err := r.qemuIdentityFor(f.dir, r.Accel())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 	var q qemuFiles
 	defer q.close()
 	out, _ := prepareOutputs(&q, spec.Stdout, "")
-	a := vmArgs{img: img, accel: r.accel, cpus: 1, memMB: 512, f: f, out: out, node: "node1", net: n.net}
+	a := vmArgs{img: img, accel: r.Accel(), cpus: 1, memMB: 512, f: f, out: out, node: "node1", net: n.net}
 	q.set(fdTap, n.net.tap)
 	if err := openQEMUFiles(&q, a); err != nil {
 		b.Fatal(err)
@@ -98,7 +98,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 		"guestfwd=tcp:10.0.3.100:5002-cmd:dd if=/dev/zero bs=1M count=256 status=none",
 		"-device", "virtio-net-device,netdev=sl,mac=52:54:00:c0:44:03"}
 	argv = append(argv[:len(argv)-2], append(slirp, argv[len(argv)-2:]...)...)
-	v, err := r.launch(argv, &q, f, img.Name, r.accel, "", nil, false, as)
+	v, err := r.launch(argv, &q, f, img.Name, r.Accel(), "", nil, false, as)
 	n.net.closeTap()
 	if err != nil {
 		b.Fatal(err)

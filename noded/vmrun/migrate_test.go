@@ -22,7 +22,7 @@ import (
 func TestAgentFollowsALoopbackMigration(t *testing.T) {
 	r := testRunner(t)
 	spec := jobSpec(t, "#!/bin/sh\necho up\nwhile :; do sleep 1; done\n", 1, 256)
-	v, err := r.start(context.Background(), spec, startOpts{accel: r.accel, agent: true})
+	v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), agent: true})
 	if err != nil {
 		t.Fatal(err)
 	}

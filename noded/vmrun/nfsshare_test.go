@@ -105,7 +105,7 @@ func TestMigrationBlockers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := jobSpec(t, "#!/bin/sh\necho up\nsleep 30\n", 1, 256)
 			spec.Share = tc.share
-			v, err := r.start(context.Background(), spec, startOpts{accel: r.accel, hostRoot: tc.hostRoot})
+			v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), hostRoot: tc.hostRoot})
 			if err != nil {
 				t.Fatal(err)
 			}

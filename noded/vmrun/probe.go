@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"corral/api"
@@ -24,20 +26,123 @@ const (
 	// is slower than TCG or never gets there.
 	kvmBound = 5 * time.Second
 	// tcgBound is generous: TCG boots in about 1.3 s on an idle core, and a
-	// busy CI machine must not fail New for being slow.
+	// busy CI machine must not fail the probe for being slow.
 	tcgBound = 60 * time.Second
 	// sampleEvery is how often the probe reads QEMU's memory figures.
 	sampleEvery = 10 * time.Millisecond
 )
 
+// probeOutcome is what the accelerator probe found; Probe returns it as
+// JSON and Restore reads it back.
+type probeOutcome struct {
+	Accel      string `json:"accel"`
+	OverheadMB int64  `json:"overhead_mb"`
+	Report     string `json:"report"`
+}
+
+// Probe picks the accelerator and measures QEMU's memory per VM (see
+// probe), once: a runner that already probed (or restored a probe) returns
+// what it found at once, and concurrent calls wait for the one probe. It
+// returns the outcome as JSON, for Restore. It takes a few seconds under
+// TCG, well under one with KVM.
+func (r *Runner) Probe(ctx context.Context) ([]byte, error) {
+	r.probeMu.Lock()
+	defer r.probeMu.Unlock()
+	o := r.found.Load()
+	if o == nil {
+		found, err := r.probe(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("vm runner: %w", err)
+		}
+		o = &found
+		r.found.Store(o)
+		r.log.Info("vm runner ready", "accel", o.Accel, "overhead_mb", o.OverheadMB, "probe", r.ProbeReport())
+	}
+	return json.Marshal(o)
+}
+
+// Restore adopts what an earlier Probe found, which the node daemon
+// recorded on this boot for a runner with the same ProbeKey: the VMs then
+// need no test guest to start. A runner that already probed keeps its own.
+func (r *Runner) Restore(found []byte) error {
+	o, err := restoredOutcome(found, r.cfg.Accel)
+	if err != nil {
+		return fmt.Errorf("vm runner: %w", err)
+	}
+	r.probeMu.Lock()
+	defer r.probeMu.Unlock()
+	if r.found.Load() == nil {
+		r.found.Store(&o)
+		r.log.Info("vm runner ready", "accel", o.Accel, "overhead_mb", o.OverheadMB, "probe", r.ProbeReport())
+	}
+	return nil
+}
+
+// restoredOutcome reads a recorded probe, which must name a usable
+// accelerator (the forced one, when Config.Accel forces one) and a sane
+// overhead.
+func restoredOutcome(found []byte, forced string) (probeOutcome, error) {
+	var o probeOutcome
+	if err := json.Unmarshal(found, &o); err != nil {
+		return o, fmt.Errorf("reading the recorded probe: %w", err)
+	}
+	switch {
+	case o.Accel != "kvm" && o.Accel != "tcg":
+		return o, fmt.Errorf("the recorded probe names accelerator %q, not kvm or tcg", o.Accel)
+	case forced != "" && o.Accel != forced:
+		return o, fmt.Errorf("the recorded probe chose %s, but %s is forced", o.Accel, forced)
+	case o.OverheadMB < 0 || o.OverheadMB > maxOverheadMB:
+		return o, fmt.Errorf("the recorded probe's QEMU overhead of %d MiB is outside 0..%d", o.OverheadMB, maxOverheadMB)
+	}
+	o.Report += " (recorded by an earlier daemon on this boot)"
+	return o, nil
+}
+
+// maxOverheadMB bounds a recorded overhead: QEMU's own memory per VM is
+// tens of MiB, its translated-code cache under TCG at most a few hundred.
+const maxOverheadMB = 1 << 14
+
+// ProbeKey names what the probe's outcome depends on besides the host's
+// boot: the forced accelerator, whether /dev/kvm opens, and the versions
+// (path, size, modification time, inode) of this program, which builds the
+// test guest's payload, of QEMU and of the default image's kernel and
+// initramfs. Any of them changing makes the node daemon probe again.
+func (r *Runner) ProbeKey() string {
+	kvm := "kvm:opens"
+	if err := openKVM(); err != nil {
+		kvm = "kvm:no"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "?"
+	}
+	img := r.images[r.cfg.DefaultImage]
+	return strings.Join([]string{"accel:" + r.cfg.Accel, kvm, fileStamp(exe), fileStamp(r.cfg.QEMU),
+		fileStamp(img.Kernel), fileStamp(img.Initrd)}, " ")
+}
+
+// fileStamp names a version of the file at path: a rebuilt or reinstalled
+// file has another size, modification time or inode.
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path + ":missing"
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%s:%d:%d:%d", path, fi.Size(), fi.ModTime().UnixNano(), ino)
+}
+
 // probe picks the accelerator by booting a test guest, whose script just
 // exits 0, under each candidate: KVM only if /dev/kvm opens and the guest
 // reaches CORRAL EXIT 0 within kvmBound (an openable /dev/kvm proves
 // nothing: a nested KVM may open and still fail to run a stock kernel),
-// else TCG, which must boot too, so that a broken image or QEMU fails New
-// loudly rather than every job. The boot that succeeds also measures QEMU's
-// memory overhead.
-func (r *Runner) probe(ctx context.Context, tscSource string) error {
+// else TCG, which must boot too, so that a broken image or QEMU fails the
+// probe loudly rather than every job. The boot that succeeds also measures
+// QEMU's memory overhead.
+func (r *Runner) probe(ctx context.Context) (probeOutcome, error) {
 	var notes []string
 	var boot probeBoot
 	var err error
@@ -53,7 +158,7 @@ func (r *Runner) probe(ctx context.Context, tscSource string) error {
 			} else {
 				notes = append(notes, fmt.Sprintf("kvm failed after %.2fs: %v", boot.took.Seconds(), err))
 				if r.cfg.Accel == "kvm" {
-					return fmt.Errorf("accelerator kvm was forced but does not work: %s", strings.Join(notes, "; "))
+					return probeOutcome{}, fmt.Errorf("accelerator kvm was forced but does not work: %s", strings.Join(notes, "; "))
 				}
 			}
 		}
@@ -61,18 +166,15 @@ func (r *Runner) probe(ctx context.Context, tscSource string) error {
 	if chosen == "" {
 		boot, err = r.bootTest(ctx, "tcg", tcgBound)
 		if err != nil {
-			return fmt.Errorf("the default image %q does not boot under TCG either (%v): %s",
+			return probeOutcome{}, fmt.Errorf("the default image %q does not boot under TCG either (%v): %s",
 				r.cfg.DefaultImage, err, strings.Join(notes, "; "))
 		}
 		chosen = "tcg"
 		notes = append(notes, fmt.Sprintf("tcg booted the test guest in %.2fs", boot.took.Seconds()))
 	}
-	r.accel = chosen
-	r.overhead = boot.mem.overheadMB()
-	r.report = fmt.Sprintf("accel %s: %s; QEMU overhead %d MiB/VM (%s); tsc %s",
-		chosen, strings.Join(notes, "; "), r.overhead, boot.mem, tscSource)
-	r.log.Info("vm runner ready", "accel", chosen, "overhead_mb", r.overhead, "probe", r.report)
-	return nil
+	overhead := boot.mem.overheadMB()
+	return probeOutcome{Accel: chosen, OverheadMB: overhead,
+		Report: fmt.Sprintf("accel %s: %s; QEMU overhead %d MiB/VM (%s)", chosen, strings.Join(notes, "; "), overhead, boot.mem)}, nil
 }
 
 // openKVM reports why /dev/kvm cannot be used, if it cannot.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"corral/api"
 	"corral/noded"
@@ -55,28 +56,53 @@ type Config struct {
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
 // its own. It is safe for concurrent use.
 type Runner struct {
-	cfg      Config
-	log      *slog.Logger
-	images   map[string]*vmimage.Image
-	names    []string
-	accel    string
-	report   string
-	overhead int64
-	tscKHz   int
+	cfg    Config
+	log    *slog.Logger
+	images map[string]*vmimage.Image
+	names  []string
+	// found is what the accelerator probe found (or an earlier daemon's
+	// on this boot, restored); nil until then, and no VM starts before.
+	// probeMu lets one probe run at a time.
+	found   atomic.Pointer[probeOutcome]
+	probeMu sync.Mutex
+	tscKHz  int
 	// cg places each VM in a cgroup of its own; nil where the host offers
 	// none (cgNote says why).
 	cg     *cgroup.Manager
 	cgNote string
+	// tscNote says where tscKHz came from.
+	tscNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
 }
 
-var _ noded.Runner = (*Runner)(nil)
+var (
+	_ noded.Runner = (*Runner)(nil)
+	_ noded.Prober = (*Runner)(nil)
+)
 
-// New loads the images under cfg.ImageRoot, picks the accelerator by
-// booting a test guest (see probe), and measures QEMU's memory overhead per
-// VM on the way. It takes a few seconds under TCG, well under one with KVM.
+// New loads the images under cfg.ImageRoot (see Load) and probes the host
+// (see Probe): it picks the accelerator by booting a test guest and
+// measures QEMU's memory overhead per VM on the way. It takes a few seconds
+// under TCG, well under one with KVM.
 func New(ctx context.Context, cfg Config) (*Runner, error) {
+	r, err := Load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Probe(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Load checks cfg, finds QEMU, loads the images under cfg.ImageRoot and
+// the host's cgroups and TSC frequency, without booting anything: the
+// runner re-attaches to VMs (Recover) at once, and starts VMs once Probe or
+// Restore succeeded. A node daemon probes after it registered (see
+// noded.Prober), so that a restarted one re-adopts its VMs within their
+// lease.
+func Load(cfg Config) (*Runner, error) {
 	if cfg.DefaultImage == "" {
 		cfg.DefaultImage = "default"
 	}
@@ -123,16 +149,13 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	var tscSource string
 	r.tscKHz, tscSource = hostTSCkHz()
-	if err := r.probe(ctx, tscSource); err != nil {
-		return nil, fmt.Errorf("vm runner: %w", err)
-	}
+	r.tscNote = "tsc " + tscSource
 	if r.cg, err = cgroup.Detect(); err != nil {
 		r.cgNote = "no cgroup per VM: " + err.Error()
 		r.log.Warn("job VMs run without a cgroup of their own: no CPU set or memory limit on the host, no CPU time or peak memory per job", "why", err)
 	} else {
 		r.cgNote = "cgroup " + r.cg.Version() + " per VM"
 	}
-	r.report += "; " + r.cgNote
 	return r, nil
 }
 
@@ -143,18 +166,35 @@ func (r *Runner) Name() string { return "vm" }
 func (r *Runner) Images() []string { return append([]string(nil), r.names...) }
 
 // Accel returns the accelerator every VM of this runner gets: "kvm" or
-// "tcg", as the probe decided.
-func (r *Runner) Accel() string { return r.accel }
+// "tcg", as the probe decided; "" before it did.
+func (r *Runner) Accel() string {
+	if o := r.found.Load(); o != nil {
+		return o.Accel
+	}
+	return ""
+}
 
 // ProbeReport returns one line saying how the accelerator was chosen (each
 // attempt, its time or its error), what the memory overhead measurement
-// found, and where the TSC frequency came from.
-func (r *Runner) ProbeReport() string { return r.report }
+// found, where the TSC frequency came from and whether VMs get cgroups.
+func (r *Runner) ProbeReport() string {
+	probe := "not probed yet"
+	if o := r.found.Load(); o != nil {
+		probe = o.Report
+	}
+	return probe + "; " + r.tscNote + "; " + r.cgNote
+}
 
 // OverheadMB returns the memory, in MiB, each VM's QEMU process uses beyond
-// the guest RAM it is given; see measureOverhead for the method. The node
-// must reserve a job's --mem plus this for every VM.
-func (r *Runner) OverheadMB() int64 { return r.overhead }
+// the guest RAM it is given, as the probe measured it (see
+// memUsage.overheadMB); 0 before it did. The node must reserve a job's
+// --mem plus this for every VM.
+func (r *Runner) OverheadMB() int64 {
+	if o := r.found.Load(); o != nil {
+		return o.OverheadMB
+	}
+	return 0
+}
 
 // errUnknownImage is wrapped by Start's error for an image this node lacks.
 var errUnknownImage = errors.New("unknown guest image")

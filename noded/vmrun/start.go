@@ -97,7 +97,11 @@ func filesIn(dir string) vmFiles {
 // guest is then booting, and output follows in about a second under TCG.
 // An error means no VM is left running; its text is shown to the user.
 func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle, error) {
-	v, err := r.start(ctx, spec, startOpts{accel: r.accel, hostRoot: true, group: true, agent: true})
+	accel := r.Accel()
+	if accel == "" {
+		return nil, errors.New("vm runner: no VM starts before the accelerator probe is done (the node daemon probes after it registered; see its log)")
+	}
+	v, err := r.start(ctx, spec, startOpts{accel: accel, hostRoot: true, group: true, agent: true})
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +305,7 @@ const groupSlackMB = 64
 // groupLimits are a VM's cgroup limits: the CPUs and NUMA nodes of its
 // placement, and its guest RAM plus QEMU's overhead plus groupSlackMB.
 func (r *Runner) groupLimits(job *api.Job, memMB int64) cgroup.Limits {
-	l := cgroup.Limits{MemBytes: (memMB + r.overhead + groupSlackMB) << 20}
+	l := cgroup.Limits{MemBytes: (memMB + r.OverheadMB() + groupSlackMB) << 20}
 	if p := job.Placement; p != nil {
 		l.CPUs = p.CPUs
 		if job.Spec.NUMA != api.NUMANone {

@@ -394,7 +394,7 @@ func BenchmarkStartToFirstOutput(b *testing.B) {
 			spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
 			spec.Share = k.share
 			t0 := time.Now()
-			v, err := r.start(context.Background(), spec, startOpts{accel: r.accel, hostRoot: k.hostRoot, group: true, agent: true})
+			v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), hostRoot: k.hostRoot, group: true, agent: true})
 			if err != nil {
 				b.Fatal(err)
 			}
