@@ -1,11 +1,15 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -103,4 +107,30 @@ func VerifyAudit(records []AuditRecord, heads map[string]AuditHead) []error {
 type AuditView struct {
 	Records []AuditRecord        `json:"records"`
 	Heads   map[string]AuditHead `json:"heads"`
+}
+
+// AuditFilter chooses the records GET /v1/audit returns.
+type AuditFilter struct {
+	Tenants, Users []string
+	Since          time.Time
+	Limit          int
+}
+
+// Audit returns the audit records f chooses that the caller may read.
+func (c *Client) Audit(ctx context.Context, f AuditFilter) (*AuditView, error) {
+	q := url.Values{}
+	for _, t := range f.Tenants {
+		q.Add("tenant", t)
+	}
+	for _, u := range f.Users {
+		q.Add("user", u)
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var v AuditView
+	return &v, c.do(ctx, http.MethodGet, "/v1/audit?"+q.Encode(), nil, &v)
 }

@@ -160,6 +160,34 @@ func TestAuthenticatedTenants(t *testing.T) {
 			t.Errorf("%s's queue: %q; want only its own job %d", ua, q, idA)
 		}
 	})
+	t.Run("every write is audited, each reads its own, the chains verify", func(t *testing.T) {
+		var all string
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if all = must(nil, nil, "audit", "--json"); strings.Contains(all, ub) && strings.Contains(all, "POST /v1/accounts") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, want := range []string{`"op": "POST /v1/accounts"`, `"user": "` + ua + `"`, `"user": "` + ub + `"`, `"tenant": "phys"`, `"tenant": "bio"`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("root's audit lacks %s:\n%s", want, all)
+			}
+		}
+		if mine := must(&a, nil, "audit", "--json"); !strings.Contains(mine, ua) || strings.Contains(mine, ub) || strings.Contains(mine, "POST /v1/accounts") {
+			t.Errorf("%s's audit shows others' records:\n%s", ua, mine)
+		}
+		if out := must(nil, nil, "audit", "verify"); !strings.Contains(out, "verify") {
+			t.Errorf("audit verify: %q", out)
+		}
+		copyDir := filepath.Join(t.TempDir(), "c1")
+		if b, err := exec.Command("cp", "-a", filepath.Join(c.dir, "c1"), copyDir).CombinedOutput(); err != nil {
+			t.Fatalf("copying c1's store: %v: %s", err, b)
+		}
+		if out, stderr, code := run(nil, nil, "audit", "verify", "--data", copyDir); code != 0 || !strings.Contains(out, "verify") {
+			t.Errorf("audit verify --data on a copy of c1's store: exit %d, %q %q", code, out, stderr)
+		}
+	})
 	t.Run("anonymous and forged requests are refused", func(t *testing.T) {
 		for name, hdr := range map[string]string{"anonymous": "", "forged": "Corral-Agent v1.e30.AAAA.AAAA", "not a token": "Bearer nope"} {
 			st, body := authRequest(t, c, hdr)

@@ -104,6 +104,8 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
+		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
+		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
 	}, tlsOptions()...)...)
 	if err != nil {
 		return err
@@ -159,6 +161,10 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	keep, retention, err := auditLimits(o)
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	var httpT ctld.HTTPTimeouts
 	if httpT.Header, err = parseDuration("http-header-timeout", o.get("http-header-timeout"), 0); err != nil {
 		return ctld.Config{}, err
@@ -169,7 +175,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"),
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention,
 	}, nil
 }
 
@@ -626,4 +632,26 @@ func defaultImageRoot() string {
 		return filepath.Join(filepath.Dir(filepath.Dir(exe)), "build", "images")
 	}
 	return "build/images"
+}
+
+// auditLimits reads --audit-keep and --audit-retention; zero is the
+// controllers' default, a negative value no limit.
+func auditLimits(o *optSet) (int, time.Duration, error) {
+	keep := 0
+	if v := o.get("audit-keep"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 {
+			return 0, 0, &optionError{"audit-keep", v, "give a number of records, or -1 to keep all", err}
+		}
+		keep = n
+	}
+	var retention time.Duration
+	if v := o.get("audit-retention"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d == 0 {
+			return 0, 0, &optionError{"audit-retention", v, "give a duration (720h), or -1s to keep records forever", err}
+		}
+		retention = d
+	}
+	return keep, retention, nil
 }

@@ -58,6 +58,7 @@ func init() {
 		"token":           {"create, list, renew or revoke personal and service tokens (CORRAL_TOKEN)", runToken},
 		"role":            {"give users a role: role set USER --role admin|operator|coordinator [--account A]", runRole},
 		"whoami":          {"show who the controllers take you for, and how they know", runWhoami},
+		"audit":           {"list the audit records you may read, or check them: audit [--tenant T] [--since 1h] | audit verify [--data DIR]", runAudit},
 		"ctld":            {"run a controller member", runCtld},
 		"ca":              {"make the cluster's TLS authority and its certificates: ca init | ca issue --role R --name N", runCA},
 		"authd":           {"run the host's identity agent, which vouches for local Unix users with the host's certificate", runAuthd},
