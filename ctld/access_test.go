@@ -49,7 +49,6 @@ type authScene struct {
 func newAuthScene(t *testing.T) *authScene {
 	tc := startClusterOpts(t, 1, true, true)
 	sc := &authScene{tc: tc, leader: tc.waitLeader(t), clients: map[string]*http.Client{}, tokens: map[string]string{}, base: tc.addrs[0]}
-	now := time.Now().UTC()
 	for _, cmd := range []struct {
 		t state.CommandType
 		p any
@@ -67,13 +66,7 @@ func newAuthScene(t *testing.T) *authScene {
 		}
 	}
 	token := func(name, user string, role api.Role, account string) {
-		secret := "secret-" + name
-		rec := state.TokenRecord{Hash: state.HashSecret(secret), Token: api.Token{ID: name, User: user, Role: role, Account: account,
-			CreatedBy: "test", Created: now, Expires: now.Add(time.Hour)}}
-		if res, err := sc.leader.propose(state.CmdPutToken, &state.PutToken{Now: now, Token: rec}); err != nil || res != nil {
-			t.Fatalf("token %s: %v %v", name, err, res)
-		}
-		sc.tokens[name] = tokenPrefix + name + "_" + secret
+		sc.tokens[name] = addTokenFor(t, sc.leader, name, user, role, account)
 	}
 	token("alice", "alice", api.RoleUser, "")
 	token("alice2", "alice2", api.RoleUser, "")
@@ -98,6 +91,25 @@ func newAuthScene(t *testing.T) *authScene {
 		sc.clients["node "+n] = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	}
 	return sc
+}
+
+// addToken commits a token of user's with role, as corral token create
+// does, and returns its text.
+func addToken(tb testing.TB, leader *Controller, name, user string, role api.Role) string {
+	return addTokenFor(tb, leader, name, user, role, "")
+}
+
+// addTokenFor is addToken for a coordinator's token of account.
+func addTokenFor(tb testing.TB, leader *Controller, name, user string, role api.Role, account string) string {
+	tb.Helper()
+	now := time.Now().UTC()
+	secret := "secret-" + name
+	rec := state.TokenRecord{Hash: state.HashSecret(secret), Token: api.Token{ID: name, User: user, Role: role, Account: account,
+		CreatedBy: "test", Created: now, Expires: now.Add(time.Hour)}}
+	if res, err := leader.propose(state.CmdPutToken, &state.PutToken{Now: now, Token: rec}); err != nil || res != nil {
+		tb.Fatalf("token %s: %v %v", name, err, res)
+	}
+	return tokenPrefix + name + "_" + secret
 }
 
 // tokenOf is the token each user principal sends.

@@ -18,13 +18,31 @@ import (
 // through the HTTP API of a 3-voter cluster over real TCP with fsync'd
 // bbolt logs: 32 concurrent clients each send batches of 64 jobs.
 func BenchmarkSubmitThroughput(b *testing.B) {
-	b.Run("plain", func(b *testing.B) { benchSubmitBatches(b, false) })
-	b.Run("tls", func(b *testing.B) { benchSubmitBatches(b, true) })
+	b.Run("plain", func(b *testing.B) { benchSubmitBatches(b, false, false) })
+	b.Run("tls", func(b *testing.B) { benchSubmitBatches(b, true, false) })
+	b.Run("tls+auth", func(b *testing.B) { benchSubmitBatches(b, true, true) })
 }
 
-func benchSubmitBatches(b *testing.B, withTLS bool) {
-	tc := startClusterWith(b, 3, withTLS)
+// benchClients returns a client of tc for the benchmarks: with auth, it
+// sends a token of alice's, who submits the benchmarks' jobs.
+func benchClients(b *testing.B, tc *testCluster, auth bool) func() *api.Client {
+	var token string
+	if auth {
+		token = addToken(b, tc.waitLeader(b), "bench", "alice", api.RoleUser)
+	}
+	return func() *api.Client {
+		cl := tc.client(b)
+		if auth {
+			cl.Auth = api.BearerToken(token)
+		}
+		return cl
+	}
+}
+
+func benchSubmitBatches(b *testing.B, withTLS, auth bool) {
+	tc := startClusterOpts(b, 3, withTLS, auth)
 	tc.waitLeader(b)
+	client := benchClients(b, tc, auth)
 	const clients, batch, total = 32, 64, 50_000
 	for i := 0; i < b.N; i++ {
 		var seq atomic.Int64
@@ -34,7 +52,7 @@ func benchSubmitBatches(b *testing.B, withTLS bool) {
 			wg.Add(1)
 			go func(c int) {
 				defer wg.Done()
-				cl := tc.client(b)
+				cl := client()
 				for seq.Add(batch) <= total {
 					specs := make([]api.JobSpec, batch)
 					for k := range specs {
@@ -56,13 +74,15 @@ func benchSubmitBatches(b *testing.B, withTLS bool) {
 // flight (64 concurrent clients): the leader coalesces them into few
 // entries.
 func BenchmarkSubmitSingle(b *testing.B) {
-	b.Run("plain", func(b *testing.B) { benchSubmitSingle(b, false) })
-	b.Run("tls", func(b *testing.B) { benchSubmitSingle(b, true) })
+	b.Run("plain", func(b *testing.B) { benchSubmitSingle(b, false, false) })
+	b.Run("tls", func(b *testing.B) { benchSubmitSingle(b, true, false) })
+	b.Run("tls+auth", func(b *testing.B) { benchSubmitSingle(b, true, true) })
 }
 
-func benchSubmitSingle(b *testing.B, withTLS bool) {
-	tc := startClusterWith(b, 3, withTLS)
+func benchSubmitSingle(b *testing.B, withTLS, auth bool) {
+	tc := startClusterOpts(b, 3, withTLS, auth)
 	tc.waitLeader(b)
+	client := benchClients(b, tc, auth)
 	const clients, total = 64, 10_000
 	for i := 0; i < b.N; i++ {
 		var seq atomic.Int64
@@ -72,7 +92,7 @@ func benchSubmitSingle(b *testing.B, withTLS bool) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cl := tc.client(b)
+				cl := client()
 				for n := seq.Add(1); n <= total; n = seq.Add(1) {
 					if _, err := cl.Submit(context.Background(), []api.JobSpec{spec(fmt.Sprintf("s%d-%d", i, n))}); err != nil {
 						b.Error(err)
