@@ -340,6 +340,8 @@ func TestTenantIsolation(t *testing.T) {
 	intoBio, _ := sc.do(t, alice, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{{"script": "#!/bin/sh\n", "ntasks": 1, "account": "bio"}}})
 	nice, _ := sc.do(t, alice, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{{"script": "#!/bin/sh\n", "ntasks": 1, "nice": -5}}})
 	_, b2state := get(pAdmin, fmt.Sprintf("/v1/jobs/%d", b2))
+	sc.do(t, pAdmin, "POST", "/v1/jobs/hold", map[string]any{"ids": []uint64{a1}, "hold": true})
+	_, releaseAdmins := sc.do(t, alice, "POST", "/v1/jobs/hold", map[string]any{"ids": []uint64{a1}, "hold": false})
 
 	checks := map[string]bool{
 		"alice lists her own job":                         has(list, a1),
@@ -362,6 +364,7 @@ func TestTenantIsolation(t *testing.T) {
 		"alice cannot submit as bob":                      asBob == http.StatusForbidden,
 		"alice cannot charge tenant B":                    intoBio == http.StatusBadRequest,
 		"alice cannot raise her priority with nice":       nice == http.StatusForbidden,
+		"alice cannot release an admin's hold":            strings.Contains(releaseAdmins, "only an administrator may release it"),
 	}
 	for name, ok := range checks {
 		if !ok {

@@ -538,11 +538,15 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := validateIDs("ids", req.IDs); err != nil {
 		return err
 	}
-	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
+	p := principalFrom(r)
+	ids, denied := c.managedJobs(p, req.IDs)
 	noteTarget(r, "jobs %s", idsText(req.IDs))
 	resp := api.HoldResponse{Errors: denied}
 	if len(ids) > 0 {
-		res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold})
+		// On a cluster that authenticates no one, root's word makes an
+		// administrator's hold, as Slurm's does.
+		admin := p.open && p.name == "root" || !p.open && p.admin()
+		res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: admin})
 		if err != nil {
 			return err
 		}

@@ -49,10 +49,11 @@ type singletonState struct {
 // when that changes by itself (begin time), or "" when it is ready.
 func (d *deps) notReady(j *state.Job) (api.Reason, time.Time) {
 	if j.Spec.Hold {
-		if j.Reason == api.ReasonInvalidJob {
-			// Held by the controller because a pass failed on it: the
-			// reason stays, so `corral why` can say so.
-			return api.ReasonInvalidJob, time.Time{}
+		if j.Reason == api.ReasonInvalidJob || j.Reason == api.ReasonJobHeldAdmin {
+			// Held by the controller because a pass failed on it, or by
+			// an administrator (whose hold only an administrator
+			// releases): the reason stays, so `corral why` can say so.
+			return j.Reason, time.Time{}
 		}
 		return api.ReasonJobHeldUser, time.Time{}
 	}

@@ -63,11 +63,15 @@ type CancelJobs struct {
 	Preempt api.PreemptMode `json:"preempt,omitempty"`
 }
 
-// HoldRelease holds or releases pending jobs.
+// HoldRelease holds or releases pending jobs. By is who asked; Admin says
+// they are an administrator, whose hold (JobHeldAdmin) only an
+// administrator may release, as in Slurm.
 type HoldRelease struct {
-	Now  time.Time `json:"now"`
-	IDs  []uint64  `json:"ids"`
-	Hold bool      `json:"hold"`
+	Now   time.Time `json:"now"`
+	IDs   []uint64  `json:"ids"`
+	Hold  bool      `json:"hold"`
+	By    string    `json:"by,omitempty"`
+	Admin bool      `json:"admin,omitempty"`
 }
 
 // RegisterNode adds a node or records its daemon's restart.

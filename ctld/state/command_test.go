@@ -133,12 +133,20 @@ var applyTests = map[CommandType]func(t *testing.T){
 		next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{3}, Hold: true})
 		res := next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{4, 1}, Hold: false}).(*IDsResult)
 		s := r.s
+		held := s.Jobs[3].Reason
+		next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{4}, Hold: true, By: "root", Admin: true})
+		byUser := next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{4}, Hold: false, By: "alice"}).(*IDsResult)
+		adminHeld := s.Jobs[4].Reason
+		byAdmin := next(CmdHoldRelease, &HoldRelease{Now: t0, IDs: []uint64{4}, Hold: false, By: "root", Admin: true}).(*IDsResult)
 		expect(t, map[string][2]any{
-			"held":              {s.Jobs[3].Reason, api.ReasonJobHeldUser},
-			"released":          {s.Jobs[4].Spec.Hold, false},
-			"release's reason":  {s.Jobs[4].Reason, api.ReasonNone},
-			"running refused":   {strings.Contains(res.Errors[1], "only pending jobs"), true},
-			"jobs changed once": {len(res.Changed), 1},
+			"admin hold":                 {adminHeld, api.ReasonJobHeldAdmin},
+			"the user cannot release it": {strings.Contains(byUser.Errors[4], "only an administrator"), true},
+			"an administrator can":       {len(byAdmin.Changed) == 1 && s.Jobs[4].Reason == api.ReasonNone, true},
+			"held":                       {held, api.ReasonJobHeldUser},
+			"released":                   {s.Jobs[4].Spec.Hold, false},
+			"release's reason":           {s.Jobs[4].Reason, api.ReasonNone},
+			"running refused":            {strings.Contains(res.Errors[1], "only pending jobs"), true},
+			"jobs changed once":          {len(res.Changed), 1},
 		})
 	},
 	CmdApplyPlan: func(t *testing.T) {

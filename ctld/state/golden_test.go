@@ -211,6 +211,9 @@ func goldenCommands() []struct {
 			Runner: "vm", BootID: "boot-pr", Probing: true}}},
 		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(8 * time.Hour), FirstID: 60, Jobs: []JobSpec{simple("probing")}}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(8*time.Hour + time.Second), Starts: []PlanStart{{JobID: 60, Node: "pr1", CPUs: 1, MemMB: 256}}}},
+		// An administrator's hold, which the job's user cannot release.
+		{CmdHoldRelease, &HoldRelease{Now: t0.Add(9 * time.Hour), IDs: []uint64{60}, Hold: true, By: "root", Admin: true}},
+		{CmdHoldRelease, &HoldRelease{Now: t0.Add(9 * time.Hour), IDs: []uint64{60}, Hold: false, By: "alice"}},
 	}
 }
 

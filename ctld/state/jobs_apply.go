@@ -168,10 +168,16 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 		if j.State != api.StatePending {
 			return fmt.Sprintf("is %s; only pending jobs can be held or released", j.State)
 		}
+		if !c.Hold && j.Reason == api.ReasonJobHeldAdmin && !c.Admin {
+			return "was held by an administrator; only an administrator may release it"
+		}
 		j.editSpec().Hold = c.Hold
-		if c.Hold {
+		switch {
+		case c.Hold && c.Admin:
+			j.Reason = api.ReasonJobHeldAdmin
+		case c.Hold:
 			j.Reason = api.ReasonJobHeldUser
-		} else if j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin {
+		case j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin:
 			j.Reason = api.ReasonNone
 		}
 		return ""
