@@ -333,6 +333,11 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/nodes/drain", req, nil)
 }
 
+// ForgetNodeKey lets node register with a new key (a reinstalled node's).
+func (c *Client) ForgetNodeKey(ctx context.Context, node string) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/forget-key", DrainRequest{Node: node}, nil)
+}
+
 // Status returns the cluster's status as seen by the member that answers.
 func (c *Client) Status(ctx context.Context) (*ClusterStatus, error) {
 	return c.status(ctx, "/v1/status")

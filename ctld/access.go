@@ -89,6 +89,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/heartbeat", nodes, c.write(c.handleHeartbeat)},
 		{"POST /v1/nodes/status", nodes, c.write(c.handleNodeStatus)},
 		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
+		{"POST /v1/nodes/forget-key", operators, c.write(c.handleForgetKey)},
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
 		{"GET /v1/status", anyone, c.handleStatus},

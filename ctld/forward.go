@@ -43,8 +43,10 @@ func newForwarder(c *Controller) *forwarder {
 			// The leader learns from this member who the client proved to
 			// be; never from the client.
 			r.Out.Header.Del(peerHeader)
+			r.Out.Header.Del(peerKeyHeader)
 			if id, ok := pki.PeerIdentity(r.In.TLS); ok {
 				r.Out.Header.Set(peerHeader, string(id.Role)+"/"+id.Name)
+				r.Out.Header.Set(peerKeyHeader, pki.PeerKey(r.In.TLS))
 			}
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {

@@ -725,8 +725,12 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 		c.fsm.Read(func(s *state.State) { info.Partitions = []string{defaultPartitionName(s.PartitionList())} })
 	}
 	now := c.clock.Now().UTC()
-	if _, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
+	res, err := c.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info, Key: c.callerKey(r)})
+	if err != nil {
 		return err
+	}
+	if e, ok := res.(error); ok {
+		return &httpError{status: http.StatusForbidden, field: "name", msg: e.Error()}
 	}
 	c.mu.Lock()
 	c.seen[info.Name] = c.clock.Now() // with its monotonic reading (see livenessLoop)
@@ -813,6 +817,24 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err
 		}
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// handleForgetKey answers POST /v1/nodes/forget-key: an operator lets a
+// reinstalled node register with its new key.
+func (c *Controller) handleForgetKey(w http.ResponseWriter, r *http.Request) error {
+	var req api.DrainRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if why := submit.NameProblem(req.Node, maxNodeNameBytes); why != "" {
+		return &fieldError{Field: "node", Msg: fmt.Sprintf("node %q %s", submit.Shown(req.Node), why)}
+	}
+	noteTarget(r, "node %s", req.Node)
+	if err := c.proposeChecked(state.CmdForgetNodeKey, &state.ForgetNodeKey{Node: req.Node, By: principalFrom(r).name}); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil

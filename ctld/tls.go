@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"corral/ctld/state"
 	"corral/internal/pki"
 )
 
@@ -90,6 +91,10 @@ func (s *raftStream) Addr() net.Addr { return s.advertise }
 // from a member; a member drops whatever a client sent in it.
 const peerHeader = "X-Corral-Peer"
 
+// peerKeyHeader carries, beside peerHeader, the fingerprint of the key
+// that peer's certificate holds.
+const peerKeyHeader = "X-Corral-Peer-Key"
+
 // caller returns who sent r as its certificate proves it: the TLS peer, or,
 // for a request a member forwarded, the peer that member verified. False
 // without TLS or without a certificate.
@@ -115,6 +120,18 @@ func (c *Controller) caller(r *http.Request) (pki.Identity, bool) {
 	return pki.Identity{Role: fwd, Name: name}, true
 }
 
+// callerKey is the fingerprint of the key of the certificate caller
+// verified: the TLS peer's, or the one a member forwarded for.
+func (c *Controller) callerKey(r *http.Request) string {
+	if c.tls == nil {
+		return ""
+	}
+	if id, ok := pki.PeerIdentity(r.TLS); ok && id.Role == pki.RoleMember && r.Header.Get("X-Corral-Forwarded") != "" {
+		return r.Header.Get(peerKeyHeader)
+	}
+	return pki.PeerKey(r.TLS)
+}
+
 // checkNode says why r may not act as node name: over TLS only that node's
 // daemon, showing its own certificate, may register, heartbeat, report or
 // read the node's desired state. Nil without TLS.
@@ -124,6 +141,11 @@ func (c *Controller) checkNode(r *http.Request, name string) error {
 	}
 	id, ok := c.caller(r)
 	if ok && id.Role == pki.RoleNode && id.Name == name {
+		var err error
+		c.fsm.Read(func(s *state.State) { err = s.CheckNodeKey(name, c.callerKey(r)) })
+		if err != nil {
+			return &httpError{status: http.StatusForbidden, field: "name", msg: err.Error()}
+		}
 		return nil
 	}
 	shown := "no node certificate"

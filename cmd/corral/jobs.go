@@ -259,12 +259,15 @@ func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume") {
-		return fmt.Errorf("usage: corral node drain NAME --reason TEXT | corral node resume NAME")
+	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume" && o.args[0] != "forget-key") {
+		return fmt.Errorf("usage: corral node drain NAME --reason TEXT | corral node resume NAME | corral node forget-key NAME")
 	}
 	cl, err := env.client()
 	if err != nil {
 		return err
+	}
+	if o.args[0] == "forget-key" {
+		return cl.ForgetNodeKey(ctx, o.args[1])
 	}
 	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason")})
 }

@@ -35,6 +35,7 @@ const (
 	CmdRevokeToken    CommandType = 21
 	CmdSetRole        CommandType = 22
 	CmdAuditRecords   CommandType = 23
+	CmdForgetNodeKey  CommandType = 24
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
@@ -74,10 +75,22 @@ type HoldRelease struct {
 	Admin bool      `json:"admin,omitempty"`
 }
 
-// RegisterNode adds a node or records its daemon's restart.
+// RegisterNode adds a node or records its daemon's restart. Key is the
+// fingerprint of the key its daemon proved itself with (its certificate's
+// public key; empty without TLS), stamped by the leader: the first one a
+// node registers with is its key from then on, and a registration with
+// another is refused until an operator forgets it (ForgetNodeKey).
 type RegisterNode struct {
 	Now  time.Time    `json:"now"`
 	Info api.NodeInfo `json:"info"`
+	Key  string       `json:"key,omitempty"`
+}
+
+// ForgetNodeKey lets a node's next registration bring a new key (a
+// reinstalled node's).
+type ForgetNodeKey struct {
+	Node string `json:"node"`
+	By   string `json:"by,omitempty"`
 }
 
 // NodeHeartbeats records when the leader last heard from nodes; the leader

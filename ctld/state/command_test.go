@@ -54,6 +54,8 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdRevokeToken, &RevokeToken{Now: t0.Add(time.Minute), ID: "t1", By: "alice"}},
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "alice", Role: api.RoleCoordinator, Accounts: []string{"phys"}}}},
 		{CmdAuditRecords, auditEntry(map[string]AuditHead{}, t0, "phys", "", "phys")},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "k1", CPUs: 1, MemMB: 1024, Runner: "process", BootID: "k"}, Key: "k1key"}},
+		{CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -440,6 +442,25 @@ func init() {
 			"phys's chain goes on":   {s.AuditHeads()["phys"].Seq, uint64(3)},
 			"the heads survive":      {s.AuditHeads()[""].Seq, uint64(1)},
 			"what is kept verifies":  {len(VerifyAudit(s.Audit, s.AuditHeads())), 0},
+		})
+	}
+	applyTests[CmdForgetNodeKey] = func(t *testing.T) {
+		r, next := scene(t)
+		info := api.NodeInfo{Name: "k1", CPUs: 1, MemMB: 1024, Runner: "process", BootID: "k"}
+		next(CmdRegisterNode, &RegisterNode{Now: t0, Info: info, Key: "first"})
+		again := next(CmdRegisterNode, &RegisterNode{Now: t0, Info: info, Key: "first"})
+		other, _ := next(CmdRegisterNode, &RegisterNode{Now: t0, Info: info, Key: "second"}).(error)
+		keyless := next(CmdRegisterNode, &RegisterNode{Now: t0, Info: info})
+		kept := r.s.Nodes["k1"].Key
+		next(CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"})
+		unknown, _ := next(CmdForgetNodeKey, &ForgetNodeKey{Node: "nope"}).(error)
+		renewed := next(CmdRegisterNode, &RegisterNode{Now: t0, Info: info, Key: "second"})
+		expect(t, map[string][2]any{
+			"the same key again":          {again, nil},
+			"another key refused":         {other != nil && strings.Contains(other.Error(), "forget-key"), true},
+			"no key keeps the pinned one": {keyless == nil && kept == "first", true},
+			"unknown node refused":        {unknown != nil, true},
+			"a new key after forgetting":  {renewed == nil && r.s.Nodes["k1"].Key == "second", true},
 		})
 	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {

@@ -214,6 +214,12 @@ func goldenCommands() []struct {
 		// An administrator's hold, which the job's user cannot release.
 		{CmdHoldRelease, &HoldRelease{Now: t0.Add(9 * time.Hour), IDs: []uint64{60}, Hold: true, By: "root", Admin: true}},
 		{CmdHoldRelease, &HoldRelease{Now: t0.Add(9 * time.Hour), IDs: []uint64{60}, Hold: false, By: "alice"}},
+		// A node pinned to its key; another key refused; the key
+		// forgotten for a reinstalled node.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(10 * time.Hour), Info: api.NodeInfo{Name: "k1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-k"}, Key: "aaaa1111"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(10 * time.Hour), Info: api.NodeInfo{Name: "k1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-k"}, Key: "bbbb2222"}},
+		{CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(10 * time.Hour), Info: api.NodeInfo{Name: "k1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-k2"}, Key: "bbbb2222"}},
 	}
 }
 

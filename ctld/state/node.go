@@ -28,6 +28,9 @@ type Node struct {
 	// Probing says the node's runner is still testing the host (see
 	// api.NodeInfo.Probing): no new job is placed on it.
 	Probing bool `json:"probing,omitempty"`
+	// Key is the fingerprint of the key the node's daemon registers with
+	// (RegisterNode.Key).
+	Key string `json:"key,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down       bool      `json:"down,omitempty"`

@@ -15,14 +15,20 @@ import (
 // on the node whose job it neither holds a run of (Running) nor reported
 // was lost with the previous one. The same daemon registering again (its
 // inventory changed, or a controller forgot it) keeps all its allocations.
-func (s *State) applyRegister(c *RegisterNode, index uint64) {
+func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 	info := c.Info
 	reports := info.Reports
 	old := s.Nodes[info.Name]
+	if err := s.CheckNodeKey(info.Name, c.Key); err != nil {
+		return err
+	}
 	n := nodeFromInfo(&info)
-	n.Registered, n.LastSeen = c.Now, c.Now
+	n.Registered, n.LastSeen, n.Key = c.Now, c.Now, c.Key
 	n.Name = s.intern(n.Name)
 	if old != nil {
+		if n.Key == "" {
+			n.Key = old.Key
+		}
 		// Operator state and the node's allocations stay; a node that
 		// was DOWN holds none (applyNodeDown ended them).
 		n.Drain, n.Reason = old.Drain, old.Reason
@@ -42,13 +48,36 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) {
 		s.applyReport(n.Name, r, c.Now, index)
 	}
 	if old == nil || old.BootID == info.BootID {
-		return
+		return nil
 	}
 	for _, id := range slices.Clone(s.Nodes[n.Name].Allocs) {
 		if a := s.Allocs[id]; a != nil && !slices.Contains(info.Running, a.Job) {
 			s.loseAlloc(a, c.Now, "node "+info.Name+" restarted without the job", index)
 		}
 	}
+	return nil
+}
+
+// CheckNodeKey says why node may not act with the key of fingerprint key:
+// it registered with another. Nil when the node is new, has no key yet, or
+// key is empty (a cluster without TLS proves none).
+func (s *State) CheckNodeKey(node, key string) error {
+	n := s.Nodes[node]
+	if n == nil || n.Key == "" || key == "" || n.Key == key {
+		return nil
+	}
+	return fmt.Errorf("node %s registered with another key (%s…); this one (%s…) is refused: if the node was reinstalled, an operator forgets the old key (corral node forget-key %s)",
+		node, n.Key[:min(12, len(n.Key))], key[:min(12, len(key))], node)
+}
+
+func (s *State) applyForgetKey(c *ForgetNodeKey) error {
+	n := s.editNode(c.Node)
+	if n == nil {
+		return fmt.Errorf("node %s: no such node", c.Node)
+	}
+	n.Key = ""
+	s.Nodes[c.Node] = n
+	return nil
 }
 
 func (s *State) applyHeartbeats(c *NodeHeartbeats) {

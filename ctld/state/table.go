@@ -41,8 +41,7 @@ var commands = map[CommandType]command{
 	}),
 	CmdApplyPlan: def("ApplyPlan", func(s *State, c *ApplyPlan, index uint64) any { return s.applyPlan(c, index) }),
 	CmdRegisterNode: def("RegisterNode", func(s *State, c *RegisterNode, index uint64) any {
-		s.applyRegister(c, index)
-		return nil
+		return errOrNil(s.applyRegister(c, index))
 	}),
 	CmdNodeHeartbeats: def("NodeHeartbeats", func(s *State, c *NodeHeartbeats, _ uint64) any {
 		s.applyHeartbeats(c)
@@ -74,6 +73,9 @@ var commands = map[CommandType]command{
 	CmdSetRole:     def("SetRole", func(s *State, c *SetRole, _ uint64) any { return errOrNil(s.applySetRole(c)) }),
 	CmdAuditRecords: def("AuditRecords", func(s *State, c *AuditRecords, _ uint64) any {
 		return errOrNil(s.applyAudit(c))
+	}),
+	CmdForgetNodeKey: def("ForgetNodeKey", func(s *State, c *ForgetNodeKey, _ uint64) any {
+		return errOrNil(s.applyForgetKey(c))
 	}),
 }
 

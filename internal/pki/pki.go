@@ -18,9 +18,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -250,4 +252,20 @@ func loadCA(dir string) (*x509.Certificate, any, error) {
 		return nil, nil, err
 	}
 	return cert, pair.PrivateKey, nil
+}
+
+// KeyFingerprint is the SHA-256 of a certificate's public key, in hex: what
+// the controllers pin a node to.
+func KeyFingerprint(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return hex.EncodeToString(sum[:])
+}
+
+// PeerKey is the fingerprint of a TLS connection's verified client
+// certificate's key; "" when the peer showed none.
+func PeerKey(cs *tls.ConnectionState) string {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return KeyFingerprint(cs.VerifiedChains[0][0])
 }
