@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -130,6 +131,11 @@ func (c *Controller) guard(rt route) http.HandlerFunc {
 			return
 		}
 		p, err := c.principalOf(r)
+		var unknown *unknownToken
+		if errors.As(err, &unknown) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
+			c.proxy.forward(w, r) // a token made a moment ago: the leader holds it
+			return
+		}
 		if err != nil {
 			p = principal{kind: kindAnonymous, via: "credentials refused"}
 		} else {

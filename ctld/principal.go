@@ -84,7 +84,14 @@ func (c *Controller) tokenPrincipal(text string) (principal, error) {
 	}
 	var tok *state.TokenRecord
 	var err error
-	c.fsm.Read(func(s *state.State) { tok, err = s.TokenFor(id, secret, c.clock.Now()) })
+	known := false
+	c.fsm.Read(func(s *state.State) {
+		tok, err = s.TokenFor(id, secret, c.clock.Now())
+		known = s.Tokens[id] != nil
+	})
+	if err != nil && !known {
+		return principal{}, &unknownToken{unauthorized("%v", err)}
+	}
 	if err != nil {
 		return principal{}, unauthorized("%v", err)
 	}
@@ -186,6 +193,13 @@ func principalFrom(r *http.Request) principal {
 	}
 	return principal{kind: kindAnonymous, via: "no access check"}
 }
+
+// unknownToken is the refusal of a token this member does not hold: one
+// made a moment ago may not have reached it yet, so a follower lets the
+// leader answer.
+type unknownToken struct{ error }
+
+func (e *unknownToken) Unwrap() error { return e.error }
 
 func unauthorized(format string, args ...any) error {
 	return &httpError{status: http.StatusUnauthorized, msg: fmt.Sprintf(format, args...)}

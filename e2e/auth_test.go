@@ -188,6 +188,74 @@ func TestAuthenticatedTenants(t *testing.T) {
 			t.Errorf("audit verify --data on a copy of c1's store: exit %d, %q %q", code, out, stderr)
 		}
 	})
+	t.Run("the attacks of issue 12 are refused, the legitimate paths work", func(t *testing.T) {
+		secret := strings.TrimSpace(must(&b, nil, "token", "create", "--expires", "1h"))
+		as := func(method, path, body string) (int, string) { return bearerRequest(t, c, secret, method, path, body) }
+		refused := func(name string, status int, body string, want ...int) {
+			t.Helper()
+			for _, w := range want {
+				if status == w {
+					return
+				}
+			}
+			t.Errorf("%s as %s: %d %s; want one of %v", name, ub, status, body, want)
+		}
+		ja := fmt.Sprint(idA)
+		st, body := as("GET", "/v1/jobs/"+ja, "")
+		refused("reading another tenant's job and script", st, body, http.StatusNotFound)
+		st, body = as("GET", "/v1/nodes/n1/desired", "")
+		refused("reading a node's desired state", st, body, http.StatusForbidden)
+		for _, w := range []struct{ path, body string }{
+			{"/v1/jobs/cancel", `{"filter":{"ids":[` + ja + `]}}`},
+			{"/v1/jobs/hold", `{"ids":[` + ja + `],"hold":true}`},
+			{"/v1/jobs/suspend", `{"ids":[` + ja + `],"suspend":true}`},
+		} {
+			st, body = as("POST", w.path, w.body)
+			if st != http.StatusOK || !strings.Contains(body, "no such job") {
+				t.Errorf("POST %s on %s's job as %s: %d %s; want it refused as no such job", w.path, ua, ub, st, body)
+			}
+		}
+		st, body = as("POST", "/v1/jobs/update", `{"id":`+ja+`,"dependency":{"raw":"afterany:1","clauses":[{"type":"afterany","job_ids":["1"]}]}}`)
+		refused("re-depending another's job", st, body, http.StatusNotFound)
+		for _, w := range []struct{ path, body string }{
+			{"/v1/qos", `{"qos":{"name":"mine","priority":100000}}`},
+			{"/v1/accounts", `{"account":{"name":"mine","parent":"root"}}`},
+			{"/v1/config", `{"settings":[["PriorityWeightFairshare","0"]]}`},
+			{"/v1/nodes/register", `{"name":"n9","cpus":64,"mem_mb":1024,"boot_id":"x","runner":"process"}`},
+			{"/v1/nodes/heartbeat", `{"name":"n1","boot_id":"x"}`},
+			{"/v1/nodes/status", `{"name":"n1","boot_id":"x","reports":[{"job_id":` + ja + `,"state":"COMPLETED"}]}`},
+			{"/v1/internal/members", `{"id":"c1","http_addr":"127.0.0.1:1"}`},
+		} {
+			st, body = as("POST", w.path, w.body)
+			refused("POST "+w.path, st, body, http.StatusForbidden)
+		}
+		st, body = as("POST", "/v1/jobs", `{"jobs":[{"script":"#!/bin/sh\ntrue\n","ntasks":1,"cpus_per_task":1,"user":"`+ua+`"}]}`)
+		refused("submitting as another user", st, body, http.StatusForbidden)
+		st, body = as("POST", "/v1/jobs", `{"jobs":[{"script":"#!/bin/sh\ntrue\n","ntasks":1,"cpus_per_task":1,"nice":-1000}]}`)
+		refused("raising its priority with a negative nice", st, body, http.StatusForbidden)
+
+		// The job runs as its user: a root-only file can be neither
+		// read nor written through it.
+		target := filepath.Join("/root", fmt.Sprintf("corral-attack-%d", pid))
+		id := mustID(t, strings.TrimSpace(must(&b, nil, "submit", "--parsable", "--output", target, "--wrap", "cat /etc/shadow")))
+		j := waitJob(t, admin, id, api.StateFailed, 60*time.Second)
+		if _, err := os.Stat(target); err == nil {
+			os.Remove(target)
+			t.Errorf("job %d of %s wrote root's %s", id, ub, target)
+		}
+		if !strings.Contains(j.Message, target) {
+			t.Errorf("job %d's output onto root's file: FAILED with %q; want a reason naming %s", id, j.Message, target)
+		}
+		id = mustID(t, strings.TrimSpace(must(&b, nil, "submit", "--parsable", "--wrap", "cat /etc/shadow")))
+		if j := waitJob(t, admin, id, api.StateFailed, 60*time.Second); j.ExitCode == 0 {
+			t.Errorf("job %d of %s read /etc/shadow", id, ub)
+		}
+		// The legitimate path: bob's own job, through his token.
+		st, body = as("GET", fmt.Sprintf("/v1/jobs/%d", idB), "")
+		if st != http.StatusOK || !strings.Contains(body, "id -un") {
+			t.Errorf("%s reading its own job %d: %d %s", ub, idB, st, body)
+		}
+	})
 	t.Run("anonymous and forged requests are refused", func(t *testing.T) {
 		for name, hdr := range map[string]string{"anonymous": "", "forged": "Corral-Agent v1.e30.AAAA.AAAA", "not a token": "Bearer nope"} {
 			st, body := authRequest(t, c, hdr)
@@ -222,6 +290,25 @@ func authRequest(t *testing.T, c *tlsCluster, hdr string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, c.http[0]+"/v1/jobs", nil)
 	if hdr != "" {
 		req.Header.Set("Authorization", hdr)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// bearerRequest sends one request with a bearer token and no client
+// certificate.
+func bearerRequest(t *testing.T, c *tlsCluster, token, method, path, body string) (int, string) {
+	t.Helper()
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls}, Timeout: 20 * time.Second}
+	req, _ := http.NewRequest(method, c.http[0]+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
