@@ -99,12 +99,17 @@ func (c *Controller) jobIORouteTable() []route {
 	}
 }
 
-// guard decides the request's principal, checks it against a, and hands
-// the request, carrying it, to h.
+// guard decides the request's principal, charges the request to its rate
+// limit (ratelimit.go), checks it against a, and hands the request,
+// carrying it, to h.
 func (c *Controller) guard(a access, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := c.principalOf(r)
 		if err != nil {
+			c.writeErr(w, r, err)
+			return
+		}
+		if err := c.rateLimit(p, r); err != nil {
 			c.writeErr(w, r, err)
 			return
 		}

@@ -64,6 +64,9 @@ type Config struct {
 	// caller to its role and tenant; it needs TLS. Off, a request is
 	// whoever api.UserHeader names, with every right (a trusted network).
 	Auth bool
+	// RateLimits bound how often one principal may write and list
+	// (zero fields: the defaults; see RateLimits).
+	RateLimits RateLimits
 }
 
 // Controller is one running ctld member.
@@ -83,6 +86,8 @@ type Controller struct {
 	// agents verifies the identity tokens hosts' agents mint; nil when
 	// the cluster takes none (no TLS or no Auth).
 	agents func(token string, now time.Time) (agentClaims, pki.Identity, error)
+	// limits are the principals' token buckets; nil limits nothing.
+	limits *limiter
 
 	mu        sync.Mutex
 	leading   bool
@@ -118,6 +123,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Clock = realClock{}
 	}
 	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{}}
+	c.limits = newLimiter(cfg.RateLimits, c.clock.Now())
 	if cfg.TLS.Enabled() {
 		t, err := newClusterTLS(cfg.TLS)
 		if err != nil {
