@@ -25,6 +25,9 @@ type APIError struct {
 	Field   string
 	// Errno is the system error a job I/O request failed with (EACCES).
 	Errno string
+	// RetryAfter is how long a 429 (too many requests) asked the client to
+	// wait before trying again.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -93,7 +96,9 @@ func retryable(status int) bool {
 }
 
 // do sends one request, rotating through members on connection errors and
-// 5xx answers that mean "no leader yet". out may be nil.
+// 5xx answers that mean "no leader yet", and trying the same member again
+// after a 429 once its Retry-After has passed, if that is within RetryFor.
+// out may be nil.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -114,6 +119,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return nil
 		}
 		var apiErr *APIError
+		if errors.As(err, &apiErr) && status == http.StatusTooManyRequests {
+			if !waitRetryAfter(ctx, apiErr.RetryAfter, deadline) {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return err
+			}
+			continue
+		}
 		if errors.As(err, &apiErr) && !retryable(status) {
 			return err
 		}
@@ -142,6 +156,34 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				backoff *= 2
 			}
 		}
+	}
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date; a
+// missing or unreadable one is 1 s.
+func retryAfter(v string) time.Duration {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, time.Until(t))
+	}
+	return time.Second
+}
+
+// waitRetryAfter waits d and reports true, or reports false at once when d
+// would end past deadline, or when ctx ends first.
+func waitRetryAfter(ctx context.Context, d time.Duration, deadline time.Time) bool {
+	if time.Now().Add(d).After(deadline) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -177,7 +219,8 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 				e.Error = fmt.Sprintf("the controller at %s serves HTTPS: name it https://%s in CORRAL_ADDR and set CORRAL_CA to the cluster's ca.crt", req.URL.Host, req.URL.Host)
 			}
 		}
-		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field, Errno: e.Errno}
+		return resp.StatusCode, &APIError{Status: resp.StatusCode, Message: e.Error, Field: e.Field, Errno: e.Errno,
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	}
 	if raw, ok := out.(*[]byte); ok {
 		*raw = data

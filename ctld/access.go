@@ -121,9 +121,10 @@ func (c *Controller) jobIORouteTable() []route {
 	}
 }
 
-// guard decides the request's principal, checks it against rt's access
-// rule, and hands the request, carrying it, to rt's handler; the leader
-// audits what rt.audited says, refusals included.
+// guard decides the request's principal, charges the request to its rate
+// limit (ratelimit.go), checks it against rt's access rule, and hands the
+// request, carrying it, to rt's handler; the leader audits what
+// rt.audited says, refusals included.
 func (c *Controller) guard(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if rt.writes() && !c.isLeading() {
@@ -138,7 +139,7 @@ func (c *Controller) guard(rt route) http.HandlerFunc {
 		}
 		if err != nil {
 			p = principal{kind: kindAnonymous, via: "credentials refused"}
-		} else {
+		} else if err = c.rateLimit(p, r); err == nil {
 			err = c.check(rt.access, p, r)
 		}
 		serve := func(w http.ResponseWriter, r *http.Request) {

@@ -52,6 +52,13 @@ func startClusterWith(t testing.TB, n int, withTLS bool) *testCluster {
 // (Config.Auth) when auth is set.
 func startClusterOpts(t testing.TB, n int, withTLS, auth bool) *testCluster {
 	t.Helper()
+	return startClusterTuned(t, n, withTLS, auth, nil)
+}
+
+// startClusterTuned is startClusterOpts with each member's Config passed
+// through tune (when set) before it starts.
+func startClusterTuned(t testing.TB, n int, withTLS, auth bool, tune func(*Config)) *testCluster {
+	t.Helper()
 	dir := t.TempDir()
 	var peers []Peer
 	for i := 0; i < n; i++ {
@@ -80,11 +87,15 @@ func startClusterOpts(t testing.TB, n int, withTLS, auth bool) *testCluster {
 		}
 	}
 	for i := 0; i < n; i++ {
-		c, err := New(Config{
+		cfg := Config{
 			ID: peers[i].ID, RaftAddr: peers[i].Addr, HTTPAddr: "127.0.0.1:0",
 			DataDir: filepath.Join(dir, peers[i].ID), Peers: peers, Logger: quietLog(),
 			NodeTimeout: 2 * time.Second, TLS: files[peers[i].ID], Auth: auth,
-		})
+		}
+		if tune != nil {
+			tune(&cfg)
+		}
+		c, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,6 +69,9 @@ type Config struct {
 	// (30 days); a negative value keeps every one.
 	AuditKeep      int
 	AuditRetention time.Duration
+	// RateLimits bound how often one principal may write and list
+	// (zero fields: the defaults; see RateLimits).
+	RateLimits RateLimits
 }
 
 // Controller is one running ctld member.
@@ -90,6 +93,8 @@ type Controller struct {
 	agents func(token string, now time.Time) (agentClaims, pki.Identity, error)
 	// audit queues the audit records of the requests this member leads.
 	audit *auditTrail
+	// limits are the principals' token buckets; nil limits nothing.
+	limits *limiter
 
 	mu        sync.Mutex
 	leading   bool
@@ -138,6 +143,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{},
 		audit: newAuditTrail()}
+	c.limits = newLimiter(cfg.RateLimits, c.clock.Now())
 	if cfg.TLS.Enabled() {
 		t, err := newClusterTLS(cfg.TLS)
 		if err != nil {

@@ -18,7 +18,8 @@
 // scripts and environments out of line), http*.go (the API), validate*.go
 // and fit.go (admission), wire.go (api ⇄ state records), jobio.go (exec,
 // attach and files, proxied to a job's node), why.go, update.go, queue.go,
-// joblist.go.
+// joblist.go, ratelimit.go (each principal's token buckets for writes and
+// listings, charged in guard before the access check: 429 and Retry-After).
 //
 // The FSM (fsm.go) is the only writer of cluster state: it decodes each
 // committed entry with state.Decode (a failure stops the member), applies it

@@ -60,6 +60,9 @@ func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Msg)
 	case errors.As(err, &he):
+		if he.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
+		}
 		writeError(w, he.status, he.field, he.msg)
 	case errors.Is(err, errNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
 		writeError(w, http.StatusServiceUnavailable, "", "leadership changed while handling the request; retry (it is safe: submissions carry request ids)")
@@ -73,6 +76,8 @@ type httpError struct {
 	status int
 	field  string
 	msg    string
+	// retryAfter, when positive, is sent as Retry-After (seconds).
+	retryAfter int
 }
 
 func (e *httpError) Error() string { return e.msg }

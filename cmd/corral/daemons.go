@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,10 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "http-body-timeout", "DURATION", "time an API client may take to send a request's body (default 30s)"),
 		valued(0, "def-mem-per-cpu", "SIZE", "a new cluster's memory per CPU for jobs that ask for none (default 512M; later: corral config set DefMemPerCPU=MiB)"),
 		valued(0, "backfill", "MODE", "a new cluster's policy: easy (default), conservative, or none (first come, first served); later: corral config set SchedulerPolicy=..."),
+		valued(0, "rate-writes", "N[/s]", "writes (POST, PUT) one principal may send a second, sustained (default 200; off: unlimited); a batch of jobs counts once"),
+		valued(0, "rate-write-burst", "N", "writes one principal may send at once after a quiet spell (default 2000)"),
+		valued(0, "rate-reads", "N[/s]", "listings (jobs, queue, priority, share, policy) one principal may ask for a second, sustained (default 20; off: unlimited)"),
+		valued(0, "rate-read-burst", "N", "listings one principal may ask for at once (default 100)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
@@ -172,11 +177,68 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if httpT.Body, err = parseDuration("http-body-timeout", o.get("http-body-timeout"), 0); err != nil {
 		return ctld.Config{}, err
 	}
+	limits, err := rateLimits(o)
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention,
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits,
 	}, nil
+}
+
+// rateLimits reads --rate-writes, --rate-write-burst, --rate-reads and
+// --rate-read-burst; what is not given takes ctld's default.
+func rateLimits(o *optSet) (ctld.RateLimits, error) {
+	var l ctld.RateLimits
+	var err error
+	if l.Writes, err = parseRate("rate-writes", o.get("rate-writes")); err != nil {
+		return l, err
+	}
+	if l.Reads, err = parseRate("rate-reads", o.get("rate-reads")); err != nil {
+		return l, err
+	}
+	if l.WriteBurst, err = parseBurst("rate-write-burst", o.get("rate-write-burst")); err != nil {
+		return l, err
+	}
+	if l.ReadBurst, err = parseBurst("rate-read-burst", o.get("rate-read-burst")); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// parseRate reads a rate limit: N or N/s requests a second (a fraction
+// allowed), or off (or a negative N); "" is 0 (the default) and off is -1
+// (unlimited).
+func parseRate(name, v string) (float64, error) {
+	switch v {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "/s"), 64)
+	if err == nil && n < 0 {
+		return -1, nil
+	}
+	if err != nil || !(n > 0) || math.IsInf(n, 0) {
+		return 0, fmt.Errorf("--%s=%s: not a rate: give requests a second, e.g. 50 or 0.5/s, or off for no limit", name, v)
+	}
+	return n, nil
+}
+
+// parseBurst reads a burst: a whole number of requests, at least 1; "" is
+// 0 (the default).
+func parseBurst(name, v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--%s=%s: not a burst: give a whole number of requests, at least 1, e.g. 200", name, v)
+	}
+	return n, nil
 }
 
 // markQueueUnfit sets QueueUnfit on the partitions named by --queue-unfit,
