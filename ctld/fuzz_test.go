@@ -147,6 +147,22 @@ func FuzzApplyCommand(f *testing.F) {
 		data, _ := state.Encode(state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 100, Jobs: stateSpecs(sp)})
 		f.Add(data)
 	}
+	recs := []api.AuditRecord{{Tenant: "phys", Time: t0, Principal: "user alice (token t)", User: "alice", Op: "POST /v1/jobs", Status: 200}}
+	api.ChainAudit(map[string]api.AuditHead{}, recs)
+	for _, c := range []fuzzCommand{
+		{state.CmdPutToken, &state.PutToken{Now: t0, Token: state.TokenRecord{Hash: state.HashSecret("s"), Token: api.Token{ID: "t1", User: "alice", Role: api.RoleCoordinator, Account: "phys", Expires: t0.Add(time.Hour)}}}},
+		{state.CmdRevokeToken, &state.RevokeToken{Now: t0, ID: "t1", By: "alice"}},
+		{state.CmdSetRole, &state.SetRole{Grant: api.RoleGrant{User: "carol", Role: api.RoleCoordinator, Accounts: []string{"phys"}}}},
+		{state.CmdAuditRecords, &state.AuditRecords{Now: t0, Records: recs, Keep: 10, Retention: time.Hour}},
+		{state.CmdForgetNodeKey, &state.ForgetNodeKey{Node: "n1", By: "oscar"}},
+		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, Runner: "test", BootID: "b1"}, Key: "other"}},
+	} {
+		data, err := state.Encode(c.t, c.p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte{0})
 	f.Add([]byte{255, '{', '}'})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -200,7 +216,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		func() any { return &api.DrainRequest{} }, func() any { return &state.SetMember{} },
 		func() any { return &api.ConfigRequest{} }, func() any { return &api.QOSRequest{} },
 		func() any { return &api.AccountRequest{} }, func() any { return &api.UserRequest{} },
-		func() any { return &api.UpdateJobRequest{} },
+		func() any { return &api.UpdateJobRequest{} }, func() any { return &api.TokenRequest{} },
+		func() any { return &api.RoleRequest{} },
 	}
 	for i, body := range []string{
 		`{"jobs":[{"name":"a","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1}]}`,
@@ -210,6 +227,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"node":"n1","drain":true,"reason":"x"}`, `{"id":"c1","http_addr":"127.0.0.1:1"}`,
 		`{"settings":[["PriorityWeightAge","1"]]}`, `{"qos":{"name":"q"}}`, `{"account":{"name":"a"}}`,
 		`{"user":{"account":"a","name":"u"}}`, `{"id":1,"dependency":"afterok:2"}`,
+		`{"user":"u","role":"coordinator","account":"a","ops":["read"],"expires_in":3600}`,
+		`{"grant":{"user":"u","role":"operator"}}`,
 	} {
 		f.Add(uint8(i), []byte(body))
 	}
