@@ -97,6 +97,13 @@ type Token struct {
 	Expires     time.Time `json:"expires"`
 	// Revoked is when it was revoked; zero while it is not.
 	Revoked time.Time `json:"revoked,omitzero"`
+	// Join marks a join token: it lets a new node get its credential
+	// (noded --join), once or, Reusable, until it expires; it is no
+	// credential for the API.
+	Join     bool `json:"join,omitempty"`
+	Reusable bool `json:"reusable,omitempty"`
+	// Uses counts the nodes that joined with it.
+	Uses int `json:"uses,omitempty"`
 }
 
 // TokenRequest creates a token (Renew empty), renews one (Renew its id,
@@ -111,6 +118,23 @@ type TokenRequest struct {
 	ExpiresIn int64  `json:"expires_in,omitempty"`
 	Renew     string `json:"renew,omitempty"`
 	Revoke    string `json:"revoke,omitempty"`
+	// Join makes a join token (admins only), Reusable by many nodes.
+	Join     bool `json:"join,omitempty"`
+	Reusable bool `json:"reusable,omitempty"`
+}
+
+// JoinRequest is a new node asking for its credential: a join token, its
+// name and a certificate request for its own key (PKCS #10, DER).
+type JoinRequest struct {
+	Token string   `json:"token"`
+	Name  string   `json:"name"`
+	CSR   []byte   `json:"csr"`
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// JoinResponse is the node's certificate (DER) of the cluster's authority.
+type JoinResponse struct {
+	Cert []byte `json:"cert"`
 }
 
 // TokenResponse is the token made or changed; Secret is set only when it
@@ -168,4 +192,10 @@ func (c *Client) Token(ctx context.Context, req TokenRequest) (*TokenResponse, e
 // SetRole gives a user a role or takes it away.
 func (c *Client) SetRole(ctx context.Context, req RoleRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/roles", req, nil)
+}
+
+// Join asks for a new node's certificate with a join token (noded --join).
+func (c *Client) Join(ctx context.Context, req JoinRequest) (*JoinResponse, error) {
+	var v JoinResponse
+	return &v, c.do(ctx, http.MethodPost, "/v1/nodes/join", req, &v)
 }

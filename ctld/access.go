@@ -91,6 +91,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/status", nodes, c.write(c.handleNodeStatus)},
 		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
 		{"POST /v1/nodes/forget-key", operators, c.write(c.handleForgetKey)},
+		{"POST /v1/nodes/join", anyone, c.write(c.handleJoin)},
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
 		{"GET /v1/status", anyone, c.handleStatus},

@@ -236,6 +236,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/nodes/status", map[string]any{"name": "n1", "boot_id": "n1-boot"}, node1},
 		{"POST", "/v1/nodes/drain", map[string]any{"node": "n1", "drain": false}, opsAdmin},
 		{"POST", "/v1/nodes/forget-key", map[string]any{"node": "n9"}, opsAdmin},
+		{"POST", "/v1/nodes/join", map[string]any{"name": "n9"}, everyone},
 		{"GET", "/v1/partitions", nil, allUsers},
 		{"POST", "/v1/partitions", map[string]any{"partition": map[string]any{"name": "debug"}}, opsAdmin},
 		{"POST", "/v1/internal/members", map[string]any{"id": "c1", "http_addr": sc.leader.HTTPAddr()}, nobody},

@@ -69,6 +69,10 @@ type Config struct {
 	// (30 days); a negative value keeps every one.
 	AuditKeep      int
 	AuditRetention time.Duration
+	// NodeCA, when set, is the directory of an authority (ca.crt and
+	// ca.key) the controllers sign node certificates with for nodes that
+	// join with a join token (POST /v1/nodes/join).
+	NodeCA string
 	// RateLimits bound how often one principal may write and list
 	// (zero fields: the defaults; see RateLimits).
 	RateLimits RateLimits

@@ -2,15 +2,18 @@ package ctld
 
 import (
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/internal/pki"
 	"corral/submit"
 )
 
@@ -18,6 +21,7 @@ const (
 	// defaultTokenLife and maxTokenLife bound a token's lifetime, at
 	// creation and at each renewal.
 	defaultTokenLife = 30 * 24 * time.Hour
+	defaultJoinLife  = time.Hour
 	maxTokenLife     = 366 * 24 * time.Hour
 	maxDescription   = 256
 )
@@ -93,6 +97,17 @@ func (c *Controller) handleToken(w http.ResponseWriter, r *http.Request) error {
 // newToken checks a creation request against what p may grant and makes
 // the token: its id, its secret and the record that keeps its hash.
 func (c *Controller) newToken(p principal, req *api.TokenRequest, now time.Time) (state.TokenRecord, string, error) {
+	if req.Join {
+		if !p.admin() {
+			return state.TokenRecord{}, "", forbidden("%s may not create join tokens: they let a node into the cluster; an admin creates them", p)
+		}
+		if req.ExpiresIn == 0 {
+			req.ExpiresIn = int64(defaultJoinLife / time.Second)
+		}
+		req.User, req.Role, req.Account, req.Ops = p.name, api.RoleUser, "", nil
+	} else if req.Reusable {
+		return state.TokenRecord{}, "", &fieldError{Field: "reusable", Msg: "only a join token (--join) is reusable by many nodes"}
+	}
 	life, err := tokenLife(req.ExpiresIn)
 	if err != nil {
 		return state.TokenRecord{}, "", err
@@ -114,7 +129,7 @@ func (c *Controller) newToken(p principal, req *api.TokenRequest, now time.Time)
 	id, secret := randomText(6), base64.RawURLEncoding.EncodeToString(randomBytes(32))
 	rec := state.TokenRecord{Hash: state.HashSecret(secret), Token: api.Token{
 		ID: id, User: req.User, Role: req.Role, Account: req.Account, Ops: req.Ops, Description: req.Description,
-		CreatedBy: p.name, Created: now, Expires: now.Add(life)}}
+		CreatedBy: p.name, Created: now, Expires: now.Add(life), Join: req.Join, Reusable: req.Reusable}}
 	return rec, tokenPrefix + id + "_" + secret, nil
 }
 
@@ -245,4 +260,71 @@ func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
 	return b
+}
+
+// handleJoin answers POST /v1/nodes/join: a new node brings a join token,
+// its name and a certificate request for its own key, and gets a node
+// certificate of the cluster's authority (signed with --node-ca). The
+// token is spent through Raft before the certificate is made, so a
+// single-use token lets one node in however many ask at once.
+func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) error {
+	var req api.JoinRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	noteTarget(r, "node %s", submit.Shown(req.Name))
+	if c.cfg.NodeCA == "" {
+		return &httpError{status: http.StatusNotImplemented, msg: "this cluster issues no node credentials: start the controllers with --node-ca DIR (the authority's ca.crt and ca.key), or issue the node's certificate by hand (corral ca issue --role node)"}
+	}
+	if err := checkJoin(&req); err != nil {
+		return err
+	}
+	csr, err := x509.ParseCertificateRequest(req.CSR)
+	if err == nil {
+		err = csr.CheckSignature()
+	}
+	if err != nil {
+		return &fieldError{Field: "csr", Msg: fmt.Sprintf("node %s: the certificate request does not parse or is not signed by its key: %v", req.Name, err)}
+	}
+	id, secret, _ := strings.Cut(strings.TrimPrefix(req.Token, tokenPrefix), "_")
+	var jerr error
+	c.fsm.Read(func(s *state.State) {
+		if jerr = s.CheckJoin(id, secret, c.clock.Now()); jerr == nil {
+			if n := s.Nodes[req.Name]; n != nil && n.Key != "" {
+				jerr = fmt.Errorf("node %s is registered with another key: if it was reinstalled, an operator forgets that key first (corral node forget-key %s)", req.Name, req.Name)
+			}
+		}
+	})
+	if jerr != nil {
+		return unauthorized("node %s: %v", req.Name, jerr)
+	}
+	if err := c.proposeChecked(state.CmdUseJoinToken, &state.UseJoinToken{Now: c.clock.Now().UTC(), ID: id, Node: req.Name}); err != nil {
+		return unauthorized("node %s: %v", req.Name, err)
+	}
+	der, err := pki.Sign(c.cfg.NodeCA, csr.PublicKey, pki.Request{Role: pki.RoleNode, Name: req.Name, Hosts: req.Hosts})
+	if err != nil {
+		return fmt.Errorf("node %s: signing its certificate with --node-ca %s: %w", req.Name, c.cfg.NodeCA, err)
+	}
+	c.log.Info("node joined with a join token", "node", req.Name, "token", id)
+	writeJSON(w, http.StatusOK, api.JoinResponse{Cert: der})
+	return nil
+}
+
+// checkJoin checks a join request's fields on their own.
+func checkJoin(req *api.JoinRequest) error {
+	if why := submit.NameProblem(req.Name, maxNodeNameBytes); why != "" {
+		return &fieldError{Field: "name", Msg: fmt.Sprintf("node %q %s", submit.Shown(req.Name), why)}
+	}
+	if !strings.HasPrefix(req.Token, tokenPrefix) || strings.Count(req.Token, "_") < 2 {
+		return unauthorized("node %s: the join token is not a corral token (corral_ID_SECRET): ask an admin for one (corral token create --join)", req.Name)
+	}
+	if len(req.Hosts) > 16 {
+		return &fieldError{Field: "hosts", Msg: fmt.Sprintf("node %s: %d host names; give at most 16", req.Name, len(req.Hosts))}
+	}
+	for _, h := range req.Hosts {
+		if why := submit.NameProblem(h, 253); why != "" {
+			return &fieldError{Field: "hosts", Msg: fmt.Sprintf("node %s: host %q %s", req.Name, submit.Shown(h), why)}
+		}
+	}
+	return nil
 }

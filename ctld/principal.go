@@ -95,6 +95,9 @@ func (c *Controller) tokenPrincipal(text string) (principal, error) {
 	if err != nil {
 		return principal{}, unauthorized("%v", err)
 	}
+	if tok.Join {
+		return principal{}, unauthorized("token %s is a join token: it lets a new node get its credential (noded --join), and is no credential for the API", tok.ID)
+	}
 	p := principal{kind: kindUser, name: tok.User, role: tok.Role, ops: tok.Ops, via: "token " + tok.ID}
 	if tok.Account != "" {
 		p.accounts = []string{tok.Account}

@@ -256,6 +256,18 @@ func TestAuthenticatedTenants(t *testing.T) {
 			t.Errorf("%s reading its own job %d: %d %s", ub, idB, st, body)
 		}
 	})
+	t.Run("a new node joins with a join token", func(t *testing.T) {
+		secret := strings.TrimSpace(must(nil, nil, "token", "create", "--join"))
+		c.startNode(t, "n3", "--cpus", "2", "--mem", "2G", "--listen", "127.0.0.1:0", "--tls-ca", c.ca, "--join", secret, "--run-jobs-as", "user")
+		c.waitNodes(t, 3)
+		if _, err := os.Stat(filepath.Join(c.dir, "n3", "credential", "n3.crt")); err != nil {
+			t.Errorf("n3 kept no credential: %v", err)
+		}
+		out, stderr, code := run(nil, nil, "noded", "--name", "n4", "--data", filepath.Join(c.dir, "n4"), "--ctld", c.addr, "--tls-ca", c.ca, "--join", secret)
+		if code == 0 || !strings.Contains(stderr, "used already") {
+			t.Errorf("a second node with the single-use token: exit %d, %q %q; want refused", code, out, stderr)
+		}
+	})
 	t.Run("anonymous and forged requests are refused", func(t *testing.T) {
 		for name, hdr := range map[string]string{"anonymous": "", "forged": "Corral-Agent v1.e30.AAAA.AAAA", "not a token": "Bearer nope"} {
 			st, body := authRequest(t, c, hdr)

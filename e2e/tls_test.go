@@ -80,7 +80,7 @@ func startTLSClusterWith(t *testing.T, auth bool) *tlsCluster {
 		args := append([]string{"ctld", "--id", id, "--data", filepath.Join(c.dir, id), "--raft", ports[i], "--http", ports[3+i],
 			"--peers", strings.Join(peers, ","), "--log-level", "warn"}, flags(id)...)
 		if auth {
-			args = append(args, "--auth")
+			args = append(args, "--auth", "--node-ca", caDir)
 		}
 		c.ctlds = append(c.ctlds, startProc(t, c.dir, id, args...))
 	}

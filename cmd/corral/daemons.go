@@ -109,6 +109,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "rate-read-burst", "N", "listings one principal may ask for at once (default 100)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
+		valued(0, "node-ca", "DIR", "sign the certificates of nodes that join with a join token with the authority in DIR (its ca.crt and ca.key)"),
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
 	}, tlsOptions()...)...)
@@ -184,7 +185,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits,
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"),
 	}, nil
 }
 
@@ -294,6 +295,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
+		valued(0, "join", "TOKEN", "join the cluster with a join token (corral token create --join): get the node's certificate from the controllers, kept in DATA/credential/, instead of --tls-cert and --tls-key (needs --tls-ca)"),
 		valued(0, "authd-socket", "PATH", "also run the host's identity agent (corral authd) on this Unix socket, vouching for local users with the node's certificate (needs --tls-cert, --tls-key and --tls-ca; the CLI's default is "+authd.DefaultSocket+")"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	}, tlsOptions()...)...)
@@ -305,6 +307,18 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if v := o.get("on-exit"); v != "" && v != "keep" && v != "kill" {
 		return fmt.Errorf("noded: --on-exit=%s: use keep or kill", v)
+	}
+	if o.get("join") != "" {
+		name := o.get("name")
+		if name == "" {
+			if name, err = os.Hostname(); err != nil {
+				return fmt.Errorf("noded: --name is required (host name unknown: %w)", err)
+			}
+			o.last["name"] = name
+		}
+		if err := joinCluster(ctx, o, name, orString(o.get("ctld"), env.getenv("CORRAL_ADDR"))); err != nil {
+			return err
+		}
 	}
 	if o.get("authd-socket") != "" && !tlsFiles(o).Enabled() {
 		return errors.New("noded: --authd-socket needs the node's certificate, whose key signs the tokens: give --tls-cert, --tls-key and --tls-ca")

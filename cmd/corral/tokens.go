@@ -52,6 +52,8 @@ func tokenCreate(ctx context.Context, env *cliEnv, cmd string, args []string) er
 		valued(0, "ops", "LIST", "limit the token to these operations: submit, read, cancel, exec, admin (default: all its role allows)"),
 		valued(0, "expires", "LIFETIME", "how long it lasts: 30d (the default), 12h; at most 366d"),
 		valued(0, "description", "TEXT", "what the token is for, shown by token list"),
+		flag(0, "join", "a join token: it lets a new node get its credential (noded --join); admins only; 1h unless --expires"),
+		flag(0, "reusable", "a join token many nodes may use until it expires (default: one node)"),
 	)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func tokenCreate(ctx context.Context, env *cliEnv, cmd string, args []string) er
 		return err
 	}
 	req := api.TokenRequest{User: o.get("user"), Role: api.Role(o.get("role")), Account: o.get("account"),
-		Description: o.get("description"), ExpiresIn: life}
+		Description: o.get("description"), ExpiresIn: life, Join: o.has("join"), Reusable: o.has("reusable")}
 	for _, op := range o.list("ops") {
 		req.Ops = append(req.Ops, api.Op(op))
 	}
@@ -77,6 +79,11 @@ func tokenCreate(ctx context.Context, env *cliEnv, cmd string, args []string) er
 		return err
 	}
 	fmt.Fprintln(env.stdout, resp.Secret)
+	if resp.Token.Join {
+		fmt.Fprintf(env.stderr, "join token %s expires %s; start a new node with: corral noded --join TOKEN --tls-ca ca.crt --ctld ... (the secret is shown only now)\n",
+			resp.Token.ID, resp.Token.Expires.Local().Format(time.RFC3339))
+		return nil
+	}
 	fmt.Fprintf(env.stderr, "token %s for %s (role %s) expires %s; this is the only time its secret is shown: keep it in a file only you can read (chmod 600) and point CORRAL_TOKEN_FILE at it, or set CORRAL_TOKEN\n",
 		resp.Token.ID, resp.Token.User, resp.Token.Role, resp.Token.Expires.Local().Format(time.RFC3339))
 	return nil
@@ -120,7 +127,11 @@ func tokenList(ctx context.Context, env *cliEnv, cmd string, args []string) erro
 			}
 			ops = strings.Join(parts, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, t.Role, orString(t.Account, "-"), ops,
+		role := string(t.Role)
+		if t.Join {
+			role = fmt.Sprintf("join (%d used)", t.Uses)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, role, orString(t.Account, "-"), ops,
 			t.Expires.Local().Format("2006-01-02T15:04"), st, t.Description)
 	}
 	return tw.Flush()

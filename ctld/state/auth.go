@@ -35,6 +35,14 @@ type RevokeToken struct {
 	By  string    `json:"by"`
 }
 
+// UseJoinToken spends a join token on node Node, which gets its
+// credential: a single-use token once, a reusable one until it expires.
+type UseJoinToken struct {
+	Now  time.Time `json:"now"`
+	ID   string    `json:"id"`
+	Node string    `json:"node"`
+}
+
 // SetRole gives a user a role, or removes the grant (Delete).
 type SetRole struct {
 	Grant  api.RoleGrant `json:"grant"`
@@ -86,9 +94,41 @@ func (s *State) applyPutToken(c *PutToken) error {
 	case old != nil:
 		return fmt.Errorf("token %s exists already", t.ID)
 	default:
+		t.Uses = 0
 		s.Tokens[t.ID] = &t
 	}
 	s.forgetOldTokens(c.Now)
+	return nil
+}
+
+// CheckJoin says why join token id with secret cannot let a node join at
+// now; nil when it can.
+func (s *State) CheckJoin(id, secret string, now time.Time) error {
+	t, err := s.TokenFor(id, secret, now)
+	switch {
+	case err != nil:
+		return err
+	case !t.Join:
+		return fmt.Errorf("token %s is not a join token: create one (corral token create --join)", id)
+	case !t.Reusable && t.Uses > 0:
+		return fmt.Errorf("join token %s was used already (it lets one node join): create another, or a reusable one (corral token create --join --reusable)", id)
+	}
+	return nil
+}
+
+func (s *State) applyUseJoin(c *UseJoinToken) error {
+	t := s.Tokens[c.ID]
+	switch {
+	case t == nil || !t.Join:
+		return fmt.Errorf("token %s is not a join token", c.ID)
+	case !t.Revoked.IsZero() || !c.Now.Before(t.Expires):
+		return fmt.Errorf("join token %s was revoked or expired", c.ID)
+	case !t.Reusable && t.Uses > 0:
+		return fmt.Errorf("join token %s was used already (it lets one node join)", c.ID)
+	}
+	used := *t
+	used.Uses++
+	s.Tokens[c.ID] = &used
 	return nil
 }
 

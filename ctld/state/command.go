@@ -36,6 +36,7 @@ const (
 	CmdSetRole        CommandType = 22
 	CmdAuditRecords   CommandType = 23
 	CmdForgetNodeKey  CommandType = 24
+	CmdUseJoinToken   CommandType = 25
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -56,6 +56,8 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdAuditRecords, auditEntry(map[string]AuditHead{}, t0, "phys", "", "phys")},
 		{CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "k1", CPUs: 1, MemMB: 1024, Runner: "process", BootID: "k"}, Key: "k1key"}},
 		{CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"}},
+		{CmdPutToken, &PutToken{Now: t0, Token: TokenRecord{Hash: HashSecret("j"), Token: api.Token{ID: "j1", User: "root", Join: true, Expires: t0.Add(time.Hour)}}}},
+		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -461,6 +463,35 @@ func init() {
 			"no key keeps the pinned one": {keyless == nil && kept == "first", true},
 			"unknown node refused":        {unknown != nil, true},
 			"a new key after forgetting":  {renewed == nil && r.s.Nodes["k1"].Key == "second", true},
+		})
+	}
+	applyTests[CmdUseJoinToken] = func(t *testing.T) {
+		r, next := scene(t)
+		once := TokenRecord{Hash: HashSecret("a"), Token: api.Token{ID: "once", User: "root", Join: true, Expires: t0.Add(time.Hour), Uses: 3}}
+		many := TokenRecord{Hash: HashSecret("b"), Token: api.Token{ID: "many", User: "root", Join: true, Reusable: true, Expires: t0.Add(time.Hour)}}
+		api1 := TokenRecord{Hash: HashSecret("c"), Token: api.Token{ID: "api", User: "alice", Expires: t0.Add(time.Hour)}}
+		for _, tok := range []TokenRecord{once, many, api1} {
+			next(CmdPutToken, &PutToken{Now: t0, Token: tok})
+		}
+		s := r.s
+		fresh := s.Tokens["once"].Uses
+		checkBefore := s.CheckJoin("once", "a", t0)
+		first := next(CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "once", Node: "n7"})
+		second, _ := next(CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "once", Node: "n8"}).(error)
+		next(CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "many", Node: "n7"})
+		reused := next(CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "many", Node: "n8"})
+		late, _ := next(CmdUseJoinToken, &UseJoinToken{Now: t0.Add(2 * time.Hour), ID: "many", Node: "n9"}).(error)
+		notJoin, _ := next(CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "api", Node: "n9"}).(error)
+		expect(t, map[string][2]any{
+			"a creation's uses are 0":    {fresh, 0},
+			"usable before":              {checkBefore, nil},
+			"first use":                  {first, nil},
+			"second use of a single-use": {second != nil && strings.Contains(second.Error(), "used already"), true},
+			"checked as used":            {s.CheckJoin("once", "a", t0) != nil, true},
+			"reusable twice":             {reused == nil && s.Tokens["many"].Uses == 2, true},
+			"expired refused":            {late != nil, true},
+			"an API token is no join":    {notJoin != nil && s.CheckJoin("api", "c", t0) != nil, true},
+			"a wrong secret is no join":  {s.CheckJoin("many", "x", t0) != nil, true},
 		})
 	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {

@@ -220,6 +220,13 @@ func goldenCommands() []struct {
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(10 * time.Hour), Info: api.NodeInfo{Name: "k1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-k"}, Key: "bbbb2222"}},
 		{CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"}},
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(10 * time.Hour), Info: api.NodeInfo{Name: "k1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-k2"}, Key: "bbbb2222"}},
+		// A reusable join token, used by two nodes (a creation's Uses is
+		// taken as 0).
+		{CmdPutToken, &PutToken{Now: t0.Add(11 * time.Hour), Token: TokenRecord{Hash: HashSecret("j1"), Token: api.Token{
+			ID: "join1", User: "root", Role: api.RoleAdmin, CreatedBy: "root", Created: t0.Add(11 * time.Hour), Expires: t0.Add(12 * time.Hour),
+			Join: true, Reusable: true, Uses: 7}}}},
+		{CmdUseJoinToken, &UseJoinToken{Now: t0.Add(11 * time.Hour), ID: "join1", Node: "j1"}},
+		{CmdUseJoinToken, &UseJoinToken{Now: t0.Add(11 * time.Hour), ID: "join1", Node: "j2"}},
 	}
 }
 

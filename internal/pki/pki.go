@@ -15,6 +15,7 @@
 package pki
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -125,19 +126,37 @@ type Request struct {
 // and its key to outDir as NAME.crt and NAME.key (0600), returning their
 // paths.
 func Issue(caDir, outDir string, r Request) (certPath, keyPath string, err error) {
-	if err := checkName(r.Name); err != nil {
-		return "", "", err
-	}
-	if _, err := ParseRole(string(r.Role)); err != nil {
-		return "", "", err
-	}
-	caCert, caKey, err := loadCA(caDir)
-	if err != nil {
-		return "", "", err
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", err
+	}
+	der, err := Sign(caDir, &key.PublicKey, r)
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		return "", "", err
+	}
+	certPath, keyPath = filepath.Join(outDir, r.Name+".crt"), filepath.Join(outDir, r.Name+".key")
+	if err := writeKey(keyPath, key); err != nil {
+		return "", "", err
+	}
+	return certPath, keyPath, writePEM(certPath, "CERTIFICATE", der, 0o644)
+}
+
+// Sign signs a certificate of r for the public key pub with the authority
+// in caDir and returns it (DER): what Issue does for a key it makes, and
+// the controllers for a node that joins with a key of its own.
+func Sign(caDir string, pub crypto.PublicKey, r Request) ([]byte, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	if _, err := ParseRole(string(r.Role)); err != nil {
+		return nil, err
+	}
+	caCert, caKey, err := loadCA(caDir)
+	if err != nil {
+		return nil, err
 	}
 	validity := r.Validity
 	if validity <= 0 {
@@ -158,18 +177,31 @@ func Issue(caDir, outDir string, r Request) (certPath, keyPath string, err error
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	return x509.CreateCertificate(rand.Reader, tmpl, caCert, pub, caKey)
+}
+
+// NewKeyRequest makes a key pair and a certificate request for it naming
+// name, signed with the key (so whoever signs it knows the requester holds
+// the key): what a node that joins sends.
+func NewKeyRequest(name string) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
-	if err := os.MkdirAll(outDir, 0o700); err != nil {
-		return "", "", err
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: name}}, key)
+	return key, csr, err
+}
+
+// WritePair writes a certificate (DER) and its key to certPath and
+// keyPath (0600), as Issue writes them.
+func WritePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
+	if err := os.MkdirAll(filepath.Dir(certPath), 0o700); err != nil {
+		return err
 	}
-	certPath, keyPath = filepath.Join(outDir, r.Name+".crt"), filepath.Join(outDir, r.Name+".key")
 	if err := writeKey(keyPath, key); err != nil {
-		return "", "", err
+		return err
 	}
-	return certPath, keyPath, writePEM(certPath, "CERTIFICATE", der, 0o644)
+	return writePEM(certPath, "CERTIFICATE", der, 0o644)
 }
 
 // checkName refuses names that cannot be a file name or a URI path element.
