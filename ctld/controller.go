@@ -69,6 +69,10 @@ type Config struct {
 	// (30 days); a negative value keeps every one.
 	AuditKeep      int
 	AuditRetention time.Duration
+	// Admins are users the controllers take for admins when a host's
+	// agent vouches for them, as they take root: the cluster's first
+	// administrators (ctld --admin), before any role is granted.
+	Admins []string
 	// NodeCA, when set, is the directory of an authority (ca.crt and
 	// ca.key) the controllers sign node certificates with for nodes that
 	// join with a join token (POST /v1/nodes/join).

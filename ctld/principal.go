@@ -115,8 +115,8 @@ func (c *Controller) agentPrincipal(text string) (principal, error) {
 		return principal{}, unauthorized("identity token: %v", err)
 	}
 	p := principal{kind: kindUser, name: claims.user, role: api.RoleUser, via: fmt.Sprintf("agent on %s %s (uid %d)", host.Role, host.Name, claims.uid)}
-	if claims.uid == 0 {
-		p.role = api.RoleAdmin // root on a host allowed to vouch for users
+	if claims.uid == 0 || slices.Contains(c.cfg.Admins, claims.user) {
+		p.role = api.RoleAdmin // root, or a named admin, on a host allowed to vouch for users
 	}
 	c.fsm.Read(func(s *state.State) {
 		if g := s.Roles[p.name]; g != nil && p.role != api.RoleAdmin {

@@ -27,12 +27,14 @@ else
 fi
 raft=${CORRAL_DEMO_RAFT:-127.0.0.1:$(free_port $((${http##*:} + 3)))}
 [ "$http" = 127.0.0.1:6817 ] || echo "demo: port 6817 is taken; the demo cluster listens on $http"
-export CORRAL_ADDR="http://$http"
+# The demo cluster runs as a real one would: over TLS with an authority of
+# its own, every request authenticated (you are who the host's agent says).
+export CORRAL_ADDR="https://$http" CORRAL_CA="$work/state/pki/ca.crt" CORRAL_AUTHD="$work/state/authd.sock"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "starting the embedded cluster (corral dev) — log in $work/dev.log"
-"$corral" dev --data "$work/state" --http "$http" --raft "$raft" --cpus 2 --mem 2G >"$work/dev.log" 2>&1 &
+"$corral" dev --secure --data "$work/state" --http "$http" --raft "$raft" --cpus 2 --mem 2G >"$work/dev.log" 2>&1 &
 dev=$!
 stop() {
   if kill -0 "$dev" 2>/dev/null; then
@@ -49,6 +51,7 @@ done
 # directory is this demo's), not one that took the port meanwhile.
 kill -0 "$dev" 2>/dev/null || { echo "demo: the embedded cluster exited:" >&2; cat "$work/dev.log" >&2; exit 1; }
 "$corral" status
+"$corral" whoami
 
 mkdir -p "$work/jobs" && cd "$work/jobs"
 cat > hello.sh <<'JOB'

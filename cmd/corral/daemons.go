@@ -109,6 +109,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "rate-read-burst", "N", "listings one principal may ask for at once (default 100)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
+		valued(0, "admin", "USERS", "users taken for admins when a host's agent vouches for them, as root is (comma-separated): the cluster's first administrators"),
 		valued(0, "node-ca", "DIR", "sign the certificates of nodes that join with a join token with the authority in DIR (its ca.crt and ca.key)"),
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
@@ -185,7 +186,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
-		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"),
+		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"), Admins: o.list("admin"),
 	}, nil
 }
 
@@ -521,6 +522,7 @@ func runDev(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: daemon (default: this process's user, the embedded cluster's only user) or user (each job's user as this host knows it)"),
 		flag(0, "fresh", "delete the state directory first"),
+		flag(0, "secure", "run over TLS with authentication: an authority of its own in the state directory, certificates for the controller, the nodes and a host agent, whose socket the CLI uses (the user running dev is an admin)"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 	)
 	if err != nil {
@@ -581,14 +583,25 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	for i := range cfgs {
 		cfgs[i].Runner = runner
 	}
-	c, err := ctld.New(ctld.Config{
+	ccfg := ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
 		Peers: []ctld.Peer{{ID: "dev", Addr: raftAddr}}, Logger: log,
-	})
+	}
+	var sec *devSecurity
+	if o.has("secure") {
+		if sec, err = newDevSecurity(dir, n); err != nil {
+			return err
+		}
+		ccfg.TLS, ccfg.Auth, ccfg.NodeCA, ccfg.Admins = sec.member, true, sec.caDir, devAdmins()
+		for i := range cfgs {
+			cfgs[i].TLS = sec.nodes[i]
+		}
+	}
+	c, err := ctld.New(ccfg)
 	if err != nil {
 		return err
 	}
-	daemons, err := devDaemons(c, cfgs)
+	daemons, err := devDaemons(c, cfgs, sec)
 	if err != nil {
 		// Run with an ended context releases what New started.
 		done, cancel := context.WithCancel(context.Background())
@@ -596,11 +609,22 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 		_ = c.Run(done)
 		return err
 	}
-	fmt.Fprintf(env.stdout, "corral dev: controller at http://%s with %d nodes; state in %s\n", c.HTTPAddr(), n, dir)
-	fmt.Fprintf(env.stdout, "corral dev: export CORRAL_ADDR=http://%s\n", c.HTTPAddr())
+	scheme := "http"
+	if sec != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(env.stdout, "corral dev: controller at %s://%s with %d nodes; state in %s\n", scheme, c.HTTPAddr(), n, dir)
+	fmt.Fprintf(env.stdout, "corral dev: export CORRAL_ADDR=%s://%s\n", scheme, c.HTTPAddr())
+	if sec != nil {
+		fmt.Fprintf(env.stdout, "corral dev: export CORRAL_CA=%s CORRAL_AUTHD=%s\n", filepath.Join(sec.caDir, pki.CACertFile), sec.socket)
+	}
 
 	dctx, stopDaemons := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	if sec != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); sec.serveAgent(dctx, log) }()
+	}
 	for _, d := range daemons {
 		wg.Add(1)
 		go func(d *noded.Daemon) { defer wg.Done(); _ = d.Run(dctx) }(d)
@@ -628,15 +652,21 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	return runErr
 }
 
-// devDaemons creates the dev cluster's node daemons, talking to c.
-func devDaemons(c *ctld.Controller, cfgs []noded.Config) ([]*noded.Daemon, error) {
+// devDaemons creates the dev cluster's node daemons, talking to c: over
+// TLS, each with its own certificate, when sec is set.
+func devDaemons(c *ctld.Controller, cfgs []noded.Config, sec *devSecurity) ([]*noded.Daemon, error) {
 	cl, err := api.NewClient("http://" + c.HTTPAddr())
 	if err != nil {
 		return nil, err
 	}
 	var daemons []*noded.Daemon
-	for _, cfg := range cfgs {
+	for i, cfg := range cfgs {
 		cfg.Client = cl
+		if sec != nil {
+			if cfg.Client, err = sec.nodeClient(i, c.HTTPAddr()); err != nil {
+				return nil, err
+			}
+		}
 		d, err := noded.New(cfg)
 		if err != nil {
 			return nil, err
