@@ -189,19 +189,30 @@ func benchMemoryPerPendingJob(b *testing.B, env func(int) []string) {
 // BenchmarkListPending measures the server side of `corral queue`:
 // selecting and encoding every pending job.
 func BenchmarkListPending(b *testing.B) {
+	open := principal{kind: kindUser, role: api.RoleAdmin, open: true}
 	for _, n := range []int{5_000, 100_000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			c := &Controller{fsm: NewFSM(quietLog())}
-			fillPending(c.fsm, n)
-			f := api.JobFilter{States: []api.JobState{api.StatePending, api.StateRunning}}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				jobs := c.selectJobs(principal{kind: kindUser, role: api.RoleAdmin, open: true}, &f)
-				if err := writeJobList(discard{}, jobs, c.priorityFunc(time.Now()), c.migrationFunc()); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchListPending(b, n, open) })
+	}
+	// Through the query layer: the jobs' owner, who sees every one, and
+	// a user of no tenant of theirs, who sees none.
+	b.Run("100000-owner", func(b *testing.B) {
+		benchListPending(b, 100_000, principal{kind: kindUser, name: "alice", role: api.RoleUser})
+	})
+	b.Run("100000-other", func(b *testing.B) {
+		benchListPending(b, 100_000, principal{kind: kindUser, name: "bob", role: api.RoleUser})
+	})
+}
+
+func benchListPending(b *testing.B, n int, p principal) {
+	c := &Controller{fsm: NewFSM(quietLog())}
+	fillPending(c.fsm, n)
+	f := api.JobFilter{States: []api.JobState{api.StatePending, api.StateRunning}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		jobs := c.selectJobs(p, &f)
+		if err := writeJobList(discard{}, jobs, c.priorityFunc(time.Now()), c.migrationFunc()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
