@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,24 @@ type SchedConfig struct {
 	// the default), conservative (a reservation for every waiting job) or
 	// fcfs (first come, first served; no backfill).
 	SchedulerPolicy string `json:"scheduler_policy"`
+	// PrivateData hides more from users, as Slurm's PrivateData does
+	// (with --auth): "jobs" shows a user only their own jobs (not their
+	// tenant's), "usage" only their own usage; both, comma-separated.
+	// Coordinators, operators and admins see what they always do.
+	PrivateData string `json:"private_data,omitempty"`
+}
+
+// PrivateDataKinds are the values PrivateData lists.
+var PrivateDataKinds = []string{"jobs", "usage"}
+
+// Private reports whether PrivateData lists kind.
+func (c SchedConfig) Private(kind string) bool {
+	for _, k := range strings.Split(c.PrivateData, ",") {
+		if k == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // UnmarshalJSON reads a configuration, taking the default for every
@@ -184,6 +203,21 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 		return fmt.Errorf("SchedulerPolicy=%s: use easy, conservative or fcfs", v)
 	},
 	"RequestIDRetention": durField(func(c *SchedConfig) *int64 { return &c.RequestIDRetention }),
+	"PrivateData": func(c *SchedConfig, v string) error {
+		var kinds []string
+		for _, k := range strings.Split(strings.ToLower(v), ",") {
+			switch {
+			case k == "" || k == "none":
+			case k != "jobs" && k != "usage":
+				return fmt.Errorf("PrivateData=%s: list jobs, usage, or none", v)
+			case !slices.Contains(kinds, k):
+				kinds = append(kinds, k)
+			}
+		}
+		slices.Sort(kinds)
+		c.PrivateData = strings.Join(kinds, ",")
+		return nil
+	},
 }
 
 // ConfigKeys lists the names `corral config set` accepts, sorted.

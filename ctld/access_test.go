@@ -368,6 +368,16 @@ func TestTenantIsolation(t *testing.T) {
 		"alice cannot raise her priority with nice":       nice == http.StatusForbidden,
 		"alice cannot release an admin's hold":            strings.Contains(releaseAdmins, "only an administrator may release it"),
 	}
+	// PrivateData=jobs,usage: a user sees only their own jobs and usage.
+	if st, body := sc.do(t, pAdmin, "POST", "/v1/config", map[string]any{"settings": [][2]string{{"PrivateData", "usage,jobs"}}}); st != http.StatusOK {
+		t.Fatalf("PrivateData: %d %s", st, body)
+	}
+	_, privList := get(alice, "/v1/jobs")
+	_, privShare := get(bob, "/v1/share")
+	_, coordList := get(pCoord, "/v1/jobs")
+	checks["private: alice lists her own job only"] = has(privList, a1) && !has(privList, a2)
+	checks["private: bob's share lacks bob2"] = strings.Contains(privShare, `"user":"bob"`) && !strings.Contains(privShare, "bob2")
+	checks["private: the coordinator still lists the tenant's jobs"] = has(coordList, a1) && has(coordList, a2)
 	for name, ok := range checks {
 		if !ok {
 			t.Errorf("%s: no", name)

@@ -182,6 +182,9 @@ func (c *Controller) handleShare(w http.ResponseWriter, r *http.Request) error {
 			if x.Account != "root" && !vw.seesAccount(x.Account) {
 				continue // another tenant's usage
 			}
+			if x.User != "" && x.User != vw.p.name && s.Config.Private("usage") && !vw.p.operator() && !vw.p.coordinates(s, x.Account) {
+				continue // PrivateData=usage: another user's
+			}
 			row := api.ShareRow{Account: x.Account, User: x.User, Depth: x.Depth, RawShares: x.RawShares,
 				NormShares: x.NormShares, RawUsage: x.RawUsage, EffectvUsage: x.EffectvUsage, LevelFS: x.LevelFS, FairShare: x.FairShare}
 			if math.IsInf(row.LevelFS, 0) || math.IsNaN(row.LevelFS) {

@@ -65,7 +65,7 @@ func (v *viewer) level(j *state.Job) level {
 		return owned
 	case p.coordinates(v.s, j.Spec.Account):
 		return managed
-	case p.role == api.RoleOperator || v.inTenant(j.Spec.Account):
+	case p.role == api.RoleOperator || v.inTenant(j.Spec.Account) && !v.s.Config.Private("jobs"):
 		return listed
 	}
 	return hidden
