@@ -19,7 +19,18 @@
 // and fit.go (admission), wire.go (api ⇄ state records), jobio.go (exec,
 // attach and files, proxied to a job's node), why.go, update.go, queue.go,
 // joblist.go, ratelimit.go (each principal's token buckets for writes and
-// listings, charged in guard before the access check: 429 and Retry-After).
+// listings, charged in guard before the access check: 429 and Retry-After),
+// principal.go (who a request comes from: a token, a host agent's identity,
+// a node's or member's certificate), access.go (the route table, every
+// endpoint with its access rule, and guard), jobaccess.go (the query
+// layer's rule for jobs: hidden, listed, managed or owned), http_auth.go
+// (tokens, roles, join tokens), http_jobs.go, audit.go (the audit trail,
+// committed in batches), store.go (a member's store read offline, for
+// corral audit verify --data), tls.go.
+//
+// With Config.Auth every request is checked in guard before its handler
+// runs; a follower forwards writes to the leader first, so that the leader
+// decides every write against the newest state and audits it.
 //
 // The FSM (fsm.go) is the only writer of cluster state: it decodes each
 // committed entry with state.Decode (a failure stops the member), applies it
