@@ -44,7 +44,7 @@ func newPair(t *testing.T) *pair {
 // each field is the honest node A.
 type attempt struct {
 	ek       func(p *pair) EK
-	ak       func(p *pair) []byte
+	ak       func(t *testing.T, p *pair) []byte
 	activate func(p *pair, ch Challenge) ([]byte, error)
 	quote    func(p *pair, nonce []byte) (*Quote, error)
 }
@@ -60,7 +60,7 @@ func join(t *testing.T, p *pair, n attempt) error {
 	}
 	akPublic := p.akA.Public()
 	if n.ak != nil {
-		akPublic = n.ak(p)
+		akPublic = n.ak(t, p)
 	}
 	if err := p.policy.CheckEK(ek); err != nil {
 		return err
@@ -92,15 +92,19 @@ func join(t *testing.T, p *pair, n attempt) error {
 	return p.policy.VerifyQuote(akPublic, q, nonce)
 }
 
-// TestJoin runs the join's attestation against two real swtpms: the honest
-// node passes, and each attack is refused by the check meant for it.
-func TestJoin(t *testing.T) {
-	cases := map[string]struct {
-		attempt  attempt
-		tamper   func(t *testing.T, p *pair) // after the policy was taken
-		wantErr  error
-		wantText string
-	}{
+// joinCase is one join of TestJoin: what the node does, what changes after
+// the policy was taken, and the refusal expected (none for the honest node).
+type joinCase struct {
+	attempt  attempt
+	tamper   func(t *testing.T, p *pair)
+	wantErr  error
+	wantText string
+}
+
+// joinCases are the honest join and the attacks the issue names (wrong PCR,
+// stale nonce, unknown EK, unbound AK), plus the other checks' failures.
+func joinCases() map[string]joinCase {
+	return map[string]joinCase{
 		"right PCRs, allowed EK, activated AK": {},
 		"PCR 16 extended after the policy was taken": {
 			tamper:   func(t *testing.T, p *pair) { extendPCR(t, p.a, 16, "debugger") },
@@ -129,17 +133,17 @@ func TestJoin(t *testing.T) {
 			wantText: "stale or replayed nonce",
 		},
 		"unknown EK": {
-			attempt:  attempt{ek: func(p *pair) EK { ek, _ := p.b.EK(); return ek }, ak: func(p *pair) []byte { return p.akB.Public() }},
+			attempt:  attempt{ek: func(p *pair) EK { ek, _ := p.b.EK(); return ek }, ak: func(t *testing.T, p *pair) []byte { return p.akB.Public() }},
 			wantErr:  ErrUnknownEK,
 			wantText: "is not on the allow list",
 		},
 		"AK of TPM B with A's EK, activated on A": {
-			attempt: attempt{ak: func(p *pair) []byte { return p.akB.Public() }},
+			attempt: attempt{ak: func(t *testing.T, p *pair) []byte { return p.akB.Public() }},
 			wantErr: ErrUnboundKey,
 		},
 		"AK of TPM B with A's EK, activated on B": {
 			attempt: attempt{
-				ak:       func(p *pair) []byte { return p.akB.Public() },
+				ak:       func(t *testing.T, p *pair) []byte { return p.akB.Public() },
 				activate: func(p *pair, ch Challenge) ([]byte, error) { return p.b.Activate(p.akB, ch) },
 			},
 			wantErr: ErrUnboundKey,
@@ -169,7 +173,7 @@ func TestJoin(t *testing.T) {
 			wantText: "does not cover PCR 7",
 		},
 		"unrestricted signing key presented as AK": {
-			attempt: attempt{ak: func(p *pair) []byte {
+			attempt: attempt{ak: func(t *testing.T, p *pair) []byte {
 				tmpl := akTemplate
 				tmpl.ObjectAttributes.Restricted = false
 				return loadKey(t, p.a, tmpl).Public()
@@ -178,7 +182,12 @@ func TestJoin(t *testing.T) {
 			wantText: "lacks [restricted]",
 		},
 	}
-	for name, tc := range cases {
+}
+
+// TestJoin runs the join's attestation against two real swtpms: the honest
+// node passes, and each attack is refused by the check meant for it.
+func TestJoin(t *testing.T) {
+	for name, tc := range joinCases() {
 		t.Run(name, func(t *testing.T) {
 			p := newPair(t)
 			if tc.tamper != nil {
