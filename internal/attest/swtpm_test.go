@@ -1,0 +1,96 @@
+package attest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-tpm/tpm2"
+)
+
+// startSWTPM starts a fresh swtpm (a new TPM with its own endorsement seed)
+// in a temporary directory and returns its socket's path; t.Cleanup stops it
+// by its PID. The test is skipped when swtpm is not installed.
+func startSWTPM(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("swtpm")
+	if err != nil {
+		t.Skip("swtpm is not installed: TPM tests skipped (install it with scripts/install-deps.sh or apt-get install swtpm)")
+	}
+	// A Unix socket's path is limited to 107 bytes, so the directory is not
+	// t.TempDir(), whose name grows with the test's.
+	dir, err := os.MkdirTemp("", "swtpm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "socket", "--tpm2",
+		"--server", "type=unixio,path="+sock,
+		"--tpmstate", "dir="+dir,
+		"--flags", "not-need-init,startup-clear")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("starting swtpm: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		os.RemoveAll(dir)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return sock
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("swtpm exited before listening: %v: %s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("swtpm did not create %s within 10 s: %s", sock, stderr.String())
+		}
+	}
+}
+
+// openSWTPM starts an swtpm and opens it; t.Cleanup closes it.
+func openSWTPM(t testing.TB) *TPM {
+	t.Helper()
+	tpm, err := Open(startSWTPM(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tpm.Close(); err != nil {
+			t.Errorf("closing the TPM: %v", err)
+		}
+	})
+	return tpm
+}
+
+// extendPCR extends a SHA-256 PCR with the digest of data, as a boot stage
+// measuring the next would.
+func extendPCR(t testing.TB, tpm *TPM, pcr int, data string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(data))
+	tpm.mu.Lock()
+	defer tpm.mu.Unlock()
+	_, err := tpm2.PCRExtend{
+		PCRHandle: tpm2.AuthHandle{Handle: tpm2.TPMHandle(pcr), Auth: tpm2.PasswordAuth(nil)},
+		Digests: tpm2.TPMLDigestValues{Digests: []tpm2.TPMTHA{
+			{HashAlg: tpm2.TPMAlgSHA256, Digest: sum[:]},
+		}},
+	}.Execute(tpm.t)
+	if err != nil {
+		t.Fatalf("extending PCR %d: %v", pcr, err)
+	}
+}
