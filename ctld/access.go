@@ -92,6 +92,8 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
 		{"POST /v1/nodes/forget-key", operators, c.write(c.handleForgetKey)},
 		{"POST /v1/nodes/join", anyone, c.write(c.handleJoin)},
+		{"POST /v1/nodes/attest/begin", nodes, c.write(c.handleAttestBegin)},
+		{"POST /v1/nodes/attest/finish", nodes, c.write(c.handleAttestFinish)},
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
 		{"GET /v1/status", anyone, c.handleStatus},

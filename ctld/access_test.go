@@ -237,6 +237,8 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/nodes/drain", map[string]any{"node": "n1", "drain": false}, opsAdmin},
 		{"POST", "/v1/nodes/forget-key", map[string]any{"node": "n9"}, opsAdmin},
 		{"POST", "/v1/nodes/join", map[string]any{"name": "n9"}, everyone},
+		{"POST", "/v1/nodes/attest/begin", map[string]any{"name": "n1"}, node1},
+		{"POST", "/v1/nodes/attest/finish", map[string]any{"name": "n1"}, node1},
 		{"GET", "/v1/partitions", nil, allUsers},
 		{"POST", "/v1/partitions", map[string]any{"partition": map[string]any{"name": "debug"}}, opsAdmin},
 		{"POST", "/v1/internal/members", map[string]any{"id": "c1", "http_addr": sc.leader.HTTPAddr()}, nobody},

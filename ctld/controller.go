@@ -18,6 +18,7 @@ import (
 	"corral/api"
 	"corral/ctld/sched"
 	"corral/ctld/state"
+	"corral/internal/attest"
 	"corral/internal/authd"
 	"corral/internal/pki"
 )
@@ -73,6 +74,12 @@ type Config struct {
 	// agent vouches for them, as they take root: the cluster's first
 	// administrators (ctld --admin), before any role is granted.
 	Admins []string
+	// TPMPolicy, when set, makes every node prove with its TPM what it
+	// booted (internal/attest) before it registers, and again every
+	// AttestEvery (10 minutes): the endorsement keys allowed and the PCR
+	// values expected. A node that fails is drained.
+	TPMPolicy   *attest.Policy
+	AttestEvery time.Duration
 	// NodeCA, when set, is the directory of an authority (ca.crt and
 	// ca.key) the controllers sign node certificates with for nodes that
 	// join with a join token (POST /v1/nodes/join).
@@ -99,8 +106,10 @@ type Controller struct {
 	// agents verifies the identity tokens hosts' agents mint; nil when
 	// the cluster takes none (no TLS or no Auth).
 	agents func(token string, now time.Time) (agentClaims, pki.Identity, error)
-	// audit queues the audit records of the requests this member leads.
-	audit *auditTrail
+	// audit queues the audit records of the requests this member leads;
+	// attest holds the attestations it began.
+	audit  *auditTrail
+	attest attestations
 	// limits are the principals' token buckets; nil limits nothing.
 	limits *limiter
 
@@ -152,6 +161,10 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{},
 		audit: newAuditTrail()}
 	c.limits = newLimiter(cfg.RateLimits, c.clock.Now())
+	c.attest.pending = map[string]*pendingAttest{}
+	if c.cfg.AttestEvery <= 0 {
+		c.cfg.AttestEvery = defaultAttestEvery
+	}
 	if cfg.TLS.Enabled() {
 		t, err := newClusterTLS(cfg.TLS)
 		if err != nil {

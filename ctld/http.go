@@ -518,6 +518,11 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	if err := c.checkNode(r, info.Name); err != nil {
 		return err
 	}
+	var aerr error
+	c.fsm.Read(func(s *state.State) { aerr = c.checkAttested(s, info.Name) })
+	if aerr != nil {
+		return &httpError{status: http.StatusForbidden, field: "name", msg: aerr.Error()}
+	}
 	if len(info.Reports) > api.MaxRegisterReports {
 		return &fieldError{Field: "reports", Msg: fmt.Sprintf("node %s: the registration carries %d job reports, at most %d (send the rest as reports after registering)",
 			info.Name, len(info.Reports), api.MaxRegisterReports)}

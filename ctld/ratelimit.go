@@ -98,9 +98,11 @@ var listingRoutes = map[string]bool{
 // nodeDaemonRoutes are the writes a node daemon makes to stay in the
 // cluster: limiting them would make a busy node look dead.
 var nodeDaemonRoutes = map[string]bool{
-	"POST /v1/nodes/register":  true,
-	"POST /v1/nodes/heartbeat": true,
-	"POST /v1/nodes/status":    true,
+	"POST /v1/nodes/register":      true,
+	"POST /v1/nodes/heartbeat":     true,
+	"POST /v1/nodes/status":        true,
+	"POST /v1/nodes/attest/begin":  true,
+	"POST /v1/nodes/attest/finish": true,
 }
 
 // costOf is the class of the route pattern ("POST /v1/jobs"): listings,

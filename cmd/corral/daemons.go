@@ -110,6 +110,8 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
 		flag(0, "auth", "authenticate every request (tokens, hosts' agents, certificates) and hold each caller to its role and tenant; needs TLS"),
 		valued(0, "admin", "USERS", "users taken for admins when a host's agent vouches for them, as root is (comma-separated): the cluster's first administrators"),
+		valued(0, "tpm-policy", "FILE", "ask every node for a TPM quote before it registers and every --attest-every (drained when it fails): FILE lists the endorsement keys allowed and the PCR values expected, as JSON ({\"pcrs\": {\"7\": \"<sha256 hex>\"}, \"endorsement_keys\": [\"<fingerprint>\"]})"),
+		valued(0, "attest-every", "DURATION", "how often nodes attest again with --tpm-policy (default 10m)"),
 		valued(0, "node-ca", "DIR", "sign the certificates of nodes that join with a join token with the authority in DIR (its ca.crt and ca.key)"),
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
@@ -172,6 +174,10 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	tpmPolicy, attestEvery, err := attestOptions(o)
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	var httpT ctld.HTTPTimeouts
 	if httpT.Header, err = parseDuration("http-header-timeout", o.get("http-header-timeout"), 0); err != nil {
 		return ctld.Config{}, err
@@ -187,6 +193,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
 		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"), Admins: o.list("admin"),
+		TPMPolicy: tpmPolicy, AttestEvery: attestEvery,
 	}, nil
 }
 
@@ -296,6 +303,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
+		valued(0, "tpm", "PATH", "prove with this TPM (/dev/tpmrm0, or an swtpm socket) what the node booted, before registering and every --attest-every, as controllers started with --tpm-policy ask"),
+		valued(0, "attest-every", "DURATION", "how often to attest again with --tpm (default 10m; the controllers refuse a registration whose last attestation is older than twice theirs)"),
 		valued(0, "join", "TOKEN", "join the cluster with a join token (corral token create --join): get the node's certificate from the controllers, kept in DATA/credential/, instead of --tls-cert and --tls-key (needs --tls-ca)"),
 		valued(0, "authd-socket", "PATH", "also run the host's identity agent (corral authd) on this Unix socket, vouching for local users with the node's certificate (needs --tls-cert, --tls-key and --tls-ca; the CLI's default is "+authd.DefaultSocket+")"),
 		valued(0, "log-level", "LEVEL", "debug, info, warn or error (default info)"),
@@ -358,6 +367,11 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	d.Shutdown(o.get("on-exit") == "kill")
+	if path := o.get("tpm"); path != "" {
+		if err := startAttesting(ctx, o, cl, cfg.Name, path, log); err != nil {
+			return err
+		}
+	}
 	if sock := o.get("authd-socket"); sock != "" {
 		return runNodedWithAgent(ctx, d, authd.Config{Socket: sock, Files: tlsFiles(o), Log: log.With("node", cfg.Name)})
 	}

@@ -37,6 +37,7 @@ const (
 	CmdAuditRecords   CommandType = 23
 	CmdForgetNodeKey  CommandType = 24
 	CmdUseJoinToken   CommandType = 25
+	CmdNodeAttest     CommandType = 26
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -58,6 +58,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdForgetNodeKey, &ForgetNodeKey{Node: "k1", By: "oscar"}},
 		{CmdPutToken, &PutToken{Now: t0, Token: TokenRecord{Hash: HashSecret("j"), Token: api.Token{ID: "j1", User: "root", Join: true, Expires: t0.Add(time.Hour)}}}},
 		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
+		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -492,6 +493,26 @@ func init() {
 			"expired refused":            {late != nil, true},
 			"an API token is no join":    {notJoin != nil && s.CheckJoin("api", "c", t0) != nil, true},
 			"a wrong secret is no join":  {s.CheckJoin("many", "x", t0) != nil, true},
+		})
+	}
+	applyTests[CmdNodeAttest] = func(t *testing.T) {
+		r, next := scene(t)
+		s := r.s
+		next(CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{7}})
+		passed := *s.Attestations["n1"]
+		drainedAfterPass := s.Nodes["n1"].Drain
+		next(CmdNodeAttest, &NodeAttest{Now: t0.Add(time.Hour), Node: "n1", Reason: "stale or replayed nonce"})
+		early := next(CmdNodeAttest, &NodeAttest{Now: t0, Node: "n9", Reason: "unknown EK"})
+		noName, _ := next(CmdNodeAttest, &NodeAttest{Now: t0}).(error)
+		failed := s.Attestations["n1"]
+		expect(t, map[string][2]any{
+			"passed":                    {passed.OK && passed.EK == "fp", true},
+			"a pass drains nothing":     {drainedAfterPass, false},
+			"a failure drains the node": {s.Nodes["n1"].Drain, true},
+			"with the reason":           {s.Nodes["n1"].Reason, "attestation failed: stale or replayed nonce"},
+			"the trusted key stays":     {failed.OK == false && failed.EK == "fp" && len(failed.AK) == 1, true},
+			"a node not registered yet": {early == nil && s.Attestations["n9"] != nil && s.Nodes["n9"] == nil, true},
+			"a nameless attestation":    {noName != nil, true},
 		})
 	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {

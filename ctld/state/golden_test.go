@@ -227,6 +227,9 @@ func goldenCommands() []struct {
 			Join: true, Reusable: true, Uses: 7}}}},
 		{CmdUseJoinToken, &UseJoinToken{Now: t0.Add(11 * time.Hour), ID: "join1", Node: "j1"}},
 		{CmdUseJoinToken, &UseJoinToken{Now: t0.Add(11 * time.Hour), ID: "join1", Node: "j2"}},
+		// A node attests, then fails a re-attestation: it is drained.
+		{CmdNodeAttest, &NodeAttest{Now: t0.Add(12 * time.Hour), Node: "k1", OK: true, EK: "ekfp", AK: []byte{1, 2, 3}}},
+		{CmdNodeAttest, &NodeAttest{Now: t0.Add(13 * time.Hour), Node: "k1", Reason: "PCR 7 is 00…, the policy wants 11…"}},
 	}
 }
 

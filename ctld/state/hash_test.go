@@ -60,6 +60,12 @@ func TestHashCoversEveryField(t *testing.T) {
 	for i := range s.Audit {
 		w.value(reflect.ValueOf(&s.Audit[i]).Elem(), fmt.Sprintf("Audit[%d]", i))
 	}
+	for _, n := range sortedKeys(s.Attestations) {
+		w.value(reflect.ValueOf(s.Attestations[n]).Elem(), "Attestations["+n+"]")
+	}
+	if len(s.Attestations) == 0 {
+		t.Fatal("the state holds no attestations; the log makes some")
+	}
 	if len(s.Audit) == 0 {
 		t.Fatal("the state holds no audit records; the log makes some")
 	}
@@ -103,7 +109,7 @@ func TestHashCoversEveryField(t *testing.T) {
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
 	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Index"}
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})
 	for i := 0; i < st.NumField(); i++ {

@@ -90,6 +90,8 @@ type policyRecord struct {
 	Roles  []api.RoleGrant `json:"roles,omitempty"`
 	// AuditHeads end the audit chains, by tenant.
 	AuditHeads map[string]AuditHead `json:"audit_heads,omitempty"`
+	// Attestations are the nodes' last TPM attestations.
+	Attestations map[string]*Attestation `json:"attestations,omitempty"`
 }
 
 type usageRecord struct {
@@ -108,6 +110,9 @@ func policyOf(s *State) *policyRecord {
 	}
 	if len(s.auditHeads) > 0 {
 		p.AuditHeads = s.AuditHeads()
+	}
+	if len(s.Attestations) > 0 {
+		p.Attestations = maps.Clone(s.Attestations)
 	}
 	for _, n := range sortedKeys(s.Partitions) {
 		p.Partitions = append(p.Partitions, *s.Partitions[n])
@@ -168,6 +173,9 @@ func restorePolicy(s *State, p *policyRecord) {
 	}
 	for t, h := range p.AuditHeads {
 		s.auditHeads[t] = h
+	}
+	for n, a := range p.Attestations {
+		s.Attestations[n] = a
 	}
 }
 

@@ -58,6 +58,8 @@ type State struct {
 	// each tenant's chain (audit.go).
 	Audit      []AuditRecord
 	auditHeads map[string]AuditHead
+	// Attestations are the nodes' last TPM attestations, by node.
+	Attestations map[string]*Attestation
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -99,30 +101,31 @@ type State struct {
 // New returns an empty state whose first job and allocation ids are 1.
 func New() *State {
 	return &State{
-		Jobs:        make(map[uint64]*Job),
-		Allocs:      make(map[uint64]*Allocation),
-		Nodes:       make(map[string]*Node),
-		NextJobID:   1,
-		NextAllocID: 1,
-		Requests:    &RequestIDs{},
-		Members:     make(map[string]string),
-		Pending:     make(map[uint64]struct{}),
-		Tasks:       make(map[api.TaskRef]uint64),
-		ArrayTasks:  make(map[uint64][]uint64),
-		Config:      api.DefaultSchedConfig(),
-		Partitions:  make(map[string]*api.Partition),
-		QOS:         defaultQOS(),
-		Accounts:    make(map[string]*api.Account),
-		Users:       make(map[UserKey]*api.AccountUser),
-		Usage:       make(map[UserKey]Usage),
-		Tokens:      make(map[string]*TokenRecord),
-		Roles:       make(map[string]*api.RoleGrant),
-		auditHeads:  make(map[string]AuditHead),
-		blobs:       make(map[blobKey]*Blob),
-		interned:    make(map[string]string),
-		internRefs:  make(map[*byte]int32),
-		depRefs:     make(map[uint64]int),
-		qosActive:   make(map[qosUser]int),
+		Jobs:         make(map[uint64]*Job),
+		Allocs:       make(map[uint64]*Allocation),
+		Nodes:        make(map[string]*Node),
+		NextJobID:    1,
+		NextAllocID:  1,
+		Requests:     &RequestIDs{},
+		Members:      make(map[string]string),
+		Pending:      make(map[uint64]struct{}),
+		Tasks:        make(map[api.TaskRef]uint64),
+		ArrayTasks:   make(map[uint64][]uint64),
+		Config:       api.DefaultSchedConfig(),
+		Partitions:   make(map[string]*api.Partition),
+		QOS:          defaultQOS(),
+		Accounts:     make(map[string]*api.Account),
+		Users:        make(map[UserKey]*api.AccountUser),
+		Usage:        make(map[UserKey]Usage),
+		Tokens:       make(map[string]*TokenRecord),
+		Roles:        make(map[string]*api.RoleGrant),
+		auditHeads:   make(map[string]AuditHead),
+		Attestations: make(map[string]*Attestation),
+		blobs:        make(map[blobKey]*Blob),
+		interned:     make(map[string]string),
+		internRefs:   make(map[*byte]int32),
+		depRefs:      make(map[uint64]int),
+		qosActive:    make(map[qosUser]int),
 	}
 }
 

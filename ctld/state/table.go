@@ -77,6 +77,7 @@ var commands = map[CommandType]command{
 	CmdForgetNodeKey: def("ForgetNodeKey", func(s *State, c *ForgetNodeKey, _ uint64) any {
 		return errOrNil(s.applyForgetKey(c))
 	}),
+	CmdNodeAttest:   def("NodeAttest", func(s *State, c *NodeAttest, _ uint64) any { return errOrNil(s.applyAttest(c)) }),
 	CmdUseJoinToken: def("UseJoinToken", func(s *State, c *UseJoinToken, _ uint64) any { return errOrNil(s.applyUseJoin(c)) }),
 }
 

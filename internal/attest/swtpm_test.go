@@ -2,14 +2,11 @@ package attest
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/google/go-tpm/tpm2"
 )
 
 // startSWTPM starts a fresh swtpm (a new TPM with its own endorsement seed)
@@ -81,16 +78,7 @@ func openSWTPM(t testing.TB) *TPM {
 // measuring the next would.
 func extendPCR(t testing.TB, tpm *TPM, pcr int, data string) {
 	t.Helper()
-	sum := sha256.Sum256([]byte(data))
-	tpm.mu.Lock()
-	defer tpm.mu.Unlock()
-	_, err := tpm2.PCRExtend{
-		PCRHandle: tpm2.AuthHandle{Handle: tpm2.TPMHandle(pcr), Auth: tpm2.PasswordAuth(nil)},
-		Digests: tpm2.TPMLDigestValues{Digests: []tpm2.TPMTHA{
-			{HashAlg: tpm2.TPMAlgSHA256, Digest: sum[:]},
-		}},
-	}.Execute(tpm.t)
-	if err != nil {
-		t.Fatalf("extending PCR %d: %v", pcr, err)
+	if err := tpm.Extend(pcr, []byte(data)); err != nil {
+		t.Fatal(err)
 	}
 }

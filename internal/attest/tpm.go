@@ -315,3 +315,24 @@ func pcrDigest(sel []int, values map[int][]byte) []byte {
 	}
 	return h.Sum(nil)
 }
+
+// Extend extends SHA-256 PCR pcr with the digest of data, as a boot stage
+// measures the next (or a node measures what it runs).
+func (t *TPM) Extend(pcr int, data []byte) error {
+	if pcr < 0 || pcr > MaxPCR {
+		return fmt.Errorf("PCR %d: give 0 to %d", pcr, MaxPCR)
+	}
+	sum := sha256.Sum256(data)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, err := tpm2.PCRExtend{
+		PCRHandle: tpm2.AuthHandle{Handle: tpm2.TPMHandle(pcr), Auth: tpm2.PasswordAuth(nil)},
+		Digests: tpm2.TPMLDigestValues{Digests: []tpm2.TPMTHA{
+			{HashAlg: tpm2.TPMAlgSHA256, Digest: sum[:]},
+		}},
+	}.Execute(t.t)
+	if err != nil {
+		return fmt.Errorf("extending PCR %d: %w", pcr, err)
+	}
+	return nil
+}

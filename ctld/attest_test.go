@@ -1,0 +1,160 @@
+package ctld
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/ctld/state"
+	"corral/internal/attest"
+	"corral/internal/pki"
+	"corral/noded"
+)
+
+// testTPM starts a fresh swtpm and opens it; the test is skipped without
+// swtpm. t.Cleanup closes it and stops swtpm by its PID.
+func testTPM(t *testing.T) *attest.TPM {
+	t.Helper()
+	bin, err := exec.LookPath("swtpm")
+	if err != nil {
+		t.Skip("swtpm is not installed: the attestation test is skipped (scripts/install-deps.sh installs it)")
+	}
+	dir, err := os.MkdirTemp("", "swtpm") // a socket's path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "socket", "--tpm2", "--server", "type=unixio,path="+sock, "--tpmstate", "dir="+dir, "--flags", "not-need-init,startup-clear")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.RemoveAll(dir) })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("swtpm made no socket: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tpm, err := attest.Open(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tpm.Close() })
+	return tpm
+}
+
+// TestNodeAttestation runs the attestation against two real TPMs (swtpm):
+// the controllers' policy allows A's endorsement key and expects A's PCR 7
+// and 16. A node that has not attested cannot register; with A it attests
+// (credential activation, then a quote), registers, and re-attests with a
+// quote alone. With B (an EK not on the list), with a stale nonce, and with
+// a PCR changed since the policy, it is refused with the reason, and a
+// registered node that fails is drained.
+func TestNodeAttestation(t *testing.T) {
+	a, b := testTPM(t), testTPM(t)
+	if err := a.Extend(7, []byte("secure boot: db, shim, grub")); err != nil {
+		t.Fatal(err)
+	}
+	ekA, _ := a.EK()
+	ak, err := a.NewAK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, _ := attest.NewNonce()
+	q, err := a.Quote(ak, nonce, []int{7, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := attest.Policy{PCRs: attest.PolicyPCRs(q), EndorsementKeys: []string{ekA.Fingerprint()}}
+	tc := startClusterTuned(t, 1, true, true, func(c *Config) { c.TPMPolicy = &policy })
+	leader := tc.waitLeader(t)
+	ctx := context.Background()
+	node := func(name string) *api.Client {
+		cert, key, err := pki.Issue(tc.caDir, t.TempDir(), pki.Request{Role: pki.RoleNode, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := (pki.Files{Cert: cert, Key: key, CA: filepath.Join(tc.caDir, pki.CACertFile)}).Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := api.NewTLSClient(tc.addrs[0], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.RetryFor = time.Second
+		return cl
+	}
+	info := func(name string) api.NodeInfo {
+		return api.NodeInfo{Name: name, CPUs: 2, MemMB: 2048, Runner: "test", BootID: name + "-boot"}
+	}
+	refused := func(what string, err error, want string) {
+		t.Helper()
+		var ae *api.APIError
+		if !asAPIError(err, &ae) || ae.Status != http.StatusForbidden && ae.Status != http.StatusConflict || !strings.Contains(ae.Message, want) {
+			t.Errorf("%s: %v; want a refusal naming %q", what, err, want)
+		}
+	}
+	n1 := node("n1")
+	refused("n1 registering before it attested", n1.Register(ctx, info("n1")), "has not attested")
+	att := &noded.Attester{Name: "n1", Client: n1, TPM: a, Log: quietLog()}
+	if err := att.Attest(ctx); err != nil {
+		t.Fatalf("n1 attesting with TPM A: %v", err)
+	}
+	if err := n1.Register(ctx, info("n1")); err != nil {
+		t.Fatalf("n1 registering once attested: %v", err)
+	}
+	again, err := n1.AttestBeginRequest(ctx, api.AttestBegin{Name: "n1", EK: ekA.Public, AK: ak.Public()})
+	if err != nil || len(again.Credential) != 0 {
+		t.Fatalf("a re-attestation's begin: %v, credential %d bytes; want a nonce alone", err, len(again.Credential))
+	}
+	if err := att.Attest(ctx); err != nil {
+		t.Errorf("n1 re-attesting: %v", err)
+	}
+
+	n2 := node("n2")
+	refused("n2 with TPM B", (&noded.Attester{Name: "n2", Client: n2, TPM: b, Log: quietLog()}).Attest(ctx), "not on the allow list")
+	refused("n2 registering after its failed attestation", n2.Register(ctx, info("n2")), "failed its last attestation")
+
+	// A stale nonce: the quote answers the first of two begun attestations.
+	first, err := n1.AttestBeginRequest(ctx, api.AttestBegin{Name: "n1", EK: ekA.Public, AK: ak.Public()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n1.AttestBeginRequest(ctx, api.AttestBegin{Name: "n1", EK: ekA.Public, AK: ak.Public()}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := a.Quote(ak, first.Nonce, first.PCRs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("a quote over a replaced nonce", n1.AttestFinishRequest(ctx, api.AttestFinish{Name: "n1",
+		Quote: api.AttestQuote{Attest: old.Attest, Signature: old.Signature, PCRs: old.PCRs}}), "nonce")
+	if err := att.Attest(ctx); err != nil {
+		t.Fatalf("n1 attesting again after the refusal: %v", err)
+	}
+
+	// A PCR changed since the policy was taken: n1 is drained.
+	if err := a.Extend(16, []byte("a debugger")); err != nil {
+		t.Fatal(err)
+	}
+	refused("n1 after PCR 16 changed", att.Attest(ctx), "PCR 16")
+	var drain bool
+	var reason string
+	leader.fsm.Read(func(s *state.State) { drain, reason = s.Nodes["n1"].Drain, s.Nodes["n1"].Reason })
+	if !drain || !strings.Contains(reason, "attestation failed") || !strings.Contains(reason, "PCR 16") {
+		t.Errorf("n1 after a failed re-attestation: drain %v, reason %q; want drained with the reason", drain, reason)
+	}
+}
