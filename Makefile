@@ -5,7 +5,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 export PATH := $(dir $(GO)):$(PATH)
 
 # Packages with goroutines and locks run under the race detector.
-RACE_PKGS := ./api/... ./ctld/... ./noded/...
+RACE_PKGS := ./api/... ./ctld/... ./noded/... ./internal/authd/... ./internal/attest/...
 
 .PHONY: all build demo test test-race vet bench clean image deps fuzz
 
