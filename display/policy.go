@@ -29,6 +29,12 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 	"RequestIDRetention":      func(c *api.SchedConfig) string { return itoa64(c.RequestIDRetention) },
 	"DefMemPerCPU":            func(c *api.SchedConfig) string { return itoa64(c.DefMemPerCPU) },
 	"SchedulerPolicy":         func(c *api.SchedConfig) string { return c.SchedulerPolicy },
+	"PrivateData": func(c *api.SchedConfig) string {
+		if c.PrivateData == "" {
+			return "none"
+		}
+		return c.PrivateData
+	},
 }
 
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

@@ -29,6 +29,7 @@ PriorityWeightJobSize=1000
 PriorityWeightPartition=1000
 PriorityWeightQOS=10000
 PriorityWeightSite=7
+PrivateData=none
 RequestIDRetention=86400
 SchedulerPolicy=easy
 `
@@ -55,7 +56,7 @@ func TestConfigReadsEverySetting(t *testing.T) {
 // `config set`.
 func TestConfigRoundTrip(t *testing.T) {
 	c := api.DefaultSchedConfig()
-	c.Fairshare, c.BillingGPU, c.PriorityMaxAge = "classic", 2.75, 3600
+	c.Fairshare, c.BillingGPU, c.PriorityMaxAge, c.PrivateData = "classic", 2.75, 3600, "jobs,usage"
 	var b strings.Builder
 	if err := Config(&b, &c); err != nil {
 		t.Fatal(err)
