@@ -3,7 +3,9 @@ package ctld
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,4 +162,30 @@ func (c *Controller) checkAttested(s *state.State, node string) error {
 		return fmt.Errorf("node %s last attested at %s, more than %s ago: attest again (noded --tpm)", node, a.At.UTC().Format(time.RFC3339), 2*c.cfg.AttestEvery)
 	}
 	return nil
+}
+
+// drainUnattested records a failed attestation, which drains it, for each
+// registered node whose last attestation passed longer than twice
+// AttestEvery ago: a node that stopped proving what it runs gets no new
+// work.
+func (c *Controller) drainUnattested(now time.Time) {
+	if c.cfg.TPMPolicy == nil {
+		return
+	}
+	stale := map[string]time.Time{}
+	c.fsm.Read(func(s *state.State) {
+		for name, n := range s.Nodes {
+			if a := s.Attestations[name]; !n.Drain && !n.Down && a != nil && a.OK && now.Sub(a.At) > 2*c.cfg.AttestEvery {
+				stale[name] = a.At
+			}
+		}
+	})
+	for _, name := range slices.Sorted(maps.Keys(stale)) {
+		why := fmt.Sprintf("no attestation since %s (one every %s is asked)", stale[name].UTC().Format(time.RFC3339), c.cfg.AttestEvery)
+		if _, err := c.propose(state.CmdNodeAttest, &state.NodeAttest{Now: now, Node: name, Reason: why}); err != nil {
+			c.log.Warn("draining a node that stopped attesting failed", "node", name, "err", err)
+			continue
+		}
+		c.log.Warn("node stopped attesting; drained", "node", name, "reason", why)
+	}
 }

@@ -55,33 +55,37 @@ func testTPM(t *testing.T) *attest.TPM {
 	return tpm
 }
 
-// TestNodeAttestation runs the attestation against two real TPMs (swtpm):
-// the controllers' policy allows A's endorsement key and expects A's PCR 7
-// and 16. A node that has not attested cannot register; with A it attests
-// (credential activation, then a quote), registers, and re-attests with a
-// quote alone. With B (an EK not on the list), with a stale nonce, and with
-// a PCR changed since the policy, it is refused with the reason, and a
-// registered node that fails is drained.
-func TestNodeAttestation(t *testing.T) {
-	a, b := testTPM(t), testTPM(t)
-	if err := a.Extend(7, []byte("secure boot: db, shim, grub")); err != nil {
+// attestScene is an authenticating cluster of one member whose policy
+// allows TPM A's endorsement key and expects A's PCR 7 and 16, TPM B beside
+// it, and a way to make node daemons' clients.
+type attestScene struct {
+	a, b   *attest.TPM
+	ak     *attest.AK
+	ekA    attest.EK
+	leader *Controller
+	node   func(name string) *api.Client
+	info   func(name string) api.NodeInfo
+}
+
+func newAttestScene(t *testing.T, every time.Duration) *attestScene {
+	sc := &attestScene{a: testTPM(t), b: testTPM(t)}
+	if err := sc.a.Extend(7, []byte("secure boot: db, shim, grub")); err != nil {
 		t.Fatal(err)
 	}
-	ekA, _ := a.EK()
-	ak, err := a.NewAK()
-	if err != nil {
+	sc.ekA, _ = sc.a.EK()
+	var err error
+	if sc.ak, err = sc.a.NewAK(); err != nil {
 		t.Fatal(err)
 	}
 	nonce, _ := attest.NewNonce()
-	q, err := a.Quote(ak, nonce, []int{7, 16})
+	q, err := sc.a.Quote(sc.ak, nonce, []int{7, 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := attest.Policy{PCRs: attest.PolicyPCRs(q), EndorsementKeys: []string{ekA.Fingerprint()}}
-	tc := startClusterTuned(t, 1, true, true, func(c *Config) { c.TPMPolicy = &policy })
-	leader := tc.waitLeader(t)
-	ctx := context.Background()
-	node := func(name string) *api.Client {
+	policy := attest.Policy{PCRs: attest.PolicyPCRs(q), EndorsementKeys: []string{sc.ekA.Fingerprint()}}
+	tc := startClusterTuned(t, 1, true, true, func(c *Config) { c.TPMPolicy, c.AttestEvery = &policy, every })
+	sc.leader = tc.waitLeader(t)
+	sc.node = func(name string) *api.Client {
 		cert, key, err := pki.Issue(tc.caDir, t.TempDir(), pki.Request{Role: pki.RoleNode, Name: name})
 		if err != nil {
 			t.Fatal(err)
@@ -97,9 +101,50 @@ func TestNodeAttestation(t *testing.T) {
 		cl.RetryFor = time.Second
 		return cl
 	}
-	info := func(name string) api.NodeInfo {
+	sc.info = func(name string) api.NodeInfo {
 		return api.NodeInfo{Name: name, CPUs: 2, MemMB: 2048, Runner: "test", BootID: name + "-boot"}
 	}
+	return sc
+}
+
+// TestStaleAttestationDrains checks that a registered node which stops
+// attesting is drained once its last attestation is older than twice the
+// period, with the reason.
+func TestStaleAttestationDrains(t *testing.T) {
+	sc := newAttestScene(t, 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n1 := sc.node("n1")
+	if err := (&noded.Attester{Name: "n1", Client: n1, TPM: sc.a, Log: quietLog()}).Attest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.Register(ctx, sc.info("n1")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // alive, but no longer attesting
+		for ctx.Err() == nil {
+			_ = n1.Heartbeat(ctx, "n1", "n1-boot")
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	var reason string
+	waitFor(t, func() bool {
+		sc.leader.fsm.Read(func(s *state.State) { reason = s.Nodes["n1"].Reason })
+		return strings.Contains(reason, "no attestation since")
+	})
+}
+
+// TestNodeAttestation runs the attestation against two real TPMs (swtpm):
+// the controllers' policy allows A's endorsement key and expects A's PCR 7
+// and 16. A node that has not attested cannot register; with A it attests
+// (credential activation, then a quote), registers, and re-attests with a
+// quote alone. With B (an EK not on the list), with a stale nonce, and with
+// a PCR changed since the policy, it is refused with the reason, and a
+// registered node that fails is drained.
+func TestNodeAttestation(t *testing.T) {
+	sc := newAttestScene(t, 0)
+	a, b, ak, ekA, leader, node, info := sc.a, sc.b, sc.ak, sc.ekA, sc.leader, sc.node, sc.info
+	ctx := context.Background()
 	refused := func(what string, err error, want string) {
 		t.Helper()
 		var ae *api.APIError

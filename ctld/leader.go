@@ -259,6 +259,7 @@ func (c *Controller) livenessLoop(ctx context.Context) {
 		if seen != nil {
 			_, _ = c.propose(state.CmdNodeHeartbeats, &state.NodeHeartbeats{Seen: seen})
 		}
+		c.drainUnattested(now)
 	}
 }
 
