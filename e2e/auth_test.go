@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,7 +73,8 @@ func TestAuthenticatedTenants(t *testing.T) {
 	c := startTLSClusterWith(t, true)
 	pid := os.Getpid()
 	ua, ub := fmt.Sprintf("corraltest-u1-%d", pid), fmt.Sprintf("corraltest-u2-%d", pid)
-	users := makeUsers(t, c.pub, ua, ub)
+	ua2, ub2 := fmt.Sprintf("corraltest-u3-%d", pid), fmt.Sprintf("corraltest-u4-%d", pid) // a second user of each tenant
+	users := makeUsers(t, c.pub, ua, ub, ua2, ub2)
 	bin := filepath.Join(c.pub, "corral")
 	if b, err := exec.Command("cp", corralBin, bin).CombinedOutput(); err != nil {
 		t.Fatalf("copying the CLI: %v: %s", err, b)
@@ -112,10 +114,11 @@ func TestAuthenticatedTenants(t *testing.T) {
 		}
 		return out
 	}
-	a, b := users[ua], users[ub]
+	a, b, a2, b2 := users[ua], users[ub], users[ua2], users[ub2]
 	// Root on n1, through its agent, is an admin: it makes the tenants.
 	for _, args := range [][]string{{"account", "add", "phys"}, {"account", "add", "bio"},
-		{"user", "add", ua, "--account", "phys"}, {"user", "add", ub, "--account", "bio"}} {
+		{"user", "add", ua, "--account", "phys"}, {"user", "add", ub, "--account", "bio"},
+		{"user", "add", ua2, "--account", "phys"}, {"user", "add", ub2, "--account", "bio"}} {
 		must(nil, nil, args...)
 	}
 	if who := must(&a, nil, "whoami"); !strings.Contains(who, "user "+ua) || !strings.Contains(who, "agent on node n1") {
@@ -123,9 +126,14 @@ func TestAuthenticatedTenants(t *testing.T) {
 	}
 	idA := mustID(t, strings.TrimSpace(must(&a, nil, "submit", "--parsable", "--wrap", "id -u; id -un")))
 	idB := mustID(t, strings.TrimSpace(must(&b, nil, "submit", "--parsable", "--wrap", "id -u; id -un")))
+	idA2 := mustID(t, strings.TrimSpace(must(&a2, nil, "submit", "--parsable", "--wrap", "sleep 600")))
+	idB2 := mustID(t, strings.TrimSpace(must(&b2, nil, "submit", "--parsable", "--wrap", "sleep 600")))
 	admin := c.client(t)
 	for _, id := range []uint64{idA, idB} {
 		waitJob(t, admin, id, api.StateCompleted, 60*time.Second)
+	}
+	for _, id := range []uint64{idA2, idB2} {
+		waitJob(t, admin, id, api.StateRunning, 60*time.Second)
 	}
 	ja, err := admin.Job(context.Background(), idA, false)
 	if err != nil {
@@ -147,18 +155,40 @@ func TestAuthenticatedTenants(t *testing.T) {
 	}
 
 	t.Run("each user sees and touches only its own tenant", func(t *testing.T) {
-		rows := func(u *unixUser, env []string) []string {
-			return strings.Fields(must(u, env, "queue", "--states", "all", "--noheader", "--format", "%i|%u"))
+		rows := func(u *unixUser) string {
+			q := strings.Fields(must(u, nil, "queue", "--states", "all", "--noheader", "--format", "%i|%u"))
+			slices.Sort(q)
+			return strings.Join(q, " ")
 		}
-		if q := rows(&b, nil); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idB, ub) {
-			t.Errorf("%s's queue: %q; want only its own job %d", ub, q, idB)
+		row := func(id uint64, user string) string { return fmt.Sprintf("%d|%s", id, user) }
+		sorted := func(r ...string) string { slices.Sort(r); return strings.Join(r, " ") }
+		if q, want := rows(&a), sorted(row(idA, ua), row(idA2, ua2)); q != want {
+			t.Errorf("%s's queue: %q; want its tenant's jobs %q", ua, q, want)
 		}
-		if _, stderr, code := run(&b, nil, "cancel", fmt.Sprint(idA)); code == 0 || !strings.Contains(stderr, "no such job") {
-			t.Errorf("%s cancelling %s's job %d: exit %d, %q; want no such job", ub, ua, idA, code, stderr)
+		if q, want := rows(&b2), sorted(row(idB, ub), row(idB2, ub2)); q != want {
+			t.Errorf("%s's queue: %q; want its tenant's jobs %q", ub2, q, want)
 		}
-		if q := rows(&a, nil); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idA, ua) {
-			t.Errorf("%s's queue: %q; want only its own job %d", ua, q, idA)
+		for _, c := range []struct {
+			who  *unixUser
+			args []string
+			want string
+		}{
+			{&b, []string{"cancel", fmt.Sprint(idA)}, "no such job"},
+			{&a, []string{"cancel", fmt.Sprint(idA2)}, "permission denied"},
+			{&b, []string{"release", fmt.Sprint(idB2)}, "permission denied"},
+			{&b, []string{"update", fmt.Sprint(idA2), "Dependency=afterany:" + fmt.Sprint(idB)}, "no such job"},
+			{&a, []string{"attach", fmt.Sprint(idA2)}, "only its owner"},
+			{&b, []string{"attach", fmt.Sprint(idA2)}, "no such job"},
+		} {
+			if out, stderr, code := run(c.who, nil, c.args...); code == 0 || !strings.Contains(out+stderr, c.want) {
+				t.Errorf("corral %s as %s: exit %d, %q; want it refused with %q", strings.Join(c.args, " "), c.who.Name, code, stderr, c.want)
+			}
 		}
+		if share := must(&b, nil, "share", "--all"); strings.Contains(share, "phys") || !strings.Contains(share, "bio") {
+			t.Errorf("%s's sshare shows another tenant's usage:\n%s", ub, share)
+		}
+		must(&a2, nil, "cancel", fmt.Sprint(idA2))
+		must(&b2, nil, "cancel", fmt.Sprint(idB2))
 	})
 	t.Run("every write is audited, each reads its own, the chains verify", func(t *testing.T) {
 		var all string
@@ -279,8 +309,10 @@ func TestAuthenticatedTenants(t *testing.T) {
 	t.Run("a read-only token reads, cannot submit, and ends when revoked", func(t *testing.T) {
 		secret := strings.TrimSpace(must(&a, nil, "token", "create", "--ops", "read", "--expires", "1h"))
 		tok := []string{"CORRAL_TOKEN=" + secret, "CORRAL_AUTHD="}
-		if q := strings.Fields(must(nil, tok, "queue", "--states", "all", "--noheader", "--format", "%i|%u")); len(q) != 1 || q[0] != fmt.Sprintf("%d|%s", idA, ua) {
-			t.Errorf("the read-only token's queue: %q; want %s's job %d", q, ua, idA)
+		q := strings.Fields(must(nil, tok, "queue", "--states", "all", "--noheader", "--format", "%i|%u"))
+		slices.Sort(q)
+		if want := []string{fmt.Sprintf("%d|%s", idA, ua), fmt.Sprintf("%d|%s", idA2, ua2)}; !slices.Equal(q, want) {
+			t.Errorf("the read-only token's queue: %q; want its tenant's jobs %q", q, want)
 		}
 		if _, stderr, code := run(nil, tok, "submit", "--wrap", "true"); code == 0 || !strings.Contains(stderr, "limited to") {
 			t.Errorf("submitting with a read-only token: exit %d, %q; want refused", code, stderr)
