@@ -240,7 +240,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/nodes/attest/begin", map[string]any{"name": "n1"}, node1},
 		{"POST", "/v1/nodes/attest/finish", map[string]any{"name": "n1"}, node1},
 		{"GET", "/v1/partitions", nil, allUsers},
-		{"POST", "/v1/partitions", map[string]any{"partition": map[string]any{"name": "debug"}}, opsAdmin},
+		{"POST", "/v1/partitions", map[string]any{"name": "debug", "create": true}, opsAdmin},
 		{"POST", "/v1/internal/members", map[string]any{"id": "c1", "http_addr": sc.leader.HTTPAddr()}, nobody},
 		{"GET", "/v1/policy", nil, allUsers},
 		{"POST", "/v1/config", map[string]any{"settings": [][2]string{{"MinJobAge", "300"}}}, adminOnly},

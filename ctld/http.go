@@ -663,7 +663,7 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason}); err != nil {
+	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason, By: principalFrom(r).name}); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}

@@ -78,7 +78,7 @@ func (c *Controller) handleToken(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		rec := state.TokenRecord{Token: api.Token{ID: t.ID, User: t.User, Expires: now.Add(life)}}
-		if err := c.proposeChecked(state.CmdPutToken, &state.PutToken{Now: now, Token: rec, Renew: true}); err != nil {
+		if err := c.proposeChecked(state.CmdPutToken, &state.PutToken{Now: now, Token: rec, Renew: true, By: p.name}); err != nil {
 			return err
 		}
 		return c.answerToken(w, req.Renew, "")
@@ -88,7 +88,7 @@ func (c *Controller) handleToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	noteTarget(r, "token %s for %s", rec.ID, rec.User)
-	if err := c.proposeChecked(state.CmdPutToken, &state.PutToken{Now: now, Token: rec}); err != nil {
+	if err := c.proposeChecked(state.CmdPutToken, &state.PutToken{Now: now, Token: rec, By: p.name}); err != nil {
 		return err
 	}
 	return c.answerToken(w, rec.ID, secret)
@@ -245,7 +245,7 @@ func (c *Controller) handleRole(w http.ResponseWriter, r *http.Request) error {
 		return &fieldError{Field: "user", Msg: fmt.Sprintf("user %q %s", submit.Shown(req.Grant.User), why)}
 	}
 	noteTarget(r, "user %s", req.Grant.User)
-	cmd := &state.SetRole{Grant: req.Grant, Delete: req.Delete}
+	cmd := &state.SetRole{Grant: req.Grant, Delete: req.Delete, By: principalFrom(r).name}
 	if err := c.proposePolicy(state.CmdSetRole, cmd, func(s *state.State) error { return s.CheckSetRole(cmd) }); err != nil {
 		return err
 	}

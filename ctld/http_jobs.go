@@ -171,7 +171,7 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	noteTarget(r, "jobs %s", idsText(req.IDs))
 	resp := api.HoldResponse{Errors: denied}
 	if len(ids) > 0 {
-		res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend})
+		res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend, ByUser: principalFrom(r).name})
 		if err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ func (c *Controller) handlePartition(w http.ResponseWriter, r *http.Request) err
 			return &fieldError{Field: "settings", Msg: fmt.Sprintf("partition %s: %v", req.Name, err)}
 		}
 	}
-	cmd := &state.PutPartition{Partition: p, Delete: req.Delete}
+	cmd := &state.PutPartition{Partition: p, Delete: req.Delete, By: principalFrom(r).name}
 	if err := c.proposePolicy(state.CmdPutPartition, cmd, func(s *state.State) error {
 		q := p
 		return s.CheckPartition(&q, req.Delete)

@@ -52,7 +52,7 @@ func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) error 
 	if err := validateSettings(req.Settings); err != nil {
 		return err
 	}
-	cmd := &state.SetConfig{Settings: req.Settings}
+	cmd := &state.SetConfig{Settings: req.Settings, By: principalFrom(r).name}
 	err := c.proposePolicy(state.CmdSetConfig, cmd, func(s *state.State) error {
 		cfg := s.Config
 		for _, kv := range req.Settings {
@@ -77,7 +77,7 @@ func (c *Controller) handleQOS(w http.ResponseWriter, r *http.Request) error {
 	if err := validateQOS(&req.QOS); err != nil {
 		return err
 	}
-	if err := c.proposePolicy(state.CmdPutQOS, &state.PutQOS{QOS: req.QOS, Delete: req.Delete}, func(s *state.State) error {
+	if err := c.proposePolicy(state.CmdPutQOS, &state.PutQOS{QOS: req.QOS, Delete: req.Delete, By: principalFrom(r).name}, func(s *state.State) error {
 		return s.CheckQOS(&req.QOS, req.Delete)
 	}); err != nil {
 		return err
@@ -94,7 +94,7 @@ func (c *Controller) handleAccount(w http.ResponseWriter, r *http.Request) error
 	if err := validateAccount(&req.Account); err != nil {
 		return err
 	}
-	if err := c.proposePolicy(state.CmdPutAccount, &state.PutAccount{Account: req.Account, Delete: req.Delete}, func(s *state.State) error {
+	if err := c.proposePolicy(state.CmdPutAccount, &state.PutAccount{Account: req.Account, Delete: req.Delete, By: principalFrom(r).name}, func(s *state.State) error {
 		a := req.Account
 		return s.CheckAccount(&a, req.Delete)
 	}); err != nil {
@@ -121,7 +121,7 @@ func (c *Controller) handleUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The apply's own checks are the whole validation; CheckUser runs
 	// them on a scratch copy of the users so nothing changes here.
-	if err := c.proposePolicy(state.CmdPutUser, &state.PutUser{User: req.User, Delete: req.Delete}, func(s *state.State) error {
+	if err := c.proposePolicy(state.CmdPutUser, &state.PutUser{User: req.User, Delete: req.Delete, By: principalFrom(r).name}, func(s *state.State) error {
 		return s.CheckUser(req.User, req.Delete)
 	}); err != nil {
 		return err

@@ -56,7 +56,7 @@ func (c *Controller) handleUpdateJob(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: c.clock.Now().UTC(), ID: req.ID, Dependency: dep}); err != nil {
+	if _, err := c.propose(state.CmdUpdateJob, &state.UpdateJob{Now: c.clock.Now().UTC(), ID: req.ID, Dependency: dep, By: principalFrom(r).name}); err != nil {
 		return badRequest("%v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})

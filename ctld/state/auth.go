@@ -26,6 +26,8 @@ type PutToken struct {
 	Now   time.Time   `json:"now"`
 	Token TokenRecord `json:"token"`
 	Renew bool        `json:"renew,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // RevokeToken revokes a token at once and for good.
@@ -47,6 +49,8 @@ type UseJoinToken struct {
 type SetRole struct {
 	Grant  api.RoleGrant `json:"grant"`
 	Delete bool          `json:"delete,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // tokenKeep is how long an expired or revoked token stays listed before a

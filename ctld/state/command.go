@@ -122,6 +122,8 @@ type NodeDrain struct {
 	Node   string    `json:"node"`
 	Drain  bool      `json:"drain"`
 	Reason string    `json:"reason,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // SuspendJobs pauses running jobs (Suspend) or continues suspended ones.
@@ -134,29 +136,40 @@ type SuspendJobs struct {
 	// preemptor, By) or resumes such a job (it takes them back).
 	Preempt bool   `json:"preempt,omitempty"`
 	By      uint64 `json:"by,omitempty"`
+	// ByUser is who asked for a suspend or resume a user requested (the
+	// request's principal).
+	ByUser string `json:"by_user,omitempty"`
 }
 
 // SetConfig changes scheduler settings by name (`corral config set`).
 type SetConfig struct {
 	Settings [][2]string `json:"settings"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // PutQOS adds, replaces or deletes a QoS.
 type PutQOS struct {
 	QOS    api.QOS `json:"qos"`
 	Delete bool    `json:"delete,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // PutAccount adds, replaces or deletes an account of the fair-share tree.
 type PutAccount struct {
 	Account api.Account `json:"account"`
 	Delete  bool        `json:"delete,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // PutUser adds, replaces or deletes a user's association with an account.
 type PutUser struct {
 	User   api.AccountUser `json:"user"`
 	Delete bool            `json:"delete,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // SetMember records a controller's HTTP address so followers can forward

@@ -21,6 +21,8 @@ type UpdateJob struct {
 	Now        time.Time   `json:"now"`
 	ID         uint64      `json:"id"`
 	Dependency *Dependency `json:"dependency"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 func (s *State) applyUpdateJob(c *UpdateJob) error {

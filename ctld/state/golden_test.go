@@ -230,6 +230,18 @@ func goldenCommands() []struct {
 		// A node attests, then fails a re-attestation: it is drained.
 		{CmdNodeAttest, &NodeAttest{Now: t0.Add(12 * time.Hour), Node: "k1", OK: true, EK: "ekfp", AK: []byte{1, 2, 3}}},
 		{CmdNodeAttest, &NodeAttest{Now: t0.Add(13 * time.Hour), Node: "k1", Reason: "PCR 7 is 00…, the policy wants 11…"}},
+		// Who asked, stamped by the leader into each change a user requests.
+		{CmdPutAccount, &PutAccount{Account: api.Account{Name: "geo", Parent: "root", Shares: 1}, By: "root"}},
+		{CmdPutUser, &PutUser{User: api.AccountUser{Name: "erin", Account: "geo", Shares: 1}, By: "root"}},
+		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "low", Priority: 1}, By: "oscar"}},
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MinJobAge", "120"}}, By: "root"}},
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "geo"}, By: "oscar"}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(14 * time.Hour), ID: 60, By: "alice"}},
+		{CmdSuspendJobs, &SuspendJobs{Now: t0.Add(14 * time.Hour), IDs: []uint64{60}, Suspend: true, ByUser: "alice"}},
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(14 * time.Hour), Node: "k1", Drain: false, By: "oscar"}},
+		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "erin", Role: api.RoleOperator}, By: "root"}},
+		{CmdPutToken, &PutToken{Now: t0.Add(14 * time.Hour), By: "root", Token: TokenRecord{Hash: HashSecret("s3"), Token: api.Token{
+			ID: "tok3", User: "erin", Role: api.RoleOperator, CreatedBy: "root", Created: t0.Add(14 * time.Hour), Expires: t0.Add(15 * time.Hour)}}}},
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 type PutPartition struct {
 	Partition api.Partition `json:"partition"`
 	Delete    bool          `json:"delete,omitempty"`
+	// By is who asked (the request's principal), as the leader stamps it.
+	By string `json:"by,omitempty"`
 }
 
 // SeedConfig seeds a new cluster's configuration from the flags of the
