@@ -57,7 +57,18 @@ const (
 // together. The daemon never hands the shim a non-empty exit file, and two
 // lines would not parse. The shim's own stderr goes to /dev/null so shells
 // that report a signalled child do not write into the job's error file.
+//
+// The shim starts the script only once the daemon has recorded it (its
+// state file): it first reads "go" from the gate, fd 6, whose other end
+// only the daemon holds. A daemon that dies between starting the shim and
+// recording it closes the gate unwritten, and the shim exits at once
+// without a record, so the job never runs unknown to the next daemon
+// (which finds it never started).
 const shimScript = `exec 5>&2 2>/dev/null
+_corral_go=
+read -r _corral_go <&6
+exec 6<&-
+[ "$_corral_go" = go ] || exit 0
 _corral_term=0
 trap : HUP INT QUIT USR1 USR2
 trap _corral_term=1 TERM
@@ -113,19 +124,26 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 	if env == nil {
 		env = []string{} // nil would hand the daemon's own environment to the job
 	}
+	gate, opened, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("making the job's start gate: %w", err)
+	}
+	defer gate.Close()
+	defer opened.Close()
 	args := append([]string{"/bin/sh", "-c", shimScript, "corral-job", "/dev/fd/3"}, spec.Args...)
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if switchUser(spec.User) {
 		attr.Credential = spec.User.Credential()
 	}
 	cmd := &exec.Cmd{
-		Path:       "/bin/sh",
-		Args:       args,
-		Dir:        spec.WorkDir,
-		Env:        env,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		ExtraFiles: []*os.File{script, exit},
+		Path:   "/bin/sh",
+		Args:   args,
+		Dir:    spec.WorkDir,
+		Env:    env,
+		Stdout: stdout,
+		Stderr: stderr,
+		// fd 5 is the shim's own (its stderr, saved); fd 6 the gate.
+		ExtraFiles: []*os.File{script, exit, nil, gate},
 		// A session of its own: the job outlives the daemon, and its
 		// processes can be found by session id.
 		SysProcAttr: attr,
@@ -140,6 +158,11 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		return nil, err
+	}
+	// Recorded: the shim may start the script.
+	if _, err := opened.Write([]byte("go\n")); err != nil {
+		h.Kill(0) // the shim died before it could start the script
+		return nil, fmt.Errorf("opening the job's start gate: %w", err)
 	}
 	return h, nil
 }

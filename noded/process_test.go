@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -388,5 +389,53 @@ func TestHostDiscovery(t *testing.T) {
 func BenchmarkSessionScan(b *testing.B) {
 	for b.Loop() {
 		signalSession(sessionFilter{sid: 1 << 30, except: 1}, 0)
+	}
+}
+
+// TestShimWaitsForTheGate runs the shim as the process runner does: the
+// script runs only once the daemon opened the gate (fd 6); a gate closed
+// unopened, as a daemon that died before recording the job leaves it, ends
+// the shim with neither the script run nor an exit record.
+func TestShimWaitsForTheGate(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		dir := t.TempDir()
+		marker := filepath.Join(dir, "ran")
+		scriptPath := filepath.Join(dir, "script")
+		if err := os.WriteFile(scriptPath, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script, err := os.Open(scriptPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exitPath := filepath.Join(dir, "exit")
+		exit, err := os.OpenFile(exitPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate, opened, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/sh", "-c", shimScript, "corral-job", "/dev/fd/3")
+		cmd.ExtraFiles = []*os.File{script, exit, nil, gate}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		gate.Close()
+		script.Close()
+		exit.Close()
+		if open {
+			opened.Write([]byte("go\n"))
+		}
+		opened.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("gate open=%v: the shim: %v", open, err)
+		}
+		_, ranErr := os.Stat(marker)
+		record, _ := os.ReadFile(exitPath)
+		if ran := ranErr == nil; ran != open || (open && string(record) != "0\n") || (!open && len(record) != 0) {
+			t.Errorf("gate open=%v: the script ran %v, exit record %q", open, ran, record)
+		}
 	}
 }
