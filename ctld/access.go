@@ -22,15 +22,13 @@ type access struct {
 var (
 	// anyone: no credentials needed (the cluster's status).
 	anyone = access{name: "anyone", allow: func(*Controller, principal) bool { return true }}
-	// users: any authenticated user; the handler narrows what they see
-	// or change to what their role allows.
-	usersRead   = access{name: "users", op: api.OpRead, allow: func(_ *Controller, p principal) bool { return p.user() }}
-	usersSubmit = access{name: "users", op: api.OpSubmit, allow: func(_ *Controller, p principal) bool { return p.user() }}
-	usersCancel = access{name: "users", op: api.OpCancel, allow: func(_ *Controller, p principal) bool { return p.user() }}
-	usersExec   = access{name: "users", op: api.OpExec, allow: func(_ *Controller, p principal) bool { return p.user() }}
-	// usersAdmin: users managing their own credentials, or admins and
-	// coordinators managing others' (the handler decides which).
-	usersAdmin = access{name: "users", op: api.OpAdmin, allow: func(_ *Controller, p principal) bool { return p.user() }}
+	// users: any authenticated user whose credentials allow the
+	// operation; the handler narrows what they see or change to what
+	// their role allows. usersAdmin is users managing their own
+	// credentials, or admins and coordinators managing others' (the
+	// handler decides which).
+	usersRead, usersSubmit, usersCancel = users(api.OpRead), users(api.OpSubmit), users(api.OpCancel)
+	usersExec, usersAdmin               = users(api.OpExec), users(api.OpAdmin)
 	// operators: operators and admins (nodes, partitions, QoS).
 	operators = access{name: "operators", op: api.OpAdmin, allow: func(_ *Controller, p principal) bool { return p.operator() }}
 	// admins: admins only (settings, accounts, roles).
@@ -42,6 +40,11 @@ var (
 	// cluster without TLS.
 	members = access{name: "members", allow: func(c *Controller, p principal) bool { return c.tls == nil || p.kind == kindMember }}
 )
+
+// users is the rule that takes any authenticated user for operation op.
+func users(op api.Op) access {
+	return access{name: "users", op: op, allow: func(_ *Controller, p principal) bool { return p.user() }}
+}
 
 // route is one endpoint of the API: its pattern, who may call it and its
 // handler.

@@ -59,10 +59,9 @@ func (c *Controller) handleAttestBegin(w http.ResponseWriter, r *http.Request) e
 	var known *state.Attestation
 	c.fsm.Read(func(s *state.State) { known = s.Attestations[req.Name] })
 	var resp api.AttestChallenge
-	if known != nil && len(known.AK) > 0 && bytes.Equal(known.AK, req.AK) && known.EK == ek.Fingerprint() {
-		// Re-attestation: the key this node proved before; a quote is
-		// enough.
-	} else {
+	// A re-attestation, with the key this node proved before, needs a
+	// quote alone; any other key must first prove it shares the EK's TPM.
+	if trusted := known != nil && len(known.AK) > 0 && bytes.Equal(known.AK, req.AK) && known.EK == ek.Fingerprint(); !trusted {
 		if err := c.cfg.TPMPolicy.CheckEK(ek); err != nil {
 			return c.attestFailed(req.Name, "", err)
 		}

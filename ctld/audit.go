@@ -141,7 +141,7 @@ func (c *Controller) auditRecord(r *http.Request, p principal, rid string, statu
 	}
 	if p.kind == kindUser && !p.admin() && !p.operator() {
 		c.fsm.Read(func(s *state.State) {
-			if ts := viewerOf(s, p).tenants; len(ts) > 0 {
+			if ts := tenantsOf(s, p); len(ts) > 0 {
 				rec.Tenant = slices.Min(ts)
 			}
 		})
@@ -188,7 +188,7 @@ func (c *Controller) auditLoop(ctx context.Context) {
 func (c *Controller) commitAudit(batch []state.AuditRecord) error {
 	var heads map[string]state.AuditHead
 	c.fsm.Read(func(s *state.State) { heads = s.AuditHeads() })
-	state.ChainAudit(heads, batch)
+	api.ChainAudit(heads, batch)
 	cmd := &state.AuditRecords{Now: c.clock.Now().UTC(), Records: batch, Keep: c.cfg.AuditKeep, Retention: c.cfg.AuditRetention}
 	res, err := c.propose(state.CmdAuditRecords, cmd)
 	if err != nil {

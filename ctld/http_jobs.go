@@ -132,28 +132,12 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.IDs) == 0 {
-		return badRequest("no job ids given")
-	}
-	if err := validateIDs("ids", req.IDs); err != nil {
-		return err
-	}
-	p := principalFrom(r)
-	ids, denied := c.managedJobs(p, req.IDs)
-	noteTarget(r, "jobs %s", idsText(req.IDs))
-	resp := api.HoldResponse{Errors: denied}
-	if len(ids) > 0 {
+	return c.changeJobs(w, r, req.IDs, func(p principal, ids []uint64) (state.CommandType, any) {
 		// On a cluster that authenticates no one, root's word makes an
 		// administrator's hold, as Slurm's does.
 		admin := p.open && p.name == "root" || !p.open && p.admin()
-		res, err := c.propose(state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: admin})
-		if err != nil {
-			return err
-		}
-		mergeIDsResult(&resp, res.(*state.IDsResult))
-	}
-	writeJSON(w, http.StatusOK, resp)
-	return nil
+		return state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: admin}
+	})
 }
 
 func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error {
@@ -161,21 +145,35 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.IDs) == 0 {
+	return c.changeJobs(w, r, req.IDs, func(p principal, ids []uint64) (state.CommandType, any) {
+		return state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend, ByUser: p.name}
+	})
+}
+
+// changeJobs checks the job ids a hold or suspend names, commits the
+// command entry makes of those the request's principal may change, and
+// answers with what changed and why each other id did not.
+func (c *Controller) changeJobs(w http.ResponseWriter, r *http.Request, reqIDs []uint64, entry func(p principal, ids []uint64) (state.CommandType, any)) error {
+	if len(reqIDs) == 0 {
 		return badRequest("no job ids given")
 	}
-	if err := validateIDs("ids", req.IDs); err != nil {
+	if err := validateIDs("ids", reqIDs); err != nil {
 		return err
 	}
-	ids, denied := c.managedJobs(principalFrom(r), req.IDs)
-	noteTarget(r, "jobs %s", idsText(req.IDs))
+	p := principalFrom(r)
+	ids, denied := c.managedJobs(p, reqIDs)
+	noteTarget(r, "jobs %s", idsText(reqIDs))
 	resp := api.HoldResponse{Errors: denied}
 	if len(ids) > 0 {
-		res, err := c.propose(state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend, ByUser: principalFrom(r).name})
+		res, err := c.propose(entry(p, ids))
 		if err != nil {
 			return err
 		}
-		mergeIDsResult(&resp, res.(*state.IDsResult))
+		ir := res.(*state.IDsResult)
+		resp.Changed = ir.Changed
+		for id, e := range ir.Errors {
+			resp.Errors[id] = e
+		}
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -202,12 +200,4 @@ func (c *Controller) managedJobs(p principal, ids []uint64) ([]uint64, map[uint6
 		}
 	})
 	return out, denied
-}
-
-// mergeIDsResult adds what the apply changed and refused to resp.
-func mergeIDsResult(resp *api.HoldResponse, ir *state.IDsResult) {
-	resp.Changed = ir.Changed
-	for id, e := range ir.Errors {
-		resp.Errors[id] = e
-	}
 }

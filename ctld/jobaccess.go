@@ -42,13 +42,21 @@ type viewer struct {
 func viewerOf(s *state.State, p principal) *viewer {
 	v := &viewer{s: s, p: p, tenant: map[string]string{}}
 	if p.kind == kindUser && !p.admin() {
-		for _, a := range append(s.UserAccounts(p.name), p.accounts...) {
-			if t := s.Tenant(a); t != "" && !slices.Contains(v.tenants, t) {
-				v.tenants = append(v.tenants, t)
-			}
-		}
+		v.tenants = tenantsOf(s, p)
 	}
 	return v
+}
+
+// tenantsOf lists the tenants p belongs to: those of the accounts it is a
+// user of, and of the accounts it coordinates.
+func tenantsOf(s *state.State, p principal) []string {
+	var out []string
+	for _, a := range append(s.UserAccounts(p.name), p.accounts...) {
+		if t := s.Tenant(a); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // level is what the principal may do with j: the one place that decides.

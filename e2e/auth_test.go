@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -96,16 +95,7 @@ func TestAuthenticatedTenants(t *testing.T) {
 			cmd.Env = append(cmd.Env, "HOME="+u.dir, "USER=root") // $USER claims root; the agent knows better
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
 		}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errb.String(), code
+		return runCommand(t, cmd)
 	}
 	must := func(u *unixUser, env []string, args ...string) string {
 		t.Helper()
@@ -221,7 +211,9 @@ func TestAuthenticatedTenants(t *testing.T) {
 	})
 	t.Run("the attacks of issue 12 are refused, the legitimate paths work", func(t *testing.T) {
 		secret := strings.TrimSpace(must(&b, nil, "token", "create", "--expires", "1h"))
-		as := func(method, path, body string) (int, string) { return bearerRequest(t, c, secret, method, path, body) }
+		as := func(method, path, body string) (int, string) {
+			return authRequest(t, c, "Bearer "+secret, method, path, body)
+		}
 		refused := func(name string, status int, body string, want ...int) {
 			t.Helper()
 			for _, w := range want {
@@ -330,7 +322,7 @@ func TestAuthenticatedTenants(t *testing.T) {
 	})
 	t.Run("anonymous and forged requests are refused", func(t *testing.T) {
 		for name, hdr := range map[string]string{"anonymous": "", "forged": "Corral-Agent v1.e30.AAAA.AAAA", "not a token": "Bearer nope"} {
-			st, body := authRequest(t, c, hdr)
+			st, body := authRequest(t, c, hdr, http.MethodGet, "/v1/jobs", "")
 			if st != http.StatusUnauthorized {
 				t.Errorf("%s: %d %q; want 401", name, st, body)
 			}
@@ -355,31 +347,15 @@ func TestAuthenticatedTenants(t *testing.T) {
 	})
 }
 
-// authRequest lists jobs with the Authorization header hdr (none when
-// empty) and no client certificate.
-func authRequest(t *testing.T, c *tlsCluster, hdr string) (int, string) {
-	t.Helper()
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls}, Timeout: 20 * time.Second}
-	req, _ := http.NewRequest(http.MethodGet, c.http[0]+"/v1/jobs", nil)
-	if hdr != "" {
-		req.Header.Set("Authorization", hdr)
-	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// bearerRequest sends one request with a bearer token and no client
-// certificate.
-func bearerRequest(t *testing.T, c *tlsCluster, token, method, path, body string) (int, string) {
+// authRequest sends one request with the Authorization header hdr (none
+// when empty) and no client certificate, returning the status and body.
+func authRequest(t *testing.T, c *tlsCluster, hdr, method, path, body string) (int, string) {
 	t.Helper()
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls}, Timeout: 20 * time.Second}
 	req, _ := http.NewRequest(method, c.http[0]+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
+	if hdr != "" {
+		req.Header.Set("Authorization", hdr)
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -140,6 +140,13 @@ func (c *tlsCluster) cliTLS(t *testing.T, addr string, env []string, args ...str
 	cmd := exec.CommandContext(ctx, corralBin, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(append(os.Environ(), "CORRAL_ADDR="+addr, "USER=tester"), env...)
+	return runCommand(t, cmd)
+}
+
+// runCommand runs cmd and returns its stdout, its stderr and its exit
+// code; a command that cannot run at all fails the test.
+func runCommand(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -19,10 +19,14 @@ import (
 // uid). A cluster that authenticates requests believes only the
 // credentials; a token's user is what the controllers say (tokenUser).
 func callerIdentity(env *cliEnv) (string, error) {
-	if creds, err := callerCredentials(env); err == nil {
-		if _, ok := creds.(*authd.Agent); ok {
-			return currentUser()
-		}
+	creds, _ := callerCredentials(env)
+	return claimedUser(env, creds)
+}
+
+// claimedUser is callerIdentity for a caller whose credentials are creds.
+func claimedUser(env *cliEnv, creds api.Credentials) (string, error) {
+	if _, ok := creds.(*authd.Agent); ok {
+		return currentUser()
 	}
 	if u := env.getenv("USER"); u != "" {
 		return u, nil

@@ -32,7 +32,7 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 	// they not answer, the submission itself will say what is wrong.
 	user, _ := tokenUser(ctx, cl)
 	if user == "" {
-		if user, err = callerIdentity(env); err != nil {
+		if user, err = claimedUser(env, cl.Auth); err != nil {
 			return err
 		}
 	}
@@ -136,8 +136,7 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if o.has("signal") {
 		return signalJobs(ctx, env, cl, f, o.get("signal"), o.has("batch") && !o.has("full"), o.has("verbose"))
 	}
-	user, _ := callerIdentity(env)
-	resp, err := cl.Cancel(ctx, api.CancelRequest{Filter: f, By: user})
+	resp, err := cl.Cancel(ctx, api.CancelRequest{Filter: f, By: cl.User})
 	if err != nil {
 		return err
 	}

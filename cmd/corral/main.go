@@ -97,13 +97,13 @@ func (e *cliEnv) client() (*api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Whom the caller says it is; the job I/O routes check it against
-	// the job's owner (see callerIdentity).
-	cl.User, _ = callerIdentity(e)
-	// What proves it (see callerCredentials).
+	// What proves who the caller is (see callerCredentials), and whom it
+	// says it is (see callerIdentity), which a cluster without --auth
+	// believes.
 	if cl.Auth, err = callerCredentials(e); err != nil {
 		return nil, err
 	}
+	cl.User, _ = claimedUser(e, cl.Auth)
 	return cl, nil
 }
 

@@ -89,23 +89,43 @@ func tokenCreate(ctx context.Context, env *cliEnv, cmd string, args []string) er
 	return nil
 }
 
-func tokenList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the tokens as JSON"))
+// fetchAuthView parses a command that takes only --json (jsonHelp says
+// what it prints) and fetches what the controllers say of the caller: who
+// it is, its tokens and the role grants it may see.
+func fetchAuthView(ctx context.Context, env *cliEnv, cmd string, args []string, jsonHelp string) (asJSON bool, v *api.AuthView, err error) {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", jsonHelp))
 	if err != nil {
-		return err
+		return false, nil, err
 	}
 	if err := noArgs(o, cmd); err != nil {
-		return err
+		return false, nil, err
 	}
 	cl, err := env.client()
 	if err != nil {
-		return err
+		return false, nil, err
 	}
-	v, err := cl.AuthView(ctx)
+	v, err = cl.AuthView(ctx)
+	return o.has("json"), v, err
+}
+
+// opsText lists a token's operations, or says none when it has none.
+func opsText(ops []api.Op, none string) string {
+	if len(ops) == 0 {
+		return none
+	}
+	parts := make([]string, len(ops))
+	for i, op := range ops {
+		parts[i] = string(op)
+	}
+	return strings.Join(parts, ",")
+}
+
+func tokenList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
+	asJSON, v, err := fetchAuthView(ctx, env, cmd, args, "print the tokens as JSON")
 	if err != nil {
 		return err
 	}
-	if o.has("json") {
+	if asJSON {
 		return writeJSON(env, v.Tokens)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -119,19 +139,11 @@ func tokenList(ctx context.Context, env *cliEnv, cmd string, args []string) erro
 		case !now.Before(t.Expires):
 			st = "expired"
 		}
-		ops := "all"
-		if len(t.Ops) > 0 {
-			parts := make([]string, len(t.Ops))
-			for i, op := range t.Ops {
-				parts[i] = string(op)
-			}
-			ops = strings.Join(parts, ",")
-		}
 		role := string(t.Role)
 		if t.Join {
 			role = fmt.Sprintf("join (%d used)", t.Uses)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, role, orString(t.Account, "-"), ops,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.User, role, orString(t.Account, "-"), opsText(t.Ops, "all"),
 			t.Expires.Local().Format("2006-01-02T15:04"), st, t.Description)
 	}
 	return tw.Flush()
@@ -228,22 +240,11 @@ func roleDelete(ctx context.Context, env *cliEnv, cmd string, args []string) err
 }
 
 func roleList(ctx context.Context, env *cliEnv, cmd string, args []string) error {
-	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "json", "print the grants as JSON"))
+	asJSON, v, err := fetchAuthView(ctx, env, cmd, args, "print the grants as JSON")
 	if err != nil {
 		return err
 	}
-	if err := noArgs(o, cmd); err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	v, err := cl.AuthView(ctx)
-	if err != nil {
-		return err
-	}
-	if o.has("json") {
+	if asJSON {
 		return writeJSON(env, v.Roles)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -255,23 +256,12 @@ func roleList(ctx context.Context, env *cliEnv, cmd string, args []string) error
 }
 
 func runWhoami(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "whoami", getopt.Permute, args, flag(0, "json", "print the principal as JSON"))
-	if err != nil {
-		return err
-	}
-	if err := noArgs(o, "whoami"); err != nil {
-		return err
-	}
-	cl, err := env.client()
-	if err != nil {
-		return err
-	}
-	v, err := cl.AuthView(ctx)
+	asJSON, v, err := fetchAuthView(ctx, env, "whoami", args, "print the principal as JSON")
 	if err != nil {
 		return err
 	}
 	w := v.Whoami
-	if o.has("json") {
+	if asJSON {
 		return writeJSON(env, w)
 	}
 	line := fmt.Sprintf("%s %s", w.Kind, orString(w.Name, "-"))
@@ -282,11 +272,7 @@ func runWhoami(ctx context.Context, env *cliEnv, args []string) error {
 		line += " of " + strings.Join(w.Accounts, ",")
 	}
 	if len(w.Ops) > 0 {
-		parts := make([]string, len(w.Ops))
-		for i, op := range w.Ops {
-			parts[i] = string(op)
-		}
-		line += ", limited to " + strings.Join(parts, ",")
+		line += ", limited to " + opsText(w.Ops, "")
 	}
 	fmt.Fprintf(env.stdout, "%s (%s)\n", line, w.Via)
 	return nil

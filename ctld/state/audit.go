@@ -74,10 +74,3 @@ func (s *State) forgetAudit(now time.Time, keep int, retention time.Duration) {
 	// A new array: snapshots taken before share the old one.
 	s.Audit = append([]AuditRecord(nil), s.Audit[drop:]...)
 }
-
-// ChainAudit and VerifyAudit are api's, for the state's tests and callers.
-var (
-	ChainAudit  = api.ChainAudit
-	VerifyAudit = api.VerifyAudit
-	AuditHash   = api.AuditHash
-)

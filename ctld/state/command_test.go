@@ -444,7 +444,7 @@ func init() {
 			"beyond keep":            {len(s.Audit), 2},
 			"phys's chain goes on":   {s.AuditHeads()["phys"].Seq, uint64(3)},
 			"the heads survive":      {s.AuditHeads()[""].Seq, uint64(1)},
-			"what is kept verifies":  {len(VerifyAudit(s.Audit, s.AuditHeads())), 0},
+			"what is kept verifies":  {len(api.VerifyAudit(s.Audit, s.AuditHeads())), 0},
 		})
 	}
 	applyTests[CmdForgetNodeKey] = func(t *testing.T) {
@@ -540,37 +540,8 @@ func auditEntry(heads map[string]AuditHead, now time.Time, tenants ...string) *A
 		recs = append(recs, AuditRecord{Tenant: tn, Time: now, Principal: "user alice (token t1)", User: "alice",
 			Op: "POST /v1/jobs", Target: fmt.Sprintf("jobs %d", i+1), Status: 200})
 	}
-	ChainAudit(heads, recs)
+	api.ChainAudit(heads, recs)
 	return &AuditRecords{Now: now, Records: recs}
-}
-
-// TestVerifyAudit checks that VerifyAudit finds an altered record, a
-// removed one and removed newest records, and takes an intact chain.
-func TestVerifyAudit(t *testing.T) {
-	heads := map[string]AuditHead{}
-	recs := auditEntry(heads, t0, "phys", "phys", "bio", "phys", "phys").Records
-	cases := []struct {
-		name   string
-		change func([]AuditRecord) []AuditRecord
-		want   string
-	}{
-		{"intact", func(r []AuditRecord) []AuditRecord { return r }, ""},
-		{"altered", func(r []AuditRecord) []AuditRecord { r[1].Target = "jobs 99"; return r }, "altered"},
-		{"removed", func(r []AuditRecord) []AuditRecord { return append(r[:1:1], r[2:]...) }, "removed"},
-		{"newest removed", func(r []AuditRecord) []AuditRecord { return r[:4] }, "newest records were removed"},
-		{"rehashed after an alteration", func(r []AuditRecord) []AuditRecord {
-			r[3].Principal = "user mallory"
-			r[3].Hash = AuditHash(r[3])
-			return r
-		}, "does not follow"},
-	}
-	for _, c := range cases {
-		errs := VerifyAudit(c.change(append([]AuditRecord(nil), recs...)), heads)
-		got := fmt.Sprint(errs)
-		if c.want == "" && len(errs) != 0 || c.want != "" && !strings.Contains(got, c.want) {
-			t.Errorf("%s: %v; want %q", c.name, errs, c.want)
-		}
-	}
 }
 
 // TestCommandTable walks the command table: every type has a name, an apply

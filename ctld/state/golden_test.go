@@ -253,7 +253,7 @@ func goldenAudit() *AuditRecords {
 		{Tenant: "chem", Time: t0.Add(8 * time.Hour), Principal: "user carol (token tok1)", User: "carol", Op: "POST /v1/jobs", Target: "jobs 60", Status: 200},
 		{Time: t0.Add(8 * time.Hour), Principal: "user root (token root)", User: "root", Op: "POST /v1/config", Status: 200},
 	}
-	ChainAudit(map[string]AuditHead{}, recs)
+	api.ChainAudit(map[string]AuditHead{}, recs)
 	return &AuditRecords{Now: t0.Add(8 * time.Hour), Records: recs, Keep: 1000, Retention: 30 * 24 * time.Hour}
 }
 
