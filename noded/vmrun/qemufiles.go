@@ -1,10 +1,13 @@
 package vmrun
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
 )
 
 // The descriptors a VM's QEMU inherits, at fixed numbers so that its
@@ -113,7 +116,7 @@ func openQEMUFiles(q *qemuFiles, a vmArgs) error {
 		q.set(fdAgent, ag)
 	}
 	if a.virtiofs {
-		c, err := dialSocket(a.f.vfsSock)
+		c, err := dialWhenListening(a.f.vfsSock, 5*time.Second)
 		if err != nil {
 			return fmt.Errorf("connecting to virtiofsd: %w", err)
 		}
@@ -152,4 +155,19 @@ func dialSocket(path string) (*os.File, error) {
 	}
 	defer c.Close()
 	return c.File()
+}
+
+// dialWhenListening is dialSocket for a server that creates its socket
+// file (bind) a moment before it listens: a refused connection is tried
+// again until wait has passed. virtiofsd is such a server, and it takes
+// only one connection, so its readiness cannot be probed by connecting.
+func dialWhenListening(path string, wait time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		f, err := dialSocket(path)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			return f, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

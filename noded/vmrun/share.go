@@ -87,8 +87,9 @@ func startVirtiofsd(f vmFiles) (*exec.Cmd, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(f.vfsSock); err == nil {
-			// The socket is there: virtiofsd is reaped by the goroutine
-			// when it exits with its VM.
+			// The socket file is there (virtiofsd may listen on it a
+			// moment later: the daemon's dial waits for that). virtiofsd
+			// is reaped by the goroutine when it exits with its VM.
 			return cmd, nil
 		}
 		select {
