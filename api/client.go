@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -356,6 +357,12 @@ func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
 }
 
+// Requeue puts jobs back in the queue (and holds them with Hold).
+func (c *Client) Requeue(ctx context.Context, req RequeueRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/requeue", req, &resp)
+}
+
 // Nodes lists every node.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	var nodes []Node
@@ -517,4 +524,56 @@ func transportMistake(addr string, err error) error {
 		return fmt.Errorf("the controller at %s speaks plain HTTP: name it http:// in CORRAL_ADDR", addr)
 	}
 	return nil
+}
+
+// MemberPing is one controller member's answer to Ping.
+type MemberPing struct {
+	Member
+	// Up says the member answered its status request; Err says why not.
+	Up  bool   `json:"up"`
+	Err string `json:"error,omitempty"`
+	// Took is how long the member took to answer.
+	Took time.Duration `json:"took_ns"`
+}
+
+// Ping asks every member of the cluster (as the first member to answer
+// lists them) for its status, each directly and once, with timeout per
+// member: scontrol ping.
+func (c *Client) Ping(ctx context.Context, timeout time.Duration) ([]MemberPing, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http://"
+	if strings.HasPrefix(c.addrs[0], "https://") {
+		scheme = "https://"
+	}
+	out := make([]MemberPing, len(st.Members))
+	var wg sync.WaitGroup
+	for i, m := range st.Members {
+		out[i].Member = m
+		if m.HTTPAddr == "" {
+			out[i].Err = "it has not announced an HTTP address"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := m.HTTPAddr
+			if !strings.Contains(addr, "://") {
+				addr = scheme + addr
+			}
+			mctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			began := time.Now()
+			var s ClusterStatus
+			if _, err := c.once(mctx, http.MethodGet, addr+"/v1/status", nil, &s); err != nil {
+				out[i].Err = err.Error()
+				return
+			}
+			out[i].Up, out[i].Took = true, time.Since(began)
+		}()
+	}
+	wg.Wait()
+	return out, nil
 }

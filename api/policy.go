@@ -62,6 +62,14 @@ func DefaultQOS() []QOS {
 	}
 }
 
+// SlurmQOS are the QoS a Slurm cluster starts with: "normal", which no
+// QoS preempts and which preempts none. A new corral cluster gets them
+// beside DefaultQOS when it is seeded (so --qos=normal works as on any
+// Slurm site).
+func SlurmQOS() []QOS {
+	return []QOS{{Name: "normal", Priority: 0, PreemptMode: PreemptCancel}}
+}
+
 // PriorityWeights are the multifactor priority's weights: a job's priority
 // is the sum of weight × factor (each factor in [0,1]) less its nice value.
 type PriorityWeights struct {

@@ -86,6 +86,13 @@ type SuspendRequest struct {
 	Suspend bool     `json:"suspend"`
 }
 
+// RequeueRequest puts running, suspended or finished jobs back in the
+// queue, as scontrol requeue does; Hold holds them too (requeuehold).
+type RequeueRequest struct {
+	IDs  []uint64 `json:"ids"`
+	Hold bool     `json:"hold,omitempty"`
+}
+
 // DrainRequest drains (Drain=true) or resumes a node.
 type DrainRequest struct {
 	Node   string `json:"node"`

@@ -81,6 +81,7 @@ func TestCommandsCarryTheirPrincipal(t *testing.T) {
 		{pUserA, "/v1/jobs/hold", map[string]any{"ids": []uint64{held}, "hold": false}},
 		{pUserA, "/v1/jobs/update", map[string]any{"id": held, "dependency": nil}},
 		{pUserA, "/v1/jobs/suspend", map[string]any{"ids": []uint64{held}, "suspend": true}},
+		{pUserA, "/v1/jobs/requeue", map[string]any{"ids": []uint64{held}}},
 		{pUserA, "/v1/jobs/cancel", map[string]any{"filter": map[string]any{"ids": []uint64{held}}, "by": "mallory"}},
 		{pUserA, "/v1/tokens", map[string]any{"description": "ci"}},
 		{pOperator, "/v1/nodes/drain", map[string]any{"node": "n9", "drain": false}},
@@ -96,7 +97,7 @@ func TestCommandsCarryTheirPrincipal(t *testing.T) {
 	}
 	want := map[state.CommandType]string{
 		state.CmdHoldRelease: "alice", state.CmdUpdateJob: "alice", state.CmdSuspendJobs: "alice", state.CmdCancelJobs: "alice",
-		state.CmdPutToken: "alice", state.CmdNodeDrain: "oscar", state.CmdPutQOS: "oscar", state.CmdPutPartition: "oscar",
+		state.CmdRequeueJobs: "alice", state.CmdPutToken: "alice", state.CmdNodeDrain: "oscar", state.CmdPutQOS: "oscar", state.CmdPutPartition: "oscar",
 		state.CmdPutUser: "carol", state.CmdSetConfig: "root", state.CmdPutAccount: "root", state.CmdSetRole: "root",
 	}
 	got := map[state.CommandType]string{}
@@ -130,6 +131,8 @@ func principalOfCommand(p any) string {
 		return c.By
 	case *state.SuspendJobs:
 		return c.ByUser
+	case *state.RequeueJobs:
+		return c.By
 	case *state.CancelJobs:
 		return c.By
 	case *state.PutToken:

@@ -66,6 +66,7 @@ func fuzzSeedCommands(inv *api.Inventory, arr, dep, held, gpu api.JobSpec) []fuz
 		{state.CmdSuspendJobs, &state.SuspendJobs{Now: t0.Add(2 * time.Second), IDs: []uint64{2}, Suspend: true}},
 		{state.CmdNodeHeartbeats, &state.NodeHeartbeats{Seen: map[string]time.Time{"n1": t0.Add(2 * time.Second)}}},
 		{state.CmdHoldRelease, &state.HoldRelease{Now: t0.Add(3 * time.Second), IDs: []uint64{5}, Hold: true}},
+		{state.CmdRequeueJobs, &state.RequeueJobs{Now: t0.Add(3 * time.Second), IDs: []uint64{5, 1}, Hold: true, By: "alice"}},
 		{state.CmdJobReports, &state.JobReports{Now: t0.Add(3 * time.Second), Node: "n2", BootID: "b2", Reports: []api.JobReport{{JobID: 8, StartIndex: 5, State: api.StateFailed, ExitCode: 7}}}},
 		{state.CmdCancelJobs, &state.CancelJobs{Now: t0.Add(4 * time.Second), IDs: []uint64{7}, Tasks: []api.TaskRef{{Array: 3, Task: 4}}, By: "alice"}},
 		{state.CmdNodeDrain, &state.NodeDrain{Now: t0.Add(5 * time.Second), Node: "n2", Drain: true, Reason: "maintenance"}},

@@ -133,10 +133,17 @@ func (c *Controller) handleHold(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return c.changeJobs(w, r, req.IDs, func(p principal, ids []uint64) (state.CommandType, any) {
-		// On a cluster that authenticates no one, root's word makes an
-		// administrator's hold, as Slurm's does.
-		admin := p.open && p.name == "root" || !p.open && p.admin()
-		return state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: admin}
+		return state.CmdHoldRelease, &state.HoldRelease{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: p.isAdmin()}
+	})
+}
+
+func (c *Controller) handleRequeue(w http.ResponseWriter, r *http.Request) error {
+	var req api.RequeueRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	return c.changeJobs(w, r, req.IDs, func(p principal, ids []uint64) (state.CommandType, any) {
+		return state.CmdRequeueJobs, &state.RequeueJobs{Now: c.clock.Now().UTC(), IDs: ids, Hold: req.Hold, By: p.name, Admin: p.isAdmin()}
 	})
 }
 
@@ -148,6 +155,12 @@ func (c *Controller) handleSuspend(w http.ResponseWriter, r *http.Request) error
 	return c.changeJobs(w, r, req.IDs, func(p principal, ids []uint64) (state.CommandType, any) {
 		return state.CmdSuspendJobs, &state.SuspendJobs{Now: c.clock.Now().UTC(), IDs: ids, Suspend: req.Suspend, ByUser: p.name}
 	})
+}
+
+// isAdmin reports whether p's hold is an administrator's: on a cluster
+// that authenticates no one, root's word makes one, as Slurm's does.
+func (p principal) isAdmin() bool {
+	return p.open && p.name == "root" || !p.open && p.admin()
 }
 
 // changeJobs checks the job ids a hold or suspend names, commits the

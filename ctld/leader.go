@@ -106,7 +106,7 @@ func (c *Controller) seedConfig() {
 	if seeded {
 		return
 	}
-	cmd := &state.SeedConfig{Partitions: c.cfg.Partitions, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: string(c.cfg.Policy)}
+	cmd := &state.SeedConfig{Partitions: c.cfg.Partitions, DefMemPerCPU: c.cfg.DefMemPerCPU, Policy: string(c.cfg.Policy), QOS: api.SlurmQOS()}
 	if cmd.Policy == "" {
 		cmd.Policy = string(sched.PolicyEASY)
 	}

@@ -322,6 +322,63 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 			t.Errorf("status --json: %+v", st)
 		}
 	})
+	t.Run("scontrol ping", func(t *testing.T) {
+		if out := mustRun(t, ctx, addr, "scontrol", "ping"); out != "Slurmctld(primary) at c1 is UP\n" {
+			t.Errorf("scontrol ping printed %q", out)
+		}
+	})
+	t.Run("scontrol show config", func(t *testing.T) {
+		if out := mustRun(t, ctx, addr, "scontrol", "show", "config"); !strings.Contains(out, "PriorityWeightAge") {
+			t.Errorf("scontrol show config printed %q", out)
+		}
+	})
+	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
+}
+
+// testRequeue requeues a job running on the hand-registered node n1: it
+// stops (COMPLETING) and is PENDING again once the node reports the run
+// ended; requeuehold of a finished job holds it at once.
+func testRequeue(t *testing.T, f *ctlFixture) {
+	ctx, addr, cl := f.ctx, f.addr, f.cl
+	id := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-J", "again", "--wrap", "true"))
+	state := func() []string {
+		return strings.Fields(mustRun(t, ctx, addr, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T %r"))
+	}
+	waitFor(t, "the job to start on n1", func() bool { return state()[0] == "RUNNING" })
+	job, err := cl.JobByRef(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, ctx, addr, "scontrol", "requeue", id)
+	if got := state(); got[0] != "COMPLETING" {
+		t.Fatalf("a requeued running job is %v, want COMPLETING until its node confirms", got)
+	}
+	if err := cl.Report(ctx, api.NodeStatus{Name: "n1", BootID: "b1", Reports: []api.JobReport{
+		{JobID: job.ID, StartIndex: job.StartIndex, State: api.StateCancelled}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the requeued job to run again", func() bool { return state()[0] == "RUNNING" })
+	job2, err := cl.JobByRef(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job2.Restarts != 1 || job2.StartIndex == job.StartIndex {
+		t.Errorf("after the requeue: restarts %d, start index %d (was %d); want 1 and a new run", job2.Restarts, job2.StartIndex, job.StartIndex)
+	}
+	if err := cl.Report(ctx, api.NodeStatus{Name: "n1", BootID: "b1", Reports: []api.JobReport{
+		{JobID: job2.ID, StartIndex: job2.StartIndex, State: api.StateCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job to complete", func() bool { return state()[0] == "COMPLETED" })
+	mustRun(t, ctx, addr, "scontrol", "requeuehold", id)
+	if got := state(); len(got) != 2 || got[0] != "PENDING" || got[1] != string(api.ReasonJobHeldUser) {
+		t.Errorf("requeuehold of a completed job: %v, want PENDING JobHeldUser", got)
+	}
+	r := runCLI(t, ctx, addr, "scontrol", "requeue", id)
+	if r.code != 1 || !strings.Contains(r.stderr, "scontrol: error: job "+id+": is pending already") {
+		t.Errorf("requeue of a pending job: exit %d, stderr %q", r.code, r.stderr)
+	}
+	mustRun(t, ctx, addr, "scancel", id)
 }
 
 func equalRows(a, b [][]string) bool {
@@ -334,4 +391,17 @@ func equalRows(a, b [][]string) bool {
 		}
 	}
 	return true
+}
+
+// waitFor polls cond for up to 15 s and fails the test, naming what it
+// waited for, when it never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -214,6 +214,26 @@ func runResume(ctx context.Context, env *cliEnv, args []string) error {
 	})
 }
 
+func runRequeue(ctx context.Context, env *cliEnv, args []string) error {
+	return requeue(ctx, env, "requeue", args, false)
+}
+
+// runRequeueHold is scontrol requeuehold: requeue and hold.
+func runRequeueHold(ctx context.Context, env *cliEnv, args []string) error {
+	return requeue(ctx, env, "requeuehold", args, true)
+}
+
+func requeue(ctx context.Context, env *cliEnv, cmd string, args []string, hold bool) error {
+	o, err := parseOpts(env, cmd, getopt.Permute, args, flag(0, "hold", "hold the jobs as well (scontrol requeuehold)"))
+	if err != nil {
+		return err
+	}
+	hold = hold || o.has("hold")
+	return actOnJobs(ctx, env, cmd, o.args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Requeue(ctx, api.RequeueRequest{IDs: ids, Hold: hold})
+	})
+}
+
 func holdRelease(ctx context.Context, env *cliEnv, cmd string, args []string, hold bool) error {
 	return jobAction(ctx, env, cmd, args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
 		return cl.Hold(ctx, api.HoldRequest{IDs: ids, Hold: hold})
@@ -227,7 +247,12 @@ func jobAction(ctx context.Context, env *cliEnv, cmd string, args []string, act 
 	if err != nil {
 		return err
 	}
-	ids, err := parseJobIDs(o.args)
+	return actOnJobs(ctx, env, cmd, o.args, act)
+}
+
+// actOnJobs is jobAction once the options are read: args are the job ids.
+func actOnJobs(ctx context.Context, env *cliEnv, cmd string, args []string, act func(*api.Client, []uint64) (*api.HoldResponse, error)) error {
+	ids, err := parseJobIDs(args)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ func init() {
 		"release":         {"release held jobs (scontrol release)", runRelease},
 		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
+		"requeue":         {"put running, suspended or finished jobs back in the queue: requeue [--hold] ID... (scontrol requeue, requeuehold)", runRequeue},
+		"ping":            {"ask each controller member whether it is up (scontrol ping)", runPing},
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
@@ -197,7 +199,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition [ID], hold ID, release ID, suspend ID, resume ID, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
+const scontrolCommands = "show job|node|partition|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -212,9 +214,10 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
-		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"]}[sub]
+		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"],
+		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"]}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, update)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, ping, update)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))

@@ -170,6 +170,44 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
+// runPing is scontrol ping: each member, as Slurm names its controllers
+// (the leader is the primary), and whether it answered.
+func runPing(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "ping", getopt.Permute, args, flag(0, "json", "print the answers as JSON"))
+	if err != nil {
+		return err
+	}
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	pings, err := cl.Ping(ctx, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	if o.has("json") {
+		return writeJSON(env, map[string]any{"pings": pings})
+	}
+	down := 0
+	for _, p := range pings {
+		role, state := "backup", "UP"
+		if p.Leader {
+			role = "primary"
+		}
+		if !p.Up {
+			state, down = "DOWN", down+1
+		}
+		fmt.Fprintf(env.stdout, "Slurmctld(%s) at %s is %s\n", role, display.Safe(p.ID), state)
+		if !p.Up {
+			fmt.Fprintf(env.stderr, "%s: member %s (%s): %s\n", env.prog, display.Safe(p.ID), display.Safe(p.HTTPAddr), p.Err)
+		}
+	}
+	if down > 0 {
+		return exitStatus(1)
+	}
+	return nil
+}
+
 func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "show", getopt.Permute, args, flag(0, "json", "print as JSON"))
 	if err != nil {
@@ -182,8 +220,11 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	if len(o.args) > 0 && o.args[0] == "partition" {
 		return showPartitions(ctx, env, o.args[1:])
 	}
+	if len(o.args) > 0 && o.args[0] == "config" {
+		return configShow(ctx, env, "show config", o.args[1:])
+	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
-		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME]")
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show config")
 	}
 	cl, err := env.client()
 	if err != nil {

@@ -38,6 +38,7 @@ const (
 	CmdForgetNodeKey  CommandType = 24
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
+	CmdRequeueJobs    CommandType = 27
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
@@ -73,6 +74,20 @@ type HoldRelease struct {
 	Now   time.Time `json:"now"`
 	IDs   []uint64  `json:"ids"`
 	Hold  bool      `json:"hold"`
+	By    string    `json:"by,omitempty"`
+	Admin bool      `json:"admin,omitempty"`
+}
+
+// RequeueJobs puts jobs back in the queue for another run, as Slurm's
+// scontrol requeue does: a running or suspended job is stopped and becomes
+// PENDING once its nodes confirm, a finished one (not yet purged) becomes
+// PENDING at once; its Restarts count grows. Hold holds it as well
+// (requeuehold), as a user's hold, or an administrator's when Admin. By is
+// who asked.
+type RequeueJobs struct {
+	Now   time.Time `json:"now"`
+	IDs   []uint64  `json:"ids"`
+	Hold  bool      `json:"hold,omitempty"`
 	By    string    `json:"by,omitempty"`
 	Admin bool      `json:"admin,omitempty"`
 }

@@ -59,6 +59,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdPutToken, &PutToken{Now: t0, Token: TokenRecord{Hash: HashSecret("j"), Token: api.Token{ID: "j1", User: "root", Join: true, Expires: t0.Add(time.Hour)}}}},
 		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
 		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
+		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(2 * time.Hour), IDs: []uint64{1, 2}, Hold: true, By: "alice"}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
@@ -253,6 +254,31 @@ var applyTests = map[CommandType]func(t *testing.T){
 			"resumed":            {s.Jobs[1].State, api.StateRunning},
 			"paused time":        {run(s, 1).SuspendedFor, 3 * time.Second},
 			"pending not resume": {strings.Contains(res.Errors[3], "only suspended jobs"), true},
+		})
+	},
+	CmdRequeueJobs: func(t *testing.T) {
+		r, next := scene(t)
+		next(CmdJobReports, &JobReports{Now: t0.Add(5 * time.Second), Node: "n2", BootID: "b2",
+			Reports: []api.JobReport{{JobID: 2, StartIndex: 4, State: api.StateFailed, ExitCode: 3}}})
+		res := next(CmdRequeueJobs, &RequeueJobs{Now: t0.Add(10 * time.Second), IDs: []uint64{1, 2, 3}, Hold: true, By: "bob"}).(*IDsResult)
+		s := r.s
+		stopping, stopAs := s.Jobs[1].State, run(s, 1).StopAs
+		next(CmdJobReports, &JobReports{Now: t0.Add(11 * time.Second), Node: "n1", BootID: "b1",
+			Reports: []api.JobReport{{JobID: 1, StartIndex: 4, State: api.StateCancelled}}})
+		again := next(CmdRequeueJobs, &RequeueJobs{Now: t0.Add(12 * time.Second), IDs: []uint64{2}, By: "root", Admin: true}).(*IDsResult)
+		expect(t, map[string][2]any{
+			"changed":                    {len(res.Changed), 2},
+			"pending job refused":        {strings.Contains(res.Errors[3], "pending already"), true},
+			"running job stops first":    {stopping, api.StateCompleting},
+			"to be requeued":             {stopAs, api.StatePending},
+			"then pending":               {s.Jobs[1].State, api.StatePending},
+			"held as asked":              {s.Jobs[1].Spec.Hold && s.Jobs[1].Reason == api.ReasonJobHeldUser, true},
+			"its node is free":           {s.Nodes["n1"].AllocCPUs, 0},
+			"restarts":                   {s.Jobs[1].Restarts, 1},
+			"who asked":                  {s.Jobs[1].Message, "requeued by bob"},
+			"failed job pending at once": {s.Jobs[2].State, api.StatePending},
+			"its exit code reset":        {s.Jobs[2].ExitCode, 0},
+			"second requeue refused":     {strings.Contains(again.Errors[2], "pending already"), true},
 		})
 	},
 	CmdSetConfig: func(t *testing.T) {
@@ -517,7 +543,8 @@ func init() {
 	}
 	applyTests[CmdSeedConfig] = func(t *testing.T) {
 		r, next := scene(t)
-		first := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 60}}, DefMemPerCPU: 2048, Policy: "fcfs"})
+		first := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "batch", Default: true}, {Name: "debug", MaxTime: 60}}, DefMemPerCPU: 2048, Policy: "fcfs",
+			QOS: []api.QOS{{Name: "normal"}, {Name: "guaranteed", Priority: 1}}})
 		again := next(CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "other"}}, DefMemPerCPU: 1})
 		s := r.s
 		expect(t, map[string][2]any{
@@ -528,6 +555,8 @@ func init() {
 			"policy":                  {s.Config.SchedulerPolicy, "fcfs"},
 			"flag seen":               {s.Seeded, true},
 			"the second seed did not": {s.Partitions["other"] == nil, true},
+			"Slurm's normal QoS":      {s.QOS["normal"] != nil, true},
+			"an existing QoS kept":    {s.QOS["guaranteed"].Priority, int64(1000)},
 		})
 	}
 }

@@ -242,6 +242,10 @@ func goldenCommands() []struct {
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "erin", Role: api.RoleOperator}, By: "root"}},
 		{CmdPutToken, &PutToken{Now: t0.Add(14 * time.Hour), By: "root", Token: TokenRecord{Hash: HashSecret("s3"), Token: api.Token{
 			ID: "tok3", User: "erin", Role: api.RoleOperator, CreatedBy: "root", Created: t0.Add(14 * time.Hour), Expires: t0.Add(15 * time.Hour)}}}},
+		// A seed with Slurm's QoS, on a cluster seeded already: nothing.
+		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "late"}}, DefMemPerCPU: 1, Policy: "fcfs", QOS: []api.QOS{{Name: "normal"}}}},
+		// scontrol requeuehold of the suspended job 60 by an administrator.
+		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(15 * time.Hour), IDs: []uint64{60}, Hold: true, By: "root", Admin: true}},
 	}
 }
 

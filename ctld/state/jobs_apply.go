@@ -184,6 +184,40 @@ func (s *State) applyHold(c *HoldRelease) *IDsResult {
 	})
 }
 
+func (s *State) applyRequeue(c *RequeueJobs, index uint64) *IDsResult {
+	return s.eachJob(c.IDs, func(j *Job) string { return s.requeueJob(j, c, index) })
+}
+
+// requeueJob puts job j (a private copy) back in the queue as c says, or
+// says why it cannot.
+func (s *State) requeueJob(j *Job, c *RequeueJobs, index uint64) string {
+	switch {
+	case j.State == api.StatePending:
+		return "is pending already; hold it instead (scontrol hold)"
+	case j.State == api.StateCompleting:
+		return "is completing; requeue it once it has ended"
+	case j.State == api.StateMigrating:
+		return "is migrating; requeue it once it runs on its new node"
+	}
+	if c.Hold {
+		j.editSpec().Hold = true
+		j.Reason = api.ReasonJobHeldUser
+		if c.Admin {
+			j.Reason = api.ReasonJobHeldAdmin
+		}
+	}
+	if j.State.Active() {
+		s.stopJob(j, api.StatePending, c.Now, index)
+	} else {
+		s.requeue(j)
+	}
+	j.Message = "requeued"
+	if c.By != "" {
+		j.Message = "requeued by " + c.By
+	}
+	return ""
+}
+
 func (s *State) applySuspend(c *SuspendJobs, index uint64) *IDsResult {
 	return s.eachJob(c.IDs, func(j *Job) string { return s.suspendJob(j, c, index) })
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/qos"
 )
 
 // PutPartition adds, replaces or deletes a partition. The leader builds the
@@ -28,6 +29,9 @@ type SeedConfig struct {
 	Partitions   []api.Partition `json:"partitions"`
 	DefMemPerCPU int64           `json:"def_mem_per_cpu_mb"`
 	Policy       string          `json:"policy"`
+	// QOS are added unless a QoS of the name exists (a cluster seeded
+	// since Slurm's "normal" was added gets it this way).
+	QOS []api.QOS `json:"qos,omitempty"`
 }
 
 func (s *State) applyPutPartition(c *PutPartition) error {
@@ -124,6 +128,15 @@ func (s *State) applySeed(c *SeedConfig) bool {
 		cfg.SchedulerPolicy = s.Config.SchedulerPolicy
 	}
 	s.Config = cfg
+	if len(c.QOS) > 0 {
+		m := maps.Clone(s.QOS) // replaced, not changed: see applyPutQOS
+		for _, q := range c.QOS {
+			if m[q.Name] == nil && qos.Check(&q, m) == nil {
+				m[q.Name] = &q
+			}
+		}
+		s.QOS = m
+	}
 	s.Seeded = true
 	return true
 }

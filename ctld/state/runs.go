@@ -140,9 +140,14 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 	s.putJob(j)
 }
 
-// requeue resets a job whose run ended to PENDING for another run.
+// requeue resets a job whose run ended to PENDING for another run; a job
+// held meanwhile (scontrol requeuehold) keeps its hold's reason.
 func (s *State) requeue(j *Job) {
-	j.State, j.Reason = api.StatePending, api.ReasonNone
+	reason := api.ReasonNone
+	if j.Spec.Hold && (j.Reason == api.ReasonJobHeldUser || j.Reason == api.ReasonJobHeldAdmin) {
+		reason = j.Reason
+	}
+	j.State, j.Reason = api.StatePending, reason
 	j.Restarts++
 	j.StartTime, j.EndTime, j.EstStart, j.EstNode = time.Time{}, time.Time{}, time.Time{}, ""
 	j.ExitCode, j.Signal = 0, 0
