@@ -100,9 +100,9 @@ func partitionAdmits(i int, sp *api.JobSpec, p *api.Partition) error {
 	case !p.TakesJobs():
 		return refuse(i, "partition", "partition %s is %s: it takes no new jobs (scontrol update PartitionName=%s State=UP opens it)", p.Name, p.State, p.Name)
 	case len(p.AllowAccounts) > 0 && !slices.Contains(p.AllowAccounts, sp.Account):
-		return refuse(i, "account", "partition %s takes jobs of accounts %s only; account %q is not one (use -A)", p.Name, strings.Join(p.AllowAccounts, ", "), sp.Account)
+		return refuse(i, "account", "Invalid account or account/partition combination specified: partition %s takes jobs of accounts %s only; account %q is not one (use -A)", p.Name, strings.Join(p.AllowAccounts, ", "), sp.Account)
 	case slices.Contains(p.DenyAccounts, sp.Account):
-		return refuse(i, "account", "partition %s refuses jobs of account %s", p.Name, sp.Account)
+		return refuse(i, "account", "Invalid account or account/partition combination specified: partition %s refuses jobs of account %s", p.Name, sp.Account)
 	case len(p.AllowQos) > 0 && !slices.Contains(p.AllowQos, sp.QOS):
 		return refuse(i, "qos", "partition %s takes jobs of QoS %s only; QoS %q is not one (use --qos)", p.Name, strings.Join(p.AllowQos, ", "), sp.QOS)
 	}
@@ -129,13 +129,30 @@ func checkPolicy(i int, sp *api.JobSpec, s *state.State, earlier map[qosKey]int)
 	}
 	if sp.Account != "" && len(s.Accounts) > 0 {
 		if s.Accounts[sp.Account] == nil {
-			return refuse(i, "account", "invalid account %q: see corral account list", sp.Account)
+			return refuse(i, "account", "Invalid account or account/partition combination specified: account %q does not exist; %s",
+				sp.Account, userAccounts(s, sp.User))
 		}
 		if s.Users[state.UserKey{Account: sp.Account, User: sp.User}] == nil {
-			return refuse(i, "account", "user %s is not in account %s (corral user add %s --account %s)", sp.User, sp.Account, sp.User, sp.Account)
+			return refuse(i, "account", "Invalid account or account/partition combination specified: user %s is not in account %s (corral user add %s --account %s); %s",
+				sp.User, sp.Account, sp.User, sp.Account, userAccounts(s, sp.User))
 		}
 	}
 	return nil
+}
+
+// userAccounts says which accounts user may submit to, for a refusal.
+func userAccounts(s *state.State, user string) string {
+	var names []string
+	for k := range s.Users {
+		if k.User == user {
+			names = append(names, k.Account)
+		}
+	}
+	if len(names) == 0 {
+		return "user " + user + " is in no account: an administrator adds them with corral user add " + user + " --account NAME"
+	}
+	slices.Sort(names)
+	return "user " + user + "'s accounts: " + strings.Join(names, ", ") + " (use -A)"
 }
 
 // checkDependencyTargets refuses a dependency on a job that does not

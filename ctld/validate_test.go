@@ -67,11 +67,23 @@ func jobSpec(edit func(s *api.JobSpec)) api.JobSpec {
 // queues them).
 func TestSubmitStateChecks(t *testing.T) {
 	c := startOne(t, HTTPTimeouts{}, func(cfg *Config) {
-		cfg.Partitions = []api.Partition{{Name: "batch", Default: true}, {Name: "later", QueueUnfit: true}}
+		cfg.Partitions = []api.Partition{{Name: "batch", Default: true}, {Name: "later", QueueUnfit: true}, {Name: "chemonly", AllowAccounts: []string{"chem"}}}
 	})
 	base := "http://" + c.HTTPAddr()
 	if a := post(t, base, "/v1/nodes/register", gpuNode()); a.status != 200 {
 		t.Fatalf("register: %d %q", a.status, a.err.Error)
+	}
+	for _, rq := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/accounts", api.AccountRequest{Account: api.Account{Name: "phys", Shares: 1}}},
+		{"/v1/accounts", api.AccountRequest{Account: api.Account{Name: "chem", Shares: 1}}},
+		{"/v1/users", api.UserRequest{User: api.AccountUser{Name: "alice", Account: "phys", Shares: 1}}},
+	} {
+		if a := post(t, base, rq.path, rq.body); a.status != 200 {
+			t.Fatalf("%s: %d %q", rq.path, a.status, a.err.Error)
+		}
 	}
 	later := gpuNode()
 	later.Name, later.Partitions, later.BootID = "l1", []string{"later"}, "c"
@@ -98,12 +110,22 @@ func TestSubmitStateChecks(t *testing.T) {
 			want: "101 hugepages of 2048 KiB; the nodes of partition batch have at most 100"},
 		"1G hugepages nobody has":                   {edit: func(s *api.JobSpec) { s.Hugepages = []api.HugepageRequest{{SizeKB: 1 << 20, Count: 1}} }, field: "hugepages", want: "at most 0"},
 		"a partition that queues what does not fit": {edit: func(s *api.JobSpec) { s.Partition, s.NTasks = "later", 64 }},
-		"a partition that does not exist":           {edit: func(s *api.JobSpec) { s.Partition = "nosuch" }, field: "partition", want: `invalid partition "nosuch" (valid: batch, later)`},
+		"a partition that does not exist":           {edit: func(s *api.JobSpec) { s.Partition = "nosuch" }, field: "partition", want: `invalid partition "nosuch" (valid: batch, chemonly, later)`},
 		"the poison pill":                           {edit: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: -5}} }, field: "gres", want: "the count must be between 1 and 1000000"},
 		"a dependency on no job": {edit: func(s *api.JobSpec) {
 			s.Dependency = &api.Dependency{Clauses: []api.DepClause{{Type: "afterok", JobIDs: []string{"999"}}}}
 		}, field: "dependency", want: "job 999 does not exist"},
-		"an image no node has": {edit: func(s *api.JobSpec) { s.Image = "centos7" }, field: "image", want: "no node has this image"},
+		"an image no node has":   {edit: func(s *api.JobSpec) { s.Image = "centos7" }, field: "image", want: "no node has this image"},
+		"Slurm's normal QoS":     {edit: func(s *api.JobSpec) { s.QOS = "normal" }},
+		"an account of the user": {edit: func(s *api.JobSpec) { s.Account = "phys" }},
+		"an account that does not exist": {edit: func(s *api.JobSpec) { s.Account = "nosuch" }, field: "account",
+			want: `Invalid account or account/partition combination specified: account "nosuch" does not exist; user alice's accounts: phys (use -A)`},
+		"an account the user is not in": {edit: func(s *api.JobSpec) { s.Account = "chem" }, field: "account",
+			want: "Invalid account or account/partition combination specified: user alice is not in account chem"},
+		"a user in no account": {edit: func(s *api.JobSpec) { s.User, s.Account = "bob", "phys" }, field: "account",
+			want: "user bob is in no account: an administrator adds them with corral user add bob --account NAME"},
+		"an account the partition does not take": {edit: func(s *api.JobSpec) { s.Partition, s.Account = "chemonly", "phys" }, field: "account",
+			want: `Invalid account or account/partition combination specified: partition chemonly takes jobs of accounts chem only; account "phys" is not one`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
