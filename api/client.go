@@ -357,6 +357,19 @@ func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
 }
 
+// TestOnly asks when and where jobs would start, storing nothing (sbatch
+// --test-only).
+func (c *Client) TestOnly(ctx context.Context, jobs []JobSpec) ([]WillRun, error) {
+	var resp SubmitResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", SubmitRequest{Jobs: jobs, TestOnly: true}, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.WillRun) != len(jobs) {
+		return nil, fmt.Errorf("the controller answered %d test-only results for %d jobs", len(resp.WillRun), len(jobs))
+	}
+	return resp.WillRun, nil
+}
+
 // Requeue puts jobs back in the queue (and holds them with Hold).
 func (c *Client) Requeue(ctx context.Context, req RequeueRequest) (*HoldResponse, error) {
 	var resp HoldResponse

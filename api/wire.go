@@ -1,11 +1,32 @@
 package api
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // SubmitRequest carries a batch of jobs; the batch is accepted or refused
 // whole.
 type SubmitRequest struct {
 	Jobs []JobSpec `json:"jobs"`
+	// TestOnly asks when and where the jobs would start, as sbatch
+	// --test-only does: they are validated and given to one scheduling
+	// pass over the current state, and nothing is stored.
+	TestOnly bool `json:"test_only,omitempty"`
+}
+
+// WillRun is what a test-only submission answers for one job: when it
+// would start (now, or the start the pass reserves it), on which node and
+// in which partition, or why no start is known.
+type WillRun struct {
+	// JobID is the id the job would have been given (not taken).
+	JobID     uint64    `json:"job_id"`
+	Partition string    `json:"partition"`
+	CPUs      int       `json:"cpus"`
+	Start     time.Time `json:"start,omitempty"`
+	Node      string    `json:"node,omitempty"`
+	// Reason is set when the pass gives no start: why the job would wait.
+	Reason Reason `json:"reason,omitempty"`
 }
 
 // SubmitResult is the outcome for one job of a batch.
@@ -23,6 +44,8 @@ type SubmitResult struct {
 // SubmitResponse answers a SubmitRequest, one result per job in order.
 type SubmitResponse struct {
 	Results []SubmitResult `json:"results"`
+	// WillRun answers a test-only request, job by job (Results is empty).
+	WillRun []WillRun `json:"will_run,omitempty"`
 }
 
 // JobFilter selects jobs for listing and cancelling, like squeue/scancel

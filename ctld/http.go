@@ -135,6 +135,11 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if req.TestOnly {
+		noteTarget(r, "test only, %d jobs", len(specs))
+		writeJSON(w, http.StatusOK, api.SubmitResponse{Results: []api.SubmitResult{}, WillRun: c.willRun(specs, c.clock.Now().UTC())})
+		return nil
+	}
 	results, err := c.submit(r.Context(), specs)
 	if err != nil {
 		return err

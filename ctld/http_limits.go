@@ -405,16 +405,23 @@ func decodeSubmit(r *http.Request) (api.SubmitRequest, error) {
 	if err := delim('{'); err != nil {
 		return req, err
 	}
-	seen := false
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return req, malformed(err)
 		}
-		if key, _ := tok.(string); key != "jobs" || seen {
+		key, _ := tok.(string)
+		if (key != "jobs" && key != "test_only") || seen[key] {
 			return req, malformed(fmt.Errorf("unknown or repeated field %v", tok))
 		}
-		seen = true
+		seen[key] = true
+		if key == "test_only" {
+			if err := dec.Decode(&req.TestOnly); err != nil {
+				return req, malformed(fmt.Errorf("test_only: %w", err))
+			}
+			continue
+		}
 		if err := decodeJobs(dec, &req, malformed); err != nil {
 			return req, err
 		}

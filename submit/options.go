@@ -85,6 +85,8 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, _ string, _ bool) error { b.parsable = true; return nil }},
 	{Option: getopt.Option{Short: 'W', Long: "wait", Help: "wait for the job to end and exit with its exit code"},
 		apply: func(b *builder, _ string, _ bool) error { b.wait = true; return nil }},
+	{Option: getopt.Option{Long: "test-only", Help: "say when and where the job would start (one scheduling pass over the current queue); submit nothing"},
+		apply: func(b *builder, _ string, _ bool) error { b.testOnly = true; return nil }},
 	{Option: getopt.Option{Short: 'G', Long: "gpus", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs for the job, e.g. --gpus=2 or --gpus=h100:2 (same as --gres=gpu:[TYPE:]N)"},
 		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus", v, 1) }},
 	{Option: getopt.Option{Long: "gpus-per-task", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs per task: N × --ntasks GPUs for the job"},

@@ -46,6 +46,9 @@ type Request struct {
 	Parsable bool
 	// Wait asks the CLI to wait for the job to end (-W/--wait).
 	Wait bool
+	// TestOnly asks when and where the job would start, storing nothing
+	// (--test-only).
+	TestOnly bool
 	// ScriptPath is the script path as the user gave it; empty for --wrap
 	// and for a script read from standard input.
 	ScriptPath string
@@ -77,6 +80,7 @@ type builder struct {
 	chdir     string
 	parsable  bool
 	wait      bool
+	testOnly  bool
 	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
 	// --ntasks in finish.
 	gpusPerTask string
@@ -208,7 +212,7 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	if err := ValidateSpec(&b.spec, c.Now); err != nil {
 		return nil, err
 	}
-	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, ScriptPath: scriptPath}, nil
+	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, TestOnly: b.testOnly, ScriptPath: scriptPath}, nil
 }
 
 // script is the batch script and where it came from.

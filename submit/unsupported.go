@@ -75,7 +75,6 @@ var unsupported = []struct {
 	{0, "sockets-per-node", req, hintCPUs},
 	{0, "spread-job", none, ""},
 	{0, "switches", req, ""},
-	{0, "test-only", none, ""},
 	{0, "thread-spec", req, ""},
 	{0, "threads-per-core", req, hintCPUs},
 	{0, "time-min", req, "use --time"},

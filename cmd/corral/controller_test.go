@@ -333,6 +333,28 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 		}
 	})
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
+	t.Run("sbatch --test-only", func(t *testing.T) {
+		before, err := f.cl.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, ctx, addr, "sbatch", "--test-only", "-c", "2", "--wrap", "true")
+		if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "sbatch: Job ") ||
+			!strings.HasSuffix(r.stderr, " using 2 processors on nodes n1 in partition batch\n") {
+			t.Errorf("sbatch --test-only: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		r = runCLI(t, ctx, addr, "sbatch", "--test-only", "-c", "3", "--wrap", "true")
+		if r.code != 1 || !strings.Contains(r.stderr, "Requested node configuration is not available") {
+			t.Errorf("sbatch --test-only of a job no node holds: exit %d, stderr %q", r.code, r.stderr)
+		}
+		after, err := f.cl.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Jobs["PENDING"]+after.Jobs["RUNNING"] != before.Jobs["PENDING"]+before.Jobs["RUNNING"] {
+			t.Errorf("test-only submissions stored jobs: %v → %v", before.Jobs, after.Jobs)
+		}
+	})
 }
 
 // testRequeue requeues a job running on the hand-registered node n1: it

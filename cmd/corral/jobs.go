@@ -50,6 +50,9 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return err
 	}
+	if req.TestOnly {
+		return testOnly(ctx, env, cl, req)
+	}
 	req.Spec.RequestID = newRequestID()
 	res, err := cl.Submit(ctx, []api.JobSpec{req.Spec})
 	if err != nil {
@@ -74,6 +77,24 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return exitStatus(1)
 	}
+	return nil
+}
+
+// testOnly prints, as sbatch --test-only does, when and where the
+// controllers' pass would start the job; nothing is submitted.
+func testOnly(ctx context.Context, env *cliEnv, cl *api.Client, req *submit.Request) error {
+	runs, err := cl.TestOnly(ctx, []api.JobSpec{req.Spec})
+	if err != nil {
+		return fmt.Errorf("testing %s: %w", req.Spec.Name, err)
+	}
+	w := runs[0]
+	if w.Start.IsZero() {
+		fmt.Fprintf(env.stderr, "%s: Job %d has no expected start: it would wait with reason %s (corral why explains each reason)\n", env.prog, w.JobID, w.Reason)
+		return exitStatus(1)
+	}
+	// sbatch prints this on stderr, in the local time of the host.
+	fmt.Fprintf(env.stderr, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
+		env.prog, w.JobID, w.Start.Local().Format("2006-01-02T15:04:05"), w.CPUs, display.Safe(w.Node), display.Safe(w.Partition))
 	return nil
 }
 
