@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -142,6 +143,19 @@ type ArraySpec struct {
 	Raw      string       `json:"raw"`
 	Ranges   []ArrayRange `json:"ranges"`
 	Throttle int          `json:"throttle,omitempty"`
+}
+
+// WithThrottle returns a with its %N task limit set to n (0: none), its
+// expression saying so.
+func (a ArraySpec) WithThrottle(n int) *ArraySpec {
+	if i := strings.IndexByte(a.Raw, '%'); i >= 0 {
+		a.Raw = a.Raw[:i]
+	}
+	if n > 0 && a.Raw != "" {
+		a.Raw += "%" + strconv.Itoa(n)
+	}
+	a.Throttle = n
+	return &a
 }
 
 // ArrayRange is First..Last (inclusive) in steps of Step.

@@ -394,9 +394,39 @@ type Why struct {
 	Lines []string `json:"lines"`
 }
 
-// UpdateJobRequest changes a pending job's dependency; a nil Dependency
-// removes it.
+// UpdateJobRequest changes a job, as scontrol update JobId=... does.
+// Without Changes it sets a pending job's dependency (a nil Dependency
+// removes it), as it always did; with Changes it makes those changes, and
+// touches the dependency only when Changes.SetDependency says so.
 type UpdateJobRequest struct {
 	ID         uint64      `json:"id"`
 	Dependency *Dependency `json:"dependency"`
+	Changes    *JobChanges `json:"changes,omitempty"`
+}
+
+// JobChanges are the fields of a job an update may change; nil ones stay.
+// TimeLimit, Name and Comment change at any time before the job ends;
+// the others only while it is pending. Raising a time limit beyond what
+// the job's QoS (MaxWall) and partition (MaxTime) allow, or lowering a
+// nice value, takes an operator or administrator.
+type JobChanges struct {
+	TimeLimit *int64  `json:"time_limit_s,omitempty"`
+	Name      *string `json:"name,omitempty"`
+	Comment   *string `json:"comment,omitempty"`
+	Nice      *int    `json:"nice,omitempty"`
+	Partition *string `json:"partition,omitempty"`
+	QOS       *string `json:"qos,omitempty"`
+	// NumTasks sets --ntasks; NumCPUs the job's CPUs in all (a multiple of
+	// its tasks: the CPUs per task follow).
+	NumTasks *int `json:"num_tasks,omitempty"`
+	NumCPUs  *int `json:"num_cpus,omitempty"`
+	// MinMemoryNode is --mem in MiB (it replaces --mem-per-cpu).
+	MinMemoryNode *int64 `json:"min_memory_node_mb,omitempty"`
+	// StartTime is --begin.
+	StartTime *time.Time `json:"start_time,omitempty"`
+	// ArrayTaskThrottle is an array's %N: how many of its tasks may run at
+	// once (0: no limit).
+	ArrayTaskThrottle *int `json:"array_task_throttle,omitempty"`
+	// SetDependency sets the dependency to UpdateJobRequest.Dependency.
+	SetDependency bool `json:"set_dependency,omitempty"`
 }

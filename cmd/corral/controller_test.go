@@ -333,6 +333,7 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 		}
 	})
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
+	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
 	t.Run("sbatch --test-only", func(t *testing.T) {
 		before, err := f.cl.Status(ctx)
 		if err != nil {
@@ -413,6 +414,38 @@ func equalRows(a, b [][]string) bool {
 		}
 	}
 	return true
+}
+
+// testUpdateJob changes a pending job's fields with scontrol update, as
+// users type it: a time limit, +T on it, a name, a comment and memory in
+// one request; unknown keys and a refused change say what is wrong.
+func testUpdateJob(t *testing.T, f *ctlFixture) {
+	ctx, addr, cl := f.ctx, f.addr, f.cl
+	id := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-H", "-t", "2:00:00", "--wrap", "true"))
+	mustRun(t, ctx, addr, "scontrol", "update", "JobId="+id, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "MinMemoryNode=128M")
+	mustRun(t, ctx, addr, "corral", "update", id, "TimeLimit=-30")
+	j, err := cl.JobByRef(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := j.Spec; s.TimeLimit != 1800 || s.Name != "renamed" || s.Comment != "hello" || s.MemPerNode != 128 {
+		t.Errorf("after scontrol update: limit %d, name %q, comment %q, memory %d", s.TimeLimit, s.Name, s.Comment, s.MemPerNode)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"scontrol", "update", "JobId=" + id, "Colour=red"}, "Colour is not a job field update can change"},
+		{[]string{"scontrol", "update", "JobId=" + id, "NumCPUs=64"}, "Requested node configuration is not available"},
+		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=soon"}, "TimeLimit"},
+		{[]string{"scontrol", "update", "JobId=" + id, "Nice=x"}, "Nice=x is not a whole number"},
+		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=+1:00:00"}, "scontrol: error: job " + id + ": TimeLimit=1h30m0s raises its limit of 30m0s"},
+	} {
+		if r := runCLI(t, ctx, addr, tc.argv...); r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want a refusal saying %q", strings.Join(tc.argv, " "), r.code, r.stderr, tc.want)
+		}
+	}
+	mustRun(t, ctx, addr, "scancel", id)
 }
 
 // waitFor polls cond for up to 15 s and fails the test, naming what it

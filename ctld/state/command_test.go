@@ -337,9 +337,30 @@ var applyTests = map[CommandType]func(t *testing.T){
 		next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 3, Dependency: dep})
 		err, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, Dependency: dep}).(error)
 		s := r.s
+		name, limit, part, three, mem, throttle := "renamed", int64(7200), "debug", 3, int64(2048), 2
+		begin := t0.Add(time.Hour)
+		held := s.Jobs[4].Spec
+		nodeIndex := s.Nodes["n1"].AllocIndex
+		renamed, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, Changes: &JobEdits{TimeLimit: &limit, Name: &name}}).(error)
+		pendingOnly, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, Changes: &JobEdits{Partition: &part}}).(error)
+		moved, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 3, Changes: &JobEdits{Partition: &part, NTasks: &three, MemPerNode: &mem, Begin: &begin}}).(error)
+		noArray, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 3, Changes: &JobEdits{Throttle: &throttle}}).(error)
+		heldKept, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 4, Changes: &JobEdits{Name: &name}}).(error)
+		next(CmdJobReports, &JobReports{Now: t0, Node: "n2", BootID: "b2", Reports: []api.JobReport{{JobID: 2, StartIndex: 4, State: api.StateCompleted}}})
+		ended, _ := next(CmdUpdateJob, &UpdateJob{Now: t0, ID: 2, Changes: &JobEdits{Name: &name}}).(error)
 		expect(t, map[string][2]any{
-			"dependency set":  {s.Jobs[3].Spec.Dependency.Raw, "afterok:1"},
-			"running refused": {err != nil && strings.Contains(err.Error(), "only pending jobs"), true},
+			"dependency set":                 {s.Jobs[3].Spec.Dependency.Raw, "afterok:1"},
+			"running refused":                {err != nil && strings.Contains(err.Error(), "only pending jobs"), true},
+			"a running job's limit and name": {renamed == nil && r.s.Jobs[1].Spec.TimeLimit == 7200 && r.s.Jobs[1].Spec.Name == "renamed", true},
+			"its node told":                  {r.s.Nodes["n1"].AllocIndex > nodeIndex, true},
+			"a pending-only change refused":  {pendingOnly != nil && strings.Contains(pendingOnly.Error(), "Partition can change only while it is pending"), true},
+			"a pending job's changes":        {moved == nil && r.s.Jobs[3].Spec.Partition == "debug" && r.s.Jobs[3].Spec.NTasks == 3 && r.s.Jobs[3].Spec.MemPerNode == 2048, true},
+			"its begin":                      {r.s.Jobs[3].Spec.Begin.Equal(begin), true},
+			"its dependency kept":            {r.s.Jobs[3].Spec.Dependency.Raw, "afterok:1"},
+			"a throttle needs an array":      {noArray != nil && strings.Contains(noArray.Error(), "no array"), true},
+			"a held job keeps its reason":    {heldKept == nil && r.s.Jobs[4].Reason == api.ReasonJobHeldUser, true},
+			"the old spec untouched":         {held.Name, "d"},
+			"an ended job refused":           {ended != nil && strings.Contains(ended.Error(), "has ended"), true},
 		})
 	},
 	CmdPurgeJobs: func(t *testing.T) {

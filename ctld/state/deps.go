@@ -15,28 +15,125 @@ import (
 	"corral/api"
 )
 
-// UpdateJob changes a pending job's dependency (scontrol update
-// JobId=12 Dependency=...). Nil removes it.
+// UpdateJob changes a job (scontrol update JobId=12 ...). Without
+// Changes (every entry written before they existed) it sets a pending
+// job's dependency, nil removing it; with Changes it makes those changes
+// and sets the dependency only when Changes.SetDependency says so.
 type UpdateJob struct {
 	Now        time.Time   `json:"now"`
 	ID         uint64      `json:"id"`
 	Dependency *Dependency `json:"dependency"`
 	// By is who asked (the request's principal), as the leader stamps it.
-	By string `json:"by,omitempty"`
+	By      string    `json:"by,omitempty"`
+	Changes *JobEdits `json:"changes,omitempty"`
 }
 
-func (s *State) applyUpdateJob(c *UpdateJob) error {
+// JobEdits are an update's changes, as the leader checked them; nil ones
+// stay. TimeLimit, Name and Comment apply to a job that has not ended,
+// the others only to a pending one.
+type JobEdits struct {
+	TimeLimit   *int64  `json:"time_limit_s,omitempty"`
+	Name        *string `json:"name,omitempty"`
+	Comment     *string `json:"comment,omitempty"`
+	Nice        *int    `json:"nice,omitempty"`
+	Partition   *string `json:"partition,omitempty"`
+	QOS         *string `json:"qos,omitempty"`
+	NTasks      *int    `json:"ntasks,omitempty"`
+	CPUsPerTask *int    `json:"cpus_per_task,omitempty"`
+	// MemPerNode replaces the job's memory request (and any per-CPU one).
+	MemPerNode    *int64     `json:"mem_per_node_mb,omitempty"`
+	Begin         *time.Time `json:"begin,omitempty"`
+	Throttle      *int       `json:"throttle,omitempty"`
+	SetDependency bool       `json:"set_dependency,omitempty"`
+}
+
+// PendingOnly names the first change that applies only to a pending job;
+// "" when none does.
+func (e *JobEdits) PendingOnly() string {
+	switch {
+	case e.Nice != nil:
+		return "Nice"
+	case e.Partition != nil:
+		return "Partition"
+	case e.QOS != nil:
+		return "QOS"
+	case e.NTasks != nil || e.CPUsPerTask != nil:
+		return "NumCPUs"
+	case e.MemPerNode != nil:
+		return "MinMemoryNode"
+	case e.Begin != nil:
+		return "StartTime"
+	case e.Throttle != nil:
+		return "ArrayTaskThrottle"
+	case e.SetDependency:
+		return "Dependency"
+	}
+	return ""
+}
+
+func (s *State) applyUpdateJob(c *UpdateJob, index uint64) error {
 	j := s.editJob(c.ID)
 	if j == nil {
 		return fmt.Errorf("job %d: no such job", c.ID)
 	}
-	if j.State != api.StatePending {
-		return fmt.Errorf("job %d is %s; only pending jobs can be updated", c.ID, j.State)
+	if c.Changes == nil {
+		if j.State != api.StatePending {
+			return fmt.Errorf("job %d is %s; only pending jobs can be updated", c.ID, j.State)
+		}
+		j.editSpec().Dependency = s.ResolveDependency(c.Dependency)
+		j.Reason = api.ReasonNone
+		s.putJob(j)
+		return nil
 	}
-	j.editSpec().Dependency = s.ResolveDependency(c.Dependency)
-	j.Reason = api.ReasonNone
+	e := c.Changes
+	if j.State.Terminal() {
+		return fmt.Errorf("job %d has ended (%s); it cannot be updated", c.ID, j.State)
+	}
+	if f := e.PendingOnly(); f != "" && j.State != api.StatePending {
+		return fmt.Errorf("job %d is %s; %s can change only while it is pending", c.ID, j.State, f)
+	}
+	if e.Throttle != nil && j.Spec.Array == nil {
+		return fmt.Errorf("job %d is no array; ArrayTaskThrottle applies to arrays", c.ID)
+	}
+	sp := j.editSpec()
+	set(&sp.TimeLimit, e.TimeLimit)
+	set(&sp.Name, e.Name)
+	set(&sp.Comment, e.Comment)
+	set(&sp.Nice, e.Nice)
+	set(&sp.Partition, e.Partition)
+	set(&sp.QOS, e.QOS)
+	set(&sp.NTasks, e.NTasks)
+	set(&sp.CPUsPerTask, e.CPUsPerTask)
+	if e.MemPerNode != nil {
+		sp.MemPerNode, sp.MemPerCPU = *e.MemPerNode, 0
+	}
+	set(&sp.Begin, e.Begin)
+	if e.Throttle != nil {
+		sp.Array = sp.Array.WithThrottle(*e.Throttle) // a copy: the task records share it
+	}
+	if e.SetDependency {
+		sp.Dependency = s.ResolveDependency(c.Dependency)
+	}
+	s.internSpec(sp)
+	if j.State == api.StatePending && !sp.Hold {
+		j.Reason = api.ReasonNone // the next pass gives the new one
+	}
 	s.putJob(j)
+	// The nodes of a running job learn its new time limit (or name) with
+	// their next desired state.
+	for _, a := range s.activeAllocs(j) {
+		if n := s.editNode(a.Node); n != nil {
+			s.putNode(n, index)
+		}
+	}
 	return nil
+}
+
+// set stores *v in *dst when v is given.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // ResolveDependency returns d with its targets resolved, parsed from the

@@ -246,8 +246,17 @@ func goldenCommands() []struct {
 		{CmdSeedConfig, &SeedConfig{Partitions: []api.Partition{{Name: "late"}}, DefMemPerCPU: 1, Policy: "fcfs", QOS: []api.QOS{{Name: "normal"}}}},
 		// scontrol requeuehold of the suspended job 60 by an administrator.
 		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(15 * time.Hour), IDs: []uint64{60}, Hold: true, By: "root", Admin: true}},
+		// scontrol update of every field a job update changes, on job 60
+		// (requeued: COMPLETING, so the pending-only ones are refused).
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(15 * time.Hour), ID: 60, By: "oscar", Dependency: &Dependency{Raw: "afterany:2", Clauses: []DepClause{{Type: "afterany", JobIDs: []string{"2"}}}},
+			Changes: &JobEdits{TimeLimit: ptr(int64(600)), Name: ptr("n"), Comment: ptr("c"), Nice: ptr(5), Partition: ptr("geo"), QOS: ptr("low"),
+				NTasks: ptr(2), CPUsPerTask: ptr(2), MemPerNode: ptr(int64(512)), Begin: ptr(t0), Throttle: ptr(1), SetDependency: true}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(15 * time.Hour), ID: 60, By: "alice", Changes: &JobEdits{TimeLimit: ptr(int64(300)), Comment: ptr("shorter")}}},
 	}
 }
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }
 
 // goldenAudit is an audit entry with every field set.
 func goldenAudit() *AuditRecords {

@@ -62,7 +62,7 @@ var commands = map[CommandType]command{
 	CmdPutQOS:      def("PutQOS", func(s *State, c *PutQOS, _ uint64) any { return errOrNil(s.applyPutQOS(c)) }),
 	CmdPutAccount:  def("PutAccount", func(s *State, c *PutAccount, _ uint64) any { return errOrNil(s.applyPutAccount(c)) }),
 	CmdPutUser:     def("PutUser", func(s *State, c *PutUser, _ uint64) any { return errOrNil(s.applyPutUser(c)) }),
-	CmdUpdateJob:   def("UpdateJob", func(s *State, c *UpdateJob, _ uint64) any { return errOrNil(s.applyUpdateJob(c)) }),
+	CmdUpdateJob:   def("UpdateJob", func(s *State, c *UpdateJob, index uint64) any { return errOrNil(s.applyUpdateJob(c, index)) }),
 	CmdPurgeJobs:   def("PurgeJobs", func(s *State, c *PurgeJobs, _ uint64) any { return s.applyPurge(c) }),
 	CmdPutPartition: def("PutPartition", func(s *State, c *PutPartition, _ uint64) any {
 		return errOrNil(s.applyPutPartition(c))
