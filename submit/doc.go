@@ -39,7 +39,7 @@
 //
 // Errors a user can fix are *Error values naming the option or field and
 // what to do; those found on a directive line carry "file:line: #SBATCH
-// ...:" in front. Sentinels (ErrHelp, ErrUnsupported, ErrNoScript,
+// ...:" in front. Sentinels (ErrHelp, ErrVersion, ErrRefused, ErrUnsupported, ErrNoScript,
 // ErrEmptyScript, ErrNotBatchScript, ErrScriptTooLarge) can be tested with
 // errors.Is.
 //

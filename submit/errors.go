@@ -13,9 +13,15 @@ import (
 var (
 	// ErrHelp is returned by Parse for -h/--help; print Usage() and exit 0.
 	ErrHelp = errors.New("help requested")
-	// ErrUnsupported marks a Slurm option corral recognises but does not
-	// implement yet.
-	ErrUnsupported = errors.New("option not supported by corral yet")
+	// ErrVersion is returned by Parse for -V/--version; print the version
+	// and exit 0.
+	ErrVersion = errors.New("version requested")
+	// ErrUnsupported marks a value of an option that corral does not take
+	// (--nodes=2, --mem=0), the reason given.
+	ErrUnsupported = errors.New("value not taken by corral")
+	// ErrRefused marks a Slurm option that corral refuses, the reason
+	// given: accepting it would mislead (see otherOptions).
+	ErrRefused = errors.New("option refused by corral")
 	// ErrNoScript marks a submission with neither a script path, nor --wrap,
 	// nor a script on standard input.
 	ErrNoScript = errors.New("no batch script")

@@ -111,8 +111,36 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
 	{Option: getopt.Option{Long: "no-migrate", Help: "share the node's files with the job's VM over virtiofs: faster, but the VM cannot be live-migrated"},
 		apply: func(b *builder, _ string, _ bool) error { b.spec.NoMigrate = true; return nil }},
+	{Option: getopt.Option{Long: "gpus-per-node", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs on the job's node: a job runs on one node, so the same as --gpus"},
+		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus-per-node", v, 1) }},
+	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},
+		apply: applyOpenMode},
+	{Option: getopt.Option{Long: "ignore-pbs", Help: "ignore #PBS lines in the script (corral reads none)"},
+		apply: func(*builder, string, bool) error { return nil }},
+	{Option: getopt.Option{Short: 'Q', Long: "quiet", Help: "print no warnings"},
+		apply: func(b *builder, _ string, _ bool) error { b.quiet = true; return nil }},
+	{Option: getopt.Option{Short: 'v', Long: "verbose", Help: "say what is submitted, on stderr (repeatable)"},
+		apply: func(b *builder, _ string, _ bool) error { b.verbose++; return nil }},
+	{Option: getopt.Option{Short: 'V', Long: "version", Help: "print the version and submit nothing"},
+		apply: func(*builder, string, bool) error { return ErrVersion }, cliOnly: "it only makes sense on the command line"},
+	{Option: getopt.Option{Long: "usage", Help: "show this help"},
+		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
 	{Option: getopt.Option{Short: 'h', Long: "help", Help: "show this help"},
 		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
+}
+
+// applyOpenMode takes --open-mode=truncate, what corral's nodes do; append
+// is refused: each run writes its output files anew, so appending would be
+// silently ignored.
+func applyOpenMode(_ *builder, v string, _ bool) error {
+	switch v {
+	case "truncate", "t":
+		return nil
+	case "append", "a":
+		return optionError("--open-mode", v, ErrRefused,
+			"the node writes a job's output files anew for each run, so append would be silently ignored; write to a file of its own with -o, e.g. -o out-%%j.txt")
+	}
+	return optionError("--open-mode", v, nil, "use truncate")
 }
 
 // applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does; R: (the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +50,16 @@ type Request struct {
 	// TestOnly asks when and where the job would start, storing nothing
 	// (--test-only).
 	TestOnly bool
+	// Warnings are the options accepted that have no effect under corral,
+	// each with why, for the CLI to print on stderr unless Quiet.
+	Warnings []string
+	// Quiet (-Q) silences the warnings; Verbose (-v, repeatable) asks for
+	// more of what sbatch says.
+	Quiet   bool
+	Verbose int
+	// Version (-V) and Usage (--usage) ask for the version or a short
+	// usage line instead of a submission.
+	Version, Usage bool
 	// ScriptPath is the script path as the user gave it; empty for --wrap
 	// and for a script read from standard input.
 	ScriptPath string
@@ -81,9 +92,23 @@ type builder struct {
 	parsable  bool
 	wait      bool
 	testOnly  bool
+	warnings  []string
+	quiet     bool
+	verbose   int
+	version   bool
+	usage     bool
 	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
 	// --ntasks in finish.
 	gpusPerTask string
+}
+
+// warn records that option has no effect under corral, and why; an option
+// given twice (in the script and on the command line) is said once.
+func (b *builder) warn(option, why string) {
+	line := option + ": " + why
+	if !slices.Contains(b.warnings, line) {
+		b.warnings = append(b.warnings, line)
+	}
 }
 
 // setMemory applies --mem or --mem-per-cpu. As in sbatch, giving both at
@@ -96,7 +121,7 @@ func (b *builder) setMemory(field, v string) error {
 	}
 	if mib == 0 {
 		return optionError(field, v, ErrUnsupported,
-			"0 (all of a node's memory) is not supported yet; give an amount, e.g. %s=4G", field)
+			"0 (all of a node's memory) is not a size corral takes: a job gets the memory it asks for, so give an amount, e.g. %s=4G", field)
 	}
 	if field == "--mem" {
 		if b.memPerCPULayer == b.layer {
@@ -212,7 +237,8 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	if err := ValidateSpec(&b.spec, c.Now); err != nil {
 		return nil, err
 	}
-	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, TestOnly: b.testOnly, ScriptPath: scriptPath}, nil
+	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, TestOnly: b.testOnly, ScriptPath: scriptPath,
+		Warnings: b.warnings, Quiet: b.quiet, Verbose: b.verbose}, nil
 }
 
 // script is the batch script and where it came from.

@@ -271,33 +271,43 @@ func TestUsage(t *testing.T) {
 			t.Errorf("Usage() lacks %q", want)
 		}
 	}
-	for _, hidden := range []string{"--exclusive", "--gpus-per-node", "--nodelist"} {
+	for _, hidden := range []string{"--exclusive", "--acctg-freq", "--nodelist"} {
 		if strings.Contains(u, hidden) {
-			t.Errorf("Usage() shows unsupported option %s", hidden)
+			t.Errorf("Usage() shows option %s, which corral does not honour", hidden)
 		}
 	}
 }
 
-// TestOptionTable checks that every option has help and a handler, and that
-// every unsupported option is refused by name.
+// TestOptionTable checks that every option has help and a handler, and
+// that every other sbatch option gets its fate: accepted with its warning,
+// or refused with its reason, by name.
 func TestOptionTable(t *testing.T) {
 	for _, d := range supportedOptions {
 		if d.Help == "" || d.apply == nil || d.Long == "" {
 			t.Errorf("option %s lacks help, a handler or a long name", d.Name())
 		}
 	}
-	for _, u := range unsupported {
-		t.Run(u.long, func(t *testing.T) {
-			args := []string{"--" + u.long}
-			if u.arg == req {
-				args = []string{"--" + u.long + "=1"}
+	for _, o := range otherOptions {
+		t.Run(o.long, func(t *testing.T) {
+			args := []string{"--" + o.long}
+			if o.arg == req {
+				args = []string{"--" + o.long + "=1"}
 			}
-			_, err := Parse(append(args, "job.sh"), testContext(map[string]string{"job.sh": basicScript}))
-			if !errors.Is(err, ErrUnsupported) {
-				t.Fatalf("Parse(%q) = %v, want ErrUnsupported", args, err)
+			r, err := Parse(append(args, "job.sh"), testContext(map[string]string{"job.sh": basicScript}))
+			switch o.fate {
+			case fateWarn:
+				if err != nil || len(r.Warnings) != 1 || r.Warnings[0] != "--"+o.long+": "+o.why {
+					t.Fatalf("Parse(%q) = %v, %v; want it accepted with the warning %q", args, r, err, o.why)
+				}
+			case fateRefuse:
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--"+o.long) || !strings.Contains(err.Error(), o.why) {
+					t.Fatalf("Parse(%q) = %v; want a refusal naming --%s with its reason", args, err, o.long)
+				}
+			default:
+				t.Fatalf("--%s has no fate", o.long)
 			}
-			if !strings.Contains(err.Error(), "--"+u.long) || !strings.Contains(err.Error(), "not supported by corral yet") {
-				t.Errorf("error %q does not name --%s", err, u.long)
+			if o.why == "" || strings.Contains(o.why, "yet") {
+				t.Errorf("--%s: %q is no reason", o.long, o.why)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ var cliParser *getopt.Parser
 var optionsByLong map[string]optionDef
 
 func init() {
-	defs := append(append([]optionDef(nil), supportedOptions...), unsupportedDefs()...)
+	defs := append(append([]optionDef(nil), supportedOptions...), otherDefs()...)
 	optionsByLong = make(map[string]optionDef, len(defs))
 	table := make([]getopt.Option, len(defs))
 	for i, d := range defs {
@@ -38,8 +38,10 @@ Options:
 
 const usageFooter = `
 Long options may be shortened to any unambiguous prefix (--part for
---partition). Slurm options that corral does not support yet are refused
-by name.
+--partition). Every other sbatch option is accepted with a warning where
+it has no meaning under corral (--cpu-freq in a VM), or refused with the
+reason where accepting it would mislead (--reservation); docs/cli.md lists
+each one's fate.
 `
 
 // Usage returns the help text for -h/--help.

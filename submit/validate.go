@@ -344,7 +344,7 @@ func checkCounts(sp *api.JobSpec, _ time.Time) error {
 	case sp.Nodes < 0:
 		return fieldErr("nodes", strconv.Itoa(sp.Nodes), ErrInvalid, "--nodes must be 1 (or 0, unset)")
 	case sp.Nodes > 1:
-		return fieldErr("nodes", strconv.Itoa(sp.Nodes), ErrUnsupported, "jobs span one node for now; ask for --nodes=1, and for CPUs with -n and -c")
+		return fieldErr("nodes", strconv.Itoa(sp.Nodes), ErrUnsupported, "corral runs each job on one node; ask for --nodes=1, and for CPUs with -n and -c")
 	}
 	return nil
 }

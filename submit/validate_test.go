@@ -37,7 +37,7 @@ var badSpecs = map[string]struct {
 	"cpus product too large": {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = 1000, 1001 }, "cpus_per_task", "1000 × 1001 CPUs"},
 	"ntasks MaxInt":          {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = math.MaxInt, math.MaxInt }, "ntasks", "between 1"},
 	"nodes negative":         {func(s *api.JobSpec) { s.Nodes = -5 }, "nodes", "--nodes must be 1 (or 0, unset)"},
-	"nodes 2":                {func(s *api.JobSpec) { s.Nodes = 2 }, "nodes", "jobs span one node"},
+	"nodes 2":                {func(s *api.JobSpec) { s.Nodes = 2 }, "nodes", "corral runs each job on one node"},
 
 	// Memory.
 	"mem negative":         {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},

@@ -334,6 +334,24 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	})
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
 	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
+	t.Run("sbatch option fates", func(t *testing.T) {
+		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
+			r.stderr != "sbatch: warning: --cpu-freq: a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set\n"+
+				"sbatch: warning: --mail-type: corral sends no mail; corral submit --wait, or polling the job, tells when it ends\n" {
+			t.Errorf("sbatch with warned options: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if r := runCLI(t, ctx, addr, "sbatch", "-Q", "--cpu-freq=high", "-H", "--wrap", "true"); r.code != 0 || r.stderr != "" {
+			t.Errorf("sbatch -Q: exit %d, stderr %q; want no warning", r.code, r.stderr)
+		}
+		if r := runCLI(t, ctx, addr, "sbatch", "--reservation=maint", "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, "sbatch: error: --reservation=maint: corral has no reservations") {
+			t.Errorf("sbatch --reservation: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if r := runCLI(t, ctx, addr, "sbatch", "-V"); r.code != 0 || !strings.HasPrefix(r.stdout, "corral ") {
+			t.Errorf("sbatch -V: exit %d, stdout %q", r.code, r.stdout)
+		}
+		mustRun(t, ctx, addr, "scancel", "-u", "tester")
+	})
 	t.Run("sbatch --test-only", func(t *testing.T) {
 		before, err := f.cl.Status(ctx)
 		if err != nil {

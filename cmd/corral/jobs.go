@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -48,7 +49,22 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprint(env.stdout, submit.Usage())
 			return errHelp
 		}
+		if errors.Is(err, submit.ErrVersion) {
+			fmt.Fprintf(env.stdout, "corral %s\n", version)
+			return nil
+		}
 		return err
+	}
+	if !req.Quiet {
+		for _, w := range req.Warnings {
+			fmt.Fprintf(env.stderr, "%s: warning: %s\n", env.prog, w)
+		}
+	}
+	if req.Verbose > 0 {
+		sp := &req.Spec
+		fmt.Fprintf(env.stderr, "%s: job %s of user %s: %d task(s) × %d CPU(s), memory %s, time limit %s, partition %s, QoS %s, account %s, in %s\n",
+			env.prog, display.Safe(sp.Name), display.Safe(sp.User), max(sp.NTasks, 1), max(sp.CPUsPerTask, 1), memText(sp), limitText(sp.TimeLimit),
+			orDefault(sp.Partition), orDefault(sp.QOS), orDefault(sp.Account), display.Safe(cmp.Or(sp.WorkDir, sp.SubmitDir)))
 	}
 	if req.TestOnly {
 		return testOnly(ctx, env, cl, req)
@@ -78,6 +94,33 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		return exitStatus(1)
 	}
 	return nil
+}
+
+// memText is a job's memory request as sbatch -v says it.
+func memText(sp *api.JobSpec) string {
+	switch {
+	case sp.MemPerNode > 0:
+		return fmt.Sprintf("%d MiB", sp.MemPerNode)
+	case sp.MemPerCPU > 0:
+		return fmt.Sprintf("%d MiB per CPU", sp.MemPerCPU)
+	}
+	return "the partition's default per CPU"
+}
+
+// limitText is a time limit as sbatch -v says it.
+func limitText(secs int64) string {
+	if secs <= 0 {
+		return "the partition's"
+	}
+	return (time.Duration(secs) * time.Second).String()
+}
+
+// orDefault names an option left to the cluster's default.
+func orDefault(v string) string {
+	if v == "" {
+		return "(default)"
+	}
+	return display.Safe(v)
 }
 
 // testOnly prints, as sbatch --test-only does, when and where the
