@@ -370,6 +370,12 @@ func (c *Client) TestOnly(ctx context.Context, jobs []JobSpec) ([]WillRun, error
 	return resp.WillRun, nil
 }
 
+// Licenses lists the cluster's licenses and their use.
+func (c *Client) Licenses(ctx context.Context) ([]LicenseUse, error) {
+	var out []LicenseUse
+	return out, c.do(ctx, http.MethodGet, "/v1/licenses", nil, &out)
+}
+
 // Requeue puts jobs back in the queue (and holds them with Hold).
 func (c *Client) Requeue(ctx context.Context, req RequeueRequest) (*HoldResponse, error) {
 	var resp HoldResponse

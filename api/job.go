@@ -106,6 +106,7 @@ const (
 	ReasonBadConstraints           Reason = "BadConstraints"
 	ReasonQOSLimit                 Reason = "QOSLimit"
 	ReasonGresUnavailable          Reason = "GresUnavailable"
+	ReasonLicenses                 Reason = "Licenses"
 	ReasonHugepagesUnavailable     Reason = "HugepagesUnavailable"
 	ReasonQOSMaxJobsPerUserLimit   Reason = "QOSMaxJobsPerUserLimit"
 	ReasonQOSGrpCpuLimit           Reason = "QOSGrpCpuLimit"
@@ -235,6 +236,9 @@ type JobSpec struct {
 	Nice    int       `json:"nice,omitempty"`
 
 	Gres []Gres `json:"gres,omitempty"`
+	// Licenses are the cluster licenses the job holds while it runs
+	// (sbatch -L), sorted by name.
+	Licenses []License `json:"licenses,omitempty"`
 	// Hugepages and NUMA are --hugepages and --numa (NUMAPrefer when
 	// empty).
 	Hugepages  []HugepageRequest `json:"hugepages,omitempty"`

@@ -116,6 +116,21 @@ type SchedConfig struct {
 	// tenant's), "usage" only their own usage; both, comma-separated.
 	// Coordinators, operators and admins see what they always do.
 	PrivateData string `json:"private_data,omitempty"`
+	// Licenses are the cluster's licenses and their totals, Slurm's
+	// Licenses=matlab:10,fluent:4 (see ParseLicenses); jobs ask for them
+	// with sbatch -L.
+	Licenses []License `json:"licenses,omitempty"`
+}
+
+// LicenseTotal returns the cluster's total of license name; 0 when it has
+// none.
+func (c SchedConfig) LicenseTotal(name string) int {
+	for _, l := range c.Licenses {
+		if l.Name == name {
+			return l.Count
+		}
+	}
+	return 0
 }
 
 // PrivateDataKinds are the values PrivateData lists.
@@ -211,6 +226,18 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 		return fmt.Errorf("SchedulerPolicy=%s: use easy, conservative or fcfs", v)
 	},
 	"RequestIDRetention": durField(func(c *SchedConfig) *int64 { return &c.RequestIDRetention }),
+	"Licenses": func(c *SchedConfig, v string) error {
+		if v == "" || strings.EqualFold(v, "none") {
+			c.Licenses = nil
+			return nil
+		}
+		ls, err := ParseLicenses(v)
+		if err != nil {
+			return fmt.Errorf("Licenses=%s: %w", v, err)
+		}
+		c.Licenses = ls
+		return nil
+	},
 	"PrivateData": func(c *SchedConfig, v string) error {
 		var kinds []string
 		for _, k := range strings.Split(strings.ToLower(v), ",") {

@@ -99,6 +99,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/attest/begin", nodes, c.write(c.handleAttestBegin)},
 		{"POST /v1/nodes/attest/finish", nodes, c.write(c.handleAttestFinish)},
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
+		{"GET /v1/licenses", usersRead, c.read(c.handleLicenses)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
 		{"GET /v1/status", anyone, c.handleStatus},
 		{"POST /v1/internal/members", members, c.write(c.handleSetMember)},

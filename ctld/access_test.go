@@ -230,6 +230,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"PUT", "/v1/jobs/" + j1 + "/file?path=/tmp/x", nil, []string{pUserA, pAdmin}},
 		{"GET", "/v1/jobs/" + j1 + "/output", nil, []string{pUserA, pAdmin}},
 		{"GET", "/v1/nodes", nil, allUsers},
+		{"GET", "/v1/licenses", nil, allUsers},
 		{"GET", "/v1/nodes/n1", nil, allUsers},
 		{"GET", "/v1/nodes/n1/desired", nil, node1},
 		{"POST", "/v1/nodes/register", n1, node1},

@@ -72,6 +72,9 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts 
 	if err := checkDependencyTargets(i, sp.Dependency, s); err != nil {
 		return err
 	}
+	if err := checkLicenseTotals(i, sp, s.Config); err != nil {
+		return err
+	}
 	return fits.check(i, sp, part)
 }
 
@@ -153,6 +156,23 @@ func userAccounts(s *state.State, user string) string {
 	}
 	slices.Sort(names)
 	return "user " + user + "'s accounts: " + strings.Join(names, ", ") + " (use -A)"
+}
+
+// checkLicenseTotals refuses, in Slurm's words, a job that asks for a
+// license the cluster does not have, or more of one than it has in all.
+func checkLicenseTotals(i int, sp *api.JobSpec, c api.SchedConfig) error {
+	for _, l := range sp.Licenses {
+		total := c.LicenseTotal(l.Name)
+		switch {
+		case total == 0 && len(c.Licenses) == 0:
+			return refuse(i, "licenses", "Invalid license specification: the cluster has no licenses (an administrator sets them with corral config set Licenses=%s:N)", l.Name)
+		case total == 0:
+			return refuse(i, "licenses", "Invalid license specification: the cluster has no license %s (it has %s)", l.Name, api.FormatLicenses(c.Licenses))
+		case l.Count > total:
+			return refuse(i, "licenses", "Invalid license specification: %d of license %s asked for; the cluster has %d in all", l.Count, l.Name, total)
+		}
+	}
+	return nil
 }
 
 // checkDependencyTargets refuses a dependency on a job that does not

@@ -25,6 +25,7 @@ var reasonText = map[api.Reason]string{
 	api.ReasonQOSGrpCpuLimit:           "the jobs of its QoS already use the CPUs the QoS allows (GrpCPUs)",
 	api.ReasonQOSMaxWallDurationLimit:  "its time limit is longer than its QoS allows (MaxWall); it will not start",
 	api.ReasonGresUnavailable:          "no node of its partition has the GPUs, MIG slices or SR-IOV VFs it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer devices",
+	api.ReasonLicenses:                 "the licenses it asks for (-L) are held by running jobs, or a job ahead of it waits for them; it starts when enough are free",
 	api.ReasonHugepagesUnavailable:     "no node of its partition has the hugepages it asks for, even when idle; it waits until such a node joins: cancel it or ask for fewer",
 	api.ReasonInvalidJob:               "the scheduler cannot handle its request, so the job is held; cancel it and submit it again with a valid request (`corral release` tries again)",
 	api.ReasonJobHeldAdmin:             "an administrator holds it; `corral release` lets it run",

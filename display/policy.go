@@ -35,6 +35,12 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 		}
 		return c.PrivateData
 	},
+	"Licenses": func(c *api.SchedConfig) string {
+		if len(c.Licenses) == 0 {
+			return "none"
+		}
+		return api.FormatLicenses(c.Licenses)
+	},
 }
 
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

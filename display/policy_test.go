@@ -1,6 +1,7 @@
 package display
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ BillingWeightGPU=10
 BillingWeightMem=0.125
 DefMemPerCPU=512
 FairshareAlgorithm=fairtree
+Licenses=none
 MinJobAge=300
 PriorityDecayHalfLife=604800
 PriorityMaxAge=604800
@@ -57,6 +59,7 @@ func TestConfigReadsEverySetting(t *testing.T) {
 func TestConfigRoundTrip(t *testing.T) {
 	c := api.DefaultSchedConfig()
 	c.Fairshare, c.BillingGPU, c.PriorityMaxAge, c.PrivateData = "classic", 2.75, 3600, "jobs,usage"
+	c.Licenses = []api.License{{Name: "fluent", Count: 1}, {Name: "matlab", Count: 10}}
 	var b strings.Builder
 	if err := Config(&b, &c); err != nil {
 		t.Fatal(err)
@@ -68,7 +71,7 @@ func TestConfigRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %v", line, err)
 		}
 	}
-	if back != c {
+	if !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip gave %+v, want %+v", back, c)
 	}
 }

@@ -242,6 +242,7 @@ func showJobResources(k *kvWriter, j *api.Job) {
 	k.str("MinTmpDiskNode", "0")
 	k.newLine()
 	k.str("Gres", orNull(string(appendGres(nil, j.Spec.Gres))))
+	k.str("Licenses", orNull(api.FormatLicenses(j.Spec.Licenses)))
 	k.str("Array", orNull(arrayOf(j)))
 	if j.Spec.Image != "" {
 		k.str("Image", j.Spec.Image)

@@ -27,7 +27,7 @@ var showJobGoldens = map[string]struct {
    ReqTRES=cpu=1,node=1
    AllocTRES=(null)
    MinMemoryNode=0 MinTmpDiskNode=0
-   Gres=(null) Array=(null)
+   Gres=(null) Licenses=(null) Array=(null)
    Command=/home/bob/sim
    WorkDir=/home/bob
    StdErr=/home/bob/slurm-12.out
@@ -51,7 +51,7 @@ var showJobGoldens = map[string]struct {
    ReqTRES=cpu=4,mem=1.50G,node=1,gres/gpu:a100=2
    AllocTRES=cpu=4,mem=1.50G,node=1,gres/gpu:a100=2
    MinMemoryNode=1.50G MinTmpDiskNode=0
-   Gres=gres/gpu:a100:2 Array=0-3
+   Gres=gres/gpu:a100:2 Licenses=(null) Array=0-3
    Command=/home/alice/run/train.sh
    WorkDir=/home/alice/run
    StdErr=/home/alice/run/out-42.txt
@@ -75,7 +75,7 @@ var showJobGoldens = map[string]struct {
    ReqTRES=cpu=1,mem=500M,node=1
    AllocTRES=cpu=1,mem=500M,node=1
    MinMemoryCPU=500M MinTmpDiskNode=0
-   Gres=(null) Array=(null)
+   Gres=(null) Licenses=(null) Array=(null)
    Command=/src/build
    WorkDir=/src
    StdErr=/src/err.log
@@ -121,7 +121,7 @@ func TestShowJobLines(t *testing.T) {
 		"suspended time":           {susp, "   SuspendTime=2024-03-01T09:58:00 SecsSuspended=30\n"},
 		"suspended run time stops": {susp, "   RunTime=00:59:33 TimeLimit=02:00:00\n"},
 		"expected end moves":       {susp, "EndTime=2024-03-01T10:58:27\n"},
-		"image":                    {susp, "   Gres=gres/gpu:a100:2 Array=0-3 Image=ubuntu-24.04\n"},
+		"image":                    {susp, "   Gres=gres/gpu:a100:2 Licenses=(null) Array=0-3 Image=ubuntu-24.04\n"},
 		"migratable":               {migratable, "ExitCode=0:0\n   Migratable=Yes\n"},
 		"not migratable, and why":  {pinned, "   Migratable=No MigrationBlocker=it asked for --no-migrate: its files go over the fast share (virtiofs)\n"},
 	}

@@ -111,6 +111,15 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
 	{Option: getopt.Option{Long: "no-migrate", Help: "share the node's files with the job's VM over virtiofs: faster, but the VM cannot be live-migrated"},
 		apply: func(b *builder, _ string, _ bool) error { b.spec.NoMigrate = true; return nil }},
+	{Option: getopt.Option{Short: 'L', Long: "licenses", Arg: req, ArgName: "NAME[:N],...", Help: "cluster licenses the job holds while it runs, e.g. matlab:2,fluent"},
+		apply: func(b *builder, v string, _ bool) error {
+			ls, err := api.ParseLicenses(v)
+			if err != nil {
+				return optionError("--licenses", v, nil, "%v", err)
+			}
+			b.spec.Licenses = ls
+			return nil
+		}},
 	{Option: getopt.Option{Long: "gpus-per-node", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs on the job's node: a job runs on one node, so the same as --gpus"},
 		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus-per-node", v, 1) }},
 	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},

@@ -102,7 +102,7 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 
 var specChecks = []func(*api.JobSpec, time.Time) error{
 	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkMemory,
-	checkTimes, checkNice, checkGres, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
+	checkTimes, checkNice, checkGres, checkLicenses, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
 }
 
 // checkWarnSignal checks the time-limit warning (--signal).
@@ -395,6 +395,20 @@ func checkNice(sp *api.JobSpec, _ time.Time) error {
 
 // checkGres allows gpu, gpu:TYPE (a model or a MIG profile) and vf, each
 // name and type at most once, with counts from 1 to MaxGresCount.
+// MaxLicenseEntries bounds the licenses one job names.
+const MaxLicenseEntries = 32
+
+// checkLicenses checks --licenses as the controllers take it.
+func checkLicenses(sp *api.JobSpec, _ time.Time) error {
+	if len(sp.Licenses) > MaxLicenseEntries {
+		return fieldErr("licenses", "", ErrInvalid, "%d licenses; the most is %d", len(sp.Licenses), MaxLicenseEntries)
+	}
+	if err := api.CheckLicenses(sp.Licenses); err != nil {
+		return fieldErr("licenses", api.FormatLicenses(sp.Licenses), ErrInvalid, "%v", err)
+	}
+	return nil
+}
+
 func checkGres(sp *api.JobSpec, _ time.Time) error {
 	if len(sp.Gres) > MaxGresEntries {
 		return fieldErr("gres", "", ErrInvalid, "%d generic resources; the most is %d", len(sp.Gres), MaxGresEntries)

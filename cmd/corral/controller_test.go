@@ -334,6 +334,7 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	})
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
 	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
+	t.Run("licenses", func(t *testing.T) { testLicenses(t, f) })
 	t.Run("sbatch option fates", func(t *testing.T) {
 		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
@@ -464,6 +465,40 @@ func testUpdateJob(t *testing.T, f *ctlFixture) {
 		}
 	}
 	mustRun(t, ctx, addr, "scancel", id)
+}
+
+// testLicenses gives the cluster licenses and runs jobs that ask for them:
+// one starts, the next waits with reason Licenses while it holds them,
+// scontrol show lic counts them, and requests the cluster cannot meet are
+// refused in Slurm's words.
+func testLicenses(t *testing.T, f *ctlFixture) {
+	ctx, addr := f.ctx, f.addr
+	mustRun(t, ctx, addr, "corral", "config", "set", "Licenses=matlab:3,fluent")
+	defer mustRun(t, ctx, addr, "corral", "config", "set", "Licenses=none")
+	first := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-L", "matlab:2", "--wrap", "true"))
+	second := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-L", "matlab:2", "--wrap", "true"))
+	defer mustRun(t, ctx, addr, "scancel", first, second)
+	state := func(id string) string {
+		return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%T %r"))
+	}
+	waitFor(t, "the first licensed job to start", func() bool { return strings.HasPrefix(state(first), "RUNNING") })
+	waitFor(t, "the second to wait for licenses", func() bool { return state(second) == "PENDING Licenses" })
+	want := "LicenseName=fluent\n    Total=1 Used=0 Free=1 Reserved=0 Remote=no\nLicenseName=matlab\n    Total=3 Used=2 Free=1 Reserved=0 Remote=no\n"
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "lic"); out != want {
+		t.Errorf("scontrol show lic printed %q, want %q", out, want)
+	}
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "job", first); !strings.Contains(out, "Licenses=matlab:2") {
+		t.Errorf("scontrol show job does not show the job's licenses:\n%s", out)
+	}
+	for _, tc := range []struct{ lic, want string }{
+		{"matlab:4", "Invalid license specification: 4 of license matlab asked for; the cluster has 3 in all"},
+		{"ansys", "Invalid license specification: the cluster has no license ansys (it has fluent:1,matlab:3)"},
+		{"matlab|fluent", `does not take "|"`},
+	} {
+		if r := runCLI(t, ctx, addr, "sbatch", "-L", tc.lic, "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("sbatch -L %s: exit %d, stderr %q; want %q", tc.lic, r.code, r.stderr, tc.want)
+		}
+	}
 }
 
 // waitFor polls cond for up to 15 s and fails the test, naming what it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -170,6 +171,33 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
+// showLicenses is scontrol show lic: each of the cluster's licenses, its
+// total and what running jobs hold (NAME limits it to that one).
+func showLicenses(ctx context.Context, env *cliEnv, args []string) error {
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	lics, err := cl.Licenses(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	shown := 0
+	for _, l := range lics {
+		names = append(names, l.Name)
+		if len(args) > 0 && !slices.Contains(args, l.Name) {
+			continue
+		}
+		shown++
+		fmt.Fprintf(env.stdout, "LicenseName=%s\n    Total=%d Used=%d Free=%d Reserved=0 Remote=no\n", l.Name, l.Total, l.Used, l.Total-l.Used)
+	}
+	if shown == 0 && len(args) > 0 {
+		return fmt.Errorf("no license named %s (the cluster's: %s)", strings.Join(args, ", "), cmp.Or(strings.Join(names, ", "), "none"))
+	}
+	return nil
+}
+
 // runPing is scontrol ping: each member, as Slurm names its controllers
 // (the leader is the primary), and whether it answered.
 func runPing(ctx context.Context, env *cliEnv, args []string) error {
@@ -222,6 +250,9 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if len(o.args) > 0 && o.args[0] == "config" {
 		return configShow(ctx, env, "show config", o.args[1:])
+	}
+	if len(o.args) > 0 && (o.args[0] == "lic" || o.args[0] == "license" || o.args[0] == "licenses") {
+		return showLicenses(ctx, env, o.args[1:])
 	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
 		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show config")

@@ -65,6 +65,8 @@ func (pl *placer) reset(s *Snapshot) {
 		pl.free = &capacity{}
 	}
 	pl.free.reset(s.Nodes)
+	pl.lic = prev.lic
+	pl.lic.reset(s)
 	pl.parts = prev.parts
 	if pl.parts == nil {
 		pl.parts = make(map[string]*api.Partition, len(s.Partitions))

@@ -62,6 +62,8 @@ type placer struct {
 	// deviceHeld marks partitions where a job asking for devices waits:
 	// later device jobs there wait behind it.
 	deviceHeld map[string]bool
+	// lic accounts the cluster's licenses (licenses.go).
+	lic licenses
 	// usage counts running jobs per QoS and user and CPUs per QoS, built
 	// on first use and counted up as jobs start.
 	usage *qos.Usage
@@ -214,6 +216,10 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = r
 		return false
 	}
+	if pl.lic.wait(j.Spec.Licenses) {
+		plan.Reasons[j.ID] = api.ReasonLicenses
+		return false
+	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	req := RequestOf(j, pl.s.DefMemPerCPU)
 	if !pl.free.anyCouldFit(part, cpus, mem) {
@@ -248,6 +254,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
 		pl.countQOS(j, cpus)
+		pl.lic.take(j.Spec.Licenses)
 		if placement != nil {
 			pl.usedOf(i).Add(placement, 1)
 		}
@@ -261,6 +268,9 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		reason = api.ReasonPriority
 	}
 	plan.Reasons[j.ID] = reason
+	// Its licenses wait with it: a later job must not take what it will
+	// need when its CPUs are free.
+	pl.lic.hold(j.Spec.Licenses)
 	if pl.preempt(j, part, cpus, mem, plan) {
 		return false
 	}

@@ -252,6 +252,13 @@ func goldenCommands() []struct {
 			Changes: &JobEdits{TimeLimit: ptr(int64(600)), Name: ptr("n"), Comment: ptr("c"), Nice: ptr(5), Partition: ptr("geo"), QOS: ptr("low"),
 				NTasks: ptr(2), CPUsPerTask: ptr(2), MemPerNode: ptr(int64(512)), Begin: ptr(t0), Throttle: ptr(1), SetDependency: true}}},
 		{CmdUpdateJob, &UpdateJob{Now: t0.Add(15 * time.Hour), ID: 60, By: "alice", Changes: &JobEdits{TimeLimit: ptr(int64(300)), Comment: ptr("shorter")}}},
+		// The cluster's licenses, and a job that holds two of them.
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"Licenses", "matlab:4,fluent"}}, By: "root"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(16 * time.Hour), FirstID: 70, Jobs: []JobSpec{func() JobSpec {
+			j := simple("licensed")
+			j.Licenses = []api.License{{Name: "fluent", Count: 1}, {Name: "matlab", Count: 2}}
+			return j
+		}()}}},
 	}
 }
 

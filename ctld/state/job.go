@@ -51,6 +51,7 @@ type JobSpec struct {
 	Nice             int       `json:"nice,omitempty"`
 
 	Gres       []api.Gres            `json:"gres,omitempty"`
+	Licenses   []api.License         `json:"licenses,omitempty"`
 	Hugepages  []api.HugepageRequest `json:"hugepages,omitempty"`
 	NUMA       string                `json:"numa,omitempty"`
 	Dependency *Dependency           `json:"dependency,omitempty"`
