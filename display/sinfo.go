@@ -134,10 +134,11 @@ func nodeCodeList() string {
 func ParseNodeLongFormat(spec string) (*NodeFormat, error) {
 	f := &NodeFormat{}
 	for _, tok := range strings.Split(spec, ",") {
-		if tok = strings.TrimSpace(tok); tok == "" {
+		if strings.TrimSpace(tok) == "" {
 			continue
 		}
 		name, size, hasSize := strings.Cut(tok, ":")
+		name = strings.TrimSpace(name)
 		def := nodeLongFields[strings.ToLower(name)]
 		if def == nil {
 			return nil, fmt.Errorf("--Format %q: unknown field %q; valid fields: %s", spec, name, nodeLongList())
