@@ -18,9 +18,11 @@ type NodesOptions struct {
 	Long bool
 	// NoHeader is -h: no header line and no date line.
 	NoHeader bool
-	// Now, when set, is printed above the header of -l output, as sinfo -l
-	// prints the date. Left zero, no date line is printed.
-	Now time.Time
+	// Now, when set, is printed above the header of -l output (and of
+	// each listing of -i, with Dated), as sinfo prints the date. Left
+	// zero, no date line is printed.
+	Now   time.Time
+	Dated bool
 	// Format is -o, in sinfo's % codes; LongFormat is -O, in its long
 	// names. Either replaces the layout the other options choose.
 	Format, LongFormat string
@@ -224,7 +226,7 @@ func Nodes(w io.Writer, nodes []api.Node, parts []api.Partition, opts NodesOptio
 	lines := nodeLines(f, buildPartitions(nodes, parts), keep, opts)
 	widths := f.widths(lines)
 	var buf []byte
-	if opts.Long && !opts.NoHeader && !opts.Now.IsZero() {
+	if (opts.Long || opts.Dated) && !opts.NoHeader && !opts.Now.IsZero() {
 		buf = opts.Now.AppendFormat(buf, time.ANSIC)
 		buf = append(buf, '\n')
 	}
@@ -293,6 +295,22 @@ func nodeLines(f *NodeFormat, views []*partView, keep func(*api.Node) bool, opts
 		lines = append(lines, groups...)
 	}
 	return lines
+}
+
+// FilterNodes returns the nodes opts' -t, -n and -R select, for a listing
+// that is not text (sinfo --json).
+func FilterNodes(nodes []api.Node, opts NodesOptions) ([]api.Node, error) {
+	keep, err := nodeFilter(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Node, 0, len(nodes))
+	for i := range nodes {
+		if keep(&nodes[i]) {
+			out = append(out, nodes[i])
+		}
+	}
+	return out, nil
 }
 
 // groupNodes puts the nodes keep selects on lines by their group key,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,8 +79,24 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 		flag('l', "long", "long format"),
 		flag('h', "noheader", "do not print the header line"),
 		valued('p', "partition", "PART", "only these partitions"),
+		valued('o', "format", "FORMAT", "output format with sinfo's % field codes, e.g. \"%#P %.6D %.6t %N\""),
+		valued('O', "Format", "FIELDS", "output fields by sinfo's long names, e.g. \"partition:10,nodes:.6,statecompact\""),
+		flag('s', "summarize", "one line per partition with NODES(A/I/O/T)"),
+		flag('R', "list-reasons", "why nodes are down, drained or draining, who said so and when"),
+		valued('t', "states", "STATES", "only nodes in these states, e.g. idle,mix or drain"),
+		valued('n', "nodes", "NODES", "only these nodes (hostlist, e.g. n[1-4])"),
+		flag('e', "exact", "group nodes only when their CPUs, memory and sizes are equal"),
+		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
+		flag('d', "dead", "only nodes that stopped responding"),
+		flag('r', "responding", "only nodes that respond"),
+		flag('T', "reservation", "list reservations (corral has none yet)"),
+		flag('a', "all", "accepted for compatibility; every partition is shown"),
 		flag(0, "json", "print the nodes as JSON"),
 	)
+	if err != nil {
+		return err
+	}
+	opts, every, err := nodesOptions(o)
 	if err != nil {
 		return err
 	}
@@ -87,6 +104,53 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	return iterate(ctx, every, sleepCtx, func(first bool) error {
+		if !first {
+			fmt.Fprintln(env.stdout)
+		}
+		return printNodes(ctx, env, cl, o, opts, every > 0)
+	})
+}
+
+// nodesOptions reads sinfo's display options, refusing a bad format, state
+// or host list before anything is fetched, and returns -i's interval.
+func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
+	opts := display.NodesOptions{
+		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
+		Format: o.get("format"), LongFormat: o.get("Format"), Summarize: o.has("summarize"),
+		ListReasons: o.has("list-reasons"), Exact: o.has("exact"), States: o.list("states"),
+	}
+	if o.has("reservation") {
+		return opts, 0, fmt.Errorf("--reservation: corral has no reservations yet, so there are none to list")
+	}
+	if _, err := opts.Layout(); err != nil {
+		return opts, 0, err
+	}
+	if _, err := display.ParseNodeStates(opts.States); err != nil {
+		return opts, 0, fmt.Errorf("--states: %w", err)
+	}
+	if o.has("nodes") {
+		names, err := display.ExpandHostlist(strings.Join(o.all["nodes"], ","))
+		if err != nil {
+			return opts, 0, fmt.Errorf("--nodes: %w", err)
+		}
+		if len(names) == 0 {
+			return opts, 0, fmt.Errorf("--nodes: no node named; give names or a host list such as n[1-4]")
+		}
+		opts.Names = names
+	}
+	switch {
+	case o.has("dead") && o.has("responding"):
+		return opts, 0, fmt.Errorf("--dead and --responding exclude each other: a node either responds or does not")
+	case o.has("dead"):
+		opts.States = append(opts.States, "no_respond")
+	}
+	every, err := iterateEvery(o)
+	return opts, every, err
+}
+
+// printNodes fetches and prints one sinfo listing.
+func printNodes(ctx context.Context, env *cliEnv, cl *api.Client, o *optSet, opts display.NodesOptions, dated bool) error {
 	nodes, err := cl.Nodes(ctx)
 	if err != nil {
 		return err
@@ -98,12 +162,66 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	if want := o.list("partition"); len(want) > 0 {
 		nodes, parts = filterPartitions(nodes, parts, want)
 	}
-	if o.has("json") {
-		return writeJSON(env, map[string]any{"nodes": nodes, "partitions": parts})
+	if o.has("responding") {
+		nodes = slices.DeleteFunc(nodes, func(n api.Node) bool { return n.Down })
 	}
-	return display.Nodes(env.stdout, nodes, parts, display.NodesOptions{
-		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
-	})
+	now := time.Now()
+	for i := range nodes {
+		if !nodes[i].ReasonTime.IsZero() {
+			nodes[i].ReasonTime = nodes[i].ReasonTime.Local()
+		}
+	}
+	if o.has("json") {
+		kept, err := display.FilterNodes(nodes, opts)
+		if err != nil {
+			return err
+		}
+		return writeJSON(env, map[string]any{"nodes": kept, "partitions": parts})
+	}
+	if opts.Long || dated {
+		opts.Now, opts.Dated = now, true
+	}
+	return display.Nodes(env.stdout, nodes, parts, opts)
+}
+
+// iterateEvery reads -i/--iterate: whole seconds, at least one.
+func iterateEvery(o *optSet) (time.Duration, error) {
+	if !o.has("iterate") {
+		return 0, nil
+	}
+	secs, err := strconv.Atoi(o.get("iterate"))
+	if err != nil || secs < 1 {
+		return 0, fmt.Errorf("--iterate=%q: give the seconds between listings, a whole number of at least 1", o.get("iterate"))
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// iterate runs once, then with every > 0 again each time sleep waits that
+// long, until sleep returns an error (an interrupt ends it: not an error).
+func iterate(ctx context.Context, every time.Duration, sleep func(context.Context, time.Duration) error, once func(first bool) error) error {
+	for first := true; ; first = false {
+		if err := once(first); err != nil {
+			return err
+		}
+		if every <= 0 {
+			return nil
+		}
+		if err := sleep(ctx, every); err != nil {
+			return nil
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // filterPartitions keeps the partitions named in want and the nodes that
