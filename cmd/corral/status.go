@@ -20,12 +20,21 @@ var activeStates = []api.JobState{api.StatePending, api.StateRunning, api.StateS
 func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "queue", getopt.Permute, args,
 		valued('u', "user", "USER", "only jobs of USER (comma-separated list)"),
+		flag(0, "me", "only your own jobs (--user=$USER)"),
 		valued('t', "states", "STATES", "only jobs in STATES, e.g. PD,R or all"),
 		valued('j', "jobs", "IDS", "only the jobs with these ids"),
 		valued('p', "partition", "PART", "only jobs in these partitions"),
 		valued('n', "name", "NAME", "only jobs with these names"),
 		valued('A', "account", "ACCOUNT", "only jobs of these accounts"),
+		valued('q', "qos", "QOS", "only jobs of these QoS"),
+		valued('w', "nodelist", "NODES", "only jobs on these nodes (hostlist, e.g. n[1-4])"),
+		valued('R', "reservation", "NAME", "only jobs of this reservation (corral has none yet)"),
 		valued('o', "format", "FORMAT", "output format with squeue's % field codes, e.g. \"%.18i %.9P %j\""),
+		valued('O', "Format", "FIELDS", "output fields by squeue's long names, e.g. \"jobid:.10,name:20,state\""),
+		valued('S', "sort", "KEYS", "sort by these keys, e.g. \"-p,i\" (default P,t,-p)"),
+		flag('r', "array", "one line per array task, pending tasks too"),
+		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
+		flag('s', "steps", "list job steps (corral jobs have none yet)"),
 		flag('h', "noheader", "do not print the header line"),
 		flag('l', "long", "long format"),
 		flag(0, "start", "show pending jobs' expected start times"),
@@ -35,42 +44,116 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
+	q, err := queueQuery(o)
 	if err != nil {
 		return err
 	}
-	states, err := parseStates(o.list("states"))
+	every, err := iterateEvery(o)
 	if err != nil {
-		return fmt.Errorf("--states: %w", err)
+		return err
 	}
-	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
-		states = activeStates
-	}
-	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"), Names: o.list("name"), Accounts: o.list("account")}
 	cl, err := env.client()
 	if err != nil {
 		return err
 	}
-	if o.has("json") {
-		jobs, err := cl.Jobs(ctx, f, false)
+	if o.has("me") {
+		me, err := meUser(ctx, env, cl)
+		if err != nil {
+			return fmt.Errorf("--me: %w", err)
+		}
+		q.Filter.Users = append(q.Filter.Users, me)
+	}
+	q.Dated = every > 0 && !q.Long
+	return iterate(ctx, every, sleepCtx, func(first bool) error {
+		if !first {
+			fmt.Fprintln(env.stdout)
+		}
+		if o.has("json") {
+			return printQueueJSON(ctx, env, cl, q)
+		}
+		text, err := cl.QueueText(ctx, q)
 		if err != nil {
 			return err
 		}
-		display.SortJobs(jobs)
-		return display.QueueJSON(env.stdout, jobs)
+		_, err = env.stdout.Write(text)
+		return err
+	})
+}
+
+// queueQuery reads squeue's filters and display options, refusing a bad
+// state, job id, format or sort before anything is fetched.
+func queueQuery(o *optSet) (api.QueueQuery, error) {
+	var q api.QueueQuery
+	if o.has("steps") {
+		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
 	}
-	q := api.QueueQuery{Filter: f, Format: o.get("format"), NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start")}
-	if q.Format != "" {
-		if _, err := display.ParseQueueFormat(q.Format); err != nil {
-			return fmt.Errorf("--format: %w", err)
+	if o.has("reservation") {
+		return q, fmt.Errorf("--reservation=%s: corral has no reservations yet, so no job runs in one", o.get("reservation"))
+	}
+	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
+	if err != nil {
+		return q, err
+	}
+	states, err := parseStates(o.list("states"))
+	if err != nil {
+		return q, fmt.Errorf("--states: %w", err)
+	}
+	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
+		states = activeStates
+	}
+	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"),
+		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos")}
+	if o.has("nodelist") {
+		if f.Nodes, err = display.ExpandHostlist(strings.Join(o.all["nodelist"], ",")); err != nil {
+			return q, fmt.Errorf("--nodelist: %w", err)
+		}
+		if len(f.Nodes) == 0 {
+			return q, fmt.Errorf("--nodelist: no node named; give names or a host list such as n[1-4]")
 		}
 	}
-	text, err := cl.QueueText(ctx, q)
+	q = api.QueueQuery{Filter: f, Format: o.get("format"), Fields: o.get("Format"), Sort: o.get("sort"),
+		NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start"), Array: o.has("array")}
+	opts := display.QueueOptions{Format: q.Format, LongFormat: q.Fields, Long: q.Long, Start: q.Start}
+	if _, err := opts.Layout(); err != nil {
+		if q.Fields != "" {
+			return q, err
+		}
+		return q, fmt.Errorf("--format: %w", err)
+	}
+	if q.Sort != "" {
+		if _, err := display.ParseQueueSort(q.Sort); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// printQueueJSON prints the jobs q selects as squeue --json, in -S order.
+func printQueueJSON(ctx context.Context, env *cliEnv, cl *api.Client, q api.QueueQuery) error {
+	jobs, err := cl.Jobs(ctx, q.Filter, false)
 	if err != nil {
 		return err
 	}
-	_, err = env.stdout.Write(text)
-	return err
+	if q.Sort == "" {
+		display.SortJobs(jobs)
+	} else {
+		order, err := display.ParseQueueSort(q.Sort)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		slices.SortStableFunc(jobs, func(a, b api.Job) int { return order.Compare(&a, &b, now) })
+	}
+	return display.QueueJSON(env.stdout, jobs)
+}
+
+// meUser is who --me means: the user the controllers take the caller's
+// token for, else the user the CLI claims to be.
+func meUser(ctx context.Context, env *cliEnv, cl *api.Client) (string, error) {
+	if u, err := tokenUser(ctx, cl); err != nil || u != "" {
+		return u, err
+	}
+	return claimedUser(env, cl.Auth)
 }
 
 func runNodes(ctx context.Context, env *cliEnv, args []string) error {
