@@ -56,7 +56,8 @@ func queueLongList() string {
 }
 
 // valueTresAlloc is tres-alloc: what a job that ran was given, as Slurm's
-// TRES string; a job that never ran has none.
+// TRES string (memory in whole G when it divides, else M); a job that never
+// ran has none.
 func valueTresAlloc(dst []byte, j *api.Job, _ *rowCtx) []byte {
 	if j.Node == "" || j.StartTime.IsZero() {
 		return append(dst, nullStr...)
@@ -64,7 +65,13 @@ func valueTresAlloc(dst []byte, j *api.Job, _ *rowCtx) []byte {
 	dst = append(dst, "cpu="...)
 	dst = strconv.AppendInt(dst, int64(j.CPUs), 10)
 	dst = append(dst, ",mem="...)
-	dst = appendMemMB(dst, j.MemMB)
+	if j.MemMB > 0 && j.MemMB%1024 == 0 {
+		dst = strconv.AppendInt(dst, j.MemMB/1024, 10)
+		dst = append(dst, 'G')
+	} else {
+		dst = strconv.AppendInt(dst, j.MemMB, 10)
+		dst = append(dst, 'M')
+	}
 	dst = append(dst, ",node=1,billing="...)
 	dst = strconv.AppendInt(dst, int64(j.CPUs), 10)
 	for _, g := range j.Spec.Gres {

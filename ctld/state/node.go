@@ -33,9 +33,9 @@ type Node struct {
 	Key string `json:"key,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
-	Down       bool      `json:"down,omitempty"`
-	Drain      bool      `json:"drain,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
+	Down   bool   `json:"down,omitempty"`
+	Drain  bool   `json:"drain,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// ReasonUser and ReasonTime are who set Reason and when: the principal
 	// of the drain, or "root" for what the controllers decided themselves
 	// (a node that stopped responding, one that failed attestation), as
