@@ -65,6 +65,7 @@ func TestDispatchAgainstController(t *testing.T) {
 	f := &ctlFixture{ctx: ctx, addr: addr, cl: cl, first: first, second: second,
 		names: map[uint64]string{first: "first", second: "scripted"}}
 	t.Run("queue", func(t *testing.T) { testQueueCommands(t, f) })
+	t.Run("squeue forms", func(t *testing.T) { testQueueForms(t, f) })
 	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
 	// A node registered by hand (nothing heartbeats, the controller's node
 	// timeout is a minute).
@@ -72,6 +73,8 @@ func TestDispatchAgainstController(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
+	t.Run("sinfo forms", func(t *testing.T) { testNodeForms(t, f) })
+	t.Run("squeue -r", func(t *testing.T) { testQueueArray(t, f) })
 }
 
 // ctlFixture is the controller TestDispatchAgainstController runs against
