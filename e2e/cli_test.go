@@ -554,13 +554,13 @@ func testQueue(t *testing.T, c *cluster, work string) {
 		}
 	}
 
+	// squeue's default order, "P,t,-p", puts PD before R.
 	filters := map[string]struct {
 		args []string
 		want []string // job ids, in order, after a header
 	}{
 		"-h":       {[]string{"-h", "-t", "PD"}, []string{h}},
 		"-j":       {[]string{"-j", h}, []string{"JOBID", h}},
-		// squeue's default order, "P,t,-p", puts PD before R.
 		"-p batch": {[]string{"-p", "batch", "-o", "%i", "-t", "PD,R"}, []string{"JOBID", h, r}},
 		"-t PD":    {[]string{"-t", "PD"}, []string{"JOBID", h}},
 		"-t R":     {[]string{"-t", "R"}, []string{"JOBID", r}},
