@@ -29,6 +29,9 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest("--format: %v", err)
 	}
+	if opts.Array && len(f.Tasks) > 0 {
+		opts.ShowTask = namedTask(&f)
+	}
 	var order *display.QueueSort
 	if spec := q.Get("sort"); spec != "" {
 		if order, err = display.ParseQueueSort(spec); err != nil {
@@ -79,6 +82,14 @@ func writeSortedQueue(w http.ResponseWriter, jobs []jobView, prio func(*state.Jo
 	}
 	slices.SortFunc(refs, func(a, b *api.Job) int { return order.Compare(a, b, now) })
 	return display.QueueRefs(w, refs, opts, now)
+}
+
+// namedTask is squeue -r's choice of pending tasks when the listing names
+// tasks ("-j 12_5"): those named, or all of an array named by its id.
+func namedTask(f *api.JobFilter) func(array uint64, task int) bool {
+	return func(array uint64, task int) bool {
+		return slices.Contains(f.IDs, array) || slices.Contains(f.Tasks, api.TaskRef{Array: array, Task: task})
+	}
 }
 
 // queueChunk is how many jobs one chunk of a queue listing renders.

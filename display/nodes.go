@@ -400,22 +400,23 @@ func inventoryCounts(inv *api.Inventory) (numa, gpus, vfs string) {
 	return numa, strconv.Itoa(g), strconv.Itoa(v)
 }
 
-// socketsCoresThreads is sinfo's S:C:T: from the node's topology when it
-// reported one, else 1:CPUS:1.
-func socketsCoresThreads(n *api.Node) string {
+// topo returns a node's sockets, cores per socket and threads per core
+// (sinfo's %X, %Y, %Z and S:C:T): from its topology when it reported one,
+// else 1 socket of CPUS cores of 1 thread.
+func topo(n *api.Node) (sockets, cores, threads int64) {
 	t := (*api.Topology)(nil)
 	if n.Inventory != nil {
 		t = n.Inventory.Topology
 	}
 	if t == nil || t.Sockets < 1 || len(t.Nodes) == 0 || len(t.Nodes[0].CPUs) == 0 {
-		return "1:" + strconv.Itoa(n.CPUs) + ":1"
+		return 1, int64(n.CPUs), 1
 	}
-	threads := len(t.Nodes[0].CPUs[0].Siblings) + 1
+	th := len(t.Nodes[0].CPUs[0].Siblings) + 1
 	cpus := 0
 	for _, nd := range t.Nodes {
 		cpus += len(nd.CPUs)
 	}
-	return strconv.Itoa(t.Sockets) + ":" + strconv.Itoa(cpus/(t.Sockets*threads)) + ":" + strconv.Itoa(threads)
+	return int64(t.Sockets), int64(cpus / (t.Sockets * th)), int64(th)
 }
 
 // orNone prints "-" for an empty cell, so columns stay aligned.

@@ -45,8 +45,10 @@ type QueueOptions struct {
 	// Format.
 	LongFormat string
 	// Array is -r: one line per array task, an array's pending tasks each
-	// on its own line rather than folded into "12_[3-9]".
-	Array bool
+	// on its own line rather than folded into "12_[3-9]". ShowTask, when
+	// set, picks the pending tasks shown (those a "-j 12_5" names).
+	Array    bool
+	ShowTask func(array uint64, task int) bool
 	// Dated prints the date above the header, as squeue -i does.
 	Dated bool
 }
@@ -197,7 +199,7 @@ func QueueRefs(w io.Writer, jobs []*api.Job, opts QueueOptions, now time.Time) e
 			continue
 		}
 		if opts.Array && jobs[i].IsArrayPending() {
-			if err := f.writeTasks(rw, jobs[i], &c); err != nil {
+			if err := f.writeTasks(rw, jobs[i], opts.ShowTask, &c); err != nil {
 				return err
 			}
 			continue
@@ -241,7 +243,7 @@ func (f *QueueFormat) appendRow(dst []byte, j *api.Job, c *rowCtx) []byte {
 
 // writeTasks renders an array's pending record as squeue -r does: a line
 // per task, each as task 12_5 of the array.
-func (f *QueueFormat) writeTasks(rw *rowWriter, j *api.Job, c *rowCtx) error {
+func (f *QueueFormat) writeTasks(rw *rowWriter, j *api.Job, show func(uint64, int) bool, c *rowCtx) error {
 	task := *j
 	task.ArrayPending = nil
 	if task.ArrayJobID == 0 {
@@ -249,6 +251,9 @@ func (f *QueueFormat) writeTasks(rw *rowWriter, j *api.Job, c *rowCtx) error {
 	}
 	var err error
 	j.ArrayPending.Each(func(i int) bool {
+		if show != nil && !show(task.ArrayJobID, i) {
+			return true
+		}
 		task.ArrayTaskID = i
 		rw.buf = f.appendRow(rw.buf, &task, c)
 		err = rw.maybeFlush()

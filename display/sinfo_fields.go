@@ -244,15 +244,6 @@ func freeMem(n *api.Node) string {
 	return strconv.FormatInt(free, 10)
 }
 
-// topo returns a node's sockets, cores per socket and threads per core.
-func topo(n *api.Node) (sockets, cores, threads int64) {
-	s := strings.Split(socketsCoresThreads(n), ":")
-	a, _ := strconv.ParseInt(s[0], 10, 64)
-	b, _ := strconv.ParseInt(s[1], 10, 64)
-	c, _ := strconv.ParseInt(s[2], 10, 64)
-	return a, b, c
-}
-
 func valueSCT(dst []byte, g *nodeGroup) []byte {
 	get := []func(*api.Node) int64{
 		func(n *api.Node) int64 { s, _, _ := topo(n); return s },

@@ -311,3 +311,35 @@ func FuzzNodeLongFormat(f *testing.F) {
 		}
 	})
 }
+
+// TestNodesInventory checks the fields a node's inventory fills: S:C:T and
+// its parts from the topology, GRES, free memory and corral's counts.
+func TestNodesInventory(t *testing.T) {
+	cpu := func(id, core, socket int, sibling int) api.CPU {
+		return api.CPU{ID: id, Core: core, Socket: socket, Siblings: []int{sibling}}
+	}
+	inv := &api.Inventory{
+		Topology: &api.Topology{Sockets: 2, Nodes: []api.NUMANode{
+			{ID: 0, MemMB: 4096, FreeMB: 3000, CPUs: []api.CPU{cpu(0, 0, 0, 4), cpu(1, 1, 0, 5), cpu(4, 0, 0, 0), cpu(5, 1, 0, 1)}},
+			{ID: 1, MemMB: 4096, FreeMB: 1000, CPUs: []api.CPU{cpu(2, 2, 1, 6), cpu(3, 3, 1, 7), cpu(6, 2, 1, 2), cpu(7, 3, 1, 3)}},
+		}},
+		GPUs: []api.GPU{{Index: 0}, {Index: 1, MIGEnabled: true, MIG: []api.MIGInstance{{}, {}}}},
+		PFs:  []api.PF{{VFs: []api.VF{{}, {}, {}}}},
+	}
+	nodes := []api.Node{
+		{NodeInfo: api.NodeInfo{Name: "g1", CPUs: 8, MemMB: 8192, Inventory: inv, Version: "1.2"}},
+		{NodeInfo: api.NodeInfo{Name: "p1", CPUs: 4, MemMB: 2048}},
+	}
+	opts := NodesOptions{NodeOriented: true, LongFormat: "nodelist:3,socketcorethread:.6,sockets:.2,cores:.2,threads:.2,gres:.6,freemem:.5,version:.4,numa:.2,gpus:.2,vfs:.2"}
+	want := "" +
+		"NOD S:C:TSOCOTH  GRESFREE_VERSNUGPVF\n" +
+		"g1  2:2:2 2 2 2 gpu:3 4000 1.2 2 3 3\n" +
+		"p1  1:4:1 1 4 1(null)  N/A N/A - - -\n"
+	var b strings.Builder
+	if err := Nodes(&b, nodes, nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

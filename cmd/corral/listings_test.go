@@ -55,11 +55,11 @@ func testQueueForms(t *testing.T, f *ctlFixture) {
 	}
 }
 
-// testQueueArray checks squeue -r against an array of three tasks, which
-// it cancels again.
+// testQueueArray checks squeue -r against a held array of three tasks (held,
+// so that none starts on the fixture's node), which it cancels again.
 func testQueueArray(t *testing.T, f *ctlFixture) {
 	ctx, addr := f.ctx, f.addr
-	out := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--array=1-3", "--wrap", "true"))
+	out := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--hold", "--array=1-3", "--wrap", "true"))
 	id := strings.Split(out, ";")[0]
 	defer mustRun(t, ctx, addr, "scancel", id)
 	if got, want := mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%i"), id+"_[1-3]\n"; got != want {
@@ -68,6 +68,9 @@ func testQueueArray(t *testing.T, f *ctlFixture) {
 	want := fmt.Sprintf("%s_1 1\n%[1]s_2 2\n%[1]s_3 3\n", id)
 	if got := mustRun(t, ctx, addr, "squeue", "-r", "-h", "-j", id, "-o", "%i %K"); got != want {
 		t.Errorf("squeue -r -j %s: %q, want %q", id, got, want)
+	}
+	if got, want := mustRun(t, ctx, addr, "squeue", "-r", "-h", "-j", id+"_2,"+id+"_3", "-o", "%i"), id+"_2\n"+id+"_3\n"; got != want {
+		t.Errorf("squeue -r -j %s_2,%[1]s_3: %q, want %q", id, got, want)
 	}
 }
 
