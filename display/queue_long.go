@@ -29,7 +29,7 @@ func ParseQueueLongFormat(spec string) (*QueueFormat, error) {
 		name = strings.TrimSpace(name)
 		def := queueLongFields[strings.ToLower(name)]
 		if def == nil {
-			return nil, fmt.Errorf("--Format %q: unknown field %q; valid fields: %s", spec, name, queueLongList())
+			return nil, fmt.Errorf("Invalid job format specification: %s (in --Format %q; valid fields: %s)", name, spec, queueLongList())
 		}
 		s, suffix, err := parseLongSize(spec, name, size, hasSize)
 		if err != nil {

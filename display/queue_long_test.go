@@ -73,7 +73,7 @@ func TestParseQueueLongFormat(t *testing.T) {
 			"workdir,command,minmemory,tres-alloc,gres,tres-per-node", 27, ""},
 		"any case": {"JobID,UserName:.8", 2, ""},
 		"suffix":   {"jobid:5 | ", 2, ""},
-		"unknown":  {"jobid,bogus", 0, `unknown field "bogus"`},
+		"unknown":  {"jobid,bogus", 0, "Invalid job format specification: bogus"},
 		"empty":    {",", 0, "names no field"},
 		"too wide": {"jobid:99999", 0, "wider than 4096"},
 	}
@@ -136,7 +136,7 @@ func TestQueueSort(t *testing.T) {
 		"user then -p":   {"u,-p", "4 2 1 5 3", ""},
 		"long names":     {"+UserName,-Priority", "4 2 1 5 3", ""},
 		"state long":     {"T,i", "5 2 4 1 3", ""},
-		"unknown key":    {"P,x9", "", `unknown sort key "x9"`},
+		"unknown key":    {"P,x9", "", "Invalid sort specification: x9"},
 		"no key":         {",", "", "names no key"},
 	}
 	for name, tc := range tests {

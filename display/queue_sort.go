@@ -133,7 +133,7 @@ func ParseQueueSort(spec string) (*QueueSort, error) {
 			f.cmp = sortKeys[strings.ToLower(tok)]
 		}
 		if f.cmp == nil {
-			return nil, fmt.Errorf("--sort %q: unknown sort key %q; valid keys: %s", spec, tok, sortKeyList())
+			return nil, fmt.Errorf("Invalid sort specification: %s (in --sort %q; valid keys: %s)", tok, spec, sortKeyList())
 		}
 		s.keys = append(s.keys, f)
 	}

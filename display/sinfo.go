@@ -110,7 +110,7 @@ func parseNodeField(format string, at int) (nodeColumn, int, error) {
 	}
 	if col.def == nil {
 		r, _ := utf8.DecodeRuneInString(format[i:])
-		return col, 0, fmt.Errorf("format %q: unknown field code %q; valid codes: %s", format, "%"+string(r), nodeCodeList())
+		return col, 0, fmt.Errorf("Invalid node format specification: %s (in format %q; valid codes: %s)", "%"+string(r), format, nodeCodeList())
 	}
 	return col, i - at + 1, nil
 }
@@ -141,7 +141,7 @@ func ParseNodeLongFormat(spec string) (*NodeFormat, error) {
 		name = strings.TrimSpace(name)
 		def := nodeLongFields[strings.ToLower(name)]
 		if def == nil {
-			return nil, fmt.Errorf("--Format %q: unknown field %q; valid fields: %s", spec, name, nodeLongList())
+			return nil, fmt.Errorf("Invalid node format specification: %s (in --Format %q; valid fields: %s)", name, spec, nodeLongList())
 		}
 		col, suffix, err := parseLongSize(spec, name, size, hasSize)
 		if err != nil {

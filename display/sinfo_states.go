@@ -65,7 +65,7 @@ func ParseNodeStates(names []string) (func(*api.Node) bool, error) {
 			matches = append(matches, matchNone)
 			continue
 		}
-		return nil, fmt.Errorf("invalid node state specified: %q; valid states: %s", name, nodeStateList())
+		return nil, fmt.Errorf("Bad state string: %q (valid states: %s)", name, nodeStateList())
 	}
 	if len(matches) == 0 {
 		return nil, nil

@@ -138,10 +138,10 @@ func TestParseNodeFormat(t *testing.T) {
 		"every code":        {"%a%A%b%B%c%C%d%D%e%E%f%F%g%G%h%H%I%l%L%m%M%n%N%o%O%p%P%r%R%s%S%t%T%u%U%v%w%X%Y%z%Z", 41, ""},
 		"percent literal":   {"%%%t", 2, ""},
 		"flags in any form": {"%#.-12P", 1, ""},
-		"unknown code":      {"%P %Q", 0, `unknown field code "%Q"`},
+		"unknown code":      {"%P %Q", 0, "Invalid node format specification: %Q"},
 		"ends in a field":   {"%P %.10", 0, "ends inside a field"},
 		"too wide":          {"%99999P", 0, "wider than 4096"},
-		"not ascii":         {"%é", 0, `unknown field code "%é"`},
+		"not ascii":         {"%é", 0, "Invalid node format specification: %é"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -181,7 +181,7 @@ func TestParseNodeLongFormat(t *testing.T) {
 		"any case and spaces": {" NodeList , StateLong:.11", []col{{"NODELIST", 20, false}, {"STATE", 11, true}}, ""},
 		"suffix":              {"reason:5|", []col{{"REASON", 5, false}, {"", 0, false}}, ""},
 		"colon alone":         {"nodes:", []col{{"NODES", 0, false}}, ""},
-		"unknown":             {"partition,bogus", nil, `unknown field "bogus"`},
+		"unknown":             {"partition,bogus", nil, "Invalid node format specification: bogus"},
 		"empty":               {" , ", nil, "names no field"},
 		"too wide":            {"nodes:.99999", nil, "wider than 4096"},
 	}
@@ -232,7 +232,7 @@ func TestParseNodeStates(t *testing.T) {
 		"drained and draining": {[]string{"drained", "drng"}, "a2 d1", ""},
 		"down and no_respond":  {[]string{"no_respond"}, "x1", ""},
 		"slurm only":           {[]string{"maint", "future"}, "-", ""},
-		"unknown":              {[]string{"idle", "sleepy"}, "", `invalid node state specified: "sleepy"`},
+		"unknown":              {[]string{"idle", "sleepy"}, "", `Bad state string: "sleepy"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -39,8 +39,8 @@ func testQueueForms(t *testing.T, f *ctlFixture) {
 	}{
 		"-R":             {[]string{"-R", "maint"}, "squeue: error: --reservation=maint: corral has no reservations yet"},
 		"-s":             {[]string{"-s"}, "squeue: error: --steps: corral jobs have no steps yet"},
-		"-O unknown":     {[]string{"-O", "jobid,bogus"}, `squeue: error: --Format "jobid,bogus": unknown field "bogus"`},
-		"-S unknown":     {[]string{"-S", "P,zz"}, `squeue: error: --sort "P,zz": unknown sort key "zz"`},
+		"-O unknown":     {[]string{"-O", "jobid,bogus"}, `squeue: error: Invalid job format specification: bogus (in --Format "jobid,bogus"`},
+		"-S unknown":     {[]string{"-S", "P,zz"}, `squeue: error: Invalid sort specification: zz (in --sort "P,zz"`},
 		"-i not seconds": {[]string{"-i", "0"}, `squeue: error: --iterate="0"`},
 		"-w bad list":    {[]string{"-w", "n[1-"}, "squeue: error: --nodelist: hostlist"},
 		"unknown option": {[]string{"--bogus"}, "squeue: error: unknown option"},
@@ -110,9 +110,9 @@ func testNodeForms(t *testing.T, f *ctlFixture) {
 		args   []string
 		stderr string
 	}{
-		"-t unknown":     {[]string{"-t", "sleepy"}, `sinfo: error: --states: invalid node state specified: "sleepy"`},
-		"-o unknown":     {[]string{"-o", "%P %Q"}, `sinfo: error: format "%P %Q": unknown field code "%Q"`},
-		"-O unknown":     {[]string{"-O", "nodes,bogus"}, `sinfo: error: --Format "nodes,bogus": unknown field "bogus"`},
+		"-t unknown":     {[]string{"-t", "sleepy"}, `sinfo: error: Bad state string: "sleepy" (valid states: all,`},
+		"-o unknown":     {[]string{"-o", "%P %Q"}, `sinfo: error: Invalid node format specification: %Q (in format "%P %Q"`},
+		"-O unknown":     {[]string{"-O", "nodes,bogus"}, `sinfo: error: Invalid node format specification: bogus (in --Format "nodes,bogus"`},
 		"-T":             {[]string{"-T"}, "sinfo: error: --reservation: corral has no reservations yet"},
 		"-n empty":       {[]string{"-n", ","}, "sinfo: error: --nodes: no node named"},
 		"-d with -r":     {[]string{"-d", "-r"}, "sinfo: error: --dead and --responding exclude each other"},

@@ -210,7 +210,7 @@ func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
 		return opts, 0, err
 	}
 	if _, err := display.ParseNodeStates(opts.States); err != nil {
-		return opts, 0, fmt.Errorf("--states: %w", err)
+		return opts, 0, err
 	}
 	if o.has("nodes") {
 		names, err := display.ExpandHostlist(strings.Join(o.all["nodes"], ","))
