@@ -39,6 +39,9 @@ type NodesOptions struct {
 	States []string
 	// Names is -n, expanded: only these nodes.
 	Names []string
+	// Dead is -d, only nodes that stopped responding (DOWN); Responding
+	// is -r, only the others.
+	Dead, Responding bool
 }
 
 // Layout returns the format the options select, so that a caller can
@@ -286,7 +289,7 @@ func nodeLines(f *NodeFormat, views []*partView, keep func(*api.Node) bool, opts
 		}
 		return groupNodes(f, nil, all, keep, opts.Exact)
 	}
-	filtered := len(opts.States) > 0 || len(opts.Names) > 0 || opts.ListReasons
+	filtered := len(opts.States) > 0 || len(opts.Names) > 0 || opts.ListReasons || opts.Dead || opts.Responding
 	for _, v := range views {
 		groups := groupNodes(f, v, v.nodes, keep, opts.Exact)
 		if len(groups) == 0 && !filtered {

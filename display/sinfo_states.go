@@ -88,7 +88,7 @@ func nodeStateList() string {
 // drained and draining ones.
 func reasonStates(n *api.Node) bool { return n.Down || n.Drain }
 
-// nodeFilter is the filter of -t, -n and -R together.
+// nodeFilter is the filter of -t, -n, -d, -r and -R together.
 func nodeFilter(opts NodesOptions) (func(*api.Node) bool, error) {
 	state, err := ParseNodeStates(opts.States)
 	if err != nil {
@@ -105,6 +105,7 @@ func nodeFilter(opts NodesOptions) (func(*api.Node) bool, error) {
 		}
 	}
 	return func(n *api.Node) bool {
-		return (state == nil || state(n)) && (names == nil || names[n.Name])
+		return (state == nil || state(n)) && (names == nil || names[n.Name]) &&
+			(!opts.Dead || n.Down) && (!opts.Responding || !n.Down)
 	}, nil
 }

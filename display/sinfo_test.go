@@ -112,6 +112,12 @@ func TestNodesLayouts(t *testing.T) {
 			"NODELIST   NODES PARTITION STATE \n" +
 			"a1             1      cpu* alloc \n" +
 			"m1             1      cpu* mix   \n"},
+		"dead and a state": {NodesOptions{Dead: true, States: []string{"drain", "down"}, NoHeader: true}, "" +
+			"cpu*         up   infinite      1   down x1\n"},
+		"responding": {NodesOptions{Responding: true, Format: "%R %D", States: []string{"down", "idle"}}, "" +
+			"PARTITION NODES\n" +
+			"cpu 3\n" +
+			"big 1\n"},
 		"literal text and percent": {NodesOptions{Format: "[%R] %D%% %t", States: []string{"down"}, NoHeader: true}, "" +
 			"[cpu] 1% down\n"},
 	}

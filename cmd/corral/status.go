@@ -222,12 +222,10 @@ func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
 		}
 		opts.Names = names
 	}
-	switch {
-	case o.has("dead") && o.has("responding"):
+	if o.has("dead") && o.has("responding") {
 		return opts, 0, fmt.Errorf("--dead and --responding exclude each other: a node either responds or does not")
-	case o.has("dead"):
-		opts.States = append(opts.States, "no_respond")
 	}
+	opts.Dead, opts.Responding = o.has("dead"), o.has("responding")
 	every, err := iterateEvery(o)
 	return opts, every, err
 }
@@ -244,9 +242,6 @@ func printNodes(ctx context.Context, env *cliEnv, cl *api.Client, o *optSet, opt
 	}
 	if want := o.list("partition"); len(want) > 0 {
 		nodes, parts = filterPartitions(nodes, parts, want)
-	}
-	if o.has("responding") {
-		nodes = slices.DeleteFunc(nodes, func(n api.Node) bool { return n.Down })
 	}
 	now := time.Now()
 	for i := range nodes {
