@@ -66,6 +66,7 @@ func TestDispatchAgainstController(t *testing.T) {
 		names: map[uint64]string{first: "first", second: "scripted"}}
 	t.Run("queue", func(t *testing.T) { testQueueCommands(t, f) })
 	t.Run("squeue forms", func(t *testing.T) { testQueueForms(t, f) })
+	t.Run("format variables", func(t *testing.T) { testFormatEnv(t, f) })
 	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
 	// A node registered by hand (nothing heartbeats, the controller's node
 	// timeout is a minute).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,52 @@ import (
 	"testing"
 	"time"
 )
+
+// runWithEnv runs argv as runCLI does, with vars added to its environment.
+func runWithEnv(t *testing.T, ctx context.Context, addr string, vars map[string]string, argv ...string) result {
+	t.Helper()
+	all := map[string]string{"USER": "tester", "CORRAL_ADDR": addr}
+	for k, v := range vars {
+		all[k] = v
+	}
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(k string) string { return all[k] }}
+	code := dispatch(ctx, env, argv)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// testFormatEnv checks SQUEUE_FORMAT, SQUEUE_FORMAT2, SQUEUE_SORT and
+// SINFO_FORMAT, which stand for -o, -O and -S when those are not given; it
+// runs while the fixture has its two pending jobs and no node.
+func testFormatEnv(t *testing.T, f *ctlFixture) {
+	lo, hi := min(f.first, f.second), max(f.first, f.second)
+	tests := map[string]struct {
+		vars map[string]string
+		argv []string
+		want string
+	}{
+		"SQUEUE_FORMAT":       {map[string]string{"SQUEUE_FORMAT": "%i|%u"}, []string{"squeue", "-h"}, fmt.Sprintf("%d|tester\n%d|tester\n", lo, hi)},
+		"SQUEUE_FORMAT2":      {map[string]string{"SQUEUE_FORMAT2": "jobid:.4"}, []string{"squeue", "-h"}, fmt.Sprintf("%4d\n%4d\n", lo, hi)},
+		"SQUEUE_SORT":         {map[string]string{"SQUEUE_SORT": "-i", "SQUEUE_FORMAT": "%i"}, []string{"squeue", "-h"}, fmt.Sprintf("%d\n%d\n", hi, lo)},
+		"-o wins over it":     {map[string]string{"SQUEUE_FORMAT": "%u"}, []string{"squeue", "-h", "-o", "%i", "-S", "i"}, fmt.Sprintf("%d\n%d\n", lo, hi)},
+		"SINFO_FORMAT":        {map[string]string{"SINFO_FORMAT": "%R %D"}, []string{"sinfo", "-h"}, "batch 0\ndebug 0\n"},
+		"sinfo -O wins":       {map[string]string{"SINFO_FORMAT": "%R %D"}, []string{"sinfo", "-h", "-O", "partitionname:6,nodes:.2"}, "batch  0\ndebug  0\n"},
+		"a bad SINFO_FORMAT":  {map[string]string{"SINFO_FORMAT": "%Q"}, []string{"sinfo"}, "sinfo: error: SINFO_FORMAT: Invalid node format specification: %Q"},
+		"a bad SQUEUE_FORMAT": {map[string]string{"SQUEUE_FORMAT": "%!"}, []string{"squeue"}, "squeue: error: --format:"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := runWithEnv(t, f.ctx, f.addr, tc.vars, tc.argv...)
+			got := r.stdout
+			if r.code != 0 {
+				got = r.stderr
+			}
+			if !strings.HasPrefix(got, tc.want) || r.code == 0 && got != tc.want {
+				t.Errorf("%v with %v: exit %d, %q; want %q", tc.argv, tc.vars, r.code, got, tc.want)
+			}
+		})
+	}
+}
 
 // testQueueForms runs the squeue forms of issue 16 against the fixture's
 // controller: its two pending jobs of tester, then an array of three.

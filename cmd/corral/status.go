@@ -44,7 +44,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	q, err := queueQuery(o)
+	q, err := queueQuery(o, env.getenv)
 	if err != nil {
 		return err
 	}
@@ -81,8 +81,10 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // queueQuery reads squeue's filters and display options, refusing a bad
-// state, job id, format or sort before anything is fetched.
-func queueQuery(o *optSet) (api.QueueQuery, error) {
+// state, job id, format or sort before anything is fetched. As squeue,
+// SQUEUE_FORMAT, SQUEUE_FORMAT2 and SQUEUE_SORT stand for -o, -O and -S
+// when those are not given.
+func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	var q api.QueueQuery
 	if o.has("steps") {
 		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
@@ -113,6 +115,12 @@ func queueQuery(o *optSet) (api.QueueQuery, error) {
 	}
 	q = api.QueueQuery{Filter: f, Format: o.get("format"), Fields: o.get("Format"), Sort: o.get("sort"),
 		NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start"), Array: o.has("array")}
+	if !o.has("format") && !o.has("Format") {
+		q.Format, q.Fields = getenv("SQUEUE_FORMAT"), getenv("SQUEUE_FORMAT2")
+	}
+	if !o.has("sort") {
+		q.Sort = getenv("SQUEUE_SORT")
+	}
 	opts := display.QueueOptions{Format: q.Format, LongFormat: q.Fields, Long: q.Long, Start: q.Start}
 	if _, err := opts.Layout(); err != nil {
 		if q.Fields != "" {
@@ -182,6 +190,14 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	opts, every, err := nodesOptions(o)
 	if err != nil {
 		return err
+	}
+	if !o.has("format") && !o.has("Format") {
+		// As sinfo, SINFO_FORMAT stands for -o when neither -o nor -O is
+		// given.
+		opts.Format = env.getenv("SINFO_FORMAT")
+		if _, err := opts.Layout(); err != nil {
+			return fmt.Errorf("SINFO_FORMAT: %w", err)
+		}
 	}
 	cl, err := env.client()
 	if err != nil {
