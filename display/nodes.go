@@ -253,28 +253,7 @@ func Nodes(w io.Writer, nodes []api.Node, parts []api.Partition, opts NodesOptio
 func nodeLines(f *NodeFormat, views []*partView, keep func(*api.Node) bool, opts NodesOptions) []*nodeGroup {
 	var lines []*nodeGroup
 	if opts.NodeOriented {
-		type pair struct {
-			g    *nodeGroup
-			rank int
-		}
-		var pairs []pair
-		for rank, v := range views {
-			for _, n := range v.nodes {
-				if keep(n) {
-					pairs = append(pairs, pair{&nodeGroup{part: v, nodes: []*api.Node{n}}, rank})
-				}
-			}
-		}
-		slices.SortStableFunc(pairs, func(a, b pair) int {
-			if c := compareNodeNames(a.g.nodes[0].Name, b.g.nodes[0].Name); c != 0 {
-				return c
-			}
-			return a.rank - b.rank
-		})
-		for _, p := range pairs {
-			lines = append(lines, p.g)
-		}
-		return lines
+		return nodePairs(views, keep)
 	}
 	if !f.hasPartitionField() {
 		seen := map[string]bool{}
@@ -316,17 +295,51 @@ func FilterNodes(nodes []api.Node, opts NodesOptions) ([]api.Node, error) {
 	return out, nil
 }
 
+// nodePairs is -N's lines: one per node and partition, by node name, a
+// node's partitions in their order.
+func nodePairs(views []*partView, keep func(*api.Node) bool) []*nodeGroup {
+	type pair struct {
+		n    *api.Node
+		part *partView
+		rank int
+	}
+	var pairs []pair
+	for rank, v := range views {
+		for _, n := range v.nodes {
+			if keep(n) {
+				pairs = append(pairs, pair{n, v, rank})
+			}
+		}
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int {
+		if c := compareNodeNames(a.n.Name, b.n.Name); c != 0 {
+			return c
+		}
+		return a.rank - b.rank
+	})
+	groups := make([]nodeGroup, len(pairs))
+	members := make([]*api.Node, len(pairs))
+	lines := make([]*nodeGroup, len(pairs))
+	for i, p := range pairs {
+		members[i] = p.n
+		groups[i] = nodeGroup{part: p.part, nodes: members[i : i+1 : i+1]}
+		lines[i] = &groups[i]
+	}
+	return lines
+}
+
 // groupNodes puts the nodes keep selects on lines by their group key,
 // busiest state first, then in the order their first node came.
 func groupNodes(f *NodeFormat, part *partView, nodes []*api.Node, keep func(*api.Node) bool, exact bool) []*nodeGroup {
 	var groups []*nodeGroup
 	byKey := map[string]*nodeGroup{}
 	var key []byte
+	one := nodeGroup{part: part, nodes: make([]*api.Node, 1)}
 	for _, n := range nodes {
 		if !keep(n) {
 			continue
 		}
-		one := nodeGroup{part: part, nodes: []*api.Node{n}}
+		one.nodes[0] = n
 		key = f.groupKey(key[:0], &one, exact)
 		g := byKey[string(key)]
 		if g == nil {

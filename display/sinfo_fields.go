@@ -164,6 +164,9 @@ func nodeNames(g *nodeGroup) []string {
 }
 
 func valueNodeList(dst []byte, g *nodeGroup) []byte {
+	if len(g.nodes) == 1 {
+		return append(dst, g.nodes[0].Name...)
+	}
 	return append(dst, CompressHostlist(nodeNames(g))...)
 }
 
@@ -244,19 +247,19 @@ func freeMem(n *api.Node) string {
 	return strconv.FormatInt(free, 10)
 }
 
+// The values of %X, %Y and %Z, which S:C:T joins.
+var (
+	valueSockets = minPlus(true, func(n *api.Node) int64 { s, _, _ := topo(n); return s })
+	valueCores   = minPlus(true, func(n *api.Node) int64 { _, c, _ := topo(n); return c })
+	valueThreads = minPlus(true, func(n *api.Node) int64 { _, _, t := topo(n); return t })
+)
+
 func valueSCT(dst []byte, g *nodeGroup) []byte {
-	get := []func(*api.Node) int64{
-		func(n *api.Node) int64 { s, _, _ := topo(n); return s },
-		func(n *api.Node) int64 { _, c, _ := topo(n); return c },
-		func(n *api.Node) int64 { _, _, t := topo(n); return t },
-	}
-	for i, f := range get {
-		if i > 0 {
-			dst = append(dst, ':')
-		}
-		dst = minPlus(true, f)(dst, g)
-	}
-	return dst
+	dst = valueSockets(dst, g)
+	dst = append(dst, ':')
+	dst = valueCores(dst, g)
+	dst = append(dst, ':')
+	return valueThreads(dst, g)
 }
 
 func partAvail(p *partView) string {
@@ -315,9 +318,6 @@ func init() {
 			return appendCounts(dst, n, all)
 		}
 	}
-	sockets := func(n *api.Node) int64 { s, _, _ := topo(n); return s }
-	cores := func(n *api.Node) int64 { _, c, _ := topo(n); return c }
-	threads := func(n *api.Node) int64 { _, _, t := topo(n); return t }
 	type entry struct {
 		code  byte
 		names string // -O names, comma-separated
@@ -364,10 +364,10 @@ func init() {
 		{'U', "userlong", nodeFieldDef{"USER", kindNode, firstNode("Unknown", reasonUser)}},
 		{'v', "version", nodeFieldDef{"VERSION", kindNode, firstNode("N/A", func(n *api.Node) string { return orNA(n.Version) })}},
 		{'w', "weight", nodeFieldDef{"WEIGHT", kindSize, fixedNode("1")}},
-		{'X', "sockets", nodeFieldDef{"SOCKETS", kindSize, minPlus(true, sockets)}},
-		{'Y', "cores", nodeFieldDef{"CORES", kindSize, minPlus(true, cores)}},
+		{'X', "sockets", nodeFieldDef{"SOCKETS", kindSize, valueSockets}},
+		{'Y', "cores", nodeFieldDef{"CORES", kindSize, valueCores}},
 		{'z', "socketcorethread", nodeFieldDef{"S:C:T", kindSize, valueSCT}},
-		{'Z', "threads", nodeFieldDef{"THREADS", kindSize, minPlus(true, threads)}},
+		{'Z', "threads", nodeFieldDef{"THREADS", kindSize, valueThreads}},
 		// corral's own columns, by -O name only.
 		{0, "runner", nodeFieldDef{"RUNNER", kindNode, firstNode("-", func(n *api.Node) string { return orNone(n.Runner) })}},
 		{0, "accel", nodeFieldDef{"ACCEL", kindNode, firstNode("-", func(n *api.Node) string { return orNone(n.Accel) })}},

@@ -2,6 +2,7 @@ package display
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -347,5 +348,38 @@ func TestNodesInventory(t *testing.T) {
 	}
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// benchNodes is a cluster of n nodes over four partitions in mixed states.
+func benchNodes(n int) ([]api.Node, []api.Partition) {
+	nodes := make([]api.Node, n)
+	for i := range nodes {
+		nd := api.Node{NodeInfo: api.NodeInfo{Name: "node" + strconv.Itoa(i+1), CPUs: 64, MemMB: 256000,
+			Partitions: []string{[]string{"batch", "gpu", "long", "debug"}[i%4]}}, AllocCPUs: (i % 3) * 32}
+		if i%50 == 0 {
+			nd.Drain, nd.Reason = true, "maintenance"
+		}
+		nodes[i] = nd
+	}
+	return nodes, []api.Partition{{Name: "batch", Default: true}, {Name: "gpu"}, {Name: "long"}, {Name: "debug"}}
+}
+
+// BenchmarkNodes1000 renders sinfo's default, -s and -N -l layouts of a
+// thousand nodes.
+func BenchmarkNodes1000(b *testing.B) {
+	nodes, parts := benchNodes(1000)
+	for name, opts := range map[string]NodesOptions{
+		"default": {}, "summarize": {Summarize: true}, "node-long": {NodeOriented: true, Long: true},
+	} {
+		b.Run(name, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				buf.Reset()
+				if err := Nodes(&buf, nodes, parts, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
