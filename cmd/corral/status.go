@@ -98,7 +98,7 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	}
 	states, err := parseStates(o.list("states"))
 	if err != nil {
-		return q, fmt.Errorf("--states: %w", err)
+		return q, invalidJobState(o.list("states"))
 	}
 	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
 		states = activeStates
@@ -134,6 +134,23 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 		}
 	}
 	return q, nil
+}
+
+// invalidJobState is squeue's refusal of a -t list, in its words, naming
+// the first state it cannot read and the states it can.
+func invalidJobState(values []string) error {
+	bad := ""
+	for _, v := range values {
+		if _, err := api.ParseJobState(v); err != nil && !strings.EqualFold(v, "all") {
+			bad = v
+			break
+		}
+	}
+	valid := make([]string, 0, len(api.AllJobStates))
+	for _, st := range api.AllJobStates {
+		valid = append(valid, string(st)+" ("+st.Short()+")")
+	}
+	return fmt.Errorf("Invalid job state specified: %s (valid states: all, %s)", display.Safe(bad), strings.Join(valid, ", "))
 }
 
 // printQueueJSON prints the jobs q selects as squeue --json, in -S order.
