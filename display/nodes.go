@@ -246,8 +246,9 @@ func Nodes(w io.Writer, nodes []api.Node, parts []api.Partition, opts NodesOptio
 // nodeLines decides sinfo's lines. With -N every node and partition pair
 // is a line, in node-name order. Otherwise the nodes of each partition
 // that print the same value in every field that tells nodes apart share a
-// line (NodeFormat.groupKey); a partition's lines come in its order, its
-// busiest state first, and a partition with no nodes gets one empty line
+// line (NodeFormat.groupKey); partitions come in their order, a
+// partition's lines in sinfo's state order (nodeStateRank), and a
+// partition with no nodes gets one empty line
 // unless a filter is in force. A format with no partition field puts each
 // node on one line across partitions.
 func nodeLines(f *NodeFormat, views []*partView, keep func(*api.Node) bool, opts NodesOptions) []*nodeGroup {
@@ -328,8 +329,9 @@ func nodePairs(views []*partView, keep func(*api.Node) bool) []*nodeGroup {
 	return lines
 }
 
-// groupNodes puts the nodes keep selects on lines by their group key,
-// busiest state first, then in the order their first node came.
+// groupNodes puts the nodes keep selects on lines by their group key, in
+// sinfo's state order (nodeStateRank), then in the order their first node
+// came.
 func groupNodes(f *NodeFormat, part *partView, nodes []*api.Node, keep func(*api.Node) bool, exact bool) []*nodeGroup {
 	var groups []*nodeGroup
 	byKey := map[string]*nodeGroup{}
