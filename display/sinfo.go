@@ -201,7 +201,7 @@ func (f *NodeFormat) hasPartitionField() bool {
 }
 
 // widths returns each column's width: its own, or for a "#" column the
-// widest value of the lines (at least fitWidthMin).
+// widest value of the lines or its header (at least fitWidthMin).
 func (f *NodeFormat) widths(lines []*nodeGroup) []int {
 	out := make([]int, len(f.cols))
 	var scratch []byte
@@ -210,7 +210,7 @@ func (f *NodeFormat) widths(lines []*nodeGroup) []int {
 		if !c.fit || c.def == nil {
 			continue
 		}
-		w := fitWidthMin
+		w := max(fitWidthMin, utf8.RuneCountInString(c.def.header))
 		for _, g := range lines {
 			scratch = escapeTail(c.def.value(scratch[:0], g), 0)
 			w = max(w, runeLen(scratch))
