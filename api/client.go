@@ -267,6 +267,13 @@ type QueueQuery struct {
 	NoHeader bool
 	Long     bool
 	Start    bool
+	// Fields is -O (squeue's long field names, which win over Format),
+	// Sort is -S (empty: squeue's default "P,t,-p"), Array is -r (one line
+	// per array task) and Dated prints the date above the header (-i).
+	Fields string
+	Sort   string
+	Array  bool
+	Dated  bool
 }
 
 // QueueText returns the listing rendered by the controller. Rendering where
@@ -274,10 +281,12 @@ type QueueQuery struct {
 // text crosses the wire.
 func (c *Client) QueueText(ctx context.Context, q QueueQuery) ([]byte, error) {
 	v := filterQuery(q.Filter)
-	if q.Format != "" {
-		v.Set("format", q.Format)
+	for name, val := range map[string]string{"format": q.Format, "fields": q.Fields, "sort": q.Sort} {
+		if val != "" {
+			v.Set(name, val)
+		}
 	}
-	for name, on := range map[string]bool{"noheader": q.NoHeader, "long": q.Long, "start": q.Start} {
+	for name, on := range map[string]bool{"noheader": q.NoHeader, "long": q.Long, "start": q.Start, "array": q.Array, "dated": q.Dated} {
 		if on {
 			v.Set(name, "1")
 		}
@@ -308,6 +317,12 @@ func filterQuery(f JobFilter) url.Values {
 	}
 	for _, a := range f.Accounts {
 		q.Add("account", a)
+	}
+	for _, a := range f.QOS {
+		q.Add("qos", a)
+	}
+	for _, a := range f.Nodes {
+		q.Add("node", a)
 	}
 	return q
 }

@@ -98,9 +98,14 @@ type NodeAck struct {
 type Node struct {
 	NodeInfo
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
-	Down       bool      `json:"down,omitempty"`
-	Drain      bool      `json:"drain,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
+	Down   bool   `json:"down,omitempty"`
+	Drain  bool   `json:"drain,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// ReasonUser and ReasonTime are who set Reason and when (sinfo -R's
+	// USER and TIMESTAMP): the operator who drained the node, or "root"
+	// for what the controllers decided themselves.
+	ReasonUser string    `json:"reason_user,omitempty"`
+	ReasonTime time.Time `json:"reason_time,omitempty"`
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
 	// AllocCPUs and AllocMemMB sum the active jobs placed on the node.

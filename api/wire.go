@@ -60,6 +60,10 @@ type JobFilter struct {
 	States     []JobState `json:"states,omitempty"`
 	Partitions []string   `json:"partitions,omitempty"`
 	Accounts   []string   `json:"accounts,omitempty"`
+	// QOS selects jobs by their QoS (squeue -q), Nodes by the node they
+	// run or ran on (squeue -w).
+	QOS   []string `json:"qos,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // TaskRef names one task of an array: 12_5 is {12, 5}.

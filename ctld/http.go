@@ -245,6 +245,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		f.States = append(f.States, st)
 	}
 	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
+	f.QOS, f.Nodes = q["qos"], q["node"]
 	return f, validateFilter(&f)
 }
 
@@ -254,7 +255,14 @@ func matches(j *state.Job, f *api.JobFilter) bool {
 		(len(f.Names) == 0 || slices.Contains(f.Names, j.Spec.Name)) &&
 		(len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 		(len(f.Partitions) == 0 || slices.Contains(f.Partitions, j.Spec.Partition)) &&
-		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account))
+		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account)) &&
+		(len(f.QOS) == 0 || slices.Contains(f.QOS, j.Spec.QOS))
+}
+
+// onNodes reports whether the view's job runs or ran on one of the nodes
+// the filter names (squeue -w); a job that never ran is on none.
+func onNodes(v jobView, f *api.JobFilter) bool {
+	return len(f.Nodes) == 0 || v.run != nil && slices.Contains(f.Nodes, v.run.Node)
 }
 
 // matchesRef reports whether the filter names j: by its id, by its array's
@@ -324,7 +332,7 @@ func (c *Controller) matchJobs(p principal, f *api.JobFilter) []jobView {
 	c.fsm.Read(func(s *state.State) {
 		vw := viewerOf(s, p)
 		add := func(j *state.Job) {
-			if v := viewOf(s, j, vw); v.lvl > hidden {
+			if v := viewOf(s, j, vw); v.lvl > hidden && onNodes(v, f) {
 				out = append(out, v)
 			}
 		}

@@ -21,15 +21,31 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	opts := display.QueueOptions{
 		Format: q.Get("format"), NoHeader: q.Get("noheader") != "", Long: q.Get("long") != "", Start: q.Get("start") != "",
+		LongFormat: q.Get("fields"), Array: q.Get("array") != "", Dated: q.Get("dated") != "",
 	}
-	if _, err := display.ParseQueueFormat(orDefaultFormat(opts)); err != nil {
+	if _, err := opts.Layout(); err != nil {
+		if opts.LongFormat != "" {
+			return badRequest("%v", err)
+		}
 		return badRequest("--format: %v", err)
+	}
+	if opts.Array && len(f.Tasks) > 0 {
+		opts.ShowTask = namedTask(&f)
+	}
+	var order *display.QueueSort
+	if spec := q.Get("sort"); spec != "" {
+		if order, err = display.ParseQueueSort(spec); err != nil {
+			return badRequest("%v", err)
+		}
 	}
 	now := c.clock.Now()
 	prio := c.priorityFunc(now)
 	jobs := c.matchJobs(principalFrom(r), &f)
-	sortForQueue(jobs, prio)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if order != nil {
+		return writeSortedQueue(w, jobs, prio, order, opts, now)
+	}
+	sortForQueue(jobs, prio)
 	// The rows are rendered a chunk at a time from views converted into
 	// one reused buffer, so a listing of 100,000 jobs copies no more than
 	// a chunk of them at once.
@@ -52,15 +68,39 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// writeSortedQueue renders jobs in the order of squeue -S keys, which may
+// compare any field of a job: every job is converted once, sorted, and
+// rendered from those copies.
+func writeSortedQueue(w http.ResponseWriter, jobs []jobView, prio func(*state.Job) int64, order *display.QueueSort,
+	opts display.QueueOptions, now time.Time) error {
+	rows := make([]api.Job, len(jobs))
+	refs := make([]*api.Job, len(jobs))
+	for i, v := range jobs {
+		rows[i] = v.slim()
+		rows[i].Priority = prio(v.job)
+		refs[i] = &rows[i]
+	}
+	slices.SortFunc(refs, func(a, b *api.Job) int { return order.Compare(a, b, now) })
+	return display.QueueRefs(w, refs, opts, now)
+}
+
+// namedTask is squeue -r's choice of pending tasks when the listing names
+// tasks ("-j 12_5"): those named, or all of an array named by its id.
+func namedTask(f *api.JobFilter) func(array uint64, task int) bool {
+	return func(array uint64, task int) bool {
+		return slices.Contains(f.IDs, array) || slices.Contains(f.Tasks, api.TaskRef{Array: array, Task: task})
+	}
+}
+
 // queueChunk is how many jobs one chunk of a queue listing renders.
 const queueChunk = 2048
 
-// sortForQueue orders jobs as squeue does (display.SortJobRefsBy): by
-// state (running first, then pending), then priority, then id.
+// sortForQueue orders jobs as squeue does by default (display.SortJobRefsBy,
+// "P,t,-p"): by partition, then compact state, then priority, then id.
 func sortForQueue(jobs []jobView, prio func(*state.Job) int64) {
 	keys := make([]display.QueueKey, len(jobs))
 	for i, v := range jobs {
-		keys[i] = display.QueueKeyOf(v.job.State, prio(v.job), v.job.ID)
+		keys[i] = display.QueueKeyOf(v.job.Spec.Partition, v.job.State, prio(v.job), v.job.ID)
 	}
 	order := make([]int32, len(jobs))
 	for i := range order {
@@ -106,16 +146,4 @@ func withPriority(v jobView, prio func(*state.Job) int64) *api.Job {
 	c := v.api()
 	c.Priority = prio(v.job)
 	return &c
-}
-
-func orDefaultFormat(o display.QueueOptions) string {
-	switch {
-	case o.Format != "":
-		return o.Format
-	case o.Start:
-		return display.StartQueueFormat
-	case o.Long:
-		return display.LongQueueFormat
-	}
-	return display.DefaultQueueFormat
 }

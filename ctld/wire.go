@@ -127,7 +127,8 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
 			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing,
 		},
-		Down: n.Down, Drain: n.Drain, Reason: n.Reason, Registered: n.Registered, LastSeen: n.LastSeen,
+		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
+		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,
 	}
 	for _, id := range n.Allocs {

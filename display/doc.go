@@ -2,9 +2,10 @@
 // print it, so that people and scripts used to squeue, sinfo and scontrol
 // read corral without surprises.
 //
-// It owns the text layouts: squeue's -o format language, field codes,
-// headers, widths and truncation rules; sinfo's partition- and
-// node-oriented tables; scontrol's Key=Value records; Slurm's hostlist
+// It owns the text layouts: squeue's -o and -O format languages, field
+// codes, headers, widths and truncation rules, and its -S sort keys;
+// sinfo's -o and -O format engine, in which every built-in layout is a
+// format, and how it puts nodes on lines; scontrol's Key=Value records; Slurm's hostlist
 // notation; the JSON document of `corral queue --json`; and the
 // `corral status` summary.
 //
@@ -16,19 +17,19 @@
 // Entry points:
 //
 //	Queue, QueueRefs, QueueJSON, SortJobs,
-//	SortJobRefs, ParseQueueFormat                 squeue
-//	Nodes                                         sinfo
+//	SortJobRefs, ParseQueueFormat,
+//	ParseQueueLongFormat, ParseQueueSort          squeue
+//	Nodes, ParseNodeFormat, ParseNodeLongFormat,
+//	ParseNodeStates, FilterNodes                  sinfo
 //	ShowJob, ShowNode                             scontrol show job|node
 //	Status                                        corral status
 //	CompressHostlist, ExpandHostlist              hostlist notation
 //
 // # Choices where corral and Slurm differ
 //
-// Sorting. squeue's own default order is "P,t,-p" (partition, state,
-// priority). Corral's SortJobs orders by state (running, completing,
-// migrating, suspended, pending, requeued, then finished states), then
-// priority (highest first), then job id, so the jobs holding nodes come
-// first across all partitions. Queue itself renders in the order given.
+// Sorting. SortJobs orders as squeue does by default, "P,t,-p": partition,
+// then compact state as text, then priority (highest first), then job id.
+// ParseQueueSort reads any -S list. Queue itself renders in the order given.
 //
 // Time limits. api.JobSpec.TimeLimit 0 means "the partition's limit", which
 // the job record does not carry, so %l, %L and scontrol's TimeLimit print

@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -170,34 +171,11 @@ func arrayOf(j *api.Job) string {
 	return j.Spec.Array.Raw
 }
 
-// stateRank orders states for SortJobs: jobs holding nodes first, then the
-// queue, then finished jobs in api.AllJobStates order.
-func stateRank(s api.JobState) int {
-	switch s {
-	case api.StateRunning:
-		return 0
-	case api.StateCompleting:
-		return 1
-	case api.StateMigrating:
-		return 2
-	case api.StateSuspended:
-		return 3
-	case api.StatePending:
-		return 4
-	case api.StateRequeued:
-		return 5
-	}
-	if i := slices.Index(api.AllJobStates, s); i >= 0 {
-		return 6 + i
-	}
-	return 6 + len(api.AllJobStates)
-}
-
-// SortJobs orders jobs for display: by state (running, completing,
-// migrating, suspended, pending, requeued, then finished states), then by
-// priority, highest first, then by job id. It sorts an index and moves each
-// job once, because api.Job is large and a swap-based sort of 100,000 jobs
-// would spend its time copying.
+// SortJobs orders jobs as squeue does by default (DefaultQueueSort,
+// "P,t,-p"): by partition, then compact state as text, then priority,
+// highest first, then job id. It sorts an index and moves each job once,
+// because api.Job is large and a swap-based sort of 100,000 jobs would
+// spend its time copying.
 func SortJobs(jobs []api.Job) {
 	keys := make([]sortKey, len(jobs))
 	for i := range jobs {
@@ -220,7 +198,7 @@ func SortJobRefsBy(jobs []*api.Job, prio func(*api.Job) int64) {
 	}
 	keys := make([]sortKey, len(jobs))
 	for i, j := range jobs {
-		keys[i] = sortKey{stateRank(j.State), prio(j), j.ID}
+		keys[i] = QueueKeyOf(partitionOf(j), j.State, prio(j), j.ID)
 	}
 	sorted := make([]*api.Job, len(jobs))
 	for i, k := range sortOrder(keys) {
@@ -230,12 +208,12 @@ func SortJobRefsBy(jobs []*api.Job, prio func(*api.Job) int64) {
 }
 
 type sortKey struct {
-	rank int
-	prio int64
-	id   uint64
+	part, state string
+	prio        int64
+	id          uint64
 }
 
-func keyOf(j *api.Job) sortKey { return sortKey{stateRank(j.State), j.Priority, j.ID} }
+func keyOf(j *api.Job) sortKey { return QueueKeyOf(partitionOf(j), j.State, j.Priority, j.ID) }
 
 func sortOrder(keys []sortKey) []int32 {
 	order := make([]int32, len(keys))
@@ -247,9 +225,13 @@ func sortOrder(keys []sortKey) []int32 {
 }
 
 func compareKeys(ka, kb sortKey) int {
+	if c := strings.Compare(ka.part, kb.part); c != 0 {
+		return c
+	}
+	if c := strings.Compare(ka.state, kb.state); c != 0 {
+		return c
+	}
 	switch {
-	case ka.rank != kb.rank:
-		return ka.rank - kb.rank
 	case ka.prio != kb.prio:
 		if ka.prio > kb.prio {
 			return -1
@@ -287,14 +269,19 @@ func permute(jobs []api.Job, order []int32) {
 	}
 }
 
-// QueueKey is what the queue's order compares (see SortJobRefsBy): a job's
-// state, priority and id. A caller that holds jobs in another form sorts
-// them with QueueKeyOf and CompareQueueKeys into the same order.
+// QueueKey is what squeue's default order compares (see SortJobRefsBy): a
+// job's partition, compact state, priority and id. A caller that holds
+// jobs in another form sorts them with QueueKeyOf and CompareQueueKeys into
+// the same order.
 type QueueKey = sortKey
 
-// QueueKeyOf returns the sort key of a job in state st with priority prio.
-func QueueKeyOf(st api.JobState, prio int64, id uint64) QueueKey {
-	return sortKey{stateRank(st), prio, id}
+// QueueKeyOf returns the sort key of a job of partition part (the default
+// one when empty) in state st with priority prio.
+func QueueKeyOf(part string, st api.JobState, prio int64, id uint64) QueueKey {
+	if part == "" {
+		part = api.DefaultPartition
+	}
+	return sortKey{part: part, state: st.Short(), prio: prio, id: id}
 }
 
 // CompareQueueKeys orders two keys as SortJobRefsBy does.

@@ -18,21 +18,71 @@ type NodesOptions struct {
 	Long bool
 	// NoHeader is -h: no header line and no date line.
 	NoHeader bool
-	// Now, when set, is printed above the header of -l output, as sinfo -l
-	// prints the date. Left zero, no date line is printed.
-	Now time.Time
+	// Now, when set, is printed above the header of -l output (and of
+	// each listing of -i, with Dated), as sinfo prints the date. Left
+	// zero, no date line is printed.
+	Now   time.Time
+	Dated bool
+	// Format is -o, in sinfo's % codes; LongFormat is -O, in its long
+	// names. Either replaces the layout the other options choose.
+	Format, LongFormat string
+	// Summarize is -s: one line per partition with NODES(A/I/O/T).
+	Summarize bool
+	// ListReasons is -R: the reasons of down, drained and draining nodes,
+	// with who set them and when.
+	ListReasons bool
+	// Exact is -e: nodes share a line only when their CPUs, memory and
+	// other sizes are equal too.
+	Exact bool
+	// States is -t: only nodes in these states (sinfo's names, see
+	// ParseNodeStates).
+	States []string
+	// Names is -n, expanded: only these nodes.
+	Names []string
+	// Dead is -d, only nodes that stopped responding (DOWN); Responding
+	// is -r, only the others.
+	Dead, Responding bool
 }
 
-// minField is sinfo's MIN_NODE_FIELD_SIZE and MIN_PART_FIELD_SIZE: the
-// narrowest a computed NODELIST or PARTITION column gets.
-const minField = 9
+// Layout returns the format the options select, so that a caller can
+// refuse a bad -o or -O before it fetches anything.
+func (o NodesOptions) Layout() (*NodeFormat, error) {
+	switch {
+	case o.LongFormat != "":
+		return ParseNodeLongFormat(o.LongFormat)
+	case o.Format != "":
+		return ParseNodeFormat(o.Format)
+	case o.ListReasons && o.Long:
+		return ParseNodeFormat(LongListReasonsFormat)
+	case o.ListReasons:
+		return ParseNodeFormat(ListReasonsNodesFormat)
+	case o.Summarize:
+		return ParseNodeFormat(SummarizeNodesFormat)
+	case o.NodeOriented && o.Long:
+		return ParseNodeFormat(NodeLongNodesFormat)
+	case o.NodeOriented:
+		return ParseNodeFormat(NodeNodesFormat)
+	case o.Long:
+		return ParseNodeFormat(LongNodesFormat)
+	}
+	return ParseNodeFormat(DefaultNodesFormat)
+}
 
 // partView is a partition with the nodes that serve it.
 type partView struct {
-	name    string
-	def     bool
-	maxTime int64 // seconds; 0 is infinite
-	nodes   []*api.Node
+	name               string
+	def                bool
+	state              api.PartitionState
+	maxTime, defTime   int64 // seconds; 0 is infinite (unset for defTime)
+	tier               int
+	preempt            api.PreemptMode
+	minNodes, maxNodes int
+	nodes              []*api.Node
+}
+
+func newPartView(p *api.Partition) *partView {
+	return &partView{name: p.Name, def: p.Default, state: p.State, maxTime: p.MaxTime, defTime: p.DefaultTime,
+		tier: p.PriorityTier, preempt: p.PreemptMode, minNodes: p.MinNodes, maxNodes: p.MaxNodes}
 }
 
 // label is the partition's name as sinfo prints it: the default partition
@@ -57,7 +107,7 @@ func buildPartitions(nodes []api.Node, parts []api.Partition) []*partView {
 		if byName[p.Name] != nil {
 			continue
 		}
-		v := &partView{name: p.Name, def: p.Default, maxTime: p.MaxTime}
+		v := newPartView(&p)
 		hasDefault = hasDefault || p.Default
 		byName[p.Name] = v
 		views = append(views, v)
@@ -162,52 +212,149 @@ func stateLong(s api.NodeState) string {
 	return "unknown"
 }
 
-// Nodes renders nodes and partitions like sinfo: by default one line per
-// partition and node state with the nodes in hostlist notation; with
-// NodeOriented (-N) one line per node and partition. A node that serves
-// several partitions appears under each.
+// Nodes renders nodes and partitions like sinfo, in the layout opts
+// select: by default one line per partition and group of nodes that print
+// the same, with the nodes in hostlist notation; with NodeOriented (-N) one
+// line per node and partition. A node that serves several partitions
+// appears under each.
 func Nodes(w io.Writer, nodes []api.Node, parts []api.Partition, opts NodesOptions) error {
-	views := buildPartitions(nodes, parts)
+	f, err := opts.Layout()
+	if err != nil {
+		return err
+	}
+	keep, err := nodeFilter(opts)
+	if err != nil {
+		return err
+	}
+	lines := nodeLines(f, buildPartitions(nodes, parts), keep, opts)
+	widths := f.widths(lines)
 	var buf []byte
-	if opts.Long && !opts.NoHeader && !opts.Now.IsZero() {
+	if (opts.Long || opts.Dated) && !opts.NoHeader && !opts.Now.IsZero() {
 		buf = opts.Now.AppendFormat(buf, time.ANSIC)
 		buf = append(buf, '\n')
 	}
-	if opts.NodeOriented {
-		buf = appendNodeLines(buf, views, opts)
-	} else {
-		buf = appendPartitionLines(buf, views, opts)
+	if !opts.NoHeader {
+		buf = f.appendHeader(buf, widths)
 	}
-	_, err := w.Write(buf)
+	for _, g := range lines {
+		buf = f.appendLine(buf, g, widths)
+	}
+	_, err = w.Write(buf)
 	return err
 }
 
-// cell is one column of a line: its text, width and justification. sinfo
-// truncates every value to its width.
-type cell struct {
-	text  string
-	width int
-	right bool
-}
-
-// appendLine writes cells separated by single spaces, as sinfo's formats
-// are.
-func appendLine(dst []byte, cells ...cell) []byte {
-	for i, c := range cells {
-		if i > 0 {
-			dst = append(dst, ' ')
+// nodeLines decides sinfo's lines. With -N every node and partition pair
+// is a line, in node-name order. Otherwise the nodes of each partition
+// that print the same value in every field that tells nodes apart share a
+// line (NodeFormat.groupKey); partitions come in their order, a
+// partition's lines in sinfo's state order (nodeStateRank), and a
+// partition with no nodes gets one empty line
+// unless a filter is in force. A format with no partition field puts each
+// node on one line across partitions.
+func nodeLines(f *NodeFormat, views []*partView, keep func(*api.Node) bool, opts NodesOptions) []*nodeGroup {
+	var lines []*nodeGroup
+	if opts.NodeOriented {
+		return nodePairs(views, keep)
+	}
+	if !f.hasPartitionField() {
+		seen := map[string]bool{}
+		var all []*api.Node
+		for _, v := range views {
+			for _, n := range v.nodes {
+				if !seen[n.Name] {
+					seen[n.Name] = true
+					all = append(all, n)
+				}
+			}
 		}
-		dst = appendPadded(dst, c.text, c.width, c.right, true)
+		return groupNodes(f, nil, all, keep, opts.Exact)
 	}
-	return append(dst, '\n')
+	filtered := len(opts.States) > 0 || len(opts.Names) > 0 || opts.ListReasons || opts.Dead || opts.Responding
+	for _, v := range views {
+		groups := groupNodes(f, v, v.nodes, keep, opts.Exact)
+		if len(groups) == 0 && !filtered {
+			groups = []*nodeGroup{{part: v}}
+		}
+		lines = append(lines, groups...)
+	}
+	return lines
 }
 
-func partWidth(views []*partView) int {
-	w := minField
-	for _, v := range views {
-		w = max(w, len(v.label()))
+// FilterNodes returns the nodes opts' -t, -n and -R select, for a listing
+// that is not text (sinfo --json).
+func FilterNodes(nodes []api.Node, opts NodesOptions) ([]api.Node, error) {
+	keep, err := nodeFilter(opts)
+	if err != nil {
+		return nil, err
 	}
-	return w
+	out := make([]api.Node, 0, len(nodes))
+	for i := range nodes {
+		if keep(&nodes[i]) {
+			out = append(out, nodes[i])
+		}
+	}
+	return out, nil
+}
+
+// nodePairs is -N's lines: one per node and partition, by node name, a
+// node's partitions in their order.
+func nodePairs(views []*partView, keep func(*api.Node) bool) []*nodeGroup {
+	type pair struct {
+		n    *api.Node
+		part *partView
+		rank int
+	}
+	var pairs []pair
+	for rank, v := range views {
+		for _, n := range v.nodes {
+			if keep(n) {
+				pairs = append(pairs, pair{n, v, rank})
+			}
+		}
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int {
+		if c := compareNodeNames(a.n.Name, b.n.Name); c != 0 {
+			return c
+		}
+		return a.rank - b.rank
+	})
+	groups := make([]nodeGroup, len(pairs))
+	members := make([]*api.Node, len(pairs))
+	lines := make([]*nodeGroup, len(pairs))
+	for i, p := range pairs {
+		members[i] = p.n
+		groups[i] = nodeGroup{part: p.part, nodes: members[i : i+1 : i+1]}
+		lines[i] = &groups[i]
+	}
+	return lines
+}
+
+// groupNodes puts the nodes keep selects on lines by their group key, in
+// sinfo's state order (nodeStateRank), then in the order their first node
+// came.
+func groupNodes(f *NodeFormat, part *partView, nodes []*api.Node, keep func(*api.Node) bool, exact bool) []*nodeGroup {
+	var groups []*nodeGroup
+	byKey := map[string]*nodeGroup{}
+	var key []byte
+	one := nodeGroup{part: part, nodes: make([]*api.Node, 1)}
+	for _, n := range nodes {
+		if !keep(n) {
+			continue
+		}
+		one.nodes[0] = n
+		key = f.groupKey(key[:0], &one, exact)
+		g := byKey[string(key)]
+		if g == nil {
+			g = &nodeGroup{part: part}
+			byKey[string(key)] = g
+			groups = append(groups, g)
+		}
+		g.nodes = append(g.nodes, n)
+	}
+	slices.SortStableFunc(groups, func(a, b *nodeGroup) int {
+		return nodeStateRank(b.nodes[0].State()) - nodeStateRank(a.nodes[0].State())
+	})
+	return groups
 }
 
 // timeLimit is sinfo's TIMELIMIT.
@@ -216,78 +363,6 @@ func timeLimit(secs int64) string {
 		return "infinite"
 	}
 	return string(appendCompactSecs(nil, secs))
-}
-
-// stateGroup is one partition-oriented line: the partition's nodes in one
-// state.
-type stateGroup struct {
-	state api.NodeState
-	names []string
-}
-
-func groupByState(nodes []*api.Node) []stateGroup {
-	var groups []stateGroup
-	for _, n := range nodes {
-		st := n.State()
-		i := slices.IndexFunc(groups, func(g stateGroup) bool { return g.state == st })
-		if i < 0 {
-			groups = append(groups, stateGroup{state: st})
-			i = len(groups) - 1
-		}
-		groups[i].names = append(groups[i].names, n.Name)
-	}
-	slices.SortFunc(groups, func(a, b stateGroup) int { return nodeStateRank(b.state) - nodeStateRank(a.state) })
-	return groups
-}
-
-// appendPartitionLines renders sinfo's "%9P %.5a %.10l %.6D %.6t %N", or
-// with Long "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N".
-// Corral partitions are always up, run single-node jobs (JOB_SIZE 1), are
-// open to all groups and to non-root users, and share nodes between jobs
-// without oversubscribing CPUs (OVERSUBSCRIBE NO).
-func appendPartitionLines(dst []byte, views []*partView, opts NodesOptions) []byte {
-	pw := partWidth(views)
-	line := func(part, avail, limit, count, state, nodes string) []byte {
-		if opts.Long {
-			return appendLine(dst, cell{part, pw, false}, cell{avail, 5, true}, cell{limit, 10, true},
-				cell{"1", 10, true}, cell{"no", 4, true}, cell{"NO", 8, true}, cell{"all", 10, true},
-				cell{count, 6, true}, cell{state, 11, true}, cell{nodes, 0, false})
-		}
-		return appendLine(dst, cell{part, pw, false}, cell{avail, 5, true}, cell{limit, 10, true},
-			cell{count, 6, true}, cell{state, 6, true}, cell{nodes, 0, false})
-	}
-	if !opts.NoHeader {
-		if opts.Long {
-			dst = appendLine(dst, cell{"PARTITION", pw, false}, cell{"AVAIL", 5, true}, cell{"TIMELIMIT", 10, true},
-				cell{"JOB_SIZE", 10, true}, cell{"ROOT", 4, true}, cell{"OVERSUBSCRIBE", 8, true},
-				cell{"GROUPS", 10, true}, cell{"NODES", 6, true}, cell{"STATE", 11, true}, cell{"NODELIST", 0, false})
-		} else {
-			dst = line("PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST")
-		}
-	}
-	for _, v := range views {
-		limit := timeLimit(v.maxTime)
-		groups := groupByState(v.nodes)
-		if len(groups) == 0 {
-			dst = line(v.label(), "up", limit, "0", "n/a", "")
-			continue
-		}
-		for _, g := range groups {
-			state := stateShort(g.state)
-			if opts.Long {
-				state = stateLong(g.state)
-			}
-			dst = line(v.label(), "up", limit, strconv.Itoa(len(g.names)), state, CompressHostlist(g.names))
-		}
-	}
-	return dst
-}
-
-// nodeLine is one node-oriented line.
-type nodeLine struct {
-	node *api.Node
-	part *partView
-	rank int // the partition's position, to order a node's lines
 }
 
 // compareNodeNames is sinfo's node-list order: at the first differing byte,
@@ -319,62 +394,6 @@ func leadingNumber(s string) uint64 {
 	return n
 }
 
-// appendNodeLines renders sinfo -N's "%N %.6D %.9P %6t", or with Long
-// "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E", sorted by node
-// name. Corral nodes report no sockets, disk, weights or features, so S:C:T
-// is 1:CPUS:1, TMP_DISK 0, WEIGHT 1 and AVAIL_FE (null). Long adds, after
-// sinfo's columns, corral's RUNNER, ACCEL (kvm or tcg) and IMAGES.
-func appendNodeLines(dst []byte, views []*partView, opts NodesOptions) []byte {
-	var lines []nodeLine
-	nw := minField
-	for rank, v := range views {
-		for _, n := range v.nodes {
-			lines = append(lines, nodeLine{node: n, part: v, rank: rank})
-			nw = max(nw, len(n.Name))
-		}
-	}
-	slices.SortStableFunc(lines, func(a, b nodeLine) int {
-		if c := compareNodeNames(a.node.Name, b.node.Name); c != 0 {
-			return c
-		}
-		return a.rank - b.rank
-	})
-	pw := partWidth(views)
-	if !opts.NoHeader {
-		if opts.Long {
-			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true}, cell{"PARTITION", pw, true},
-				cell{"STATE", 11, true}, cell{"CPUS", 4, true}, cell{"S:C:T", 8, true}, cell{"MEMORY", 6, true},
-				cell{"TMP_DISK", 8, true}, cell{"WEIGHT", 6, true}, cell{"AVAIL_FE", 8, true}, cell{"REASON", 20, false},
-				cell{"RUNNER", 7, false}, cell{"ACCEL", 5, false}, cell{"NUMA", 4, true}, cell{"GPUS", 4, true},
-				cell{"VFS", 4, true}, cell{"IMAGES", 0, false})
-		} else {
-			dst = appendLine(dst, cell{"NODELIST", nw, false}, cell{"NODES", 6, true},
-				cell{"PARTITION", pw, true}, cell{"STATE", 6, false})
-		}
-	}
-	for _, l := range lines {
-		n, st := l.node, l.node.State()
-		if !opts.Long {
-			dst = appendLine(dst, cell{n.Name, nw, false}, cell{"1", 6, true},
-				cell{l.part.label(), pw, true}, cell{stateShort(st), 6, false})
-			continue
-		}
-		cpus := string(appendUnits(nil, float64(n.CPUs), unitNone))
-		reason := n.Reason
-		if reason == "" {
-			reason = "none"
-		}
-		numa, gpus, vfs := inventoryCounts(n.Inventory)
-		dst = appendLine(dst, cell{n.Name, nw, false}, cell{"1", 6, true}, cell{l.part.label(), pw, true},
-			cell{stateLong(st), 11, true}, cell{cpus, 4, true}, cell{socketsCoresThreads(n), 8, true},
-			cell{strconv.FormatInt(n.MemMB, 10), 6, true}, cell{"0", 8, true}, cell{"1", 6, true},
-			cell{nullStr, 8, true}, cell{reason, 20, false},
-			cell{orNone(n.Runner), 7, false}, cell{orNone(n.Accel), 5, false}, cell{numa, 4, true}, cell{gpus, 4, true},
-			cell{vfs, 4, true}, cell{orNone(strings.Join(n.Images, ",")), 0, false})
-	}
-	return dst
-}
-
 // inventoryCounts gives a node's NUMA nodes, GPUs (MIG slices counted as
 // GPUs) and VFs for sinfo -l, "-" when it reported no inventory.
 func inventoryCounts(inv *api.Inventory) (numa, gpus, vfs string) {
@@ -399,22 +418,23 @@ func inventoryCounts(inv *api.Inventory) (numa, gpus, vfs string) {
 	return numa, strconv.Itoa(g), strconv.Itoa(v)
 }
 
-// socketsCoresThreads is sinfo's S:C:T: from the node's topology when it
-// reported one, else 1:CPUS:1.
-func socketsCoresThreads(n *api.Node) string {
+// topo returns a node's sockets, cores per socket and threads per core
+// (sinfo's %X, %Y, %Z and S:C:T): from its topology when it reported one,
+// else 1 socket of CPUS cores of 1 thread.
+func topo(n *api.Node) (sockets, cores, threads int64) {
 	t := (*api.Topology)(nil)
 	if n.Inventory != nil {
 		t = n.Inventory.Topology
 	}
 	if t == nil || t.Sockets < 1 || len(t.Nodes) == 0 || len(t.Nodes[0].CPUs) == 0 {
-		return "1:" + strconv.Itoa(n.CPUs) + ":1"
+		return 1, int64(n.CPUs), 1
 	}
-	threads := len(t.Nodes[0].CPUs[0].Siblings) + 1
+	th := len(t.Nodes[0].CPUs[0].Siblings) + 1
 	cpus := 0
 	for _, nd := range t.Nodes {
 		cpus += len(nd.CPUs)
 	}
-	return strconv.Itoa(t.Sockets) + ":" + strconv.Itoa(cpus/(t.Sockets*threads)) + ":" + strconv.Itoa(threads)
+	return int64(t.Sockets), int64(cpus / (t.Sockets * th)), int64(th)
 }
 
 // orNone prints "-" for an empty cell, so columns stay aligned.

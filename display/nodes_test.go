@@ -51,14 +51,23 @@ func TestNodes(t *testing.T) {
 			"n5             1       gpu idle  \n" +
 			"n10            1    batch* drain \n"},
 		"node oriented long": {NodesOptions{NodeOriented: true, Long: true}, "" +
-			"NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON               RUNNER  ACCEL NUMA GPUS  VFS IMAGES\n" +
-			"n1             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
-			"n2             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
-			"n3             1    batch*       mixed    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
-			"n3             1       gpu       mixed    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
-			"n4             1    batch*        down    4    1:4:1   8000        0      1   (null) none                 process -        -    -    - -\n" +
-			"n5             1       gpu        idle    8    1:8:1   8000        0      1   (null) none                 vm      tcg      -    -    - default,cuda\n" +
-			"n10            1    batch*     drained    4    1:4:1   8000        0      1   (null) disk swap            process -        -    -    - -\n"},
+			"NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON              \n" +
+			"n1             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                \n" +
+			"n2             1    batch*        idle    4    1:4:1   8000        0      1   (null) none                \n" +
+			"n3             1    batch*       mixed    4    1:4:1   8000        0      1   (null) none                \n" +
+			"n3             1       gpu       mixed    4    1:4:1   8000        0      1   (null) none                \n" +
+			"n4             1    batch*        down    4    1:4:1   8000        0      1   (null) none                \n" +
+			"n5             1       gpu        idle    8    1:8:1   8000        0      1   (null) none                \n" +
+			"n10            1    batch*     drained    4    1:4:1   8000        0      1   (null) disk swap           \n"},
+		"corral's own columns by long name": {NodesOptions{NodeOriented: true, LongFormat: "nodelist:6,runner:8,accel:6,numa:.5,gpus:.5,vfs:.4,images:0"}, "" +
+			"NODELIRUNNER  ACCEL  NUMA GPUS VFSIMAGES\n" +
+			"n1    process -         -    -   --\n" +
+			"n2    process -         -    -   --\n" +
+			"n3    process -         -    -   --\n" +
+			"n3    process -         -    -   --\n" +
+			"n4    process -         -    -   --\n" +
+			"n5    vm      tcg       -    -   -default,cuda\n" +
+			"n10   process -         -    -   --\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -41,6 +41,16 @@ type QueueOptions struct {
 	Long bool
 	// Start is --start: only pending jobs, with their start times.
 	Start bool
+	// LongFormat is -O, in squeue's long field names; it wins over
+	// Format.
+	LongFormat string
+	// Array is -r: one line per array task, an array's pending tasks each
+	// on its own line rather than folded into "12_[3-9]". ShowTask, when
+	// set, picks the pending tasks shown (those a "-j 12_5" names).
+	Array    bool
+	ShowTask func(array uint64, task int) bool
+	// Dated prints the date above the header, as squeue -i does.
+	Dated bool
 }
 
 func (o QueueOptions) format() string {
@@ -53,6 +63,15 @@ func (o QueueOptions) format() string {
 		return LongQueueFormat
 	}
 	return DefaultQueueFormat
+}
+
+// Layout returns the parsed format the options select, so that a caller
+// can refuse a bad -o or -O before it fetches anything.
+func (o QueueOptions) Layout() (*QueueFormat, error) {
+	if o.LongFormat != "" {
+		return ParseQueueLongFormat(o.LongFormat)
+	}
+	return ParseQueueFormat(o.format())
 }
 
 // QueueFormat is a parsed squeue format, ready to render many rows.
@@ -162,12 +181,12 @@ func Queue(w io.Writer, jobs []api.Job, opts QueueOptions, now time.Time) error 
 // QueueRefs is Queue over job pointers: the controller renders listings
 // from the records it holds without copying them.
 func QueueRefs(w io.Writer, jobs []*api.Job, opts QueueOptions, now time.Time) error {
-	f, err := ParseQueueFormat(opts.format())
+	f, err := opts.Layout()
 	if err != nil {
 		return err
 	}
 	rw := newRowWriter(w)
-	if opts.Long && !opts.NoHeader {
+	if (opts.Long || opts.Dated) && !opts.NoHeader {
 		rw.buf = now.AppendFormat(rw.buf, time.ANSIC)
 		rw.buf = append(rw.buf, '\n')
 	}
@@ -177,6 +196,12 @@ func QueueRefs(w io.Writer, jobs []*api.Job, opts QueueOptions, now time.Time) e
 	c := rowCtx{now: now, loc: now.Location(), prio: opts.Priority}
 	for i := range jobs {
 		if opts.Start && !pendingLike(jobs[i].State) {
+			continue
+		}
+		if opts.Array && jobs[i].IsArrayPending() {
+			if err := f.writeTasks(rw, jobs[i], opts.ShowTask, &c); err != nil {
+				return err
+			}
 			continue
 		}
 		rw.buf = f.appendRow(rw.buf, jobs[i], &c)
@@ -214,6 +239,27 @@ func (f *QueueFormat) appendRow(dst []byte, j *api.Job, c *rowCtx) []byte {
 		}
 	}
 	return append(dst, '\n')
+}
+
+// writeTasks renders an array's pending record as squeue -r does: a line
+// per task, each as task 12_5 of the array.
+func (f *QueueFormat) writeTasks(rw *rowWriter, j *api.Job, show func(uint64, int) bool, c *rowCtx) error {
+	task := *j
+	task.ArrayPending = nil
+	if task.ArrayJobID == 0 {
+		task.ArrayJobID = j.ID
+	}
+	var err error
+	j.ArrayPending.Each(func(i int) bool {
+		if show != nil && !show(task.ArrayJobID, i) {
+			return true
+		}
+		task.ArrayTaskID = i
+		rw.buf = f.appendRow(rw.buf, &task, c)
+		err = rw.maybeFlush()
+		return err == nil
+	})
+	return err
 }
 
 // rowWriter batches rows into one buffer and writes it in large chunks.

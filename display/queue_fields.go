@@ -174,6 +174,7 @@ func init() {
 	for code, d := range defs {
 		fieldDefs[code] = d
 	}
+	initQueueLongFields()
 }
 
 func valueGres(dst []byte, j *api.Job, _ *rowCtx) []byte {

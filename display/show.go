@@ -362,6 +362,14 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	if n.Reason != "" {
 		k.newLine()
 		k.str("Reason", n.Reason)
+		// As scontrol: who set the reason and when, "[root@2024-03-01T10:00:00]".
+		if !n.ReasonTime.IsZero() {
+			k.buf = append(k.buf, " ["...)
+			k.buf = appendSafe(k.buf, reasonUser(n))
+			k.buf = append(k.buf, '@')
+			k.buf = appendTime(k.buf, n.ReasonTime, k.loc, "Unknown")
+			k.buf = append(k.buf, ']')
+		}
 	}
 	k.done(w)
 }

@@ -153,7 +153,8 @@ func TestShowNode(t *testing.T) {
 			Name: "vm1", CPUs: 16, MemMB: 65536, Partitions: []string{"gpu"}, Runner: "vm",
 			Version: "0.3.1", Images: []string{"ubuntu-24.04", "rocky-9"}, Accel: "kvm",
 		},
-		Down: true, Drain: true, Reason: "hypervisor upgrade", AllocCPUs: 4, AllocMemMB: 4096,
+		Down: true, Drain: true, Reason: "hypervisor upgrade", ReasonUser: "oscar", ReasonTime: t0.Add(-90e9),
+		AllocCPUs: 4, AllocMemMB: 4096,
 		Jobs: []uint64{42, 43},
 	}
 	tests := map[string]struct {
@@ -189,7 +190,7 @@ func TestShowNode(t *testing.T) {
    Runner=vm Images=ubuntu-24.04,rocky-9 Accel=kvm
    SlurmdStartTime=None LastSeen=None HeartbeatAge=N/A
    Jobs=42,43
-   Reason=hypervisor upgrade
+   Reason=hypervisor upgrade [oscar@2024-03-01T09:58:30]
 
 `},
 	}

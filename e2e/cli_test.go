@@ -554,13 +554,14 @@ func testQueue(t *testing.T, c *cluster, work string) {
 		}
 	}
 
+	// squeue's default order, "P,t,-p", puts PD before R.
 	filters := map[string]struct {
 		args []string
 		want []string // job ids, in order, after a header
 	}{
 		"-h":       {[]string{"-h", "-t", "PD"}, []string{h}},
 		"-j":       {[]string{"-j", h}, []string{"JOBID", h}},
-		"-p batch": {[]string{"-p", "batch", "-o", "%i", "-t", "PD,R"}, []string{"JOBID", r, h}},
+		"-p batch": {[]string{"-p", "batch", "-o", "%i", "-t", "PD,R"}, []string{"JOBID", h, r}},
 		"-t PD":    {[]string{"-t", "PD"}, []string{"JOBID", h}},
 		"-t R":     {[]string{"-t", "R"}, []string{"JOBID", r}},
 		"-n":       {[]string{"-n", "qrun", "-h"}, []string{r}},
@@ -682,7 +683,8 @@ func TestCLINodeFailure(t *testing.T) {
 	})
 	t.Logf("n1 down %s after its daemon was killed", time.Since(killed).Round(time.Millisecond))
 
-	want := idText(requeue) + " PENDING\n" + idText(plain) + " NODE_FAIL\n"
+	// squeue's default order compares compact states as text: NF before PD.
+	want := idText(plain) + " NODE_FAIL\n" + idText(requeue) + " PENDING\n"
 	eventually(t, 5*time.Second, func() string {
 		if out := mustCLI(t, corralBin, c.addr, work, "queue", "-h", "-t", "all", "-o", "%i %T"); out != want {
 			return fmt.Sprintf("queue: %q, want %q", out, want)

@@ -65,6 +65,8 @@ func TestDispatchAgainstController(t *testing.T) {
 	f := &ctlFixture{ctx: ctx, addr: addr, cl: cl, first: first, second: second,
 		names: map[uint64]string{first: "first", second: "scripted"}}
 	t.Run("queue", func(t *testing.T) { testQueueCommands(t, f) })
+	t.Run("squeue forms", func(t *testing.T) { testQueueForms(t, f) })
+	t.Run("format variables", func(t *testing.T) { testFormatEnv(t, f) })
 	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
 	// A node registered by hand (nothing heartbeats, the controller's node
 	// timeout is a minute).
@@ -72,6 +74,8 @@ func TestDispatchAgainstController(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
+	t.Run("sinfo forms", func(t *testing.T) { testNodeForms(t, f) })
+	t.Run("squeue -r", func(t *testing.T) { testQueueArray(t, f) })
 }
 
 // ctlFixture is the controller TestDispatchAgainstController runs against
@@ -477,7 +481,7 @@ func testLicenses(t *testing.T, f *ctlFixture) {
 	defer mustRun(t, ctx, addr, "corral", "config", "set", "Licenses=none")
 	first := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-L", "matlab:2", "--wrap", "true"))
 	second := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-L", "matlab:2", "--wrap", "true"))
-	defer mustRun(t, ctx, addr, "scancel", first, second)
+	defer cancelOnN1(t, f, first, second)
 	state := func(id string) string {
 		return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%T %r"))
 	}
@@ -499,6 +503,31 @@ func testLicenses(t *testing.T, f *ctlFixture) {
 			t.Errorf("sbatch -L %s: exit %d, stderr %q; want %q", tc.lic, r.code, r.stderr, tc.want)
 		}
 	}
+}
+
+// cancelOnN1 cancels jobs and, as the hand-registered node n1 has no
+// daemon, reports the runs of those that ran there ended, so that n1 is
+// idle again for the tests after.
+func cancelOnN1(t *testing.T, f *ctlFixture, ids ...string) {
+	t.Helper()
+	mustRun(t, f.ctx, f.addr, append([]string{"scancel"}, ids...)...)
+	for _, id := range ids {
+		j, err := f.cl.JobByRef(f.ctx, id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != api.StateCompleting {
+			continue
+		}
+		if err := f.cl.Report(f.ctx, api.NodeStatus{Name: "n1", BootID: "b1", Reports: []api.JobReport{
+			{JobID: j.ID, StartIndex: j.StartIndex, State: api.StateCancelled}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "n1 to be idle", func() bool {
+		n, err := f.cl.Node(f.ctx, "n1")
+		return err == nil && n.AllocCPUs == 0
+	})
 }
 
 // waitFor polls cond for up to 15 s and fails the test, naming what it

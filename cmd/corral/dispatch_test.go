@@ -118,7 +118,7 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"sinfo bad option":       {argv: []string{"sinfo", "-Z"}, code: 2, stderr: []string{"sinfo: error:"}},
 		"sbatch bad option":      {argv: []string{"sbatch", "--frobnicate", "x.sh"}, code: 2, stderr: []string{"sbatch: error:", "--frobnicate"}},
 		"sbatch bad memory":      {argv: []string{"sbatch", "--mem=4X", "--wrap", "true"}, code: 1, stderr: []string{`unknown unit "X"`}},
-		"squeue bad state":       {argv: []string{"squeue", "-t", "XX"}, code: 1, stderr: []string{`--states: unknown job state "XX"`}},
+		"squeue bad state":       {argv: []string{"squeue", "-t", "R,XX"}, code: 1, stderr: []string{`squeue: error: Invalid job state specified: XX (valid states: all, PENDING (PD), RUNNING (R)`}},
 		"squeue bad job id":      {argv: []string{"squeue", "-j", "abc"}, code: 1, stderr: []string{`"abc" is not a job id`}},
 		"scancel nothing":        {argv: []string{"scancel"}, code: 1, stderr: []string{"no job specified"}},
 		"scancel bad id":         {argv: []string{"scancel", "12x"}, code: 1, stderr: []string{`"12x" is not a job id`}},

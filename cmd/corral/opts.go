@@ -52,6 +52,11 @@ func parseOpts(env *cliEnv, cmd string, mode getopt.Mode, args []string, table .
 	}
 	res, err := p.Parse(args)
 	if err != nil {
+		if slurmAliases[env.prog] == cmd {
+			// Under its Slurm name the message is Slurm's: "squeue: error:
+			// unknown option --bogus", never corral's subcommand.
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	set := &optSet{last: map[string]string{}, all: map[string][]string{}, args: res.Args}

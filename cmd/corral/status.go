@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,12 +21,21 @@ var activeStates = []api.JobState{api.StatePending, api.StateRunning, api.StateS
 func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "queue", getopt.Permute, args,
 		valued('u', "user", "USER", "only jobs of USER (comma-separated list)"),
+		flag(0, "me", "only your own jobs (--user=$USER)"),
 		valued('t', "states", "STATES", "only jobs in STATES, e.g. PD,R or all"),
 		valued('j', "jobs", "IDS", "only the jobs with these ids"),
 		valued('p', "partition", "PART", "only jobs in these partitions"),
 		valued('n', "name", "NAME", "only jobs with these names"),
 		valued('A', "account", "ACCOUNT", "only jobs of these accounts"),
+		valued('q', "qos", "QOS", "only jobs of these QoS"),
+		valued('w', "nodelist", "NODES", "only jobs on these nodes (hostlist, e.g. n[1-4])"),
+		valued('R', "reservation", "NAME", "only jobs of this reservation (corral has none yet)"),
 		valued('o', "format", "FORMAT", "output format with squeue's % field codes, e.g. \"%.18i %.9P %j\""),
+		valued('O', "Format", "FIELDS", "output fields by squeue's long names, e.g. \"jobid:.10,name:20,state\""),
+		valued('S', "sort", "KEYS", "sort by these keys, e.g. \"-p,i\" (default P,t,-p)"),
+		flag('r', "array", "one line per array task, pending tasks too"),
+		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
+		flag('s', "steps", "list job steps (corral jobs have none yet)"),
 		flag('h', "noheader", "do not print the header line"),
 		flag('l', "long", "long format"),
 		flag(0, "start", "show pending jobs' expected start times"),
@@ -35,42 +45,141 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
+	q, err := queueQuery(o, env.getenv)
 	if err != nil {
 		return err
 	}
-	states, err := parseStates(o.list("states"))
+	every, err := iterateEvery(o)
 	if err != nil {
-		return fmt.Errorf("--states: %w", err)
+		return err
 	}
-	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
-		states = activeStates
-	}
-	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"), Names: o.list("name"), Accounts: o.list("account")}
 	cl, err := env.client()
 	if err != nil {
 		return err
 	}
-	if o.has("json") {
-		jobs, err := cl.Jobs(ctx, f, false)
+	if o.has("me") {
+		me, err := meUser(ctx, env, cl)
+		if err != nil {
+			return fmt.Errorf("--me: %w", err)
+		}
+		q.Filter.Users = append(q.Filter.Users, me)
+	}
+	q.Dated = every > 0 && !q.Long
+	return iterate(ctx, every, sleepCtx, func(first bool) error {
+		if !first {
+			fmt.Fprintln(env.stdout)
+		}
+		if o.has("json") {
+			return printQueueJSON(ctx, env, cl, q)
+		}
+		text, err := cl.QueueText(ctx, q)
 		if err != nil {
 			return err
 		}
-		display.SortJobs(jobs)
-		return display.QueueJSON(env.stdout, jobs)
+		_, err = env.stdout.Write(text)
+		return err
+	})
+}
+
+// queueQuery reads squeue's filters and display options, refusing a bad
+// state, job id, format or sort before anything is fetched. As squeue,
+// SQUEUE_FORMAT, SQUEUE_FORMAT2 and SQUEUE_SORT stand for -o, -O and -S
+// when those are not given.
+func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
+	var q api.QueueQuery
+	if o.has("steps") {
+		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
 	}
-	q := api.QueueQuery{Filter: f, Format: o.get("format"), NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start")}
-	if q.Format != "" {
-		if _, err := display.ParseQueueFormat(q.Format); err != nil {
-			return fmt.Errorf("--format: %w", err)
+	if o.has("reservation") {
+		return q, fmt.Errorf("--reservation=%s: corral has no reservations yet, so no job runs in one", o.get("reservation"))
+	}
+	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
+	if err != nil {
+		return q, err
+	}
+	states, err := parseStates(o.list("states"))
+	if err != nil {
+		return q, invalidJobState(o.list("states"))
+	}
+	if len(states) == 0 && len(ids) == 0 && len(tasks) == 0 {
+		states = activeStates
+	}
+	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"),
+		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos")}
+	if o.has("nodelist") {
+		if f.Nodes, err = display.ExpandHostlist(strings.Join(o.all["nodelist"], ",")); err != nil {
+			return q, fmt.Errorf("--nodelist: %w", err)
+		}
+		if len(f.Nodes) == 0 {
+			return q, fmt.Errorf("--nodelist: no node named; give names or a host list such as n[1-4]")
 		}
 	}
-	text, err := cl.QueueText(ctx, q)
+	q = api.QueueQuery{Filter: f, Format: o.get("format"), Fields: o.get("Format"), Sort: o.get("sort"),
+		NoHeader: o.has("noheader"), Long: o.has("long"), Start: o.has("start"), Array: o.has("array")}
+	if !o.has("format") && !o.has("Format") {
+		q.Format, q.Fields = getenv("SQUEUE_FORMAT"), getenv("SQUEUE_FORMAT2")
+	}
+	if !o.has("sort") {
+		q.Sort = getenv("SQUEUE_SORT")
+	}
+	opts := display.QueueOptions{Format: q.Format, LongFormat: q.Fields, Long: q.Long, Start: q.Start}
+	if _, err := opts.Layout(); err != nil {
+		if q.Fields != "" {
+			return q, err
+		}
+		return q, fmt.Errorf("--format: %w", err)
+	}
+	if q.Sort != "" {
+		if _, err := display.ParseQueueSort(q.Sort); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// invalidJobState is squeue's refusal of a -t list, in its words, naming
+// the first state it cannot read and the states it can.
+func invalidJobState(values []string) error {
+	bad := ""
+	for _, v := range values {
+		if _, err := api.ParseJobState(v); err != nil && !strings.EqualFold(v, "all") {
+			bad = v
+			break
+		}
+	}
+	valid := make([]string, 0, len(api.AllJobStates))
+	for _, st := range api.AllJobStates {
+		valid = append(valid, string(st)+" ("+st.Short()+")")
+	}
+	return fmt.Errorf("Invalid job state specified: %s (valid states: all, %s)", display.Safe(bad), strings.Join(valid, ", "))
+}
+
+// printQueueJSON prints the jobs q selects as squeue --json, in -S order.
+func printQueueJSON(ctx context.Context, env *cliEnv, cl *api.Client, q api.QueueQuery) error {
+	jobs, err := cl.Jobs(ctx, q.Filter, false)
 	if err != nil {
 		return err
 	}
-	_, err = env.stdout.Write(text)
-	return err
+	if q.Sort == "" {
+		display.SortJobs(jobs)
+	} else {
+		order, err := display.ParseQueueSort(q.Sort)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		slices.SortStableFunc(jobs, func(a, b api.Job) int { return order.Compare(&a, &b, now) })
+	}
+	return display.QueueJSON(env.stdout, jobs)
+}
+
+// meUser is who --me means: the user the controllers take the caller's
+// token for, else the user the CLI claims to be.
+func meUser(ctx context.Context, env *cliEnv, cl *api.Client) (string, error) {
+	if u, err := tokenUser(ctx, cl); err != nil || u != "" {
+		return u, err
+	}
+	return claimedUser(env, cl.Auth)
 }
 
 func runNodes(ctx context.Context, env *cliEnv, args []string) error {
@@ -79,15 +188,84 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 		flag('l', "long", "long format"),
 		flag('h', "noheader", "do not print the header line"),
 		valued('p', "partition", "PART", "only these partitions"),
+		valued('o', "format", "FORMAT", "output format with sinfo's % field codes, e.g. \"%#P %.6D %.6t %N\""),
+		valued('O', "Format", "FIELDS", "output fields by sinfo's long names, e.g. \"partition:10,nodes:.6,statecompact\""),
+		flag('s', "summarize", "one line per partition with NODES(A/I/O/T)"),
+		flag('R', "list-reasons", "why nodes are down, drained or draining, who said so and when"),
+		valued('t', "states", "STATES", "only nodes in these states, e.g. idle,mix or drain"),
+		valued('n', "nodes", "NODES", "only these nodes (hostlist, e.g. n[1-4])"),
+		flag('e', "exact", "group nodes only when their CPUs, memory and sizes are equal"),
+		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
+		flag('d', "dead", "only nodes that stopped responding"),
+		flag('r', "responding", "only nodes that respond"),
+		flag('T', "reservation", "list reservations (corral has none yet)"),
+		flag('a', "all", "accepted for compatibility; every partition is shown"),
 		flag(0, "json", "print the nodes as JSON"),
 	)
 	if err != nil {
 		return err
 	}
+	opts, every, err := nodesOptions(o)
+	if err != nil {
+		return err
+	}
+	if !o.has("format") && !o.has("Format") {
+		// As sinfo, SINFO_FORMAT stands for -o when neither -o nor -O is
+		// given.
+		opts.Format = env.getenv("SINFO_FORMAT")
+		if _, err := opts.Layout(); err != nil {
+			return fmt.Errorf("SINFO_FORMAT: %w", err)
+		}
+	}
 	cl, err := env.client()
 	if err != nil {
 		return err
 	}
+	return iterate(ctx, every, sleepCtx, func(first bool) error {
+		if !first {
+			fmt.Fprintln(env.stdout)
+		}
+		return printNodes(ctx, env, cl, o, opts, every > 0)
+	})
+}
+
+// nodesOptions reads sinfo's display options, refusing a bad format, state
+// or host list before anything is fetched, and returns -i's interval.
+func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
+	opts := display.NodesOptions{
+		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
+		Format: o.get("format"), LongFormat: o.get("Format"), Summarize: o.has("summarize"),
+		ListReasons: o.has("list-reasons"), Exact: o.has("exact"), States: o.list("states"),
+	}
+	if o.has("reservation") {
+		return opts, 0, fmt.Errorf("--reservation: corral has no reservations yet, so there are none to list")
+	}
+	if _, err := opts.Layout(); err != nil {
+		return opts, 0, err
+	}
+	if _, err := display.ParseNodeStates(opts.States); err != nil {
+		return opts, 0, err
+	}
+	if o.has("nodes") {
+		names, err := display.ExpandHostlist(strings.Join(o.all["nodes"], ","))
+		if err != nil {
+			return opts, 0, fmt.Errorf("--nodes: %w", err)
+		}
+		if len(names) == 0 {
+			return opts, 0, fmt.Errorf("--nodes: no node named; give names or a host list such as n[1-4]")
+		}
+		opts.Names = names
+	}
+	if o.has("dead") && o.has("responding") {
+		return opts, 0, fmt.Errorf("--dead and --responding exclude each other: a node either responds or does not")
+	}
+	opts.Dead, opts.Responding = o.has("dead"), o.has("responding")
+	every, err := iterateEvery(o)
+	return opts, every, err
+}
+
+// printNodes fetches and prints one sinfo listing.
+func printNodes(ctx context.Context, env *cliEnv, cl *api.Client, o *optSet, opts display.NodesOptions, dated bool) error {
 	nodes, err := cl.Nodes(ctx)
 	if err != nil {
 		return err
@@ -99,12 +277,63 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	if want := o.list("partition"); len(want) > 0 {
 		nodes, parts = filterPartitions(nodes, parts, want)
 	}
-	if o.has("json") {
-		return writeJSON(env, map[string]any{"nodes": nodes, "partitions": parts})
+	now := time.Now()
+	for i := range nodes {
+		if !nodes[i].ReasonTime.IsZero() {
+			nodes[i].ReasonTime = nodes[i].ReasonTime.Local()
+		}
 	}
-	return display.Nodes(env.stdout, nodes, parts, display.NodesOptions{
-		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
-	})
+	if o.has("json") {
+		kept, err := display.FilterNodes(nodes, opts)
+		if err != nil {
+			return err
+		}
+		return writeJSON(env, map[string]any{"nodes": kept, "partitions": parts})
+	}
+	if opts.Long || dated {
+		opts.Now, opts.Dated = now, true
+	}
+	return display.Nodes(env.stdout, nodes, parts, opts)
+}
+
+// iterateEvery reads -i/--iterate: whole seconds, at least one.
+func iterateEvery(o *optSet) (time.Duration, error) {
+	if !o.has("iterate") {
+		return 0, nil
+	}
+	secs, err := strconv.Atoi(o.get("iterate"))
+	if err != nil || secs < 1 {
+		return 0, fmt.Errorf("--iterate=%q: give the seconds between listings, a whole number of at least 1", o.get("iterate"))
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// iterate runs once, then with every > 0 again each time sleep waits that
+// long, until sleep returns an error (an interrupt ends it: not an error).
+func iterate(ctx context.Context, every time.Duration, sleep func(context.Context, time.Duration) error, once func(first bool) error) error {
+	for first := true; ; first = false {
+		if err := once(first); err != nil {
+			return err
+		}
+		if every <= 0 {
+			return nil
+		}
+		if err := sleep(ctx, every); err != nil {
+			return nil
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // filterPartitions keeps the partitions named in want and the nodes that

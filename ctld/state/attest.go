@@ -38,7 +38,8 @@ func (s *State) applyAttest(c *NodeAttest) error {
 	}
 	s.Attestations[c.Node] = a
 	if n := s.editNode(c.Node); n != nil && !c.OK {
-		n.Drain, n.Reason = true, "attestation failed: "+c.Reason
+		n.Drain = true
+		n.setReason("attestation failed: "+c.Reason, controllerUser, c.Now)
 		s.Nodes[c.Node] = n
 	}
 	return nil

@@ -215,16 +215,18 @@ var applyTests = map[CommandType]func(t *testing.T){
 		next(CmdNodeDown, &NodeDown{Now: t0.Add(time.Minute), Nodes: []string{"n1", "n2"}, Reason: "Not responding"})
 		s := r.s
 		expect(t, map[string][2]any{
-			"down":                 {s.Nodes["n1"].State(), api.NodeDown},
-			"reason":               {s.Nodes["n1"].Reason, "Not responding"},
-			"plain job lost":       {s.Jobs[1].State, api.StateNodeFail},
-			"--requeue job queued": {s.Jobs[2].State, api.StatePending},
-			"nothing allocated":    {s.Nodes["n2"].AllocCPUs, 0},
+			"down":                  {s.Nodes["n1"].State(), api.NodeDown},
+			"reason":                {s.Nodes["n1"].Reason, "Not responding"},
+			"set by the controller": {s.Nodes["n1"].ReasonUser, "root"},
+			"at the time it went":   {s.Nodes["n1"].ReasonTime, t0.Add(time.Minute)},
+			"plain job lost":        {s.Jobs[1].State, api.StateNodeFail},
+			"--requeue job queued":  {s.Jobs[2].State, api.StatePending},
+			"nothing allocated":     {s.Nodes["n2"].AllocCPUs, 0},
 		})
 	},
 	CmdNodeDrain: func(t *testing.T) {
 		r, next := scene(t)
-		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n1", Drain: true, Reason: "disk"})
+		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n1", Drain: true, Reason: "disk", By: "oscar"})
 		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: true, Reason: "fan"})
 		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: false})
 		err, _ := next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n9", Drain: true, Reason: "x"}).(error)
@@ -232,8 +234,11 @@ var applyTests = map[CommandType]func(t *testing.T){
 		expect(t, map[string][2]any{
 			"draining with a job": {s.Nodes["n1"].State(), api.NodeDraining},
 			"its reason":          {s.Nodes["n1"].Reason, "disk"},
+			"who drained it":      {s.Nodes["n1"].ReasonUser, "oscar"},
+			"when":                {s.Nodes["n1"].ReasonTime, t0},
 			"resumed":             {s.Nodes["n2"].Drain, false},
 			"resumed's reason":    {s.Nodes["n2"].Reason, ""},
+			"nobody's any more":   {s.Nodes["n2"].ReasonUser, ""},
 			"unknown node":        {err != nil && strings.Contains(err.Error(), "no such node"), true},
 		})
 	},

@@ -33,9 +33,15 @@ type Node struct {
 	Key string `json:"key,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
-	Down       bool      `json:"down,omitempty"`
-	Drain      bool      `json:"drain,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
+	Down   bool   `json:"down,omitempty"`
+	Drain  bool   `json:"drain,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// ReasonUser and ReasonTime are who set Reason and when: the principal
+	// of the drain, or "root" for what the controllers decided themselves
+	// (a node that stopped responding, one that failed attestation), as
+	// Slurm names its own SlurmUser.
+	ReasonUser string    `json:"reason_user,omitempty"`
+	ReasonTime time.Time `json:"reason_time,omitempty"`
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
 	// AllocCPUs and AllocMemMB sum what the active allocations hold.
@@ -47,6 +53,19 @@ type Node struct {
 	// Allocs are the active allocations on the node, in the order they
 	// were made.
 	Allocs []uint64 `json:"allocs,omitempty"`
+}
+
+// controllerUser is who the controllers' own reasons are set by, as sinfo
+// -R shows them.
+const controllerUser = "root"
+
+// setReason records why the node is down or drained, who said so and when;
+// an empty reason clears all three.
+func (n *Node) setReason(reason, by string, at time.Time) {
+	n.Reason, n.ReasonUser, n.ReasonTime = reason, by, at
+	if reason == "" {
+		n.ReasonUser, n.ReasonTime = "", time.Time{}
+	}
 }
 
 // nodeFromInfo makes the record of a node from what its daemon registered.

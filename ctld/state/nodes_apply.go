@@ -31,9 +31,10 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		}
 		// Operator state and the node's allocations stay; a node that
 		// was DOWN holds none (applyNodeDown ended them).
-		n.Drain, n.Reason = old.Drain, old.Reason
+		n.Drain = old.Drain
+		n.setReason(old.Reason, old.ReasonUser, old.ReasonTime)
 		if old.Down && !old.Drain {
-			n.Reason = ""
+			n.setReason("", "", time.Time{})
 		}
 		for _, id := range old.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
@@ -178,7 +179,7 @@ func (s *State) applyNodeDown(c *NodeDown, index uint64) {
 			continue
 		}
 		n.Down = true
-		n.Reason = c.Reason
+		n.setReason(c.Reason, controllerUser, c.Now)
 		s.putNode(n, index)
 		for _, id := range n.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
@@ -194,9 +195,9 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		return fmt.Errorf("node %s: no such node", c.Node)
 	}
 	n.Drain = c.Drain
-	n.Reason = c.Reason
+	n.setReason(c.Reason, c.By, c.Now)
 	if !c.Drain {
-		n.Reason = ""
+		n.setReason("", "", time.Time{})
 	}
 	s.Nodes[c.Node] = n
 	return nil
