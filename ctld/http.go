@@ -153,6 +153,9 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	for _, res := range results {
 		if res.JobID != 0 {
 			ids = append(ids, res.JobID)
+			if !res.Duplicate {
+				c.metrics.submitted.Inc()
+			}
 		}
 	}
 	noteTarget(r, "jobs %s", idsText(ids))
