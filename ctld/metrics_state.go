@@ -269,26 +269,21 @@ func figuresOf(s *state.State, now time.Time, heard map[string]time.Time) cluste
 		nodes: map[api.NodeState]int{}, partPending: map[string]int{}, partCPUs: map[string]*[4]int{},
 		accountJobs: map[[2]string]int{}, userJobs: map[[2]string]int{}, accountCPUs: map[string]int{}, userCPUs: map[string]int{},
 	}
+	// One map update per job, keyed by what the gauges group by (a few
+	// hundred keys for any number of jobs), then spread over the gauges.
+	groups := map[jobGroup]int{}
 	for _, j := range s.Jobs {
 		n := 1
-		if j.IsArrayPending() {
+		if j.ArrayPending != nil {
 			n = j.ArrayPending.Len()
 		}
-		st := j.State
-		f.jobs[[2]string{string(st), j.Spec.Partition}] += n
-		f.queue[st] += n
-		switch st {
-		case api.StatePending:
-			f.reasons[j.Reason] += n
-			f.partPending[j.Spec.Partition] += n
-		case api.StateMigrating:
-			st = api.StateRunning
+		g := jobGroup{state: j.State, partition: j.Spec.Partition, account: j.Spec.Account, user: j.Spec.User}
+		if j.State == api.StatePending {
+			g.reason = j.Reason
 		}
-		if st == api.StatePending || st == api.StateRunning || st == api.StateSuspended {
-			f.accountJobs[[2]string{j.Spec.Account, string(st)}] += n
-			f.userJobs[[2]string{j.Spec.User, string(st)}] += n
-		}
+		groups[g] += n
 	}
+	f.addGroups(groups)
 	for _, name := range sortedKeys(s.Nodes) {
 		f.addNode(s, s.Nodes[name], now, heard)
 	}
@@ -300,6 +295,34 @@ func figuresOf(s *state.State, now time.Time, heard map[string]time.Time) cluste
 		}
 	}
 	return f
+}
+
+// jobGroup is what the job gauges group by: the state, the reason of a
+// pending job, its partition, account and user.
+type jobGroup struct {
+	state                    api.JobState
+	reason                   api.Reason
+	partition, account, user string
+}
+
+// addGroups spreads the grouped job counts over the gauges.
+func (f *clusterFigures) addGroups(groups map[jobGroup]int) {
+	for g, n := range groups {
+		st := g.state
+		f.jobs[[2]string{string(st), g.partition}] += n
+		f.queue[st] += n
+		switch st {
+		case api.StatePending:
+			f.reasons[g.reason] += n
+			f.partPending[g.partition] += n
+		case api.StateMigrating:
+			st = api.StateRunning
+		}
+		if st == api.StatePending || st == api.StateRunning || st == api.StateSuspended {
+			f.accountJobs[[2]string{g.account, string(st)}] += n
+			f.userJobs[[2]string{g.user, string(st)}] += n
+		}
+	}
 }
 
 // addNode counts one node: its state, CPUs, memory and GPUs, its
