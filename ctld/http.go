@@ -532,6 +532,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	}
 	var dropped []error
 	info.Reports, dropped = validCarriedReports(info.Reports)
+	c.takeStartTimes(info.Name, info.Runner, info.Reports)
 	for _, err := range dropped {
 		c.log.Warn("node registration carried a report that is not valid; dropping it", "node", info.Name, "err", err)
 	}
@@ -571,7 +572,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 // The controllers tell it rather than each daemon being configured, so the
 // two can never disagree.
 func (c *Controller) nodeAck() api.NodeAck {
-	return api.NodeAck{LeaseMS: (c.cfg.NodeTimeout / 2).Milliseconds(), NodeTimeoutMS: c.cfg.NodeTimeout.Milliseconds()}
+	return api.NodeAck{LeaseMS: (c.cfg.NodeTimeout / 2).Milliseconds(), NodeTimeoutMS: c.cfg.NodeTimeout.Milliseconds(), StartTimes: true}
 }
 
 // knownNode checks that a reporting daemon is the node's current
@@ -627,6 +628,7 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if len(st.Reports) > 0 {
+		c.takeStartTimes(st.Name, "", st.Reports)
 		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
 		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"corral/api"
 	"corral/ctld/state"
 )
 
@@ -132,6 +133,32 @@ func (m *metrics) observeApply(t state.CommandType, appended time.Time, began ti
 		if d := began.Sub(appended); d >= 0 {
 			m.commitSeconds.Observe(d.Seconds())
 		}
+	}
+}
+
+// takeStartTimes observes the start times node's reports carry (its
+// runner's, or runner when given) in corral_vm_start_seconds, and clears
+// them: the state does not keep them, and the Raft entries stay as they
+// were. A time that is not a sane duration (negative, not finite, over a
+// day) is dropped.
+func (c *Controller) takeStartTimes(node, runner string, reps []api.JobReport) {
+	for i := range reps {
+		s := reps[i].StartSeconds
+		if s == 0 {
+			continue
+		}
+		reps[i].StartSeconds = 0
+		if !(s > 0 && s <= 86400) {
+			continue
+		}
+		if runner == "" {
+			c.fsm.Read(func(st *state.State) {
+				if n := st.Nodes[node]; n != nil {
+					runner = n.Runner
+				}
+			})
+		}
+		c.metrics.vmStartSeconds.WithLabelValues(runner).Observe(s)
 	}
 }
 

@@ -111,7 +111,7 @@ func TestMetricsScrape(t *testing.T) {
 	if _, err := cl.Cancel(ctx, api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{ids[3]}}}); err != nil {
 		t.Fatal(err)
 	}
-	rep := api.JobReport{JobID: ids[0], StartIndex: first.StartIndex, State: api.StateCompleted}
+	rep := api.JobReport{JobID: ids[0], StartIndex: first.StartIndex, State: api.StateCompleted, StartSeconds: 1.5}
 	if err := cl.Report(ctx, api.NodeStatus{Name: "n1", BootID: "n1-boot", Reports: []api.JobReport{rep}}); err != nil {
 		t.Fatal(err)
 	}
