@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -312,4 +313,19 @@ func TestOpenAPIValidatesTraffic(t *testing.T) {
 	}
 	sort.Strings(ops)
 	t.Logf("%d operations validated: %s", len(ops), strings.Join(ops, ", "))
+}
+
+// TestAPIDocListsEveryRoute fails for every route of the server that
+// docs/api.md does not name (as `METHOD /path`).
+func TestAPIDocListsEveryRoute(t *testing.T) {
+	b, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{}
+	for _, rt := range append(c.routeTable(), c.jobIORouteTable()...) {
+		if !bytes.Contains(b, []byte("`"+rt.pattern+"`")) {
+			t.Errorf("docs/api.md does not list %s: add a row for it to the endpoint table", rt.pattern)
+		}
+	}
 }
