@@ -242,6 +242,11 @@ func goldenCommands() []struct {
 		{CmdSetRole, &SetRole{Grant: api.RoleGrant{User: "erin", Role: api.RoleOperator}, By: "root"}},
 		{CmdPutToken, &PutToken{Now: t0.Add(14 * time.Hour), By: "root", Token: TokenRecord{Hash: HashSecret("s3"), Token: api.Token{
 			ID: "tok3", User: "erin", Role: api.RoleOperator, CreatedBy: "root", Created: t0.Add(14 * time.Hour), Expires: t0.Add(15 * time.Hour)}}}},
+		// A report carrying its run's start time (start_s). The leader
+		// takes it out before proposing (it feeds a metric only); should
+		// one reach the log, the apply ignores it.
+		{CmdJobReports, &JobReports{Now: t0.Add(15 * time.Hour), Node: "k1", BootID: "boot-k2", Reports: []api.JobReport{
+			{JobID: 60, StartIndex: 999, State: api.StateCompleted, StartSeconds: 2.5}}}},
 	}
 }
 
