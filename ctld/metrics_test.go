@@ -247,6 +247,9 @@ func TestMetricsOnFollower(t *testing.T) {
 		if v, ok := value(fams, "corral_raft_leader"); !ok || v != 0 {
 			t.Errorf("follower %s: corral_raft_leader = %v, want 0", c.cfg.ID, v)
 		}
+		if v, _ := value(fams, "corral_raft_leader_changes_total"); v < 1 {
+			t.Errorf("follower %s: corral_raft_leader_changes_total = %v; it saw the election", c.cfg.ID, v)
+		}
 		if _, ok := value(fams, "slurm_scheduler_last_cycle"); ok {
 			t.Errorf("follower %s publishes slurm_scheduler_last_cycle; only the leader schedules", c.cfg.ID)
 		}
