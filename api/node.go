@@ -92,6 +92,10 @@ type NodeAck struct {
 	// daemon sizes its kill grace so that a stopped job is gone well
 	// before then.
 	NodeTimeoutMS int64 `json:"node_timeout_ms,omitempty"`
+	// StartTimes says the controllers take JobReport.StartSeconds; the
+	// daemon sends it only then (a controller of an earlier release
+	// refuses fields it does not know).
+	StartTimes bool `json:"start_times,omitempty"`
 }
 
 // Node is a node as the controllers hold it.
@@ -186,6 +190,11 @@ type JobReport struct {
 	// virtiofsd); 0 when the runner does not measure them.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
+	// StartSeconds is how long the node's runner took to start the run (a
+	// VM's boot until the job's script ran); 0 when unknown (a run an
+	// earlier daemon started). The controllers observe it in their
+	// metrics (corral_vm_start_seconds) and do not keep it.
+	StartSeconds float64 `json:"start_s,omitempty"`
 }
 
 // NodeStatus is a node daemon's report: its identity and what happened to

@@ -39,6 +39,11 @@ var (
 	// members: controller members (internal endpoints); anyone on a
 	// cluster without TLS.
 	members = access{name: "members", allow: func(c *Controller, p principal) bool { return c.tls == nil || p.kind == kindMember }}
+	// scrapers: Prometheus and whoever reads the member's figures:
+	// operators and admins on a cluster that authenticates (a scraper
+	// sends an operator's token, narrowed to read), anyone with
+	// Config.MetricsOpen or without Auth (docs/metrics.md).
+	scrapers = access{name: "scrapers", op: api.OpRead, allow: func(c *Controller, p principal) bool { return c.cfg.MetricsOpen || p.operator() }}
 )
 
 // users is the rule that takes any authenticated user for operation op.
@@ -114,6 +119,8 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/tokens", usersAdmin, c.write(c.handleToken)},
 		{"POST /v1/roles", admins, c.write(c.handleRole)},
 		{"GET /v1/audit", usersRead, c.read(c.handleAudit)},
+		{"GET /metrics", scrapers, c.handleMetrics},
+		{"GET /v1/openapi.json", anyone, handleOpenAPI},
 	}
 }
 
@@ -188,7 +195,7 @@ func (c *Controller) check(a access, p principal, r *http.Request) error {
 func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range c.routeTable() {
-		mux.HandleFunc(rt.pattern, c.guard(rt))
+		mux.HandleFunc(rt.pattern, c.metrics.countRequests(rt.pattern, c.guard(rt)))
 	}
 	return mux
 }
@@ -197,7 +204,7 @@ func (c *Controller) routes() *http.ServeMux {
 func (c *Controller) jobIORoutes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range c.jobIORouteTable() {
-		mux.HandleFunc(rt.pattern, c.guard(rt))
+		mux.HandleFunc(rt.pattern, c.metrics.countRequests(rt.pattern, c.guard(rt)))
 	}
 	return mux
 }

@@ -87,6 +87,11 @@ type Config struct {
 	// RateLimits bound how often one principal may write and list
 	// (zero fields: the defaults; see RateLimits).
 	RateLimits RateLimits
+	// MetricsOpen lets anyone scrape GET /metrics on a cluster that
+	// authenticates requests (ctld --metrics-open), as Prometheus scrapes
+	// without a token; off, a cluster with Auth takes operators' and
+	// admins' tokens only (docs/metrics.md).
+	MetricsOpen bool
 }
 
 // Controller is one running ctld member.
@@ -112,6 +117,8 @@ type Controller struct {
 	attest attestations
 	// limits are the principals' token buckets; nil limits nothing.
 	limits *limiter
+	// metrics are the member's Prometheus figures (metrics.go).
+	metrics *metrics
 
 	mu        sync.Mutex
 	leading   bool
@@ -161,6 +168,8 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, clock: cfg.Clock, log: log, fsm: NewFSM(log), submits: make(chan *submitCall, 4096), seen: map[string]time.Time{},
 		audit: newAuditTrail()}
 	c.limits = newLimiter(cfg.RateLimits, c.clock.Now())
+	c.metrics = newMetrics(c)
+	c.fsm.observe = c.metrics.observeApply
 	c.attest.pending = map[string]*pendingAttest{}
 	if c.cfg.AttestEvery <= 0 {
 		c.cfg.AttestEvery = defaultAttestEvery
@@ -263,10 +272,12 @@ func (c *Controller) propose(t state.CommandType, payload any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	f := c.node.raft.Apply(data, 10*time.Second)
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("committing %s: %w", t, err)
 	}
+	c.metrics.proposeSecs.WithLabelValues(t.String()).Observe(time.Since(began).Seconds())
 	if err, ok := f.Response().(error); ok {
 		return nil, err
 	}

@@ -26,7 +26,10 @@
 // layer's rule for jobs: hidden, listed, managed or owned), http_auth.go
 // (tokens, roles, join tokens), http_jobs.go, audit.go (the audit trail,
 // committed in batches), store.go (a member's store read offline, for
-// corral audit verify --data), tls.go.
+// corral audit verify --data), tls.go, metrics.go and metrics_state.go
+// (GET /metrics: the member's own counters and histograms, and the
+// cluster's gauges computed from the state at scrape time; docs/metrics.md),
+// openapi.go (GET /v1/openapi.json, api/openapi.json).
 //
 // With Config.Auth every request is checked in guard before its handler
 // runs; a follower forwards writes to the leader first, so that the leader

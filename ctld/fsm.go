@@ -38,6 +38,10 @@ type FSM struct {
 	// a pointer so that its pending timer keeps only it alive, not the
 	// FSM and its state.
 	bursts *burstReleaser
+	// observe, when set, is told of every applied entry: its command, the
+	// leader's append time, when its apply began and how long it took
+	// (metrics; never read by Apply itself).
+	observe func(t state.CommandType, appended, began time.Time, took time.Duration)
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -70,10 +74,14 @@ func (f *FSM) Apply(l *raft.Log) any {
 		f.log.Error("cannot apply raft entry; stopping", "index", l.Index, "err", err)
 		panic(fmt.Sprintf("ctld: raft entry %d: %v", l.Index, err))
 	}
+	began := time.Now()
 	f.mu.Lock()
 	res := f.applyContained(t, cmd, l.Index)
 	changed := f.state.TakeTouched()
 	f.mu.Unlock()
+	if f.observe != nil {
+		f.observe(t, l.AppendedAt, began, time.Since(began))
+	}
 	f.notify(t, changed, res)
 	if t == state.CmdSubmitJobs {
 		f.bursts.note(len(l.Data))

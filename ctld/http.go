@@ -158,6 +158,9 @@ func (c *Controller) handleSubmit(w http.ResponseWriter, r *http.Request) error 
 	for _, res := range results {
 		if res.JobID != 0 {
 			ids = append(ids, res.JobID)
+			if !res.Duplicate {
+				c.metrics.submitted.Inc()
+			}
 		}
 	}
 	noteTarget(r, "jobs %s", idsText(ids))
@@ -542,6 +545,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 	}
 	var dropped []error
 	info.Reports, dropped = validCarriedReports(info.Reports)
+	c.takeStartTimes(info.Name, info.Runner, info.Reports)
 	for _, err := range dropped {
 		c.log.Warn("node registration carried a report that is not valid; dropping it", "node", info.Name, "err", err)
 	}
@@ -581,7 +585,7 @@ func (c *Controller) handleRegister(w http.ResponseWriter, r *http.Request) erro
 // The controllers tell it rather than each daemon being configured, so the
 // two can never disagree.
 func (c *Controller) nodeAck() api.NodeAck {
-	return api.NodeAck{LeaseMS: (c.cfg.NodeTimeout / 2).Milliseconds(), NodeTimeoutMS: c.cfg.NodeTimeout.Milliseconds()}
+	return api.NodeAck{LeaseMS: (c.cfg.NodeTimeout / 2).Milliseconds(), NodeTimeoutMS: c.cfg.NodeTimeout.Milliseconds(), StartTimes: true}
 }
 
 // knownNode checks that a reporting daemon is the node's current
@@ -637,6 +641,7 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if len(st.Reports) > 0 {
+		c.takeStartTimes(st.Name, "", st.Reports)
 		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
 		if _, err := c.propose(state.CmdJobReports, cmd); err != nil {
 			return err

@@ -52,6 +52,7 @@ func (c *Controller) followLeadership(ctx context.Context) {
 			}
 			return
 		case <-obs:
+			c.metrics.leaderChanges.Inc()
 		case <-check.C:
 		}
 	}
@@ -147,7 +148,9 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 func (c *Controller) schedulePass(wake Timer) {
 	now := c.clock.Now().UTC()
 	snap := c.snapshotForSched(now)
+	began := time.Now()
 	plan, err := runPass(snap)
+	c.metrics.observePass(time.Since(began), len(snap.Pending), len(plan.Starts), began)
 	if err != nil {
 		// The pass contains failures per job; this is one outside any job.
 		// Nothing is committed; the next change or a minute brings a

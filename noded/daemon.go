@@ -68,6 +68,9 @@ type Config struct {
 	// the cluster's authority); the controllers' client is set up by the
 	// caller (api.NewTLSClient).
 	TLS pki.Files
+	// MetricsListen is where GET /metrics serves the daemon's Prometheus
+	// figures (metrics.go), host:port; empty serves none.
+	MetricsListen string
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -145,6 +148,15 @@ type Daemon struct {
 	// partitions caches the partitions' shared paths and shares
 	// (partition).
 	partitions partitionCache
+
+	// metrics are the daemon's Prometheus figures; metricsAddr is where
+	// they are served (metrics.go).
+	metrics     *nodeMetrics
+	metricsAddr atomic.Value
+	// startTimes says the controllers take a report's StartSeconds (the
+	// last registration's or heartbeat's answer said so): a controller
+	// of an earlier release refuses the field.
+	startTimes atomic.Bool
 }
 
 // New checks cfg, fills in its defaults and returns a daemon.
@@ -228,6 +240,7 @@ func New(cfg Config) (*Daemon, error) {
 	d.prober, _ = cfg.Runner.(Prober)
 	d.running.Store(&[]uint64{})
 	d.inv.Store(cfg.Inventory)
+	d.metrics = newNodeMetrics(d)
 	return d, nil
 }
 
@@ -270,6 +283,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	if err := d.listenAPI(runCtx); err != nil {
+		cancel()
+		return err
+	}
+	if err := d.listenMetrics(runCtx); err != nil {
 		cancel()
 		return err
 	}

@@ -111,6 +111,11 @@
 //     handle names its process group (ProcessGroup), which the daemon writes
 //     to the run's session file for the keeper. Until a controller tells a
 //     lease the node has none and stops nothing.
+//   - Metrics (Config.MetricsListen, metrics.go; noded --metrics-addr):
+//     the daemon's own Prometheus registry at GET /metrics — runs live,
+//     run start times, runs ended by state, heartbeats, failed controller
+//     calls, the lease left (docs/metrics.md). A run's start time goes in
+//     its report (start_s) once the controllers' answers say they take it.
 //   - The job API (Config.APIListen, jobapi.go) lets the controllers reach
 //     into a running job: exec over an upgraded connection, signals, files
 //     and the output file, streamed as it grows. Its address goes in the

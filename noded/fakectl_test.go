@@ -35,6 +35,8 @@ type fakeCtl struct {
 	// leaseMS and timeoutMS are the lease and node timeout the answers to
 	// registrations and heartbeats carry (0: none).
 	leaseMS, timeoutMS atomic.Int64
+	// startTimes is what the answers say of start times (NodeAck.StartTimes).
+	startTimes atomic.Bool
 	// heartbeats counts the heartbeats answered.
 	heartbeats atomic.Int64
 
@@ -110,7 +112,7 @@ func (f *fakeCtl) register(w http.ResponseWriter, r *http.Request) {
 
 // ack is the answer to a registration or heartbeat.
 func (f *fakeCtl) ack() api.NodeAck {
-	return api.NodeAck{LeaseMS: f.leaseMS.Load(), NodeTimeoutMS: f.timeoutMS.Load()}
+	return api.NodeAck{LeaseMS: f.leaseMS.Load(), NodeTimeoutMS: f.timeoutMS.Load(), StartTimes: f.startTimes.Load()}
 }
 
 // takeReports records reports and drops their runs from the node's

@@ -99,6 +99,9 @@ type localJob struct {
 	// report is set once the run ended; the entry stays until the report
 	// is acknowledged.
 	report *api.JobReport
+	// startTook is how long the runner took to start the run (0 for a run
+	// an earlier daemon started); its report carries it.
+	startTook time.Duration
 }
 
 func (lj *localJob) alive() bool { return lj.starting || lj.handle != nil }
@@ -107,6 +110,8 @@ type startedEvent struct {
 	key    jobKey
 	handle Handle
 	err    error
+	// took is how long the runner's Start took.
+	took time.Duration
 }
 
 type exitedEvent struct {
@@ -224,8 +229,9 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 			spec.Root = p.Root
 			spec.Network = p.Network
 		}
+		began := time.Now()
 		h, err := d.runner.Start(context.Background(), spec)
-		d.startedCh <- startedEvent{key: k, handle: h, err: err}
+		d.startedCh <- startedEvent{key: k, handle: h, err: err, took: time.Since(began)}
 	}()
 }
 
@@ -297,12 +303,15 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	lj := d.jobs[ev.key]
 	lj.starting = false
 	if ev.err != nil {
+		d.metrics.startFailures.Inc()
 		d.log.Warn("job failed to start", "job", ev.key.ID, "start_index", ev.key.StartIndex, "err", ev.err)
 		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: ev.err.Error()}), false)
 		d.relaunchDeferred()
 		return
 	}
 	lj.handle = ev.handle
+	lj.startTook = ev.took
+	d.metrics.startSeconds.WithLabelValues(d.runner.Name()).Observe(ev.took.Seconds())
 	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
@@ -571,6 +580,10 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 	}
 	stopWarn(lj)
 	rep.Message = clipMessage(rep.Message)
+	if d.startTimes.Load() {
+		// Milliseconds are what the controllers' histogram needs.
+		rep.StartSeconds = lj.startTook.Round(time.Millisecond).Seconds()
+	}
 	lj.report = &rep
 	if !proven {
 		if err := procref.WriteJSON(filepath.Join(lj.dir, reportFile), rep); err != nil {
@@ -579,6 +592,7 @@ func (d *Daemon) finish(lj *localJob, rep api.JobReport, proven bool) {
 	}
 	d.log.Info("job ended", "job", rep.JobID, "start_index", rep.StartIndex, "state", rep.State,
 		"exit_code", rep.ExitCode, "signal", rep.Signal, "message", rep.Message)
+	d.metrics.ended.WithLabelValues(string(rep.State)).Inc()
 	d.rep.add(lj.key, rep)
 	d.publishRunning()
 	d.checkKillWaiters()

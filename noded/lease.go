@@ -219,6 +219,9 @@ func bootClock() time.Duration {
 // acknowledged; a failure to record it is logged (the keeper then acts on
 // the old deadline, which errs on the side of stopping jobs).
 func (d *Daemon) renewLease(sent time.Time, ack api.NodeAck) {
+	if ack.LeaseMS > 0 { // a registration's or heartbeat's answer
+		d.startTimes.Store(ack.StartTimes)
+	}
 	if err := d.lease.renew(sent, ack); err != nil {
 		d.log.Warn("cannot record the node's lease for its keeper", "err", err)
 	}

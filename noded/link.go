@@ -94,6 +94,9 @@ func (d *Daemon) reregister(ctx context.Context) bool {
 // noteCall logs the start and the end of an outage. A controller that
 // answered "not found" is reachable.
 func (d *Daemon) noteCall(op string, err error) {
+	if err != nil && !isNotFound(err) {
+		d.metrics.callFailures.WithLabelValues(op).Inc()
+	}
 	r := d.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -214,6 +217,7 @@ func (d *Daemon) maintain(ctx context.Context) {
 		sent := time.Now()
 		ack, err := d.cfg.Client.HeartbeatNode(cctx, d.cfg.Name, d.bootID)
 		cancel()
+		d.metrics.heartbeats.Inc()
 		if ctx.Err() != nil {
 			return
 		}

@@ -115,6 +115,7 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "node-ca", "DIR", "sign the certificates of nodes that join with a join token with the authority in DIR (its ca.crt and ca.key)"),
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
+		flag(0, "metrics-open", "let anyone scrape GET /metrics under --auth (Prometheus sends no token); otherwise it takes an operator's or admin's token"),
 	}, tlsOptions()...)...)
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
 		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"), Admins: o.list("admin"),
-		TPMPolicy: tpmPolicy, AttestEvery: attestEvery,
+		TPMPolicy: tpmPolicy, AttestEvery: attestEvery, MetricsOpen: o.has("metrics-open"),
 	}, nil
 }
 
@@ -299,6 +300,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
+		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
@@ -428,6 +430,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
+		MetricsListen: o.get("metrics-addr"),
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again

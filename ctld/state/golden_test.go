@@ -259,6 +259,11 @@ func goldenCommands() []struct {
 			j.Licenses = []api.License{{Name: "fluent", Count: 1}, {Name: "matlab", Count: 2}}
 			return j
 		}()}}},
+		// A report carrying its run's start time (start_s). The leader
+		// takes it out before proposing (it feeds a metric only); should
+		// one reach the log, the apply ignores it.
+		{CmdJobReports, &JobReports{Now: t0.Add(15 * time.Hour), Node: "k1", BootID: "boot-k2", Reports: []api.JobReport{
+			{JobID: 60, StartIndex: 999, State: api.StateCompleted, StartSeconds: 2.5}}}},
 	}
 }
 
