@@ -203,4 +203,22 @@ type NodeStatus struct {
 	Name    string      `json:"name"`
 	BootID  string      `json:"boot_id"`
 	Reports []JobReport `json:"reports,omitempty"`
+	// Health is the result of the node's health check (noded
+	// --health-check, Slurm's HealthCheckProgram), when it ran one.
+	Health *HealthReport `json:"health,omitempty"`
 }
+
+// HealthReport is one run of a node's health check: whether it passed,
+// and what it printed (a failing check's output is the node's drain
+// reason).
+type HealthReport struct {
+	OK     bool   `json:"ok"`
+	Output string `json:"output,omitempty"`
+}
+
+// HealthCheckUser is who a drain by the health check is recorded as (its
+// ReasonUser): a passing check resumes only a node it drained itself.
+const HealthCheckUser = "healthcheck"
+
+// MaxHealthOutput bounds a health report's output.
+const MaxHealthOutput = 256

@@ -640,6 +640,11 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	if st.Health != nil {
+		if err := c.takeHealth(st.Name, st.Health); err != nil {
+			return err
+		}
+	}
 	if len(st.Reports) > 0 {
 		c.takeStartTimes(st.Name, "", st.Reports)
 		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}

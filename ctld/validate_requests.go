@@ -301,6 +301,9 @@ func validateNodeStatus(st *api.NodeStatus) error {
 	c.what = "node " + st.Name
 	c.text("boot_id", st.BootID, 128)
 	c.count("reports", len(st.Reports), maxReports)
+	if st.Health != nil {
+		c.text("health.output", st.Health.Output, api.MaxHealthOutput)
+	}
 	for _, r := range st.Reports {
 		checkReport(c, r)
 		if c.err != nil {

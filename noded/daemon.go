@@ -45,6 +45,14 @@ type Config struct {
 	Runner Runner
 	// HeartbeatInterval is the time between heartbeats; default 1s.
 	HeartbeatInterval time.Duration
+	// HealthCheck is the node's health check program (Slurm's
+	// HealthCheckProgram), run as the daemon's user every HealthInterval
+	// (default 5m) and at start: a failing one (exit status other than 0,
+	// or no end within HealthTimeout, default 60s) drains the node with its
+	// output as the reason, a passing one after that resumes it (health.go).
+	// Empty runs none.
+	HealthCheck                   string
+	HealthInterval, HealthTimeout time.Duration
 	// WaitTimeout is how long one blocking desired-state query may wait;
 	// default 30s.
 	WaitTimeout time.Duration
@@ -189,6 +197,12 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
+	if cfg.HealthInterval <= 0 {
+		cfg.HealthInterval = 5 * time.Minute
+	}
+	if cfg.HealthTimeout <= 0 {
+		cfg.HealthTimeout = time.Minute
+	}
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 30 * time.Second
 	}
@@ -295,6 +309,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Go(func() { d.watch(runCtx) })
 	wg.Go(func() { d.rep.run(runCtx) })
 	wg.Go(func() { d.watchLease(runCtx) })
+	if d.cfg.HealthCheck != "" {
+		wg.Go(func() { d.healthLoop(runCtx) })
+	}
 	if !d.ready() {
 		wg.Go(func() { d.probe(runCtx) })
 	}

@@ -37,6 +37,8 @@ type fakeCtl struct {
 	leaseMS, timeoutMS atomic.Int64
 	// startTimes is what the answers say of start times (NodeAck.StartTimes).
 	startTimes atomic.Bool
+	// health holds the health reports received, in order (under mu).
+	health []api.HealthReport
 	// heartbeats counts the heartbeats answered.
 	heartbeats atomic.Int64
 
@@ -162,6 +164,9 @@ func (f *fakeCtl) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.takeReports(st.Name, st.Reports)
+	if st.Health != nil {
+		f.health = append(f.health, *st.Health)
+	}
 	f.bump()
 	writeJSON(w, 200, struct{}{})
 }

@@ -301,6 +301,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
+		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
+		valued(0, "health-interval", "DURATION", "how often the health check runs (default 5m)"),
+		valued(0, "health-timeout", "DURATION", "how long one run of the health check may take before it counts as failed (default 60s)"),
 		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
@@ -430,7 +433,18 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
-		MetricsListen: o.get("metrics-addr"),
+		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
+	}
+	if cfg.HealthInterval, err = parseDuration("health-interval", o.get("health-interval"), 5*time.Minute); err != nil {
+		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
+	}
+	if cfg.HealthTimeout, err = parseDuration("health-timeout", o.get("health-timeout"), time.Minute); err != nil {
+		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
+	}
+	if p := cfg.HealthCheck; p != "" {
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return noded.Config{}, fmt.Errorf("noded %s: --health-check=%s: not an executable file (%v)", name, p, err)
+		}
 	}
 	if inv != nil {
 		// Free hugepages and GPUs change while the node runs: look again

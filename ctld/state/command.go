@@ -139,6 +139,10 @@ type NodeDrain struct {
 	Reason string    `json:"reason,omitempty"`
 	// By is who asked (the request's principal), as the leader stamps it.
 	By string `json:"by,omitempty"`
+	// Health marks the node's health check's drain or resume: a drain
+	// leaves a node someone else drained as it is, a resume applies only
+	// to a node the health check drained (By api.HealthCheckUser).
+	Health bool `json:"health,omitempty"`
 }
 
 // SuspendJobs pauses running jobs (Suspend) or continues suspended ones.

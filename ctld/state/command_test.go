@@ -230,16 +230,32 @@ var applyTests = map[CommandType]func(t *testing.T){
 		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: true, Reason: "fan"})
 		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: false})
 		err, _ := next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n9", Drain: true, Reason: "x"}).(error)
+		resumed := *r.s.Nodes["n2"]
+		health := func(drain bool, reason string) {
+			next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: drain, Reason: reason, By: api.HealthCheckUser, Health: true})
+		}
+		health(true, "health check failed: disk full")
+		checkDrained, checkReason := r.s.Nodes["n2"].Drain, r.s.Nodes["n2"].Reason
+		health(false, "")
+		checkResumed := !r.s.Nodes["n2"].Drain
+		next(CmdNodeDrain, &NodeDrain{Now: t0, Node: "n2", Drain: true, Reason: "fan", By: "oscar"})
+		health(true, "health check failed: disk full")
+		health(false, "")
 		s := r.s
 		expect(t, map[string][2]any{
-			"draining with a job": {s.Nodes["n1"].State(), api.NodeDraining},
-			"its reason":          {s.Nodes["n1"].Reason, "disk"},
-			"who drained it":      {s.Nodes["n1"].ReasonUser, "oscar"},
-			"when":                {s.Nodes["n1"].ReasonTime, t0},
-			"resumed":             {s.Nodes["n2"].Drain, false},
-			"resumed's reason":    {s.Nodes["n2"].Reason, ""},
-			"nobody's any more":   {s.Nodes["n2"].ReasonUser, ""},
-			"unknown node":        {err != nil && strings.Contains(err.Error(), "no such node"), true},
+			"the check drains":                     {checkDrained, true},
+			"with its output":                      {checkReason, "health check failed: disk full"},
+			"and resumes what it drained":          {checkResumed, true},
+			"an operator's drain keeps its reason": {s.Nodes["n2"].Reason, "fan"},
+			"and is not resumed by the check":      {s.Nodes["n2"].Drain && s.Nodes["n2"].ReasonUser == "oscar", true},
+			"draining with a job":                  {s.Nodes["n1"].State(), api.NodeDraining},
+			"its reason":                           {s.Nodes["n1"].Reason, "disk"},
+			"who drained it":                       {s.Nodes["n1"].ReasonUser, "oscar"},
+			"when":                                 {s.Nodes["n1"].ReasonTime, t0},
+			"resumed":                              {resumed.Drain, false},
+			"resumed's reason":                     {resumed.Reason, ""},
+			"nobody's any more":                    {resumed.ReasonUser, ""},
+			"unknown node":                         {err != nil && strings.Contains(err.Error(), "no such node"), true},
 		})
 	},
 	CmdSetMember: func(t *testing.T) {

@@ -264,6 +264,9 @@ func goldenCommands() []struct {
 		// one reach the log, the apply ignores it.
 		{CmdJobReports, &JobReports{Now: t0.Add(15 * time.Hour), Node: "k1", BootID: "boot-k2", Reports: []api.JobReport{
 			{JobID: 60, StartIndex: 999, State: api.StateCompleted, StartSeconds: 2.5}}}},
+		// The health check drains node k1 and, passing, resumes it.
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
 	}
 }
 

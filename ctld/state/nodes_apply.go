@@ -194,6 +194,10 @@ func (s *State) applyDrain(c *NodeDrain) error {
 	if n == nil {
 		return fmt.Errorf("node %s: no such node", c.Node)
 	}
+	byHealth := n.Drain && n.ReasonUser == api.HealthCheckUser
+	if c.Health && (c.Drain && n.Drain && !byHealth || !c.Drain && !byHealth) {
+		return nil // another's drain stays; only the check's own is undone
+	}
 	n.Drain = c.Drain
 	n.setReason(c.Reason, c.By, c.Now)
 	if !c.Drain {
