@@ -448,9 +448,11 @@ func testAliases(t *testing.T, c *cluster, work string) {
 		return ""
 	})
 	rows := cliRows(mustCLI(t, alias["sinfo"], c.addr, work, "-N", "-l"))
-	if len(rows) != 3 || rows[0][0] != "NODELIST" {
-		t.Fatalf("sinfo -N -l: %v, want the header and two nodes", rows)
+	// sinfo -l prints the date first, as Slurm's does.
+	if len(rows) != 4 || len(rows[0]) != 5 || rows[1][0] != "NODELIST" {
+		t.Fatalf("sinfo -N -l: %v, want the date, the header and two nodes", rows)
 	}
+	rows = rows[1:]
 	for i, name := range []string{"n1", "n2"} {
 		if r := rows[i+1]; r[0] != name || r[2] != "batch*" || r[3] != "idle" || r[4] != "2" || r[6] != "1024" {
 			t.Errorf("sinfo -N -l row %v, want %s batch* idle with 2 CPUs and 1024 MB", r, name)
