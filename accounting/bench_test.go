@@ -1,0 +1,127 @@
+package accounting
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The benchmarks measure the targets of issue #13 over a synthetic history
+// of benchRecords records (one job ending every 30 s, about a year; 200
+// users, 20 accounts): writing them, one user's month, and an account
+// report over all of them. ACCT_BENCH_RECORDS changes the size.
+//
+//	go test ./accounting -run XXX -bench . -benchtime 1x   (writing)
+//	go test ./accounting -run XXX -bench 'Month|Account' (queries)
+
+const (
+	benchUsers    = 200
+	benchAccounts = 20
+	benchStep     = 30 * time.Second
+	benchBatch    = 1000
+)
+
+func benchRecords() int {
+	if n, err := strconv.Atoi(os.Getenv("ACCT_BENCH_RECORDS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
+// writeSynthetic writes records [0, n) in batches, as the controller's
+// writer does under load.
+func writeSynthetic(tb testing.TB, s *Store, n int) {
+	batch := make([]Record, 0, benchBatch)
+	for i := range n {
+		batch = append(batch, synthetic(i, benchUsers, benchAccounts, benchStep))
+		if len(batch) == benchBatch || i == n-1 {
+			if err := s.Write(Written{Replace: batch}); err != nil {
+				tb.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// BenchmarkWrite writes benchRecords records into a new store per
+// iteration and reports records per second.
+func BenchmarkWrite(b *testing.B) {
+	n := benchRecords()
+	for b.Loop() {
+		s, err := Open(filepath.Join(b.TempDir(), "acct.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeSynthetic(b, s, n)
+		_ = s.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+var (
+	benchOnce  sync.Once
+	benchStore *Store
+	benchDir   string
+)
+
+// sharedStore is one store of benchRecords records for the query
+// benchmarks, written once per process.
+func sharedStore(b *testing.B) *Store {
+	benchOnce.Do(func() {
+		var err error
+		if benchDir, err = os.MkdirTemp("", "acct-bench"); err != nil {
+			b.Fatal(err)
+		}
+		if benchStore, err = Open(filepath.Join(benchDir, "acct.db")); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		writeSynthetic(b, benchStore, benchRecords())
+		b.Logf("wrote %d records in %v", benchRecords(), time.Since(start))
+	})
+	return benchStore
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchStore != nil {
+		_ = benchStore.Close()
+		_ = os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkUserMonth selects one user's records of one month (sacct -u
+// u7 -S … -E …) among benchRecords.
+func BenchmarkUserMonth(b *testing.B) {
+	s := sharedStore(b)
+	start := t0.Add(time.Duration(benchRecords()) * benchStep / 2)
+	q := Query{Users: []string{"u7"}, Start: start, End: start.Add(30 * 24 * time.Hour)}
+	var n int
+	for b.Loop() {
+		recs, err := s.Select(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(recs)
+	}
+	b.ReportMetric(float64(n), "records")
+}
+
+// BenchmarkAccountUsage sums every record by account and user (an account
+// report over the whole history).
+func BenchmarkAccountUsage(b *testing.B) {
+	s := sharedStore(b)
+	var n int
+	for b.Loop() {
+		u, err := s.AccountUsage(time.Time{}, time.Time{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(u)
+	}
+	b.ReportMetric(float64(n), "rows")
+}

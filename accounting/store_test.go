@@ -1,0 +1,191 @@
+package accounting
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+func openTest(t testing.TB) *Store {
+	s, err := Open(filepath.Join(t.TempDir(), "acct.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// synthetic returns record i of a synthetic history: jobs ending one every
+// step from t0, users u0..u(users-1), accounts a0..a(accounts-1), runs of
+// up to ~2 h.
+func synthetic(i, users, accounts int, step time.Duration) Record {
+	end := t0.Add(time.Duration(i) * step)
+	run := time.Duration(60+i%7200) * time.Second
+	states := []api.JobState{api.StateCompleted, api.StateCompleted, api.StateFailed, api.StateTimeout, api.StateCancelled}
+	r := Record{
+		JobID: uint64(i + 1), Ref: fmt.Sprint(i + 1), AllocID: uint64(i + 1), Final: true,
+		Name: "job", User: fmt.Sprintf("u%d", i%users), Account: fmt.Sprintf("a%d", i%accounts),
+		Partition: "batch", QOS: "normal", WorkDir: "/home/x",
+		Submit: end.Add(-run - time.Minute), Eligible: end.Add(-run - time.Minute), Start: end.Add(-run), End: end,
+		TimeLimit: 7200, Elapsed: int64(run / time.Second), State: states[i%len(states)], NodeList: "n1",
+		ReqTRES:   api.TRES{CPU: 4, MemMB: 8192, Nodes: 1},
+		AllocTRES: api.TRES{CPU: 4, MemMB: 8192, Nodes: 1},
+	}
+	secs := float64(r.Elapsed)
+	r.CPUSeconds, r.MemSeconds, r.BillingRate = 4*secs, 8192*secs, 6
+	r.Billing = 6 * secs
+	return r
+}
+
+func TestStoreIsIdempotent(t *testing.T) {
+	s := openTest(t)
+	recs := []Record{synthetic(0, 2, 2, time.Minute), synthetic(1, 2, 2, time.Minute)}
+	if err := s.Write(Written{Replace: recs}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.Summary()
+	if err := s.Write(Written{Replace: recs, IfAbsent: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Summary(); again != first || first.Records != 2 {
+		t.Errorf("writing the same records again changed the summary: %+v, then %+v", first, again)
+	}
+	moved := recs[0]
+	moved.End = moved.End.Add(time.Hour)
+	moved.State = api.StateFailed
+	if err := s.Write(Written{IfAbsent: []Record{moved}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Summary(); got != first {
+		t.Errorf("IfAbsent replaced a stored record: %+v, want %+v", got, first)
+	}
+	if err := s.Write(Written{Replace: []Record{moved}}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Select(Query{AllUsers: true, Duplicates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].State != api.StateFailed || !all[0].End.Equal(moved.End) {
+		t.Errorf("after replacing job 1's record the store holds %+v", all)
+	}
+	if users, _ := s.Select(Query{Users: []string{"u0"}}); len(users) != 1 {
+		t.Errorf("the user index holds %d records of u0 after the replace, want 1", len(users))
+	}
+}
+
+// TestStoreDigestIgnoresOrder writes the same records in two orders, one
+// of them with a detour (a record replaced, then put back).
+func TestStoreDigestIgnoresOrder(t *testing.T) {
+	a, b := openTest(t), openTest(t)
+	var recs []Record
+	for i := range 50 {
+		recs = append(recs, synthetic(i, 3, 2, time.Minute))
+	}
+	if err := a.Write(Written{Replace: recs}); err != nil {
+		t.Fatal(err)
+	}
+	rev := slices.Clone(recs)
+	slices.Reverse(rev)
+	detour := rev[0]
+	detour.Name = "other"
+	if err := b.Write(Written{Replace: []Record{detour}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(Written{Replace: rev}); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Summary()
+	sb, _ := b.Summary()
+	if sa != sb || sa.Records != 50 {
+		t.Errorf("summaries differ: %+v and %+v", sa, sb)
+	}
+	if err := b.Write(Written{Replace: []Record{detour}}); err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := b.Summary(); sc == sa {
+		t.Errorf("a changed record left the digest as it was")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	s := openTest(t)
+	var recs []Record
+	for i := range 100 { // one every hour: job i+1 ends at t0 + i h
+		recs = append(recs, synthetic(i, 4, 3, time.Hour))
+	}
+	// Job 200 ran twice: requeued, then failed; it is task 3 of array 199.
+	r1 := synthetic(10, 4, 3, time.Hour)
+	r1.JobID, r1.AllocID, r1.Final, r1.State, r1.ArrayJobID, r1.ArrayTaskID = 200, 300, false, api.StateRequeued, 199, 3
+	r2 := synthetic(12, 4, 3, time.Hour)
+	r2.JobID, r2.AllocID, r2.State, r2.ArrayJobID, r2.ArrayTaskID = 200, 301, api.StateFailed, 199, 3
+	recs = append(recs, r1, r2)
+	if err := s.Write(Written{Replace: recs}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(rs []Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%d.%d", r.JobID, r.AllocID))
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		q    Query
+		want []string
+	}{
+		{"one job", Query{Jobs: []uint64{5}}, []string{"5.5"}},
+		{"an array's task, its last run", Query{Jobs: []uint64{199}}, []string{"200.301"}},
+		{"every run with -D", Query{Jobs: []uint64{200}, Duplicates: true}, []string{"200.300", "200.301"}},
+		{"a user in a window", Query{Users: []string{"u1"}, Start: t0.Add(20 * time.Hour), End: t0.Add(30 * time.Hour)},
+			[]string{"22.22", "26.26", "30.30"}},
+		{"an account and a state", Query{Accounts: []string{"a0"}, States: []api.JobState{api.StateFailed}, AllUsers: true},
+			[]string{"13.13", "28.28", "43.43", "58.58", "73.73", "88.88", "200.301"}},
+		{"all users, a window that overlaps runs", Query{AllUsers: true, Start: t0.Add(99*time.Hour + time.Minute)},
+			nil},
+		{"all users, the last hour", Query{AllUsers: true, Start: t0.Add(98*time.Hour + 30*time.Minute)}, []string{"100.100"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.Select(c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(got), c.want) {
+				t.Errorf("got %v, want %v", ids(got), c.want)
+			}
+		})
+	}
+}
+
+func TestAccountUsage(t *testing.T) {
+	s := openTest(t)
+	var recs []Record
+	for i := range 12 {
+		recs = append(recs, synthetic(i, 2, 2, time.Hour))
+	}
+	if err := s.Write(Written{Replace: recs}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.AccountUsage(t0.Add(2*time.Hour), t0.Add(6*time.Hour)) // records 2..5
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	for _, r := range recs[2:6] {
+		want[r.Account+"/"+r.User] += r.CPUSeconds
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want the sums %v", got, want)
+	}
+	for _, u := range got {
+		if u.CPUSeconds != want[u.Account+"/"+u.User] || u.Records != 2 {
+			t.Errorf("%s/%s: %d records, %v CPU-seconds; want 2 and %v", u.Account, u.User, u.Records, u.CPUSeconds, want[u.Account+"/"+u.User])
+		}
+	}
+}
