@@ -49,7 +49,10 @@ var (
 func Open(path string) (*Store, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("opening the accounting store %s: %w (is another controller using this data directory?)", path, err)
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return nil, fmt.Errorf("opening the accounting store %s: another process holds it; is another controller using this data directory?", path)
+		}
+		return nil, fmt.Errorf("opening the accounting store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bMeta} {

@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -165,4 +167,43 @@ func (c *Client) AccountingSummary(ctx context.Context) (AcctSummary, error) {
 	var out AcctSummary
 	err := c.do(ctx, http.MethodGet, "/v1/accounting/summary", nil, &out)
 	return out, err
+}
+
+// ParseAcctQuery reads the URL query parameters Values writes. An error
+// names the parameter and says what it takes.
+func ParseAcctQuery(v url.Values) (AcctQuery, error) {
+	var q AcctQuery
+	for _, s := range v["job"] {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || id == 0 {
+			return q, fmt.Errorf("job=%q: give a job id, a number from 1", s)
+		}
+		q.Jobs = append(q.Jobs, id)
+	}
+	for _, s := range v["state"] {
+		st, err := ParseJobState(s)
+		if err != nil {
+			return q, fmt.Errorf("state=%q: %v", s, err)
+		}
+		q.States = append(q.States, st)
+	}
+	for _, name := range []string{"user", "account"} {
+		for _, s := range v[name] {
+			if s == "" || strings.ContainsAny(s, "\x00\n") {
+				return q, fmt.Errorf("%s=%q: give a name without control characters", name, s)
+			}
+		}
+	}
+	q.Users, q.Accounts = v["user"], v["account"]
+	q.AllUsers, q.Duplicates = v.Get("all") == "1", v.Get("duplicates") == "1"
+	for name, t := range map[string]*time.Time{"start": &q.Start, "end": &q.End} {
+		if s := v.Get(name); s != "" {
+			p, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return q, fmt.Errorf("%s=%q: give a time as 2026-12-01T10:00:00Z", name, s)
+			}
+			*t = p
+		}
+	}
+	return q, nil
 }

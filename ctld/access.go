@@ -112,6 +112,8 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/tokens", usersAdmin, c.write(c.handleToken)},
 		{"POST /v1/roles", admins, c.write(c.handleRole)},
 		{"GET /v1/audit", usersRead, c.read(c.handleAudit)},
+		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
+		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
 	}
 }
 

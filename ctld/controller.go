@@ -195,9 +195,15 @@ func New(cfg Config) (*Controller, error) {
 		ln = tls.NewListener(ln, c.tls.api)
 	}
 	c.ln = ln
+	acct, err := openAccounting(cfg.DataDir, c.fsm, log)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
 	if err != nil {
 		ln.Close()
+		acct.closeStore()
 		return nil, err
 	}
 	c.node = node
@@ -253,6 +259,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if serr := c.node.shutdown(); err == nil && serr != nil {
 		err = serr
 	}
+	c.fsm.acct.closeStore()
 	c.log.Info("controller stopped")
 	return err
 }

@@ -38,6 +38,9 @@ type FSM struct {
 	// a pointer so that its pending timer keeps only it alive, not the
 	// FSM and its state.
 	bursts *burstReleaser
+	// acct writes the accounting records of what entries end (nil: no
+	// store; acctwriter.go).
+	acct *acctWriter
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -72,6 +75,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	res := f.applyContained(t, cmd, l.Index)
+	f.accountEnds(t)
 	changed := f.state.TakeTouched()
 	f.mu.Unlock()
 	f.notify(t, changed, res)
@@ -247,6 +251,9 @@ func (f *FSM) HashAt() (string, uint64) {
 // Snapshot captures the current state; it is written by Persist outside
 // the lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	// The records of the entries the snapshot covers must be on disk
+	// before Raft may drop those entries.
+	f.flushAccounting()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return &fsmSnapshot{snap: f.state.Snapshot()}, nil
@@ -276,6 +283,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.state = s
+	f.accountRestored()
 	f.mu.Unlock()
 	f.watchMu.Lock()
 	for name, ch := range f.watches {

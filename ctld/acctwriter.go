@@ -1,0 +1,200 @@
+package ctld
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"corral/accounting"
+	"corral/ctld/state"
+)
+
+// This file connects the FSM to the member's accounting store. Every
+// member writes the records of what each entry ended into its own store
+// (package accounting builds them from the state, so every member writes
+// the same). The writes are batched in the background so that an apply
+// never waits for the disk, except where a record must be durable before
+// the state moves on:
+//
+//   - a PurgeJobs entry removes finished jobs: its apply hands the removed
+//     jobs' records (written where absent) and waits until everything
+//     queued is written, so no job leaves the state before its record is
+//     on disk;
+//   - a snapshot lets Raft drop the log behind it, the only other source
+//     of the records of the entries it covers: taking one waits too.
+//
+// A member that restores a snapshot writes the records of every finished
+// job the snapshot holds (where absent). The records of jobs purged before
+// that snapshot exist only on the members that applied those entries; the
+// store's summary (count and digest, GET /v1/accounting/summary) tells
+// such a member apart, and copying the store from a peer is what remains
+// to be built (see accounting/doc.go).
+
+// acctWriter writes accounting records to a store in the background.
+type acctWriter struct {
+	store *accounting.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []accounting.Written
+	queued  uint64 // batches queued so far
+	written uint64 // batches written so far
+	closed  bool
+	done    chan struct{}
+}
+
+// acctRetry is how long the writer waits after a failed write.
+const acctRetry = time.Second
+
+func newAcctWriter(store *accounting.Store, log *slog.Logger) *acctWriter {
+	w := &acctWriter{store: store, log: log, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	go w.run()
+	return w
+}
+
+// enqueue queues records to write.
+func (w *acctWriter) enqueue(rec accounting.Written) {
+	if rec.Empty() {
+		return
+	}
+	w.mu.Lock()
+	w.queue = append(w.queue, rec)
+	w.queued++
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// flush waits until every batch queued before it is written.
+func (w *acctWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.queued
+	for w.written < target && !w.closed {
+		w.cond.Wait()
+	}
+}
+
+// close writes what is queued and stops the writer.
+func (w *acctWriter) close() {
+	w.flush()
+	w.mu.Lock()
+	w.closed = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+}
+
+// run writes the queued batches, all that are waiting in one transaction,
+// and retries a failed write until it succeeds (records are never
+// dropped; a flush waits for them).
+func (w *acctWriter) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closed {
+			w.cond.Wait()
+		}
+		if len(w.queue) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		batch, n := w.queue, w.queued
+		w.queue = nil
+		w.mu.Unlock()
+		var all accounting.Written
+		for _, b := range batch {
+			all.Replace = append(all.Replace, b.Replace...)
+			all.IfAbsent = append(all.IfAbsent, b.IfAbsent...)
+		}
+		for {
+			err := w.store.Write(all)
+			if err == nil {
+				break
+			}
+			w.log.Error("writing accounting records failed; retrying", "records", len(all.Replace)+len(all.IfAbsent), "store", w.store.Path(), "err", err)
+			time.Sleep(acctRetry)
+		}
+		w.mu.Lock()
+		w.written = n
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// SetAccounting makes the FSM hand what each entry ends to w; called once,
+// before Raft starts.
+func (f *FSM) SetAccounting(w *acctWriter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acct = w
+	f.state.TrackEnds(w != nil)
+}
+
+// accountEnds queues the records of what the entry just applied ended;
+// the caller holds f.mu. A purge waits for them (see the file comment).
+func (f *FSM) accountEnds(t state.CommandType) {
+	if f.acct == nil {
+		return
+	}
+	if e := f.state.TakeEnds(); !e.Empty() {
+		f.acct.enqueue(accounting.FromEnds(f.state, e))
+	}
+	if t == state.CmdPurgeJobs {
+		f.acct.flush()
+	}
+}
+
+// accountRestored queues the records of every job of a restored state
+// (written where absent) and waits for them; the caller holds f.mu.
+func (f *FSM) accountRestored() {
+	if f.acct == nil {
+		return
+	}
+	f.state.TrackEnds(true)
+	f.acct.enqueue(accounting.Written{IfAbsent: accounting.FromState(f.state)})
+	f.acct.flush()
+}
+
+// flushAccounting waits until every record queued is written.
+func (f *FSM) flushAccounting() {
+	if f.acct != nil {
+		f.acct.flush()
+	}
+}
+
+// acctFile is the accounting store's file in a member's data directory.
+const acctFile = "accounting.db"
+
+// openAccounting opens the member's accounting store in dataDir and
+// connects it to f; no data directory, no store.
+func openAccounting(dataDir string, f *FSM, log *slog.Logger) (*acctWriter, error) {
+	if dataDir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("--data %s: %w", dataDir, err)
+	}
+	store, err := accounting.Open(filepath.Join(dataDir, acctFile))
+	if err != nil {
+		return nil, err
+	}
+	w := newAcctWriter(store, log)
+	f.SetAccounting(w)
+	return w, nil
+}
+
+// closeStore writes what is queued and closes the store.
+func (w *acctWriter) closeStore() {
+	if w == nil {
+		return
+	}
+	w.close()
+	if err := w.store.Close(); err != nil {
+		w.log.Warn("closing the accounting store", "err", err)
+	}
+}
