@@ -12,10 +12,12 @@ import (
 // The benchmarks measure the targets of issue #13 over a synthetic history
 // of benchRecords records (one job ending every 30 s, about a year; 200
 // users, 20 accounts): writing them, one user's month, and an account
-// report over all of them. ACCT_BENCH_RECORDS changes the size.
+// report over all of them. ACCT_BENCH_RECORDS changes the size;
+// ACCT_BENCH_DIR keeps the queries' store between runs (it is written
+// once, when the directory holds none).
 //
-//	go test ./accounting -run XXX -bench . -benchtime 1x   (writing)
-//	go test ./accounting -run XXX -bench 'Month|Account' (queries)
+//	go test ./accounting -run XXX -bench Write -benchtime 1x
+//	ACCT_BENCH_DIR=/tmp/acct go test ./accounting -run XXX -bench 'Month|Account' -benchtime 20x
 
 const (
 	benchUsers    = 200
@@ -72,11 +74,22 @@ var (
 func sharedStore(b *testing.B) *Store {
 	benchOnce.Do(func() {
 		var err error
-		if benchDir, err = os.MkdirTemp("", "acct-bench"); err != nil {
-			b.Fatal(err)
-		}
-		if benchStore, err = Open(filepath.Join(benchDir, "acct.db")); err != nil {
-			b.Fatal(err)
+		keep := os.Getenv("ACCT_BENCH_DIR")
+		if keep != "" {
+			_ = os.MkdirAll(keep, 0o700)
+			if benchStore, err = Open(filepath.Join(keep, "acct.db")); err != nil {
+				b.Fatal(err)
+			}
+			if sum, _ := benchStore.Summary(); sum.Records == uint64(benchRecords()) {
+				return
+			}
+		} else {
+			if benchDir, err = os.MkdirTemp("", "acct-bench"); err != nil {
+				b.Fatal(err)
+			}
+			if benchStore, err = Open(filepath.Join(benchDir, "acct.db")); err != nil {
+				b.Fatal(err)
+			}
 		}
 		start := time.Now()
 		writeSynthetic(b, benchStore, benchRecords())
@@ -89,7 +102,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if benchStore != nil {
 		_ = benchStore.Close()
-		_ = os.RemoveAll(benchDir)
+		if benchDir != "" {
+			_ = os.RemoveAll(benchDir)
+		}
 	}
 	os.Exit(code)
 }

@@ -206,52 +206,81 @@ type Usage struct {
 }
 
 // AccountUsage sums the usage of the records that ended in [start, end)
-// (zero end: to the last) by account and user, by account then user. It
-// reads the account index's values only, never a record.
+// (zero start: from the first; zero end: to the last) by account and
+// user, by account then user. Whole days come from the day sums
+// (rollup.go); a part-day at either edge from the account index.
 func (s *Store) AccountUsage(start, end time.Time) ([]Usage, error) {
-	lo, hi := timeKey(start), uint64(math.MaxUint64)
-	if !end.IsZero() {
-		hi = timeKey(end) - 1
-	}
-	type key struct{ account, user string }
-	sums := map[key]*Usage{}
+	sums := usageSums{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bAcct).Cursor()
-		k, v := c.First()
-		for k != nil {
-			i := bytes.IndexByte(k, 0)
-			if i < 0 || len(k) != i+25 {
-				return fmt.Errorf("the account index holds a malformed key %x; the store is damaged, rebuild it from a peer", k)
+		first, last := day(math.MinInt64), day(math.MaxInt64)
+		if !start.IsZero() {
+			if first = dayOf(start); !first.time().Equal(start) {
+				first++
 			}
-			name := k[:i]
-			at := binary.BigEndian.Uint64(k[i+1:])
-			switch {
-			case at < lo:
-				k, v = c.Seek(indexKey(string(name), be64(lo)))
-				continue
-			case at > hi:
-				// The next account's keys begin after name 0x01.
-				k, v = c.Seek(append(bytes.Clone(name), 1))
-				continue
-			}
-			u := sums[key{string(name), string(v[41:])}]
-			if u == nil {
-				u = &Usage{Account: string(name), User: string(v[41:])}
-				sums[key{u.Account, u.User}] = u
-			}
-			u.Records++
-			u.CPUSeconds += math.Float64frombits(binary.BigEndian.Uint64(v[8:]))
-			u.GPUSeconds += math.Float64frombits(binary.BigEndian.Uint64(v[16:]))
-			u.MemSeconds += math.Float64frombits(binary.BigEndian.Uint64(v[24:]))
-			u.Billing += math.Float64frombits(binary.BigEndian.Uint64(v[32:]))
-			k, v = c.Next()
 		}
-		return nil
+		if !end.IsZero() {
+			last = dayOf(end)
+		}
+		if first >= last {
+			return scanUsage(tx, timeKey(start), endKey(end), sums)
+		}
+		if !start.IsZero() {
+			if err := scanUsage(tx, timeKey(start), timeKey(first.time()), sums); err != nil {
+				return err
+			}
+		}
+		if !end.IsZero() {
+			if err := scanUsage(tx, timeKey(last.time()), endKey(end), sums); err != nil {
+				return err
+			}
+		}
+		return addDays(tx, first, last, &sums)
 	})
-	out := make([]Usage, 0, len(sums))
-	for _, u := range sums {
-		out = append(out, *u)
+	var out []Usage
+	for _, byUser := range sums {
+		for _, u := range byUser {
+			out = append(out, *u)
+		}
 	}
 	slices.SortFunc(out, func(a, b Usage) int { return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.User, b.User)) })
 	return out, err
+}
+
+// endKey is the time key that ends a window [.., end): all when end is
+// zero.
+func endKey(end time.Time) uint64 {
+	if end.IsZero() {
+		return math.MaxUint64
+	}
+	return timeKey(end)
+}
+
+// scanUsage adds the usage of the records whose end key is in [lo, hi)
+// from the account index's values.
+func scanUsage(tx *bbolt.Tx, lo, hi uint64, sums usageSums) error {
+	if lo >= hi {
+		return nil
+	}
+	c := tx.Bucket(bAcct).Cursor()
+	k, v := c.First()
+	for k != nil {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+25 || len(v) < 41 {
+			return fmt.Errorf("the account index holds a malformed entry %x; the store is damaged, rebuild it from a peer", k)
+		}
+		name := k[:i]
+		switch at := binary.BigEndian.Uint64(k[i+1:]); {
+		case at < lo:
+			k, v = c.Seek(indexKey(string(name), be64(lo)))
+			continue
+		case at >= hi:
+			// The next account's keys begin after name 0x01.
+			k, v = c.Seek(append(bytes.Clone(name), 1))
+			continue
+		}
+		f := func(n int) float64 { return math.Float64frombits(binary.BigEndian.Uint64(v[n:])) }
+		sums.get(name, v[41:]).add(1, f(8), f(16), f(24), f(32))
+		k, v = c.Next()
+	}
+	return nil
 }

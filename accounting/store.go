@@ -27,6 +27,7 @@ import (
 //	user   user 0x00 end|job|alloc → nothing
 //	acct   account 0x00 end|job|alloc → usage (see usageValue)
 //	array  arrayjob|end|job|alloc → nothing
+//	day    account 0x00 user 0x00 day → the day's usage sums (rollup.go)
 //	meta   count, digest (XOR of each record's SHA-256), longest run
 type Store struct {
 	db *bbolt.DB
@@ -38,6 +39,7 @@ var (
 	bUser  = []byte("user")
 	bAcct  = []byte("acct")
 	bArray = []byte("array")
+	bDay   = []byte("day")
 	bMeta  = []byte("meta")
 
 	mCount   = []byte("count")
@@ -55,7 +57,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("opening the accounting store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bMeta} {
+		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bDay, bMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -102,7 +104,7 @@ func (s *Store) Write(w Written) error {
 // writeTx is one write transaction and the meta figures it changes.
 type writeTx struct {
 	tx                                *bbolt.Tx
-	rec, key, user, acct, array, meta *bbolt.Bucket
+	rec, key, user, acct, array, day, meta *bbolt.Bucket
 	count                             uint64
 	digest                            [sha256.Size]byte
 	longest                           int64
@@ -110,7 +112,7 @@ type writeTx struct {
 
 func newWriteTx(tx *bbolt.Tx) *writeTx {
 	t := &writeTx{tx: tx, rec: tx.Bucket(bRec), key: tx.Bucket(bKey), user: tx.Bucket(bUser),
-		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), meta: tx.Bucket(bMeta)}
+		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), meta: tx.Bucket(bMeta)}
 	if v := t.meta.Get(mCount); len(v) == 8 {
 		t.count = binary.BigEndian.Uint64(v)
 	}
@@ -136,16 +138,17 @@ func (t *writeTx) finish() error {
 
 // put writes r, replacing a stored record of its key when replace is set.
 func (t *writeTx) put(r *Record, replace bool) error {
+	k := KeyOf(r)
+	old := t.key.Get(idKey(k))
+	if old != nil && !replace {
+		return nil
+	}
 	val, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding the record of job %d allocation %d: %w", r.JobID, r.AllocID, err)
 	}
-	k := KeyOf(r)
 	pk := primaryKey(r.End, k)
-	if old := t.key.Get(idKey(k)); old != nil {
-		if !replace {
-			return nil
-		}
+	if old != nil {
 		oldPK := bytes.Clone(old)
 		oldVal := t.rec.Get(oldPK)
 		if bytes.Equal(oldPK, pk) && bytes.Equal(oldVal, val) {
@@ -172,6 +175,9 @@ func (t *writeTx) put(r *Record, replace bool) error {
 			return err
 		}
 	}
+	if err := t.roll(r, 1); err != nil {
+		return err
+	}
 	t.count++
 	t.mix(pk, val)
 	if !r.Start.IsZero() {
@@ -188,7 +194,7 @@ func (t *writeTx) remove(pk, val []byte) error {
 	}
 	t.mix(pk, val)
 	t.count--
-	return errors.Join(t.rec.Delete(pk), t.user.Delete(indexKey(old.User, pk)),
+	return errors.Join(t.roll(&old, -1), t.rec.Delete(pk), t.user.Delete(indexKey(old.User, pk)),
 		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)))
 }
 

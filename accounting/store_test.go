@@ -163,29 +163,59 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// TestAccountUsage compares the report's sums with sums over the records
+// themselves, for windows that are within a day, cross days at odd
+// hours, or are open, after one record was replaced by one that ends on
+// another day (its old day's sums must lose it).
 func TestAccountUsage(t *testing.T) {
 	s := openTest(t)
 	var recs []Record
-	for i := range 12 {
-		recs = append(recs, synthetic(i, 2, 2, time.Hour))
+	for i := range 40 { // one every 5 h: about 8 days
+		recs = append(recs, synthetic(i, 3, 2, 5*time.Hour))
 	}
 	if err := s.Write(Written{Replace: recs}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.AccountUsage(t0.Add(2*time.Hour), t0.Add(6*time.Hour)) // records 2..5
-	if err != nil {
+	moved := recs[3]
+	moved.End, moved.CPUSeconds = moved.End.Add(50*time.Hour), 7
+	if err := s.Write(Written{Replace: []Record{moved}}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{}
-	for _, r := range recs[2:6] {
-		want[r.Account+"/"+r.User] += r.CPUSeconds
+	recs[3] = moved
+	cases := []struct {
+		name       string
+		start, end time.Time
+	}{
+		{"within a day", t0.Add(2 * time.Hour), t0.Add(6 * time.Hour)},
+		{"across days at odd hours", t0.Add(3 * time.Hour), t0.Add(100 * time.Hour)},
+		{"from midnight to midnight", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)},
+		{"open", time.Time{}, time.Time{}},
+		{"open end", t0.Add(30 * time.Hour), time.Time{}},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want the sums %v", got, want)
-	}
-	for _, u := range got {
-		if u.CPUSeconds != want[u.Account+"/"+u.User] || u.Records != 2 {
-			t.Errorf("%s/%s: %d records, %v CPU-seconds; want 2 and %v", u.Account, u.User, u.Records, u.CPUSeconds, want[u.Account+"/"+u.User])
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.AccountUsage(c.start, c.end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]Usage{}
+			for _, r := range recs {
+				if r.End.Before(c.start) || !c.end.IsZero() && !r.End.Before(c.end) {
+					continue
+				}
+				u := want[r.Account+"/"+r.User]
+				u.Account, u.User = r.Account, r.User
+				u.add(1, r.CPUSeconds, r.GPUSeconds, r.MemSeconds, r.Billing)
+				want[r.Account+"/"+r.User] = u
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+			for _, u := range got {
+				if w := want[u.Account+"/"+u.User]; u != w {
+					t.Errorf("got %+v, want %+v", u, w)
+				}
+			}
+		})
 	}
 }
