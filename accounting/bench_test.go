@@ -1,12 +1,15 @@
 package accounting
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 )
 
 // The benchmarks measure the targets of issue #13 over a synthetic history
@@ -139,4 +142,16 @@ func BenchmarkAccountUsage(b *testing.B) {
 		n = len(u)
 	}
 	b.ReportMetric(float64(n), "rows")
+}
+
+// BenchmarkAccountUsageScan sums every record from the account index
+// alone, without the day sums: what a report costs without them.
+func BenchmarkAccountUsageScan(b *testing.B) {
+	s := sharedStore(b)
+	for b.Loop() {
+		err := s.db.View(func(tx *bbolt.Tx) error { return scanUsage(tx, 0, math.MaxUint64, usageSums{}) })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
