@@ -60,9 +60,13 @@ var acctFields = []acctField{
 	{"Partition", 10, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "", l.Rec.Partition) }},
 	{"Account", 10, func(l AcctLine, _ *AcctEnv) string { return l.Rec.Account }},
 	{"User", 9, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "", l.Rec.User) }},
-	{"UID", 6, func(l AcctLine, e *AcctEnv) string { return ids(l, e, func(uid, _ int, _ string) string { return strconv.Itoa(uid) }) }},
+	{"UID", 6, func(l AcctLine, e *AcctEnv) string {
+		return ids(l, e, func(uid, _ int, _ string) string { return strconv.Itoa(uid) })
+	}},
 	{"Group", 9, func(l AcctLine, e *AcctEnv) string { return ids(l, e, func(_, _ int, g string) string { return g }) }},
-	{"GID", 6, func(l AcctLine, e *AcctEnv) string { return ids(l, e, func(_, gid int, _ string) string { return strconv.Itoa(gid) }) }},
+	{"GID", 6, func(l AcctLine, e *AcctEnv) string {
+		return ids(l, e, func(_, gid int, _ string) string { return strconv.Itoa(gid) })
+	}},
 	{"Cluster", 10, func(_ AcctLine, e *AcctEnv) string { return e.Cluster }},
 	{"QOS", 10, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "", l.Rec.QOS) }},
 	{"State", 10, func(l AcctLine, _ *AcctEnv) string { return string(l.Rec.State) }},
@@ -82,7 +86,9 @@ var acctFields = []acctField{
 		}
 		return acctDuration(l.Rec.TimeLimit)
 	}},
-	{"NNodes", 8, func(l AcctLine, _ *AcctEnv) string { return strconv.Itoa(max(l.Rec.AllocTRES.Nodes, nodesIfNone(l.Rec))) }},
+	{"NNodes", 8, func(l AcctLine, _ *AcctEnv) string {
+		return strconv.Itoa(max(l.Rec.AllocTRES.Nodes, nodesIfNone(l.Rec)))
+	}},
 	{"NCPUS", 10, func(l AcctLine, _ *AcctEnv) string { return strconv.Itoa(ncpus(l.Rec)) }},
 	{"AllocCPUS", 10, func(l AcctLine, _ *AcctEnv) string { return strconv.Itoa(l.Rec.AllocTRES.CPU) }},
 	{"ReqCPUS", 8, func(l AcctLine, _ *AcctEnv) string { return strconv.Itoa(l.Rec.ReqTRES.CPU) }},
