@@ -138,10 +138,10 @@ func (q AcctQuery) Values() url.Values {
 		v.Set("duplicates", "1")
 	}
 	if !q.Start.IsZero() {
-		v.Set("start", q.Start.UTC().Format(time.RFC3339))
+		v.Set("start", q.Start.UTC().Format(time.RFC3339Nano))
 	}
 	if !q.End.IsZero() {
-		v.Set("end", q.End.UTC().Format(time.RFC3339))
+		v.Set("end", q.End.UTC().Format(time.RFC3339Nano))
 	}
 	return v
 }
