@@ -47,6 +47,9 @@ var (
 	mLongest = []byte("longest")
 )
 
+// fillPercent is how full bbolt fills a page before it splits it.
+const fillPercent = 0.95
+
 // Open opens (or creates) the store at path.
 func Open(path string) (*Store, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
@@ -113,6 +116,12 @@ type writeTx struct {
 func newWriteTx(tx *bbolt.Tx) *writeTx {
 	t := &writeTx{tx: tx, rec: tx.Bucket(bRec), key: tx.Bucket(bKey), user: tx.Bucket(bUser),
 		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), meta: tx.Bucket(bMeta)}
+	// Keys arrive in ascending order within each bucket's prefixes (end
+	// times grow with the log), so a split page is never written to
+	// again: fill pages before splitting, or the file is twice as large.
+	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day} {
+		b.FillPercent = fillPercent
+	}
 	if v := t.meta.Get(mCount); len(v) == 8 {
 		t.count = binary.BigEndian.Uint64(v)
 	}
