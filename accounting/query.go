@@ -19,7 +19,8 @@ import (
 type Query = api.AcctQuery
 
 // Matches reports whether record r is selected by q, the window aside
-// from the index scan that found it: its job, user, account and state,
+// from the index scan that found it: its job, user, account, tenant and
+// state,
 // and whether its run overlaps q's window (a record without a run, at its
 // end).
 func Matches(q *Query, r *Record) bool {
@@ -30,6 +31,9 @@ func Matches(q *Query, r *Record) bool {
 		return false
 	}
 	if len(q.Accounts) > 0 && !slices.Contains(q.Accounts, r.Account) {
+		return false
+	}
+	if len(q.Tenants) > 0 && !slices.Contains(q.Tenants, r.Tenant) {
 		return false
 	}
 	if len(q.States) > 0 && !slices.Contains(q.States, r.State) {

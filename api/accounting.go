@@ -106,6 +106,8 @@ type AcctQuery struct {
 	// may see them gets.
 	Users    []string
 	Accounts []string
+	// Tenants restricts to the accounts under these tenants.
+	Tenants  []string
 	AllUsers bool
 	// States keeps records in these states; empty: any.
 	States []JobState
@@ -127,6 +129,9 @@ func (q AcctQuery) Values() url.Values {
 	}
 	for _, a := range q.Accounts {
 		v.Add("account", a)
+	}
+	for _, t := range q.Tenants {
+		v.Add("tenant", t)
 	}
 	for _, s := range q.States {
 		v.Add("state", string(s))
@@ -187,14 +192,14 @@ func ParseAcctQuery(v url.Values) (AcctQuery, error) {
 		}
 		q.States = append(q.States, st)
 	}
-	for _, name := range []string{"user", "account"} {
+	for _, name := range []string{"user", "account", "tenant"} {
 		for _, s := range v[name] {
 			if s == "" || strings.ContainsAny(s, "\x00\n") {
 				return q, fmt.Errorf("%s=%q: give a name without control characters", name, s)
 			}
 		}
 	}
-	q.Users, q.Accounts = v["user"], v["account"]
+	q.Users, q.Accounts, q.Tenants = v["user"], v["account"], v["tenant"]
 	q.AllUsers, q.Duplicates = v.Get("all") == "1", v.Get("duplicates") == "1"
 	for name, t := range map[string]*time.Time{"start": &q.Start, "end": &q.End} {
 		if s := v.Get(name); s != "" {

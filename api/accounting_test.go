@@ -9,7 +9,7 @@ import (
 )
 
 func TestAcctQueryRoundTrip(t *testing.T) {
-	q := AcctQuery{Jobs: []uint64{12, 13}, Users: []string{"ada"}, Accounts: []string{"physics"}, AllUsers: true,
+	q := AcctQuery{Jobs: []uint64{12, 13}, Users: []string{"ada"}, Accounts: []string{"physics"}, Tenants: []string{"lab"}, AllUsers: true,
 		States: []JobState{StateFailed, StateTimeout}, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
 		End: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Duplicates: true}
 	got, err := ParseAcctQuery(q.Values())

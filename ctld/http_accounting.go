@@ -32,6 +32,9 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 	if !q.AllUsers && len(q.Users) == 0 && len(q.Jobs) == 0 {
 		q.Users = []string{p.name}
 	}
+	// What the entries applied so far ended is in the store before it is
+	// read: a job this member shows as ended has its record.
+	c.fsm.flushAccounting()
 	recs, err := store.Select(q)
 	if err != nil {
 		return err

@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"corral/accounting"
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
@@ -18,6 +23,9 @@ import (
 // runAcct is `corral acct`, and sacct: the accounting records of finished
 // runs, from whichever controller answers (every member keeps them).
 func runAcct(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "export" {
+		return runAcctExport(ctx, env, args[1:])
+	}
 	o, err := parseOpts(env, "acct", getopt.Permute, args,
 		valued('j', "jobs", "IDS", "only these jobs (12, 12_3 for an array task); the default window becomes all time"),
 		valued('u', "user", "USERS", "only these users' jobs (default: your own)"),
@@ -171,4 +179,90 @@ func lookupUser() func(name string) (uid, gid int, group string, ok bool) {
 		cache[name] = c
 		return c.uid, c.gid, c.group, c.ok
 	}
+}
+
+// runAcctExport is `corral acct export`: the records the query selects
+// (sacct's -j -u -A -a -S -E -s, and --tenant) written to a file as CSV or
+// NDJSON, or one file per tenant with --per-tenant.
+func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "acct export", getopt.Permute, args,
+		valued(0, "format", "FORMAT", "csv or ndjson"),
+		valued('o', "output", "FILE", "the file to write (- for standard output)"),
+		valued(0, "tenant", "TENANTS", "only these tenants' records"),
+		flag(0, "per-tenant", "one file per tenant: FILE with -TENANT before its extension"),
+		valued('j', "jobs", "IDS", "only these jobs"),
+		valued('u', "user", "USERS", "only these users' jobs (default: your own)"),
+		valued('A', "accounts", "ACCOUNTS", "only jobs charged to these accounts"),
+		flag('a', "allusers", "every user's jobs (those you may see)"),
+		valued('S', "starttime", "TIME", "jobs that ran at or after TIME (default: midnight today)"),
+		valued('E', "endtime", "TIME", "jobs that ran at or before TIME (default: now)"),
+		valued('s', "state", "STATES", "only jobs that ended in these states"),
+		flag('D', "duplicates", "every run of a requeued job, not only its last"),
+	)
+	if err != nil {
+		return err
+	}
+	write := map[string]func(io.Writer, []api.AcctRecord) error{"csv": accounting.WriteCSV, "ndjson": accounting.WriteNDJSON}[o.get("format")]
+	if write == nil {
+		return fmt.Errorf("acct export: --format %q: give csv or ndjson", display.Safe(o.get("format")))
+	}
+	out := o.get("output")
+	if out == "" {
+		return fmt.Errorf("acct export: give the file to write with -o FILE (- for standard output)")
+	}
+	q, tasks, err := acctQuery(o, time.Now())
+	if err != nil {
+		return err
+	}
+	q.Tenants = o.list("tenant")
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	recs, err := cl.Accounting(ctx, q)
+	if err != nil {
+		return err
+	}
+	recs = keepTasks(recs, q.Jobs, tasks)
+	if !o.has("per-tenant") {
+		return writeExport(env, out, recs, write)
+	}
+	if out == "-" {
+		return fmt.Errorf("acct export: --per-tenant writes one file per tenant; give -o FILE, not -")
+	}
+	byTenant := map[string][]api.AcctRecord{}
+	for _, r := range recs {
+		byTenant[r.Tenant] = append(byTenant[r.Tenant], r)
+	}
+	ext := filepath.Ext(out)
+	for _, t := range slices.Sorted(maps.Keys(byTenant)) {
+		name := t
+		if name == "" {
+			name = "none"
+		}
+		if err := writeExport(env, strings.TrimSuffix(out, ext)+"-"+name+ext, byTenant[t], write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeExport writes recs to path (standard output for -) with write.
+func writeExport(env *cliEnv, path string, recs []api.AcctRecord, write func(io.Writer, []api.AcctRecord) error) error {
+	if path == "-" {
+		return write(env.stdout, recs)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("acct export: %w", err)
+	}
+	if err := write(f, recs); err != nil {
+		f.Close()
+		return fmt.Errorf("acct export: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("acct export: writing %s: %w", path, err)
+	}
+	fmt.Fprintf(env.stderr, "%s: %d records\n", path, len(recs))
+	return nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +96,29 @@ func TestAcctAgainstController(t *testing.T) {
 	if out := mustRun(t, ctx, addr, "sacct", "-n", "-X", "-S", "now+1hour"); out != "" {
 		t.Errorf("a window after every job: %q", out)
 	}
+	csvFile := filepath.Join(t.TempDir(), "usage.csv")
+	mustRun(t, ctx, addr, "corral", "acct", "export", "--format", "csv", "-o", csvFile, "-S", "now-1hour")
+	rows, err := readCSV(csvFile)
+	if err != nil || len(rows) != 4 || rows[0][0] != "job_id" || rows[2][0] != fmt.Sprint(bad) || rows[2][19] != "FAILED" || rows[2][20] != "3" {
+		t.Errorf("acct export --format csv: %v %v", rows, err)
+	}
+	nd := mustRun(t, ctx, addr, "corral", "acct", "export", "--format", "ndjson", "-o", "-", "-j", fmt.Sprint(ok))
+	var rec api.AcctRecord
+	if err := json.Unmarshal([]byte(nd), &rec); err != nil || rec.JobID != ok || rec.State != api.StateCompleted || strings.Count(nd, "\n") != 1 {
+		t.Errorf("acct export --format ndjson -j %d: %q (%v)", ok, nd, err)
+	}
+	if r := runCLI(t, ctx, addr, "corral", "acct", "export", "--format", "xml", "-o", "-"); r.code == 0 || !strings.Contains(r.stderr, "csv or ndjson") {
+		t.Errorf("export --format xml: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func readCSV(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return csv.NewReader(f).ReadAll()
 }
 
 // submitOne submits with sbatch --parsable and returns the job id.
