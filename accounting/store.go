@@ -106,11 +106,11 @@ func (s *Store) Write(w Written) error {
 
 // writeTx is one write transaction and the meta figures it changes.
 type writeTx struct {
-	tx                                *bbolt.Tx
+	tx                                     *bbolt.Tx
 	rec, key, user, acct, array, day, meta *bbolt.Bucket
-	count                             uint64
-	digest                            [sha256.Size]byte
-	longest                           int64
+	count                                  uint64
+	digest                                 [sha256.Size]byte
+	longest                                int64
 }
 
 func newWriteTx(tx *bbolt.Tx) *writeTx {
