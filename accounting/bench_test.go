@@ -155,3 +155,30 @@ func BenchmarkAccountUsageScan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExportParquet writes benchRecords records (in memory) as one
+// Parquet file and reports its size.
+func BenchmarkExportParquet(b *testing.B) {
+	n := benchRecords()
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = synthetic(i, benchUsers, benchAccounts, benchStep)
+	}
+	var size int
+	for b.Loop() {
+		var w countingWriter
+		if err := WriteParquet(&w, recs); err != nil {
+			b.Fatal(err)
+		}
+		size = int(w)
+	}
+	b.ReportMetric(float64(size)/1e6, "MB")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}

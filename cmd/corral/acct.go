@@ -182,11 +182,12 @@ func lookupUser() func(name string) (uid, gid int, group string, ok bool) {
 }
 
 // runAcctExport is `corral acct export`: the records the query selects
-// (sacct's -j -u -A -a -S -E -s, and --tenant) written to a file as CSV or
-// NDJSON, or one file per tenant with --per-tenant.
+// (sacct's -j -u -A -a -S -E -s, and --tenant) written to a file as CSV,
+// NDJSON or Parquet (accounting's export schemas), or one file per tenant
+// with --per-tenant.
 func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "acct export", getopt.Permute, args,
-		valued(0, "format", "FORMAT", "csv or ndjson"),
+		valued(0, "format", "FORMAT", "csv, ndjson or parquet"),
 		valued('o', "output", "FILE", "the file to write (- for standard output)"),
 		valued(0, "tenant", "TENANTS", "only these tenants' records"),
 		flag(0, "per-tenant", "one file per tenant: FILE with -TENANT before its extension"),
@@ -202,9 +203,11 @@ func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	write := map[string]func(io.Writer, []api.AcctRecord) error{"csv": accounting.WriteCSV, "ndjson": accounting.WriteNDJSON}[o.get("format")]
+	write := map[string]func(io.Writer, []api.AcctRecord) error{
+		"csv": accounting.WriteCSV, "ndjson": accounting.WriteNDJSON, "parquet": accounting.WriteParquet,
+	}[o.get("format")]
 	if write == nil {
-		return fmt.Errorf("acct export: --format %q: give csv or ndjson", display.Safe(o.get("format")))
+		return fmt.Errorf("acct export: --format %q: give csv, ndjson or parquet", display.Safe(o.get("format")))
 	}
 	out := o.get("output")
 	if out == "" {

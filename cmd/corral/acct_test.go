@@ -107,7 +107,12 @@ func TestAcctAgainstController(t *testing.T) {
 	if err := json.Unmarshal([]byte(nd), &rec); err != nil || rec.JobID != ok || rec.State != api.StateCompleted || strings.Count(nd, "\n") != 1 {
 		t.Errorf("acct export --format ndjson -j %d: %q (%v)", ok, nd, err)
 	}
-	if r := runCLI(t, ctx, addr, "corral", "acct", "export", "--format", "xml", "-o", "-"); r.code == 0 || !strings.Contains(r.stderr, "csv or ndjson") {
+	pq := filepath.Join(t.TempDir(), "usage.parquet")
+	mustRun(t, ctx, addr, "corral", "acct", "export", "--format", "parquet", "-o", pq, "-S", "now-1hour")
+	if data, err := os.ReadFile(pq); err != nil || len(data) < 8 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
+		t.Errorf("acct export --format parquet wrote %d bytes (%v), not a Parquet file", len(data), err)
+	}
+	if r := runCLI(t, ctx, addr, "corral", "acct", "export", "--format", "xml", "-o", "-"); r.code == 0 || !strings.Contains(r.stderr, "csv, ndjson or parquet") {
 		t.Errorf("export --format xml: exit %d, %q", r.code, r.stderr)
 	}
 }
