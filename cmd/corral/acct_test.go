@@ -96,6 +96,26 @@ func TestAcctAgainstController(t *testing.T) {
 	if out := mustRun(t, ctx, addr, "sacct", "-n", "-X", "-S", "now+1hour"); out != "" {
 		t.Errorf("a window after every job: %q", out)
 	}
+	// Open XDMoD's Slurm helper asks for a window's allocations in this
+	// form and splits each line on '|' into these 26 fields.
+	from, to := time.Now().Add(-time.Hour).Format("2006-01-02T15:04:05"), time.Now().Add(time.Hour).Format("2006-01-02T15:04:05")
+	xdmod := mustRun(t, ctx, addr, "sacct", "--clusters", "corral", "--allusers", "--parsable2", "--noheader", "--allocations", "--duplicates",
+		"--format", "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname",
+		"--state", "CANCELLED,COMPLETED,FAILED,NODE_FAIL,PREEMPTED,TIMEOUT,OUT_OF_MEMORY",
+		"--starttime", from, "--endtime", to)
+	xlines := strings.Split(strings.TrimRight(xdmod, "\n"), "\n")
+	if len(xlines) != 3 {
+		t.Fatalf("the XDMoD invocation printed %q, want 3 lines", xdmod)
+	}
+	for _, l := range xlines {
+		f := strings.Split(l, "|")
+		if len(f) != 26 || f[2] != "corral" || f[8] != "tester" || f[16] == "" || f[25] == "" {
+			t.Errorf("XDMoD line %q: %d fields", l, len(f))
+		}
+		if f[0] == fmt.Sprint(bad) && (f[15] != "3:0" || f[16] != "FAILED" || f[22] != "billing=1,cpu=1,mem=512M,node=1" || f[24] != "n1") {
+			t.Errorf("XDMoD line of the failed job: %q", l)
+		}
+	}
 	csvFile := filepath.Join(t.TempDir(), "usage.csv")
 	mustRun(t, ctx, addr, "corral", "acct", "export", "--format", "csv", "-o", csvFile, "-S", "now-1hour")
 	rows, err := readCSV(csvFile)
