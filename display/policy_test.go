@@ -32,6 +32,7 @@ PriorityWeightSite=7
 PrivateData=none
 RequestIDRetention=86400
 SchedulerPolicy=easy
+TRESBillingWeights=CPU=1,Mem=0.125G,GRES/gpu=10
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
