@@ -76,6 +76,14 @@
 // value and a row encoding on the wire (as GET /v1/jobs has) are the next
 // step when that matters.
 //
-// Exports (CSV, NDJSON, Parquet), retention of old records, sreport's
-// reports and the PostgreSQL sink are the rest of issue #13.
+// # Exports
+//
+// export.go writes NDJSON (the wire's JSON, a record a line) and CSV
+// (ExportColumns); parquet.go writes Parquet with parquet-go, one row of
+// ParquetRow per record: the documented schema. A test reads the Parquet
+// back with Apache Arrow's implementation and compares every column of
+// every row.
+//
+// Retention of old records, sreport's reports, syncing a store from a peer
+// and the PostgreSQL sink are the rest of issue #13.
 package accounting
