@@ -45,13 +45,22 @@ type acctWriter struct {
 	written uint64 // batches written so far
 	closed  bool
 	done    chan struct{}
+	// urgent wakes the writer from its gathering pause: a flush waits.
+	urgent chan struct{}
 }
 
-// acctRetry is how long the writer waits after a failed write.
-const acctRetry = time.Second
+// acctRetry is how long the writer waits after a failed write;
+// acctGather how long it lets records gather before it writes them
+// (unless a flush waits), so that a busy cluster commits the store a few
+// times a second, not once per entry: each commit is an fsync on the disk
+// the Raft log fsyncs on too.
+const (
+	acctRetry  = time.Second
+	acctGather = 100 * time.Millisecond
+)
 
 func newAcctWriter(store *accounting.Store, log *slog.Logger) *acctWriter {
-	w := &acctWriter{store: store, log: log, done: make(chan struct{})}
+	w := &acctWriter{store: store, log: log, done: make(chan struct{}), urgent: make(chan struct{}, 1)}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -74,6 +83,12 @@ func (w *acctWriter) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	target := w.queued
+	if w.written < target {
+		select {
+		case w.urgent <- struct{}{}:
+		default:
+		}
+	}
 	for w.written < target && !w.closed {
 		w.cond.Wait()
 	}
@@ -89,8 +104,8 @@ func (w *acctWriter) close() {
 	<-w.done
 }
 
-// run writes the queued batches, all that are waiting in one transaction,
-// and retries a failed write until it succeeds (records are never
+// run writes the queued batches, all that gathered in acctGather (or
+// until a flush asked) in one transaction, and retries a failed write until it succeeds (records are never
 // dropped; a flush waits for them).
 func (w *acctWriter) run() {
 	defer close(w.done)
@@ -102,6 +117,14 @@ func (w *acctWriter) run() {
 		if len(w.queue) == 0 {
 			w.mu.Unlock()
 			return
+		}
+		if !w.closed {
+			w.mu.Unlock()
+			select {
+			case <-time.After(acctGather):
+			case <-w.urgent:
+			}
+			w.mu.Lock()
 		}
 		batch, n := w.queue, w.queued
 		w.queue = nil
