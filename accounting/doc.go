@@ -35,9 +35,12 @@
 // missing) and a snapshot (after which Raft may drop the log the records
 // came from). A member restored from a snapshot writes the records of the
 // finished jobs it holds, where missing. What it cannot write are the
-// records of jobs purged before that snapshot: Summary (a count and an
-// order-free digest, GET /v1/accounting/summary) tells such a store from
-// its peers'; copying the missing records from a peer is not built yet.
+// records of jobs purged before that snapshot; the store knows the Raft
+// index up to which it holds every record (Applied), so a snapshot beyond
+// it leaves a recorded Gap, and the controller copies its peers' stores
+// page by page (Page), written where absent, until one peer was copied
+// whole (sync.go; ctld/acctsync.go). Summary (a count and an order-free
+// digest, GET /v1/accounting/summary) compares members.
 //
 // # The store, chosen by measurement
 //
@@ -84,6 +87,6 @@
 // back with Apache Arrow's implementation and compares every column of
 // every row.
 //
-// Retention of old records, sreport's reports, syncing a store from a peer
-// and the PostgreSQL sink are the rest of issue #13.
+// Retention of old records, sreport's reports and the PostgreSQL sink are
+// the rest of issue #13.
 package accounting

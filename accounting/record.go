@@ -31,10 +31,13 @@ func KeyOf(r *Record) Key { return Key{Job: r.JobID, Alloc: r.AllocID} }
 type Written struct {
 	Replace  []Record
 	IfAbsent []Record
+	// Index is the Raft index of the entry they come from: once they are
+	// written, the store holds every record up to it (Store.Applied).
+	Index uint64
 }
 
 // Empty reports whether w holds no record.
-func (w Written) Empty() bool { return len(w.Replace) == 0 && len(w.IfAbsent) == 0 }
+func (w Written) Empty() bool { return len(w.Replace) == 0 && len(w.IfAbsent) == 0 && w.Index == 0 }
 
 // FromEnds builds the records of what an apply ended, from the state just
 // after the apply: the record of every allocation that ended, and the

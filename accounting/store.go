@@ -100,6 +100,11 @@ func (s *Store) Write(w Written) error {
 				return err
 			}
 		}
+		if w.Index > 0 {
+			if err := t.setApplied(w.Index); err != nil {
+				return err
+			}
+		}
 		return t.finish()
 	})
 }

@@ -219,3 +219,56 @@ func TestAccountUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestPageAppliedAndGap pages through a store two records at a time into
+// another (written where absent) and checks the applied index only rises
+// and the gap is kept until cleared.
+func TestPageAppliedAndGap(t *testing.T) {
+	src, dst := openTest(t), openTest(t)
+	var recs []Record
+	for i := range 5 {
+		recs = append(recs, synthetic(i, 2, 2, time.Minute))
+	}
+	if err := src.Write(Written{Replace: recs, Index: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Write(Written{Index: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := src.Applied(); n != 40 {
+		t.Errorf("applied = %d after indexes 40 and 30, want 40", n)
+	}
+	if err := dst.MarkGap(40); err != nil {
+		t.Fatal(err)
+	}
+	var after []byte
+	pages := 0
+	for {
+		page, next, err := src.Page(after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if err := dst.Write(Written{IfAbsent: page}); err != nil {
+			t.Fatal(err)
+		}
+		if next == nil {
+			break
+		}
+		after = next
+	}
+	a, _ := src.Summary()
+	b, _ := dst.Summary()
+	if a != b || pages != 3 {
+		t.Errorf("after %d pages the copy's summary %+v differs from %+v", pages, b, a)
+	}
+	if g, _ := dst.Gap(); g != 40 {
+		t.Errorf("gap = %d before it is cleared, want 40", g)
+	}
+	if err := dst.ClearGap(); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := dst.Gap(); g != 0 {
+		t.Errorf("gap = %d after it was cleared", g)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -165,5 +166,63 @@ func TestAccountingAccess(t *testing.T) {
 	}
 	if status, body := sc.do(t, pUserA, "GET", "/v1/accounting/jobs?state=NOPE", nil); status != 400 || !strings.Contains(body, "state=") {
 		t.Errorf("a bad state: %d %s; want 400 naming the parameter", status, body)
+	}
+}
+
+// TestAccountingStoreRebuiltFromPeer loses a member's store: the member
+// restarts from its Raft snapshot, which no longer holds the purged jobs,
+// finds its store behind the snapshot, and copies the records it lacks
+// from a peer, after which its summary equals the others'.
+func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.waitLeader(t)
+	cl := tc.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.SetConfig(ctx, api.ConfigRequest{Settings: [][2]string{{"MinJobAge", "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	go runNode(ctx, cl, "n1")
+	res, err := cl.Submit(ctx, []api.JobSpec{spec("r1"), spec("r2"), spec("r3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		waitGone(t, cl, r.JobID)
+	}
+	waitConverged(t, tc)
+	one, _ := api.NewClient(tc.addrs[0])
+	want, err := one.AccountingSummary(ctx)
+	if err != nil || want.Records != 3 {
+		t.Fatalf("member 1 holds %+v (%v), want 3 records", want, err)
+	}
+	m3 := tc.ctls[2]
+	if err := m3.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m3.cfg
+	tc.cancels[2]()
+	<-tc.done[2]
+	if err := os.Remove(filepath.Join(cfg.DataDir, acctFile)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr, cfg.HTTPListener = "127.0.0.1:0", nil
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	tc.ctls[2], tc.cancels[2], tc.done[2] = c, rcancel, done
+	three, _ := api.NewClient("http://" + c.HTTPAddr())
+	eventually(t, "the rebuilt member's store equals its peers'", func() bool {
+		got, err := three.AccountingSummary(ctx)
+		gap, _ := c.acctStore().Gap()
+		return err == nil && got == want && gap == 0
+	})
+	recs, err := three.Accounting(ctx, api.AcctQuery{AllUsers: true})
+	if err != nil || len(recs) != 3 {
+		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
 	}
 }

@@ -28,15 +28,20 @@ import (
 //
 // A member that restores a snapshot writes the records of every finished
 // job the snapshot holds (where absent). The records of jobs purged before
-// that snapshot exist only on the members that applied those entries; the
-// store's summary (count and digest, GET /v1/accounting/summary) tells
-// such a member apart, and copying the store from a peer is what remains
-// to be built (see accounting/doc.go).
+// that snapshot exist only on the members that applied those entries: when
+// the store had not applied up to the snapshot (Store.Applied, raised with
+// every write and at every snapshot), it records the gap and the member
+// copies its peers' records (acctsync.go). The store's summary (count and
+// digest, GET /v1/accounting/summary) compares members.
 
 // acctWriter writes accounting records to a store in the background.
 type acctWriter struct {
 	store *accounting.Store
 	log   *slog.Logger
+
+	// gap is signalled when a restored snapshot left the store missing
+	// records (acctsync.go copies them from a peer).
+	gap chan struct{}
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -60,7 +65,7 @@ const (
 )
 
 func newAcctWriter(store *accounting.Store, log *slog.Logger) *acctWriter {
-	w := &acctWriter{store: store, log: log, done: make(chan struct{}), urgent: make(chan struct{}, 1)}
+	w := &acctWriter{store: store, log: log, done: make(chan struct{}), urgent: make(chan struct{}, 1), gap: make(chan struct{}, 1)}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -133,6 +138,7 @@ func (w *acctWriter) run() {
 		for _, b := range batch {
 			all.Replace = append(all.Replace, b.Replace...)
 			all.IfAbsent = append(all.IfAbsent, b.IfAbsent...)
+			all.Index = max(all.Index, b.Index)
 		}
 		for {
 			err := w.store.Write(all)
@@ -160,12 +166,14 @@ func (f *FSM) SetAccounting(w *acctWriter) {
 
 // accountEnds queues the records of what the entry just applied ended;
 // the caller holds f.mu. A purge waits for them (see the file comment).
-func (f *FSM) accountEnds(t state.CommandType) {
+func (f *FSM) accountEnds(t state.CommandType, index uint64) {
 	if f.acct == nil {
 		return
 	}
 	if e := f.state.TakeEnds(); !e.Empty() {
-		f.acct.enqueue(accounting.FromEnds(f.state, e))
+		w := accounting.FromEnds(f.state, e)
+		w.Index = index
+		f.acct.enqueue(w)
 	}
 	if t == state.CmdPurgeJobs {
 		f.acct.flush()
@@ -173,19 +181,43 @@ func (f *FSM) accountEnds(t state.CommandType) {
 }
 
 // accountRestored queues the records of every job of a restored state
-// (written where absent) and waits for them; the caller holds f.mu.
+// (written where absent) and waits for them; the caller holds f.mu. When
+// the store had not applied the entries up to the snapshot, the records
+// of the jobs purged before it are missing: the store remembers the gap
+// and the controller copies them from a peer (acctsync.go).
 func (f *FSM) accountRestored() {
 	if f.acct == nil {
 		return
 	}
 	f.state.TrackEnds(true)
-	f.acct.enqueue(accounting.Written{IfAbsent: accounting.FromState(f.state)})
+	f.acct.flush()
+	if applied, err := f.acct.store.Applied(); err != nil || applied < f.state.Index {
+		f.log.Warn("the accounting store lacks the records of jobs purged before the snapshot it restored; copying them from a peer",
+			"store_applied", applied, "snapshot_index", f.state.Index, "err", err)
+		if err := f.acct.store.MarkGap(f.state.Index); err != nil {
+			f.log.Error("recording the accounting store's gap", "err", err)
+		}
+		select {
+		case f.acct.gap <- struct{}{}:
+		default:
+		}
+	}
+	f.acct.enqueue(accounting.Written{IfAbsent: accounting.FromState(f.state), Index: f.state.Index})
 	f.acct.flush()
 }
 
 // flushAccounting waits until every record queued is written.
 func (f *FSM) flushAccounting() {
 	if f.acct != nil {
+		f.acct.flush()
+	}
+}
+
+// accountSnapshot records that the store holds every record up to the
+// snapshot about to be taken at index, and waits until that is on disk.
+func (f *FSM) accountSnapshot(index uint64) {
+	if f.acct != nil {
+		f.acct.enqueue(accounting.Written{Index: index})
 		f.acct.flush()
 	}
 }

@@ -248,6 +248,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("controller started", "raft", c.cfg.RaftAddr, "http", c.cfg.HTTPAddr, "data", c.cfg.DataDir, "peers", len(c.cfg.Peers))
 	go c.followLeadership(ctx)
 	go c.announceSelf(ctx)
+	go c.accountingSync(ctx)
 	var err error
 	select {
 	case <-ctx.Done():

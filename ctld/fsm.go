@@ -75,7 +75,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	res := f.applyContained(t, cmd, l.Index)
-	f.accountEnds(t)
+	f.accountEnds(t, l.Index)
 	changed := f.state.TakeTouched()
 	f.mu.Unlock()
 	f.notify(t, changed, res)
@@ -253,7 +253,10 @@ func (f *FSM) HashAt() (string, uint64) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	// The records of the entries the snapshot covers must be on disk
 	// before Raft may drop those entries.
-	f.flushAccounting()
+	f.mu.RLock()
+	index := f.state.Index
+	f.mu.RUnlock()
+	f.accountSnapshot(index)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return &fsmSnapshot{snap: f.state.Snapshot()}, nil
