@@ -87,6 +87,12 @@
 // back with Apache Arrow's implementation and compares every column of
 // every row.
 //
-// Retention of old records, sreport's reports and the PostgreSQL sink are
-// the rest of issue #13.
+// # Retention
+//
+// Records are kept forever unless the replicated AccountingRetention is
+// set: then each PurgeJobs entry also deletes the records that ended
+// before its time less the retention (Written.ExpireBefore, at most
+// ExpireMax at once), the same on every member.
+//
+// sreport's reports and the PostgreSQL sink are the rest of issue #13.
 package accounting

@@ -34,10 +34,19 @@ type Written struct {
 	// Index is the Raft index of the entry they come from: once they are
 	// written, the store holds every record up to it (Store.Applied).
 	Index uint64
+	// ExpireBefore, when set, deletes the records that ended before it
+	// (the retention of records, applied with a purge entry), at most
+	// ExpireMax of them; the rest go with the next.
+	ExpireBefore time.Time
 }
 
+// ExpireMax bounds the records one write deletes for their age.
+const ExpireMax = 50_000
+
 // Empty reports whether w holds no record.
-func (w Written) Empty() bool { return len(w.Replace) == 0 && len(w.IfAbsent) == 0 && w.Index == 0 }
+func (w Written) Empty() bool {
+	return len(w.Replace) == 0 && len(w.IfAbsent) == 0 && w.Index == 0 && w.ExpireBefore.IsZero()
+}
 
 // FromEnds builds the records of what an apply ended, from the state just
 // after the apply: the record of every allocation that ended, and the

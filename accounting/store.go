@@ -105,6 +105,11 @@ func (s *Store) Write(w Written) error {
 				return err
 			}
 		}
+		if !w.ExpireBefore.IsZero() {
+			if err := t.expire(w.ExpireBefore, ExpireMax); err != nil {
+				return err
+			}
+		}
 		return t.finish()
 	})
 }
@@ -210,6 +215,27 @@ func (t *writeTx) remove(pk, val []byte) error {
 	t.count--
 	return errors.Join(t.roll(&old, -1), t.rec.Delete(pk), t.user.Delete(indexKey(old.User, pk)),
 		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)))
+}
+
+// expire deletes up to limit records that ended before cutoff, oldest
+// first, with their index entries and their key.
+func (t *writeTx) expire(cutoff time.Time, limit int) error {
+	hi := timeKey(cutoff)
+	c := t.rec.Cursor()
+	for n := 0; n < limit; n++ {
+		k, v := c.First()
+		if k == nil || binary.BigEndian.Uint64(k) >= hi {
+			return nil
+		}
+		pk, val := bytes.Clone(k), bytes.Clone(v)
+		if err := t.remove(pk, val); err != nil {
+			return err
+		}
+		if err := t.key.Delete(pk[8:]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mix XORs a record's hash into the digest: adding and removing it are

@@ -272,3 +272,43 @@ func TestPageAppliedAndGap(t *testing.T) {
 		t.Errorf("gap = %d after it was cleared", g)
 	}
 }
+
+// TestExpire deletes the records that ended before a cutoff: what remains
+// (the records, the indexes, the day sums, the digest) is what a store
+// that was only ever given the newer records holds.
+func TestExpire(t *testing.T) {
+	s, only := openTest(t), openTest(t)
+	var recs []Record
+	for i := range 10 {
+		recs = append(recs, synthetic(i, 2, 2, time.Hour))
+	}
+	if err := s.Write(Written{Replace: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(Written{ExpireBefore: recs[6].End}); err != nil {
+		t.Fatal(err)
+	}
+	if err := only.Write(Written{Replace: recs[6:]}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Summary()
+	want, _ := only.Summary()
+	if got != want || got.Records != 4 {
+		t.Errorf("after expiring records 0-5 the store's summary is %+v, want %+v", got, want)
+	}
+	a, _ := s.AccountUsage(time.Time{}, time.Time{})
+	b, _ := only.AccountUsage(time.Time{}, time.Time{})
+	if !slices.Equal(a, b) {
+		t.Errorf("usage after expiry %+v, want %+v", a, b)
+	}
+	if recs, _ := s.Select(Query{Users: []string{"u0"}}); len(recs) != 2 {
+		t.Errorf("user u0 keeps %d records, want 2", len(recs))
+	}
+	// An expired record's key is free: writing it again adds it back.
+	if err := s.Write(Written{IfAbsent: recs[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if sum, _ := s.Summary(); sum.Records != 5 {
+		t.Errorf("an expired record written again: %d records, want 5", sum.Records)
+	}
+}

@@ -17,8 +17,11 @@ import (
 // default, without PriorityFlags=MAX_TRES).
 const tresBillingKey = "TRESBillingWeights"
 
+// init adds the settings of the accounting work: TRESBillingWeights and
+// AccountingRetention (seconds, or a Go duration such as 17520h).
 func init() {
 	configKeys[tresBillingKey] = setTRESBillingWeights
+	configKeys["AccountingRetention"] = durField(func(c *SchedConfig) *int64 { return &c.AccountingRetention })
 }
 
 func setTRESBillingWeights(c *SchedConfig, v string) error {

@@ -108,6 +108,10 @@ type SchedConfig struct {
 	// tenant's), "usage" only their own usage; both, comma-separated.
 	// Coordinators, operators and admins see what they always do.
 	PrivateData string `json:"private_data,omitempty"`
+	// AccountingRetention is how long the controllers keep a job's
+	// accounting records after it ended (seconds; 0, the default, keeps
+	// them forever). Records older go with the next purge of finished jobs.
+	AccountingRetention int64 `json:"accounting_retention_s,omitempty"`
 }
 
 // PrivateDataKinds are the values PrivateData lists.

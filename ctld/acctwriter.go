@@ -139,6 +139,12 @@ func (w *acctWriter) run() {
 			all.Replace = append(all.Replace, b.Replace...)
 			all.IfAbsent = append(all.IfAbsent, b.IfAbsent...)
 			all.Index = max(all.Index, b.Index)
+			// Expiring once at the latest cutoff, after the batch's
+			// writes, is what expiring with each purge would leave:
+			// records written after a purge end after its cutoff.
+			if b.ExpireBefore.After(all.ExpireBefore) {
+				all.ExpireBefore = b.ExpireBefore
+			}
 		}
 		for {
 			err := w.store.Write(all)
@@ -166,12 +172,20 @@ func (f *FSM) SetAccounting(w *acctWriter) {
 
 // accountEnds queues the records of what the entry just applied ended;
 // the caller holds f.mu. A purge waits for them (see the file comment).
-func (f *FSM) accountEnds(t state.CommandType, index uint64) {
+func (f *FSM) accountEnds(t state.CommandType, cmd any, index uint64) {
 	if f.acct == nil {
 		return
 	}
+	var w accounting.Written
 	if e := f.state.TakeEnds(); !e.Empty() {
-		w := accounting.FromEnds(f.state, e)
+		w = accounting.FromEnds(f.state, e)
+	}
+	// A purge also expires the records past AccountingRetention at the
+	// entry's time, the same on every member.
+	if p, ok := cmd.(*state.PurgeJobs); ok && f.state.Config.AccountingRetention > 0 {
+		w.ExpireBefore = p.Now.Add(-time.Duration(f.state.Config.AccountingRetention) * time.Second)
+	}
+	if !w.Empty() {
 		w.Index = index
 		f.acct.enqueue(w)
 	}

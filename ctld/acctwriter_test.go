@@ -103,3 +103,25 @@ func TestAccountingAcrossSnapshots(t *testing.T) {
 		t.Errorf("restored from the snapshot after the purge: %+v; want no record, and a summary that differs", got)
 	}
 }
+
+// TestAccountingRetention: with AccountingRetention set, the purge entry
+// deletes the records of jobs that ended longer ago, on the entry's time.
+func TestAccountingRetention(t *testing.T) {
+	f, w := acctFSM(t)
+	a, b := spec("old"), spec("new")
+	a.Hold, b.Hold = true, true
+	applyAll(t, f, []*raft.Log{
+		entry(t, 1, state.CmdSetConfig, &state.SetConfig{Settings: [][2]string{{"AccountingRetention", "3600"}}}),
+		entry(t, 2, state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 1, Jobs: stateSpecs(a, b)}),
+		entry(t, 3, state.CmdCancelJobs, &state.CancelJobs{Now: t0.Add(time.Minute), IDs: []uint64{1}}),
+		entry(t, 4, state.CmdCancelJobs, &state.CancelJobs{Now: t0.Add(90 * time.Minute), IDs: []uint64{2}}),
+	})
+	if s := summary(t, w); s.Records != 2 {
+		t.Fatalf("%d records before the purge, want 2", s.Records)
+	}
+	f.Apply(entry(t, 5, state.CmdPurgeJobs, &state.PurgeJobs{Now: t0.Add(2 * time.Hour)}))
+	recs, err := w.store.Select(accounting.Query{AllUsers: true})
+	if err != nil || len(recs) != 1 || recs[0].JobID != 2 {
+		t.Errorf("after a purge at +2h with a retention of 1h the store holds %+v (%v), want job 2's record only", recs, err)
+	}
+}

@@ -75,7 +75,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	res := f.applyContained(t, cmd, l.Index)
-	f.accountEnds(t, l.Index)
+	f.accountEnds(t, cmd, l.Index)
 	changed := f.state.TakeTouched()
 	f.mu.Unlock()
 	f.notify(t, changed, res)

@@ -15,7 +15,8 @@ func TestConfig(t *testing.T) {
 	if err := Config(&b, &c); err != nil {
 		t.Fatal(err)
 	}
-	want := `BillingWeightCPU=1
+	want := `AccountingRetention=0
+BillingWeightCPU=1
 BillingWeightGPU=10
 BillingWeightMem=0.125
 DefMemPerCPU=512
