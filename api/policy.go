@@ -120,6 +120,10 @@ type SchedConfig struct {
 	// Licenses=matlab:10,fluent:4 (see ParseLicenses); jobs ask for them
 	// with sbatch -L.
 	Licenses []License `json:"licenses,omitempty"`
+	// AccountingRetention is how long the controllers keep a job's
+	// accounting records after it ended (seconds; 0, the default, keeps
+	// them forever). Records older go with the next purge of finished jobs.
+	AccountingRetention int64 `json:"accounting_retention_s,omitempty"`
 }
 
 // LicenseTotal returns the cluster's total of license name; 0 when it has

@@ -121,6 +121,9 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/audit", usersRead, c.read(c.handleAudit)},
 		{"GET /metrics", scrapers, c.handleMetrics},
 		{"GET /v1/openapi.json", anyone, handleOpenAPI},
+		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
+		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
+		{"GET /v1/internal/accounting/records", members, c.read(c.handleAccountingRecords)},
 	}
 }
 

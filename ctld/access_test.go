@@ -255,6 +255,9 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"GET", "/v1/audit", nil, allUsers},
 		{"GET", "/metrics", nil, opsAdmin},
 		{"GET", "/v1/openapi.json", nil, everyone},
+		{"GET", "/v1/accounting/jobs?all=1", nil, allUsers},
+		{"GET", "/v1/accounting/summary", nil, opsAdmin},
+		{"GET", "/v1/internal/accounting/records", nil, nobody},
 		{"POST", "/v1/tokens", map[string]any{"description": "matrix"}, allUsers},
 		{"POST", "/v1/roles", map[string]any{"grant": map[string]any{"user": "erin", "role": "operator"}}, adminOnly},
 		// Last: it ends job 2 for the first principal let through.

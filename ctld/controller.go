@@ -204,9 +204,15 @@ func New(cfg Config) (*Controller, error) {
 		ln = tls.NewListener(ln, c.tls.api)
 	}
 	c.ln = ln
+	acct, err := openAccounting(cfg.DataDir, c.fsm, log)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
 	if err != nil {
 		ln.Close()
+		acct.closeStore()
 		return nil, err
 	}
 	c.node = node
@@ -251,6 +257,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("controller started", "raft", c.cfg.RaftAddr, "http", c.cfg.HTTPAddr, "data", c.cfg.DataDir, "peers", len(c.cfg.Peers))
 	go c.followLeadership(ctx)
 	go c.announceSelf(ctx)
+	go c.accountingSync(ctx)
 	var err error
 	select {
 	case <-ctx.Done():
@@ -262,6 +269,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if serr := c.node.shutdown(); err == nil && serr != nil {
 		err = serr
 	}
+	c.fsm.acct.closeStore()
 	c.log.Info("controller stopped")
 	return err
 }

@@ -42,6 +42,9 @@ type FSM struct {
 	// leader's append time, when its apply began and how long it took
 	// (metrics; never read by Apply itself).
 	observe func(t state.CommandType, appended, began time.Time, took time.Duration)
+	// acct writes the accounting records of what entries end (nil: no
+	// store; acctwriter.go).
+	acct *acctWriter
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -77,6 +80,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	began := time.Now()
 	f.mu.Lock()
 	res := f.applyContained(t, cmd, l.Index)
+	f.accountEnds(t, cmd, l.Index)
 	changed := f.state.TakeTouched()
 	f.mu.Unlock()
 	if f.observe != nil {
@@ -255,6 +259,12 @@ func (f *FSM) HashAt() (string, uint64) {
 // Snapshot captures the current state; it is written by Persist outside
 // the lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	// The records of the entries the snapshot covers must be on disk
+	// before Raft may drop those entries.
+	f.mu.RLock()
+	index := f.state.Index
+	f.mu.RUnlock()
+	f.accountSnapshot(index)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return &fsmSnapshot{snap: f.state.Snapshot()}, nil
@@ -284,6 +294,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.state = s
+	f.accountRestored()
 	f.mu.Unlock()
 	f.watchMu.Lock()
 	for name, ch := range f.watches {

@@ -93,6 +93,8 @@ var listingRoutes = map[string]bool{
 	"GET /v1/share":    true,
 	"GET /v1/audit":    true,
 	"GET /v1/policy":   true,
+	// accounting records grow with every job that ever ran.
+	"GET /v1/accounting/jobs": true,
 }
 
 // nodeDaemonRoutes are the writes a node daemon makes to stay in the

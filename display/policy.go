@@ -25,6 +25,8 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 	"BillingWeightCPU":        func(c *api.SchedConfig) string { return ftoa(c.BillingCPU) },
 	"BillingWeightMem":        func(c *api.SchedConfig) string { return ftoa(c.BillingMem) },
 	"BillingWeightGPU":        func(c *api.SchedConfig) string { return ftoa(c.BillingGPU) },
+	"TRESBillingWeights":      func(c *api.SchedConfig) string { return c.TRESBillingWeights() },
+	"AccountingRetention":     func(c *api.SchedConfig) string { return itoa64(c.AccountingRetention) },
 	"MinJobAge":               func(c *api.SchedConfig) string { return itoa64(c.MinJobAge) },
 	"RequestIDRetention":      func(c *api.SchedConfig) string { return itoa64(c.RequestIDRetention) },
 	"DefMemPerCPU":            func(c *api.SchedConfig) string { return itoa64(c.DefMemPerCPU) },

@@ -16,7 +16,8 @@ func TestConfig(t *testing.T) {
 	if err := Config(&b, &c); err != nil {
 		t.Fatal(err)
 	}
-	want := `BillingWeightCPU=1
+	want := `AccountingRetention=0
+BillingWeightCPU=1
 BillingWeightGPU=10
 BillingWeightMem=0.125
 DefMemPerCPU=512
@@ -34,6 +35,7 @@ PriorityWeightSite=7
 PrivateData=none
 RequestIDRetention=86400
 SchedulerPolicy=easy
+TRESBillingWeights=CPU=1,Mem=0.125G,GRES/gpu=10
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)

@@ -57,6 +57,7 @@ func init() {
 		"prio":            {"show pending jobs' priorities and their factors (sprio)", runPrio},
 		"share":           {"show the fair-share tree: shares, usage and factors (sshare)", runShare},
 		"why":             {"explain why a job waits, or where and why it runs", runWhy},
+		"acct":            {"list finished jobs' accounting records (sacct)", runAcct},
 		"token":           {"create, list, renew or revoke personal and service tokens (CORRAL_TOKEN)", runToken},
 		"role":            {"give users a role: role set USER --role admin|operator|coordinator [--account A]", runRole},
 		"whoami":          {"show who the controllers take you for, and how they know", runWhoami},
@@ -67,7 +68,7 @@ func init() {
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
 		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
-		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sprio, sshare, srun and sattach symlinks in DIR", runInstallAliases},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sacct, sprio, sshare, srun and sattach symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}
 }
@@ -112,7 +113,7 @@ func (e *cliEnv) client() (*api.Client, error) {
 // slurmAliases maps a Slurm command name to a corral subcommand.
 var slurmAliases = map[string]string{
 	"sbatch": "submit", "squeue": "queue", "sinfo": "nodes", "scancel": "cancel", "scontrol": "scontrol",
-	"sprio": "prio", "sshare": "share", "srun": "srun", "sattach": "attach",
+	"sprio": "prio", "sshare": "share", "srun": "srun", "sattach": "attach", "sacct": "acct",
 }
 
 func main() {

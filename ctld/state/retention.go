@@ -91,6 +91,7 @@ func (s *State) trackRetention(old, j *Job) {
 	done := j.State.Terminal()
 	if done && (old == nil || !old.State.Terminal() || !old.EndTime.Equal(j.EndTime)) {
 		s.addFinished(finishedRef{end: endKey(j.EndTime), id: j.ID})
+		s.noteJobEnd(j.ID)
 	}
 	var before, after *Dependency
 	if old != nil && !old.State.Terminal() {
@@ -265,6 +266,7 @@ type purge struct {
 
 // removeJob deletes a finished job and every index that names it.
 func (s *State) removeJob(j *Job, p *purge) {
+	s.notePurge(j)
 	delete(s.Jobs, j.ID)
 	delete(s.Pending, j.ID)
 	for _, id := range j.Allocs {

@@ -90,6 +90,7 @@ func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index
 	c.Status, c.EndState, c.EndTime = AllocEnded, ended, now
 	c.CPUsLent = false
 	s.Allocs[c.ID] = &c
+	s.noteAllocEnd(c.ID)
 	if n := s.editNode(c.Node); n != nil {
 		if i := slices.Index(n.Allocs, c.ID); i >= 0 {
 			n.Allocs = slices.Delete(n.Allocs, i, i+1)

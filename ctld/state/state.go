@@ -96,6 +96,9 @@ type State struct {
 	// being applied; the controller wakes their watchers (TakeTouched).
 	// It is scratch, never replicated.
 	touched []string
+	// endTrack collects what the applies end, for accounting (ends.go).
+	// It is scratch, never replicated.
+	endTrack endTracker
 }
 
 // New returns an empty state whose first job and allocation ids are 1.

@@ -1,0 +1,85 @@
+package ctld
+
+import (
+	"net/http"
+
+	"corral/accounting"
+	"corral/api"
+	"corral/ctld/state"
+)
+
+// The accounting endpoints answer from this member's own store: every
+// member writes the same records from the log, so none forwards to the
+// leader (a follower may lag the leader by the entries it has not applied).
+
+// handleAccountingJobs is GET /v1/accounting/jobs (corral acct, sacct).
+// A user gets their own records unless they name users or ask for all
+// (-a); of those, only the records of jobs they may see (the job access
+// rule of jobaccess.go): their own, their tenant's unless PrivateData
+// hides them, their coordinated accounts', and every one for operators
+// and admins. The working directory shows to its owner and admins only,
+// as in the job API.
+func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request) error {
+	store := c.acctStore()
+	if store == nil {
+		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+	}
+	q, err := api.ParseAcctQuery(r.URL.Query())
+	if err != nil {
+		return &fieldError{Msg: err.Error()}
+	}
+	p := principalFrom(r)
+	if !q.AllUsers && len(q.Users) == 0 && len(q.Jobs) == 0 {
+		q.Users = []string{p.name}
+	}
+	// What the entries applied so far ended is in the store before it is
+	// read: a job this member shows as ended has its record.
+	c.fsm.flushAccounting()
+	recs, err := store.Select(q)
+	if err != nil {
+		return err
+	}
+	out := recs[:0]
+	c.fsm.Read(func(s *state.State) {
+		v := viewerOf(s, p)
+		for _, rec := range recs {
+			l := v.level(&state.Job{Spec: &state.JobSpec{User: rec.User, Account: rec.Account}})
+			if l == hidden {
+				continue
+			}
+			if l < owned {
+				rec.WorkDir = ""
+			}
+			out = append(out, rec)
+		}
+	})
+	if out == nil {
+		out = []accounting.Record{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// handleAccountingSummary is GET /v1/accounting/summary: this member's
+// record count and digest, to compare members.
+func (c *Controller) handleAccountingSummary(w http.ResponseWriter, r *http.Request) error {
+	store := c.acctStore()
+	if store == nil {
+		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+	}
+	c.fsm.flushAccounting()
+	sum, err := store.Summary()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.AcctSummary{Records: sum.Records, Hash: sum.Digest})
+	return nil
+}
+
+// acctStore is this member's accounting store; nil when it keeps none.
+func (c *Controller) acctStore() *accounting.Store {
+	if c.fsm.acct == nil {
+		return nil
+	}
+	return c.fsm.acct.store
+}
