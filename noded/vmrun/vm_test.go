@@ -301,8 +301,11 @@ func TestGuestOOMIsReported(t *testing.T) {
 	t.Logf("OOM result: %+v", res)
 }
 
+// TestPauseStopsTheJobAndContinueResumesIt pauses a VM over QMP while its
+// job streams output, and continues it. It runs under -race too: it is the
+// VM side of a suspend, whose daemon side noded's TestDaemonSuspendResume
+// checks there with the process runner.
 func TestPauseStopsTheJobAndContinueResumesIt(t *testing.T) {
-	guestOnly(t)
 	r := testRunner(t)
 	spec := jobSpec(t, "i=0\nwhile [ $i -lt 30 ]; do echo $i; i=$((i+1)); sleep 0.1; done\n", 1, 256)
 	v := start(t, r, spec)
