@@ -150,6 +150,7 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 		t.Skip("boots a VM and restarts a node daemon")
 	}
 	c := startControllers(t, 1, "--node-timeout", "30s")
+	c.freshProbe = true
 	c.leader(t, 15*time.Second)
 	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
 	t.Cleanup(func() {
