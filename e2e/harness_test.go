@@ -23,6 +23,14 @@ import (
 var corralBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv(binEnv); bin != "" {
+		// A child of inOwnNetns: its parent built the binary.
+		corralBin = bin
+		if rec := os.Getenv(probeEnv); rec != "" {
+			vmProbe.record = []byte(rec)
+		}
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "corral-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -80,20 +88,29 @@ func startProc(t testing.TB, dir, name string, args ...string) *proc {
 
 func (p *proc) start(t testing.TB) {
 	t.Helper()
+	if err := p.launch(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the process, its output appended to its log.
+func (p *proc) launch() error {
 	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p.cmd = exec.Command(corralBin, p.args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		f.Close()
+		return err
 	}
 	done := make(chan struct{})
 	p.done = done
 	cmd := p.cmd
 	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	return nil
 }
 
 // kill signals the process (only the one this test started) and waits.
