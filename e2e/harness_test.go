@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,14 @@ import (
 var corralBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv(binEnv); bin != "" {
+		// A child of inOwnNetns: its parent built the binary.
+		corralBin = bin
+		if rec := os.Getenv(probeEnv); rec != "" {
+			vmProbe.record = []byte(rec)
+		}
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "corral-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -79,20 +88,29 @@ func startProc(t testing.TB, dir, name string, args ...string) *proc {
 
 func (p *proc) start(t testing.TB) {
 	t.Helper()
+	if err := p.launch(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launch starts the process, its output appended to its log.
+func (p *proc) launch() error {
 	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p.cmd = exec.Command(corralBin, p.args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		f.Close()
+		return err
 	}
 	done := make(chan struct{})
 	p.done = done
 	cmd := p.cmd
 	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	return nil
 }
 
 // kill signals the process (only the one this test started) and waits.
@@ -151,6 +169,45 @@ type cluster struct {
 	// set, is what the test's clients authenticate with.
 	tls  *tls.Config
 	auth api.Credentials
+	// freshProbe makes startNode's vm nodes probe their runner, booting
+	// the probe guest, instead of reusing the recorded probe (vmProbe).
+	freshProbe bool
+}
+
+// vmProbe holds the probe record (probe.json) the first vm node of this
+// test run wrote. startNode gives it to the later vm nodes in their data
+// directories, where they reuse it as a node daemon restarted on the same
+// boot with the same build does, instead of each booting a probe guest
+// (seconds under TCG). TestVMReadoptedAfterNodeDaemonKill checks the
+// probe and its reuse themselves, with freshProbe.
+var vmProbe struct {
+	sync.Mutex
+	record []byte
+}
+
+// shareProbe seeds dataDir, the data directory of a vm node about to
+// start, with vmProbe's record; without one yet, it records the node's
+// own probe when the test ends.
+func shareProbe(t testing.TB, dataDir string) {
+	vmProbe.Lock()
+	rec := vmProbe.record
+	vmProbe.Unlock()
+	if rec == nil {
+		t.Cleanup(func() {
+			if b, err := os.ReadFile(filepath.Join(dataDir, "probe.json")); err == nil {
+				vmProbe.Lock()
+				vmProbe.record = b
+				vmProbe.Unlock()
+			}
+		})
+		return
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "probe.json"), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startControllers starts n ctld processes that form one Raft cluster.
@@ -177,8 +234,10 @@ func startControllers(t testing.TB, n int, extra ...string) *cluster {
 // names a --runner.
 func (c *cluster) startNode(t testing.TB, name string, extra ...string) *proc {
 	args := append([]string{"noded", "--name", name, "--ctld", c.addr, "--data", filepath.Join(c.dir, name), "--log-level", "warn"}, extra...)
-	if !slices.Contains(extra, "--runner") {
+	if i := slices.Index(extra, "--runner"); i < 0 {
 		args = append(args, "--runner", "process")
+	} else if i+1 < len(extra) && extra[i+1] == "vm" && !c.freshProbe {
+		shareProbe(t, filepath.Join(c.dir, name))
 	}
 	if !slices.Contains(extra, "--run-jobs-as") {
 		// The CLI submits as USER=tester, whom the host does not know.

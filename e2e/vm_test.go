@@ -32,11 +32,22 @@ func imageRoot(t *testing.T) string {
 // TestVMRunnerEndToEnd runs a job inside a VM through ctld and noded
 // processes: the output shows the requested vCPUs, a guest memory close to
 // --mem and the guest kernel; the job's exit code 3 makes it FAILED 3:0.
+// The node runs in a network namespace of its own inside a site
+// (inOwnNetns, siteNet), its controller on another host of the site; a job
+// of the partition whose network is node reaches the site's server through
+// the node, and not the controller, the node's loopback or its address
+// (checkNodeNetwork).
 func TestVMRunnerEndToEnd(t *testing.T) {
 	root := imageRoot(t)
-	c := startControllers(t, 1)
+	if !inOwnNetns(t) {
+		return
+	}
+	site, siteHits := siteNet(t)
+	partsFile := filepath.Join(t.TempDir(), "partitions.json")
+	writeFile(t, partsFile, `[{"name": "batch", "default": true}, {"name": "site", "network": "node"}]`)
+	c := startControllerIn(t, site, siteController, "--partitions-file", partsFile)
 	c.leader(t, 15*time.Second)
-	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root)
+	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--partitions", "batch,site")
 	c.waitNodes(t, 1)
 	work := t.TempDir()
 
@@ -80,6 +91,7 @@ func TestVMRunnerEndToEnd(t *testing.T) {
 	if !strings.Contains(show, "ExitCode=3:0") {
 		t.Errorf("show job does not say ExitCode=3:0:\n%s", show)
 	}
+	checkNodeNetwork(t, c, work, siteHits)
 }
 
 // TestVMRunnerLimits checks, with jobs in VMs, that a time limit ends a job
@@ -150,6 +162,7 @@ func TestVMReadoptedAfterNodeDaemonKill(t *testing.T) {
 		t.Skip("boots a VM and restarts a node daemon")
 	}
 	c := startControllers(t, 1, "--node-timeout", "30s")
+	c.freshProbe = true
 	c.leader(t, 15*time.Second)
 	node := c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info")
 	t.Cleanup(func() {

@@ -16,8 +16,14 @@ import (
 
 // TestDaemonSuspendResumeVM runs the suspend scenario of
 // TestDaemonSuspendResume through the daemon with the vm runner: QMP stop
-// and cont instead of SIGSTOP and SIGCONT.
+// and cont instead of SIGSTOP and SIGCONT. It runs in the plain go test
+// step only: under -race, TestDaemonSuspendResume runs the daemon's side
+// of the scenario and vmrun's TestPauseStopsTheJobAndContinueResumesIt the
+// VM's, without a probe guest and a job VM booted a second time here.
 func TestDaemonSuspendResumeVM(t *testing.T) {
+	if raceEnabled {
+		t.Skip("boots VMs for what TestDaemonSuspendResume and vmrun's pause test check under -race: it runs in the plain go test step")
+	}
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86): this test boots a real VM")
 	}

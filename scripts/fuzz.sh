@@ -14,7 +14,10 @@ go=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 only=${FUZZ:-}   # a regular expression: run only the targets it matches
 # FUZZPARALLEL=N runs N fuzzing workers per target (default: one per CPU).
 parallel=()
-[ -z "${FUZZPARALLEL:-}" ] || parallel=(-parallel "$FUZZPARALLEL")
+[ -z "${FUZZPARALLEL:-}" ] || parallel=(-test.parallel "$FUZZPARALLEL")
+# Where go test keeps the inputs fuzzing generated, per package (its
+# -test.fuzzcachedir): the runs below go on from the same cache.
+fuzzcache=$("$go" env GOCACHE)/fuzz
 
 targets=$(git ls-files --cached --others --exclude-standard '*_test.go' | while read -r f; do
 	grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |$(dirname "$f") |" || true
@@ -23,6 +26,21 @@ done | sort -u)
 
 # inputs DIR: how many corpus files DIR holds (0 when it does not exist).
 inputs() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
+
+# fuzzbin DIR: the fuzzing test binary of the package in DIR, built once
+# per run with go test -c -fuzz; every target of DIR runs it (a go test
+# -fuzz per target linked the same binary again each time, seconds apiece).
+# Its name holds the package's import path, which the fuzz cache is keyed
+# by.
+bins=$(mktemp -d)
+fuzzbin() {
+	local bin="$bins/$(echo "$1" | tr / _).test"
+	if [ ! -x "$bin" ]; then
+		"$go" test -c -fuzz . -o "$bin" "./$1" || return 1
+		"$go" list "./$1" >"$bin.importpath" || return 1
+	fi
+	echo "$bin"
+}
 
 summary=$(mktemp)
 failed=()
@@ -35,8 +53,20 @@ while read -r dir name; do
 	corpus="$dir/testdata/fuzz/$name"
 	before=$(inputs "$corpus")
 	status=ok
+	if ! bin=$(fuzzbin "$dir" 2>"$log"); then
+		cat "$log"
+		echo "fuzz: $name: building the fuzzing binary of ./$dir failed" >&2
+		failed+=("$dir $name")
+		printf '%-28s %-22s %-7s\n' "$name" "./$dir" FAILED >>"$summary"
+		rm -f "$log"
+		continue
+	fi
 	for try in 1 2; do
-		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" "./$dir" >"$log" 2>&1 && break
+		# As go test -fuzz runs it: in the package's directory, where
+		# testdata/fuzz/ holds the seed corpus and takes crashers.
+		(cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$fuzztime" \
+			-test.fuzzcachedir="$fuzzcache/$(cat "$bin.importpath")" -test.paniconexit0 -test.timeout=10m \
+			"${parallel[@]}") >"$log" 2>&1 && break
 		grep -v '^fuzz: elapsed' "$log" | tail -40
 		if [ "$(inputs "$corpus")" != "$before" ] || [ "$try" = 2 ]; then
 			status=FAILED
@@ -61,13 +91,14 @@ while read -r dir name; do
 		execs = $5
 		printf "%-28s %-22s %-7s %12d %8d %8s\n", name, dir, status, execs, (secs > 0 ? execs / secs : 0), t
 	}' >>"$summary"
-	grep -q "^$name " "$summary" || printf '%-28s %-22s %-7s\n' "$name" "./$dir" "$status" >>"$summary"
+	grep -q "^$name  *\./$dir " "$summary" || printf '%-28s %-22s %-7s\n' "$name" "./$dir" "$status" >>"$summary"
 	rm -f "$log"
 done <<<"$targets"
 
 printf '\n%-28s %-22s %-7s %12s %8s %8s\n' TARGET PACKAGE STATUS EXECS EXECS/S ELAPSED
 cat "$summary"
 rm -f "$summary"
+rm -rf "$bins"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]} (crashers are in their packages' testdata/fuzz/)" >&2
 	exit 1

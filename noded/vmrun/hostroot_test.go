@@ -72,6 +72,7 @@ func lookupNobody(t *testing.T) ident.User {
 // root-only host directory (EACCES), and what it writes outside its shared
 // paths stays in the guest.
 func TestHostRootAsTheUser(t *testing.T) {
+	guestOnly(t)
 	r := testRunner(t)
 	u := lookupNobody(t)
 	work := userWorkDir(t, u)
@@ -150,6 +151,7 @@ touch ` + outside + `/x && echo guest-write-ok
 // node's /usr, and its shared working directory is still the node's, at
 // the same path, read-write.
 func TestPartitionRoot(t *testing.T) {
+	guestOnly(t)
 	r := testRunner(t)
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {

@@ -38,6 +38,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // run and their output arrives in the files the daemon opened as the
 // job's user; the job's initrd belongs to the VM's id alone.
 func TestQEMURunsUnprivileged(t *testing.T) {
+	guestOnly(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the runner changes QEMU's uid only when the daemon is root")
 	}

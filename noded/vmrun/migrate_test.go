@@ -15,7 +15,7 @@ import (
 )
 
 // TestAgentFollowsALoopbackMigration migrates a running VM (the bare
-// initramfs: no share blocks it) to a second QEMU on this host, started
+// initramfs: no share blocks it, and QEMU names no blocker) to a second QEMU on this host, started
 // with the same devices and -incoming, and reaches its guest agent before
 // and after: the node's client reconnects to the destination's socket, and
 // the agent answers there as if nothing happened.
@@ -27,6 +27,7 @@ func TestAgentFollowsALoopbackMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Kill(0); v.Wait() })
+	assertMigratable(t, v)
 	req := noded.ExecRequest{Argv: []string{"cat", "/proc/sys/kernel/random/boot_id"}, Env: []string{"PATH=/usr/bin:/bin:/usr/sbin"}, Dir: "/", User: ident.User{Name: "root"}}
 	before, _, res, err := runExec(t, v, req, "")
 	if err != nil || res.Code != 0 || len(before) < 30 {

@@ -97,7 +97,8 @@ const nodeNetnsEnv = "CORRAL_TEST_NODE_NETNS"
 
 // inOwnNetns runs the calling test again in a child process with a network
 // namespace of its own, which plays the node's: the rules, forwarding and
-// interfaces of the test never touch the machine's own network. It returns
+// interfaces of the test never touch the machine's own network. The child
+// restores the parent's probe rather than booting its own. It returns
 // true in the child (run the test), false in the parent once the child
 // passed.
 func inOwnNetns(t *testing.T) bool {
@@ -111,9 +112,12 @@ func inOwnNetns(t *testing.T) bool {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	testRunner(t) // skips without QEMU or an image
+	found, err := testRunner(t).Probe(t.Context()) // skips without QEMU or an image
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), nodeNetnsEnv+"="+t.Name())
+	cmd.Env = append(os.Environ(), nodeNetnsEnv+"="+t.Name(), probeEnv+"="+string(found))
 	if d, err := filepath.Abs(imageRoot()); err == nil {
 		cmd.Env = append(cmd.Env, "CORRAL_IMAGE_ROOT="+d)
 	}
@@ -256,6 +260,7 @@ func readOutbound(t *testing.T, dir string) vmnet.Outbound {
 // job whose network is none reaches nothing, and keeps the host's
 // resolv.conf.
 func TestNetworkNode(t *testing.T) {
+	guestOnly(t)
 	if !inOwnNetns(t) {
 		return
 	}
