@@ -64,6 +64,14 @@ func (c *agentClient) retarget(path string) {
 	}
 }
 
+// movedFrom reports whether the client was retargeted away from path, the
+// VM's own socket: to a migration's destination.
+func (c *agentClient) movedFrom(path string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.path != path
+}
+
 // close ends the session; later requests open a new one.
 func (c *agentClient) close() { c.retarget(c.currentPath()) }
 

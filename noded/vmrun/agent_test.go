@@ -154,12 +154,17 @@ func TestAgentExecFilesAndSignalsInAVM(t *testing.T) {
 	if _, err := os.Stat(v.f.agentSock); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the agent socket outlives the VM: %v", err)
 	}
-	// The socket is gone: the client dials until the deadline, which a
-	// live agent would beat by far (an exec takes milliseconds).
+	// The VM is gone, and no migration moved its agent elsewhere: an exec
+	// fails at once, saying so, instead of redialling the socket until
+	// its deadline.
+	waitFor(t, "the recovered handle to see its VM gone", 30*time.Second, v2.ended)
 	as.Argv = []string{"true"}
-	if _, _, _, err := runExecWithin(t, v2, as, "", 3*time.Second); !errors.Is(err, noded.ErrAgentUnavailable) {
-		t.Fatalf("exec into an ended VM: %v, want ErrAgentUnavailable", err)
+	began := time.Now()
+	_, _, _, err = runExecWithin(t, v2, as, "", 30*time.Second)
+	if !errors.Is(err, noded.ErrAgentUnavailable) || !strings.Contains(err.Error(), "the job's VM has ended") {
+		t.Fatalf("exec into an ended VM: %v, want ErrAgentUnavailable saying the VM has ended", err)
 	}
+	t.Logf("exec into the ended VM refused after %v", time.Since(began).Round(time.Millisecond))
 }
 
 // BenchmarkAgentExecRoundTrip measures one `true` through the agent of a

@@ -38,6 +38,11 @@ func (v *VM) agentOrErr() (*agentClient, error) {
 	if v.agent == nil {
 		return nil, fmt.Errorf("%w: this job's VM has no guest agent (its image was built before agent protocol 3: rebuild it with make image)", noded.ErrAgentUnavailable)
 	}
+	if v.ended() && !v.agent.movedFrom(v.f.agentSock) {
+		// Nothing serves its socket any more: a request would wait out its
+		// whole deadline redialling it.
+		return nil, fmt.Errorf("%w: the job's VM has ended", noded.ErrAgentUnavailable)
+	}
 	return v.agent, nil
 }
 
