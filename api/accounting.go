@@ -159,6 +159,34 @@ type AcctSummary struct {
 	Hash    string `json:"hash"`
 }
 
+// AcctUsage is one user's use of one account over a report's window
+// (GET /v1/accounting/usage; corral acct report): the runs that ended in
+// it, their CPU, GPU and memory time (memory in MiB-seconds) and billing.
+type AcctUsage struct {
+	Account    string  `json:"account"`
+	User       string  `json:"user"`
+	Records    int     `json:"records"`
+	CPUSeconds float64 `json:"cpu_s"`
+	GPUSeconds float64 `json:"gpu_s"`
+	MemSeconds float64 `json:"mem_mb_s"`
+	Billing    float64 `json:"billing"`
+}
+
+// AccountingUsage returns the usage by account and user of the runs that
+// ended in [start, end) (zero: open), as far as the caller may see it.
+func (c *Client) AccountingUsage(ctx context.Context, start, end time.Time) ([]AcctUsage, error) {
+	v := url.Values{}
+	if !start.IsZero() {
+		v.Set("start", start.UTC().Format(time.RFC3339Nano))
+	}
+	if !end.IsZero() {
+		v.Set("end", end.UTC().Format(time.RFC3339Nano))
+	}
+	var out []AcctUsage
+	err := c.do(ctx, http.MethodGet, "/v1/accounting/usage?"+v.Encode(), nil, &out)
+	return out, err
+}
+
 // Accounting returns the records q selects from the controller the client
 // talks to (any member answers; none forwards).
 func (c *Client) Accounting(ctx context.Context, q AcctQuery) ([]AcctRecord, error) {

@@ -123,6 +123,7 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/openapi.json", anyone, handleOpenAPI},
 		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
 		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
+		{"GET /v1/accounting/usage", usersRead, c.read(c.handleAccountingUsage)},
 		{"GET /v1/internal/accounting/records", members, c.read(c.handleAccountingRecords)},
 	}
 }

@@ -1,7 +1,9 @@
 package ctld
 
 import (
+	"fmt"
 	"net/http"
+	"time"
 
 	"corral/accounting"
 	"corral/api"
@@ -56,6 +58,44 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 	if out == nil {
 		out = []accounting.Record{}
 	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// handleAccountingUsage is GET /v1/accounting/usage (corral acct report):
+// usage by account and user over a window, from the store's day sums. A
+// row shows to those who may see its user's jobs in its account (the job
+// access rule): users their own rows and their tenant's unless PrivateData
+// hides them, coordinators their accounts', operators and admins all.
+func (c *Controller) handleAccountingUsage(w http.ResponseWriter, r *http.Request) error {
+	store := c.acctStore()
+	if store == nil {
+		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+	}
+	var start, end time.Time
+	for name, t := range map[string]*time.Time{"start": &start, "end": &end} {
+		if v := r.URL.Query().Get(name); v != "" {
+			var err error
+			if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return &fieldError{Field: name, Msg: fmt.Sprintf("%s=%q: give an RFC 3339 time, e.g. 2026-11-01T00:00:00Z", name, v)}
+			}
+		}
+	}
+	c.fsm.flushAccounting()
+	rows, err := store.AccountUsage(start, end)
+	if err != nil {
+		return err
+	}
+	out := []api.AcctUsage{}
+	c.fsm.Read(func(s *state.State) {
+		v := viewerOf(s, principalFrom(r))
+		for _, u := range rows {
+			if v.level(&state.Job{Spec: &state.JobSpec{User: u.User, Account: u.Account}}) == hidden {
+				continue
+			}
+			out = append(out, api.AcctUsage(u))
+		}
+	})
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -215,7 +215,7 @@ func TestRouteCostClasses(t *testing.T) {
 		"POST /v1/jobs/{id}/exec": costWrite, "POST /v1/jobs/{id}/signal": costWrite,
 		"GET /v1/jobs/{id}/file": costFree, "PUT /v1/jobs/{id}/file": costWrite, "GET /v1/jobs/{id}/output": costFree,
 		"GET /metrics": costFree, "GET /v1/openapi.json": costFree,
-		"GET /v1/accounting/jobs": costList, "GET /v1/accounting/summary": costFree,
+		"GET /v1/accounting/jobs": costList, "GET /v1/accounting/summary": costFree, "GET /v1/accounting/usage": costFree,
 		"GET /v1/internal/accounting/records": costFree,
 	}
 	c := &Controller{}

@@ -26,6 +26,9 @@ func runAcct(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "export" {
 		return runAcctExport(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "report" {
+		return runAcctReport(ctx, env, args[1:])
+	}
 	o, err := parseOpts(env, "acct", getopt.Permute, args,
 		valued('j', "jobs", "IDS", "only these jobs (12, 12_3 for an array task); the default window becomes all time"),
 		valued('u', "user", "USERS", "only these users' jobs (default: your own)"),

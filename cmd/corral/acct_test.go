@@ -135,6 +135,31 @@ func TestAcctAgainstController(t *testing.T) {
 	if r := runCLI(t, ctx, addr, "corral", "acct", "export", "--format", "xml", "-o", "-"); r.code == 0 || !strings.Contains(r.stderr, "csv, ndjson or parquet") {
 		t.Errorf("export --format xml: exit %d, %q", r.code, r.stderr)
 	}
+	testAcctReport(t, ctx, addr)
+}
+
+// testAcctReport reads the usage of the jobs above back as corral acct
+// report's two reports: each account's total then its users, and the top
+// users, in sreport's banner and columns and with -P.
+func testAcctReport(t *testing.T, ctx context.Context, addr string) {
+	window := []string{"-S", "now-1hour", "-E", time.Now().Add(24 * time.Hour).Format("2006-01-02")}
+	out := mustRun(t, ctx, addr, append([]string{"corral", "acct", "report", "account", "-t", "seconds"}, window...)...)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 8 || !strings.HasPrefix(lines[1], "Cluster/Account/User Utilization ") || lines[2] != "Usage reported in CPU Seconds" ||
+		strings.Join(strings.Fields(lines[4]), " ") != "Cluster Account Login Used GPU Billing Runs" {
+		t.Fatalf("acct report account:\n%s", out)
+	}
+	total, user := strings.Fields(lines[6]), strings.Fields(lines[7])
+	if len(total) != 6 || total[1] != "(none)" || total[5] != "3" || len(user) != 7 || user[2] != "tester" || user[6] != "3" {
+		t.Errorf("acct report account rows:\n%s\n%s\nwant the account's total of 3 runs, then tester's", lines[6], lines[7])
+	}
+	p := mustRun(t, ctx, addr, append([]string{"corral", "acct", "report", "users", "-P", "-n"}, window...)...)
+	if f := strings.Split(strings.TrimSpace(p), "|"); len(f) != 7 || f[1] != "tester" || f[2] != "(none)" || f[6] != "3" {
+		t.Errorf("acct report users -P -n: %q", p)
+	}
+	if r := runCLI(t, ctx, addr, "corral", "acct", "report", "clusters"); r.code == 0 || !strings.Contains(r.stderr, "give account") {
+		t.Errorf("acct report clusters: exit %d, %q", r.code, r.stderr)
+	}
 }
 
 func readCSV(path string) ([][]string, error) {
