@@ -41,7 +41,7 @@ func FuzzParse(f *testing.F) {
 		req, err := Parse(argv, ctx)
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) && !errors.Is(err, ErrHelp) {
+			if !errors.As(err, &e) && !errors.Is(err, ErrHelp) && !errors.Is(err, ErrVersion) {
 				t.Fatalf("Parse returned %T %v, want a *submit.Error", err, err)
 			}
 			return
