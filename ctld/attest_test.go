@@ -3,6 +3,7 @@ package ctld
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,8 +40,12 @@ func testTPM(t *testing.T) *attest.TPM {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.RemoveAll(dir) })
 	for deadline := time.Now().Add(10 * time.Second); ; {
+		// The socket file comes (bind) a moment before swtpm listens.
 		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			break
+			if c, err := net.Dial("unix", sock); err == nil {
+				c.Close()
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("swtpm made no socket: %s", stderr.String())

@@ -2,6 +2,7 @@ package attest
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,8 +45,14 @@ func startSWTPM(t testing.TB) string {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// swtpm creates the socket file (bind) a moment before it listens:
+		// it is ready once a connection is taken (and closed at once: swtpm
+		// then waits for the next).
 		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return sock
+			if c, err := net.Dial("unix", sock); err == nil {
+				c.Close()
+				return sock
+			}
 		}
 		select {
 		case err := <-exited:
