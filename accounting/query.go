@@ -198,16 +198,9 @@ func eachIndexed(b *bbolt.Bucket, names []string, lo, hi uint64, f func(pk []byt
 	return nil
 }
 
-// Usage is one user's use of one account over a report's window.
-type Usage struct {
-	Account    string  `json:"account"`
-	User       string  `json:"user"`
-	Records    int     `json:"records"`
-	CPUSeconds float64 `json:"cpu_s"`
-	GPUSeconds float64 `json:"gpu_s"`
-	MemSeconds float64 `json:"mem_mb_s"`
-	Billing    float64 `json:"billing"`
-}
+// Usage is one user's use of one account over a report's window, as the
+// API answers it.
+type Usage = api.AcctUsage
 
 // AccountUsage sums the usage of the records that ended in [start, end)
 // (zero start: from the first; zero end: to the last) by account and
@@ -283,7 +276,7 @@ func scanUsage(tx *bbolt.Tx, lo, hi uint64, sums usageSums) error {
 			continue
 		}
 		f := func(n int) float64 { return math.Float64frombits(binary.BigEndian.Uint64(v[n:])) }
-		sums.get(name, v[41:]).add(1, f(8), f(16), f(24), f(32))
+		addUsage(sums.get(name, v[41:]), 1, f(8), f(16), f(24), f(32))
 		k, v = c.Next()
 	}
 	return nil

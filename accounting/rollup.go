@@ -60,8 +60,8 @@ func (t *writeTx) roll(r *Record, sign float64) error {
 	return t.day.Put(k, v)
 }
 
-// sums adds day sums or one record's usage into u.
-func (u *Usage) add(records int, cpu, gpu, mem, billing float64) {
+// addUsage adds day sums or one record's usage into u.
+func addUsage(u *Usage, records int, cpu, gpu, mem, billing float64) {
 	u.Records += records
 	u.CPUSeconds += cpu
 	u.GPUSeconds += gpu
@@ -83,7 +83,7 @@ func addDays(tx *bbolt.Tx, from, to day, sums *usageSums) error {
 			continue
 		}
 		f := func(n int) float64 { return math.Float64frombits(binary.BigEndian.Uint64(v[n*8:])) }
-		sums.get(k[:i], k[i+1:j]).add(int(math.Round(f(0))), f(1), f(2), f(3), f(4))
+		addUsage(sums.get(k[:i], k[i+1:j]), int(math.Round(f(0))), f(1), f(2), f(3), f(4))
 	}
 	return nil
 }

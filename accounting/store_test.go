@@ -205,7 +205,7 @@ func TestAccountUsage(t *testing.T) {
 				}
 				u := want[r.Account+"/"+r.User]
 				u.Account, u.User = r.Account, r.User
-				u.add(1, r.CPUSeconds, r.GPUSeconds, r.MemSeconds, r.Billing)
+				addUsage(&u, 1, r.CPUSeconds, r.GPUSeconds, r.MemSeconds, r.Billing)
 				want[r.Account+"/"+r.User] = u
 			}
 			if len(got) != len(want) {

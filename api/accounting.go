@@ -175,15 +175,8 @@ type AcctUsage struct {
 // AccountingUsage returns the usage by account and user of the runs that
 // ended in [start, end) (zero: open), as far as the caller may see it.
 func (c *Client) AccountingUsage(ctx context.Context, start, end time.Time) ([]AcctUsage, error) {
-	v := url.Values{}
-	if !start.IsZero() {
-		v.Set("start", start.UTC().Format(time.RFC3339Nano))
-	}
-	if !end.IsZero() {
-		v.Set("end", end.UTC().Format(time.RFC3339Nano))
-	}
 	var out []AcctUsage
-	err := c.do(ctx, http.MethodGet, "/v1/accounting/usage?"+v.Encode(), nil, &out)
+	err := c.do(ctx, http.MethodGet, "/v1/accounting/usage?"+AcctQuery{Start: start, End: end}.Values().Encode(), nil, &out)
 	return out, err
 }
 

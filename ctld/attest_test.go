@@ -1,12 +1,8 @@
 package ctld
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +11,7 @@ import (
 	"corral/api"
 	"corral/ctld/state"
 	"corral/internal/attest"
+	"corral/internal/attest/swtpmtest"
 	"corral/internal/pki"
 	"corral/noded"
 )
@@ -23,35 +20,7 @@ import (
 // swtpm. t.Cleanup closes it and stops swtpm by its PID.
 func testTPM(t *testing.T) *attest.TPM {
 	t.Helper()
-	bin, err := exec.LookPath("swtpm")
-	if err != nil {
-		t.Skip("swtpm is not installed: the attestation test is skipped (scripts/install-deps.sh installs it)")
-	}
-	dir, err := os.MkdirTemp("", "swtpm") // a socket's path must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "sock")
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "socket", "--tpm2", "--server", "type=unixio,path="+sock, "--tpmstate", "dir="+dir, "--flags", "not-need-init,startup-clear")
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.RemoveAll(dir) })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		// The socket file comes (bind) a moment before swtpm listens.
-		if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			if c, err := net.Dial("unix", sock); err == nil {
-				c.Close()
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("swtpm made no socket: %s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sock := swtpmtest.Start(t)
 	tpm, err := attest.Open(sock)
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func (c *Controller) handleAccountingUsage(w http.ResponseWriter, r *http.Reques
 			if v.level(&state.Job{Spec: &state.JobSpec{User: u.User, Account: u.Account}}) == hidden {
 				continue
 			}
-			out = append(out, api.AcctUsage(u))
+			out = append(out, u)
 		}
 	})
 	writeJSON(w, http.StatusOK, out)

@@ -27,10 +27,13 @@ func (c *Controller) checkChanges(s *state.State, j *state.Job, req *api.UpdateJ
 	if j.State.Terminal() {
 		return nil, badRequest("job %d has ended (%s); it cannot be updated", j.ID, j.State)
 	}
-	sp := apiSpec(j.Spec)
-	if err := applyChanges(&sp, j, ch, e); err != nil {
+	if err := resolveChanges(j, ch, e); err != nil {
 		return nil, err
 	}
+	// The job as the apply will make it, as the API shows it.
+	edited := *j.Spec
+	e.Apply(&edited)
+	sp := apiSpec(&edited)
 	if what := e.PendingOnly(); what != "" && j.State != api.StatePending {
 		return nil, badRequest("job %d is %s; %s can change only while it is pending (TimeLimit, Name and Comment can change until it ends)", j.ID, j.State, what)
 	}
@@ -67,34 +70,23 @@ func (c *Controller) checkChanges(s *state.State, j *state.Job, req *api.UpdateJ
 	return cmd, nil
 }
 
-// applyChanges makes the changes ch on sp, the job's request as the API
-// shows it, and fills in what the entry records that ch gives in other
-// terms (the CPUs per task of NumCPUs).
-func applyChanges(sp *api.JobSpec, j *state.Job, ch *api.JobChanges, e *state.JobEdits) error {
-	set(&sp.TimeLimit, ch.TimeLimit)
-	set(&sp.Name, ch.Name)
-	set(&sp.Comment, ch.Comment)
-	set(&sp.Nice, ch.Nice)
-	set(&sp.Partition, ch.Partition)
-	set(&sp.QOS, ch.QOS)
-	set(&sp.NTasks, ch.NumTasks)
+// resolveChanges fills in what the entry records that ch gives in other
+// terms (NumCPUs as CPUs per task, for the tasks the job will have), and
+// refuses what cannot apply to job j whatever its state.
+func resolveChanges(j *state.Job, ch *api.JobChanges, e *state.JobEdits) error {
 	if ch.NumCPUs != nil {
-		tasks := max(sp.NTasks, 1)
+		tasks := max(j.Spec.NTasks, 1)
+		if ch.NumTasks != nil {
+			tasks = max(*ch.NumTasks, 1)
+		}
 		if *ch.NumCPUs < tasks || *ch.NumCPUs%tasks != 0 {
 			return &fieldError{Field: "num_cpus", Msg: fmt.Sprintf("job %d: NumCPUs=%d is not a multiple of its %d tasks (set NumTasks too, or give a multiple)", j.ID, *ch.NumCPUs, tasks)}
 		}
 		per := *ch.NumCPUs / tasks
-		sp.CPUsPerTask, e.CPUsPerTask = per, &per
+		e.CPUsPerTask = &per
 	}
-	if ch.MinMemoryNode != nil {
-		sp.MemPerNode, sp.MemPerCPU = *ch.MinMemoryNode, 0
-	}
-	set(&sp.Begin, ch.StartTime)
-	if ch.ArrayTaskThrottle != nil {
-		if sp.Array == nil {
-			return &fieldError{Field: "array_task_throttle", Msg: fmt.Sprintf("job %d is no array; ArrayTaskThrottle applies to arrays (sbatch --array=...%%N)", j.ID)}
-		}
-		sp.Array = sp.Array.WithThrottle(*ch.ArrayTaskThrottle)
+	if ch.ArrayTaskThrottle != nil && j.Spec.Array == nil {
+		return &fieldError{Field: "array_task_throttle", Msg: fmt.Sprintf("job %d is no array; ArrayTaskThrottle applies to arrays (sbatch --array=...%%N)", j.ID)}
 	}
 	return nil
 }
@@ -153,11 +145,4 @@ func asUpdateRefusal(id uint64, err error) error {
 		return &fieldError{Field: fe.Field, Msg: fmt.Sprintf("job %d: ", id) + strings.TrimPrefix(fe.Msg, "job 1 of the batch: ")}
 	}
 	return err
-}
-
-// set stores *v in *dst when v is given.
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }

@@ -93,32 +93,49 @@ type column struct {
 // Callers can parse before fetching jobs to reject a bad format early.
 func ParseQueueFormat(format string) (*QueueFormat, error) {
 	f := &QueueFormat{}
-	var lit strings.Builder
+	err := walkFormat(format, func(lit string) { f.cols = append(f.cols, column{lit: lit}) }, func(at int) (int, error) {
+		col, n, err := parseField(format, at)
+		if err == nil {
+			f.cols = append(f.cols, col)
+		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// walkFormat splits a squeue or sinfo -o format into its runs of literal
+// text ("%%" read as "%"), given to lit, and its fields: field gets the
+// offset of the '%' that starts one and says how many bytes it spans.
+func walkFormat(format string, lit func(string), field func(at int) (int, error)) error {
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			lit(text.String())
+			text.Reset()
+		}
+	}
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
-			lit.WriteByte(format[i])
+			text.WriteByte(format[i])
 			continue
 		}
 		if i+1 < len(format) && format[i+1] == '%' {
-			lit.WriteByte('%')
+			text.WriteByte('%')
 			i++
 			continue
 		}
-		col, n, err := parseField(format, i)
+		flush()
+		n, err := field(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if lit.Len() > 0 {
-			f.cols = append(f.cols, column{lit: lit.String()})
-			lit.Reset()
-		}
-		f.cols = append(f.cols, col)
 		i += n - 1
 	}
-	if lit.Len() > 0 {
-		f.cols = append(f.cols, column{lit: lit.String()})
-	}
-	return f, nil
+	flush()
+	return nil
 }
 
 // parseField parses the field that starts at format[at] (a '%') and returns

@@ -53,32 +53,16 @@ type nodeColumn struct {
 // truncates; "%%" is a literal "%".
 func ParseNodeFormat(format string) (*NodeFormat, error) {
 	f := &NodeFormat{}
-	var lit strings.Builder
-	flushLit := func() {
-		if lit.Len() > 0 {
-			f.cols = append(f.cols, nodeColumn{lit: lit.String()})
-			lit.Reset()
+	err := walkFormat(format, func(lit string) { f.cols = append(f.cols, nodeColumn{lit: lit}) }, func(at int) (int, error) {
+		col, n, err := parseNodeField(format, at)
+		if err == nil {
+			f.cols = append(f.cols, col)
 		}
+		return n, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			lit.WriteByte(format[i])
-			continue
-		}
-		if i+1 < len(format) && format[i+1] == '%' {
-			lit.WriteByte('%')
-			i++
-			continue
-		}
-		col, n, err := parseNodeField(format, i)
-		if err != nil {
-			return nil, err
-		}
-		flushLit()
-		f.cols = append(f.cols, col)
-		i += n - 1
-	}
-	flushLit()
 	return f, nil
 }
 

@@ -72,15 +72,10 @@ func runAcct(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := env.client()
+	recs, err := fetchRecords(ctx, env, q, tasks)
 	if err != nil {
 		return err
 	}
-	recs, err := cl.Accounting(ctx, q)
-	if err != nil {
-		return err
-	}
-	recs = keepTasks(recs, q.Jobs, tasks)
 	denv := display.AcctEnv{Loc: time.Local, Cluster: clusterName(env), UID: lookupUser()}
 	if o.has("json") {
 		return display.AcctJSON(env.stdout, recs, denv)
@@ -132,6 +127,20 @@ func acctQuery(o *optSet, now time.Time) (api.AcctQuery, []api.TaskRef, error) {
 		}
 	}
 	return q, tasks, nil
+}
+
+// fetchRecords asks the controllers for the records q selects, keeping of
+// the arrays -j named by some tasks only those tasks' (keepTasks).
+func fetchRecords(ctx context.Context, env *cliEnv, q api.AcctQuery, tasks []api.TaskRef) ([]api.AcctRecord, error) {
+	cl, err := env.client()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := cl.Accounting(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return keepTasks(recs, q.Jobs, tasks), nil
 }
 
 // keepTasks drops the records of arrays -j named only by some of their
@@ -221,15 +230,10 @@ func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	q.Tenants = o.list("tenant")
-	cl, err := env.client()
+	recs, err := fetchRecords(ctx, env, q, tasks)
 	if err != nil {
 		return err
 	}
-	recs, err := cl.Accounting(ctx, q)
-	if err != nil {
-		return err
-	}
-	recs = keepTasks(recs, q.Jobs, tasks)
 	if !o.has("per-tenant") {
 		return writeExport(env, out, recs, write)
 	}

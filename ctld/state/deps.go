@@ -96,21 +96,7 @@ func (s *State) applyUpdateJob(c *UpdateJob, index uint64) error {
 		return fmt.Errorf("job %d is no array; ArrayTaskThrottle applies to arrays", c.ID)
 	}
 	sp := j.editSpec()
-	set(&sp.TimeLimit, e.TimeLimit)
-	set(&sp.Name, e.Name)
-	set(&sp.Comment, e.Comment)
-	set(&sp.Nice, e.Nice)
-	set(&sp.Partition, e.Partition)
-	set(&sp.QOS, e.QOS)
-	set(&sp.NTasks, e.NTasks)
-	set(&sp.CPUsPerTask, e.CPUsPerTask)
-	if e.MemPerNode != nil {
-		sp.MemPerNode, sp.MemPerCPU = *e.MemPerNode, 0
-	}
-	set(&sp.Begin, e.Begin)
-	if e.Throttle != nil {
-		sp.Array = sp.Array.WithThrottle(*e.Throttle) // a copy: the task records share it
-	}
+	e.Apply(sp)
 	if e.SetDependency {
 		sp.Dependency = s.ResolveDependency(c.Dependency)
 	}
@@ -127,6 +113,28 @@ func (s *State) applyUpdateJob(c *UpdateJob, index uint64) error {
 		}
 	}
 	return nil
+}
+
+// Apply makes the edits on sp, all but the dependency (which the state
+// resolves): the apply's, and the controller's check of the job as it
+// will be. An array's spec is replaced, not changed: its task records
+// share it.
+func (e *JobEdits) Apply(sp *JobSpec) {
+	set(&sp.TimeLimit, e.TimeLimit)
+	set(&sp.Name, e.Name)
+	set(&sp.Comment, e.Comment)
+	set(&sp.Nice, e.Nice)
+	set(&sp.Partition, e.Partition)
+	set(&sp.QOS, e.QOS)
+	set(&sp.NTasks, e.NTasks)
+	set(&sp.CPUsPerTask, e.CPUsPerTask)
+	if e.MemPerNode != nil {
+		sp.MemPerNode, sp.MemPerCPU = *e.MemPerNode, 0
+	}
+	set(&sp.Begin, e.Begin)
+	if e.Throttle != nil && sp.Array != nil {
+		sp.Array = sp.Array.WithThrottle(*e.Throttle)
+	}
 }
 
 // set stores *v in *dst when v is given.
