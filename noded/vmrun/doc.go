@@ -56,6 +56,22 @@
 // real loopback migration). Requests of a broken session fail; the guest
 // abandons them too. The protocol is vmimage's ("The guest agent").
 //
+// Live migration (noded.LiveMigrator, noded.MigrationSource,
+// noded.MigrationDestination): Runner.StartIncoming (destination.go, the
+// one place that starts QEMU to receive a guest) starts the job's VM with
+// Start's command line plus -incoming defer and -S, its output files
+// opened for appending, its NFS share's namespace and listener ready but
+// its file server held until the source's handle key arrives; VM.Receive
+// takes the source's prelude (that key) and copies the stream into QEMU's
+// end of a socket pair (handed over on QMP with getfd, so QEMU listens on
+// no address and opens no file); the VM stays stopped after the load until
+// the daemon continues it. VM.MigrateOut (migrate.go) raises the
+// bandwidth, sets the downtime limit and auto-converge, starts QEMU's
+// migration on a socket pair and copies it to the daemon's stream, with a
+// bound on the whole; ResumeAfterMigration cancels or undoes one that was
+// aborted (cont from postmigrate). The daemons carry the stream between
+// nodes (noded's migration.go).
+//
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
 // *VM, which also offer Pause, Continue and Paused for suspend/resume,
 // VCPUThreads for pinning, and Exec, Signal, ReadFile and WriteFile.

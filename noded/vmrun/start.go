@@ -78,6 +78,9 @@ type vmState struct {
 	// As is whom QEMU runs as (identity.go); its uid stays taken while
 	// the VM runs, across daemon restarts.
 	As qemuIdentity `json:"qemu_as"`
+	// Incoming says QEMU was started as a live migration's destination
+	// (destination.go): stopped until the daemon continues it.
+	Incoming bool `json:"incoming,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -118,6 +121,11 @@ type startOpts struct {
 	group bool
 	// agent attaches the guest agent's port when the image runs an agent.
 	agent bool
+	// incoming starts the destination of a live migration (destination.go):
+	// the same command line with -incoming defer and -S, the output files
+	// appended to, and the NFS share's server left to start once the
+	// source's handle key arrived.
+	incoming bool
 }
 
 func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
@@ -161,7 +169,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.
-	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr); return nil })
+	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr, o.incoming); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +200,19 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), &q, f, img.Name, accel, groupName(dir), grp, a.agent, as)
+	argv := r.argv(a)
+	if o.incoming {
+		argv = append(argv, incomingArgs...)
+	}
+	v, err := r.launch(argv, &q, f, img.Name, accel, groupName(dir), grp, a.agent, as)
 	q.close()        // QEMU holds its own descriptors
 	a.net.closeTap() // and its own tap device
 	launched = err == nil
-	if err == nil && nfs != nil {
+	if err == nil && nfs != nil && o.incoming {
+		// The guest's file handles must stay valid: the server starts
+		// with the source's key, which comes with the stream (Receive).
+		v.holdNFS(nfs)
+	} else if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
 			killProc(v.proc)
 			<-v.done
@@ -394,13 +410,15 @@ type outputs struct {
 }
 
 // prepareOutputs creates and truncates the output files, as Slurm does by
-// default, and puts them in q for QEMU (fdStdout, fdStderr). The daemon
+// default (or, for a migration's destination, appendOnly, opens them for
+// appending without truncating them: the job's output so far is the
+// source's), and puts them in q for QEMU (fdStdout, fdStderr). The daemon
 // opens them, as the job's user, so that a missing directory or one the
 // user may not write to fails the job with the process runner's message;
 // QEMU, which runs as an id of its own that could not open them, inherits
 // them open and writes with append=on, which leaves room for Slurm's
 // --open-mode=append, which is this truncation left out.
-func prepareOutputs(q *qemuFiles, out, errPath string) (outputs, error) {
+func prepareOutputs(q *qemuFiles, out, errPath string, appendOnly bool) (outputs, error) {
 	if errPath == "" {
 		errPath = out
 	}
@@ -409,7 +427,11 @@ func prepareOutputs(q *qemuFiles, out, errPath string) (outputs, error) {
 		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
 			continue
 		}
-		fh, err := noded.OpenOutputFile(p)
+		open := noded.OpenOutputFile
+		if appendOnly {
+			open = noded.AppendOutputFile
+		}
+		fh, err := open(p)
 		if err != nil {
 			return outputs{}, err
 		}
