@@ -56,6 +56,15 @@
 // real loopback migration). Requests of a broken session fail; the guest
 // abandons them too. The protocol is vmimage's ("The guest agent").
 //
+// A VM can also take its guest from a QEMU migration stream instead of
+// booting it (incoming.go): startOpts.incoming starts the same job's QEMU
+// with the same device model and -incoming (a TCP URI for a live
+// migration's destination, or a stream file the daemon opened, handed
+// over as a descriptor), with the image's base initramfs as -initrd and,
+// for a destination, the job's output files opened for appending and its
+// source's handle keys. VM.saveState (outgoing.go) writes a VM's stream to
+// a file the daemon opened, passed to QEMU over QMP (getfd).
+//
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
 // *VM, which also offer Pause, Continue and Paused for suspend/resume,
 // VCPUThreads for pinning, and Exec, Signal, ReadFile and WriteFile.

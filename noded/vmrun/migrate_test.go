@@ -22,7 +22,8 @@ import (
 func TestAgentFollowsALoopbackMigration(t *testing.T) {
 	r := testRunner(t)
 	spec := jobSpec(t, "#!/bin/sh\necho up\nwhile :; do sleep 1; done\n", 1, 256)
-	v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), agent: true})
+	o := startOpts{accel: r.Accel(), agent: true}
+	v, err := r.start(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +35,16 @@ func TestAgentFollowsALoopbackMigration(t *testing.T) {
 		t.Fatalf("exec before the migration: %q %+v %v", before, res, err)
 	}
 
-	// The destination: the source's command line with its own files (the
-	// devices are what must be identical) and -incoming, as an
-	// unprivileged id of its own too.
+	// The destination: the same job started with -incoming in a state
+	// directory of its own (the devices are what must be identical), as
+	// an unprivileged id of its own too.
 	dst := filepath.Join(t.TempDir(), "d")
 	os.Mkdir(dst, 0o700)
 	port := freePort(t)
-	dv := launchDestination(t, r, v, dst, [2]string{spec.Stdout}, nil, "tcp:127.0.0.1:"+port)
+	dv := launchDestination(t, r, spec, o, dst, "tcp:127.0.0.1:"+port)
+	if !slices.Equal(withoutName(dv.st.Argv[:len(dv.st.Argv)-2]), withoutName(v.st.Argv)) {
+		t.Errorf("the destination's command line is not the source's and -incoming:\n%q\n%q", dv.st.Argv, v.st.Argv)
+	}
 	if dv.st.As.UID == v.st.As.UID && os.Geteuid() == 0 {
 		t.Errorf("source and destination QEMU both run as uid %d", v.st.As.UID)
 	}
@@ -92,54 +96,33 @@ func freePort(t *testing.T) string {
 	return port
 }
 
-// launchDestination starts, in the state directory dir, the QEMU a live
-// migration of src goes to: src's command line (the same devices, the same
-// descriptor numbers) and -incoming, with dir's own state files and
-// sockets, a copy of src's initrd, and the job's output files opened for
-// appending (the destination carries on writing them). It runs as an id
-// of its own, as every VM's QEMU. tap is its network card's device (nil:
-// none).
-func launchDestination(t *testing.T, r *Runner, src *VM, dir string, outs [2]string, tap *os.File, incoming string) *VM {
+// launchDestination starts, in the state directory dir, the VM a live
+// migration of spec's VM (started with o) goes to: the same job started
+// again with the incoming primitive (Incoming, startOpts.incoming), so the
+// same devices, with dir's own state files and sockets, the job's output
+// files opened for appending (the destination carries on writing them)
+// and -incoming. It runs as an id of its own, as every VM's QEMU.
+func launchDestination(t *testing.T, r *Runner, spec noded.LaunchSpec, o startOpts, dir, incoming string) *VM {
 	t.Helper()
-	f := filesIn(dir)
-	as, err := r.qemuIdentityFor(dir, src.st.Accel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(src.f.initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f.initrd, b, 0o400); err != nil {
-		t.Fatal(err)
-	}
-	os.Chown(f.initrd, int(as.UID), int(as.GID))
-	var q qemuFiles
-	defer q.close()
-	q.set(fdTap, tap)
-	for i, p := range outs {
-		if p == "" {
-			continue
-		}
-		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.set(fdStdout+i, fh)
-	}
-	a := vmArgs{img: r.images[src.st.Image], f: f, agent: src.st.Agent != "",
-		virtiofs: slices.Contains(src.st.Argv, virtiofsArgs()[3])}
-	if err := openQEMUFiles(&q, a); err != nil {
-		t.Fatal(err)
-	}
-	argv := append(append([]string(nil), src.st.Argv...), "-incoming", incoming)
-	v, err := r.launch(argv, &q, f, src.st.Image, src.st.Accel, "", nil, a.agent, as)
+	spec.Dir = dir
+	o.incoming = &Incoming{URI: incoming, Appending: true}
+	v, err := r.start(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Kill(0); <-v.done })
-	if err := v.awaitMonitor(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return v
+}
+
+// withoutName drops -name (which names the state directory) from argv.
+func withoutName(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		if argv[i] == "-name" {
+			i++
+			continue
+		}
+		out = append(out, argv[i])
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/digitalocean/go-qemu/qmp"
 
+	"corral/noded"
 	"corral/vmimage"
 )
 
@@ -142,7 +143,7 @@ func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 	waitFor(t, "the first appends", 60*time.Second, func() bool { return lineCount(log) >= 15 })
 	assertMigratable(t, src)
 
-	dst, sock := startDestination(t, r, src, [2]string{spec.Stdout, spec.Stderr})
+	dst, sock := startDestination(t, r, src, spec)
 	qmpRaw(t, src.st.QMP, `{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":4294967296,"downtime-limit":100}}`)
 	at := lineCount(log)
 	qmpRaw(t, src.st.QMP, `{"execute":"migrate","arguments":{"uri":"tcp:`+sock+`"}}`)
@@ -171,31 +172,17 @@ func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 	t.Logf("migrated after %d lines: total %d ms, downtime %d ms; all %d lines there", at, info.Return.Total, info.Return.Downtime, n)
 }
 
-// startDestination starts, in a state directory of its own, the QEMU a
-// migration of src goes to: src's command line with that directory's
-// files, a tap device in a namespace of its own, -incoming on a TCP port of
-// the loopback; and its file server. It returns the VM and the address.
-func startDestination(t *testing.T, r *Runner, src *VM, outs [2]string) (*VM, string) {
+// startDestination starts, in a state directory of its own, the VM a
+// migration of src (spec's job) goes to: the same job started with
+// -incoming on a TCP port of the loopback (QEMU's id could not create a
+// socket in the state directory, which is the daemon's), with a network
+// namespace, tap device and file server of its own whose handle key is
+// src's, as on another node. It returns the VM and the address.
+func startDestination(t *testing.T, r *Runner, src *VM, spec noded.LaunchSpec) (*VM, string) {
 	t.Helper()
-	dir := t.TempDir()
-	var srcConf = src.nfs.conf
-	gn, err := newGuestNet(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := listenerFile(gn.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The migration stream comes over TCP: QEMU's id could not create a
-	// socket in the state directory, which is the daemon's.
 	sock := "127.0.0.1:" + freePort(t)
-	v := launchDestination(t, r, src, dir, [2]string{outs[0], outs[1]}, gn.tap, "tcp:"+sock)
-	gn.closeTap()
-	n := &nfsServer{log: r.log, argv: r.nfsArgv(), dir: dir, net: gn, ln: ln, conf: srcConf}
-	if err := v.startNFS(n, nil); err != nil {
-		t.Fatal(err)
-	}
+	keys := &handleKeys{job: src.nfs.conf.HandleKey}
+	v := launchDestination(t, r, spec, startOpts{accel: src.st.Accel, hostRoot: true, agent: true, keys: keys}, t.TempDir(), "tcp:"+sock)
 	return v, sock
 }
 
