@@ -83,6 +83,6 @@ type MigrationStats struct {
 	// destination's wait for the word to continue comes on top), Setup
 	// the time before copying began.
 	Total, Downtime, Setup time.Duration
-	// Bytes are the bytes of guest memory sent.
-	Bytes int64
+	// RAMBytes are the bytes of guest memory sent.
+	RAMBytes int64
 }

@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"corral/noded"
 )
 
-// The destination of a live migration. This file is the one place that
-// starts QEMU to receive a running guest's state: StartIncoming starts the
-// job's VM with exactly the command line Start gives it on this node (the
-// same devices, descriptors and memory backend, which QEMU checks against
-// the stream) plus incomingArgs, and Receive feeds it the source's stream.
+// The destination of a live migration, on the incoming primitive
+// (incoming.go): StartIncoming starts the job's VM with exactly the
+// command line Start gives it on this node (the same devices, descriptors
+// and memory backend, which QEMU checks against the stream) plus
+// -incoming defer and -S, and Receive feeds it the source's stream.
 // The guest's vCPUs stay stopped after the state arrived until the daemon
 // continues the VM on the controllers' word, so that a guest never runs on
 // two nodes at once.
@@ -36,17 +35,9 @@ var (
 	_ noded.MigrationSource      = (*VM)(nil)
 )
 
-// incomingArgs make QEMU a live migration's destination: it sets the
-// machine up and waits for migrate-incoming (deferred: the stream's
-// descriptor is handed over on QMP, see listenIncoming), and its vCPUs
-// stay stopped once the state arrived (-S) until the daemon continues it.
-var incomingArgs = []string{"-incoming", "defer", "-S"}
-
-// incomingFD and outgoingFD name the stream's descriptor in QEMU (getfd).
-const (
-	incomingFD = "corral-migration-in"
-	outgoingFD = "corral-migration-out"
-)
+// incomingFD names a live migration's stream descriptor in the
+// destination's QEMU (getfd).
+const incomingFD = "corral-migration-in"
 
 // prelude is what a migration's source sends its destination before the
 // stream (MigrationPrelude).
@@ -63,7 +54,14 @@ func (r *Runner) StartIncoming(ctx context.Context, spec noded.LaunchSpec) (node
 	if accel == "" {
 		return nil, errors.New("vm runner: no VM starts before the accelerator probe is done")
 	}
-	v, err := r.start(ctx, spec, startOpts{accel: accel, hostRoot: true, group: true, agent: true, incoming: true})
+	return r.startIncoming(ctx, spec, startOpts{accel: accel, hostRoot: true, group: true, agent: true})
+}
+
+// startIncoming is StartIncoming with Start's options o (the tests' bare
+// guests have fewer).
+func (r *Runner) startIncoming(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
+	o.incoming = &Incoming{URI: "defer", Appending: true, Paused: true, HoldShare: true}
+	v, err := r.start(ctx, spec, o)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +81,10 @@ func (v *VM) listenIncoming(ctx context.Context) error {
 		return err
 	}
 	defer qemuEnd.Close() // QEMU holds its own copy
-	_, err = qmpPassFD(ctx, v.st.QMP, incomingFD, qemuEnd,
-		`{"execute":"migrate-incoming","arguments":{"uri":"fd:`+incomingFD+`"}}`)
+	err = v.passStream(ctx, incomingFD, qemuEnd, `{"execute":"migrate-incoming","arguments":{"uri":"fd:`+incomingFD+`"}}`)
 	if err != nil {
 		ours.Close()
-		return fmt.Errorf("the migration's destination: %w", v.vmError("migrate-incoming", err))
+		return fmt.Errorf("the migration's destination: %w", err)
 	}
 	v.inMu.Lock()
 	v.in = ours
@@ -138,28 +135,8 @@ func (v *VM) Receive(ctx context.Context, pre []byte, stream io.ReadWriter) erro
 	case <-ctx.Done():
 		return fmt.Errorf("the migration's stream: %w", ctx.Err())
 	}
-	return v.awaitLoaded(ctx)
-}
-
-// awaitLoaded waits, after QEMU closed its end of the stream, for its
-// verdict: the state loaded (the VM paused, waiting) or a failed load
-// (QEMU exits).
-func (v *VM) awaitLoaded(ctx context.Context) error {
-	for {
-		ok, err := v.Loaded()
-		switch {
-		case ok:
-			return nil
-		case err != nil && v.ended():
-			return fmt.Errorf("the job's state could not be loaded here: %s", tailFile(v.f.qemuLog, 2, 400))
-		}
-		select {
-		case <-v.done:
-		case <-ctx.Done():
-			return fmt.Errorf("the migration's stream: %w", ctx.Err())
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+	_, err := v.waitIncoming(ctx)
+	return err
 }
 
 // Loaded implements noded.MigrationDestination: QEMU's incoming migration
@@ -168,14 +145,14 @@ func (v *VM) Loaded() (bool, error) {
 	if v.ended() {
 		return false, v.vmError("query-migrate", nil)
 	}
-	st, _, err := v.migration()
+	st, err := v.migration()
 	if err != nil {
 		return false, err
 	}
-	if st.Status == "failed" {
-		return false, fmt.Errorf("QEMU could not load the job's state: %s", st.Error)
+	if st.Return.Status == "failed" {
+		return false, fmt.Errorf("QEMU could not load the job's state: %s", st.Return.ErrorDesc)
 	}
-	return st.Status == "completed", nil
+	return st.Return.Status == "completed", nil
 }
 
 // closeWrite ends the writing half of c, where it has one, so that the

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
+	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"corral/noded"
 )
@@ -27,64 +29,70 @@ import (
 // its vhost-user-fs device on QEMU 7.2; the bare initramfs and the NFS
 // share are not.
 func (v *VM) MigrationBlockers() ([]string, error) {
-	st, _, err := v.migration()
+	st, err := v.migration()
 	if err != nil {
 		return nil, err
 	}
-	if st.Blocked && len(st.Reasons) == 0 {
+	if st.Return.Blocked && len(st.Return.BlockedReasons) == 0 {
 		return []string{"QEMU reports the migration blocked without a reason"}, nil
 	}
-	return st.Reasons, nil
-}
-
-// migrationInfo is QEMU's answer to query-migrate.
-type migrationInfo struct {
-	Status   string `json:"status"`
-	Error    string `json:"error-desc"`
-	Total    int64  `json:"total-time"`
-	Downtime int64  `json:"downtime"`
-	Setup    int64  `json:"setup-time"`
-	RAM      struct {
-		Transferred int64 `json:"transferred"`
-	} `json:"ram"`
-	Blocked bool     `json:"blocked"`
-	Reasons []string `json:"blocked-reasons"`
-}
-
-func (m migrationInfo) stats() noded.MigrationStats {
-	return noded.MigrationStats{Total: time.Duration(m.Total) * time.Millisecond,
-		Downtime: time.Duration(m.Downtime) * time.Millisecond, Setup: time.Duration(m.Setup) * time.Millisecond,
-		Bytes: m.RAM.Transferred}
-}
-
-// active reports whether the migration is under way, in any of QEMU's
-// states between its start and its end.
-func (m migrationInfo) active() bool {
-	switch m.Status {
-	case "setup", "active", "pre-switchover", "device", "wait-unplug", "cancelling":
-		return true
-	}
-	return strings.HasPrefix(m.Status, "postcopy")
+	return st.Return.BlockedReasons, nil
 }
 
 // migration asks QEMU where the VM's migration (outgoing, or incoming on a
-// destination) stands, and returns the answer's text too.
-func (v *VM) migration() (migrationInfo, json.RawMessage, error) {
-	var reply struct {
-		Return migrationInfo `json:"return"`
-	}
+// destination) stands.
+func (v *VM) migration() (migrationStatus, error) {
 	r, err := qmpExec(context.Background(), v.st.QMP, "query-migrate")
 	if err != nil {
-		return reply.Return, nil, v.vmError("query-migrate", err)
+		return migrationStatus{}, v.vmError("query-migrate", err)
 	}
-	if err := json.Unmarshal(r[0], &reply); err != nil {
-		return reply.Return, nil, fmt.Errorf("QMP query-migrate: %w", err)
+	return parseMigrationStatus(r[0])
+}
+
+// outgoingFD names a live migration's stream descriptor in QEMU (getfd).
+const outgoingFD = "corral-migration-out"
+
+// streamPair returns a connected pair of stream sockets: one end for QEMU
+// (handed over with getfd, then closed here) and one for the daemon, which
+// copies the migration stream between it and the other node.
+func streamPair() (qemuEnd *os.File, ours net.Conn, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("a socket pair for the migration stream: %w", err)
 	}
-	return reply.Return, r[0], nil
+	qemuEnd = os.NewFile(uintptr(fds[0]), "migration-qemu")
+	f := os.NewFile(uintptr(fds[1]), "migration-daemon")
+	ours, err = net.FileConn(f)
+	f.Close()
+	if err != nil {
+		qemuEnd.Close()
+		return nil, nil, fmt.Errorf("the migration stream's socket: %w", err)
+	}
+	return qemuEnd, ours, nil
+}
+
+// passStream hands QEMU qemuEnd under the name fdname (getfd) and runs
+// cmds in the same QMP session (a descriptor is known to the session that
+// got it only).
+func (v *VM) passStream(ctx context.Context, fdname string, qemuEnd *os.File, cmds ...string) error {
+	c, err := dialQMP(ctx, v.st.QMP)
+	if err != nil {
+		return v.vmError("getfd", err)
+	}
+	defer c.close()
+	if _, err := c.run(`{"execute":"getfd","arguments":{"fdname":"`+fdname+`"}}`, qemuEnd); err != nil {
+		return v.vmError("getfd", err)
+	}
+	for _, cmd := range cmds {
+		if _, err := c.run(cmd, nil); err != nil {
+			return v.vmError("migrate", err)
+		}
+	}
+	return nil
 }
 
 // MigrationPrelude implements noded.MigrationSource: the file server's
-// handle key, which the destination's server must use.
+// handle keys, which the destination's server must use.
 func (v *VM) MigrationPrelude() ([]byte, error) {
 	return json.Marshal(prelude{HandleKey: v.handleKey()})
 }
@@ -108,7 +116,7 @@ func migrateCommands(p noded.MigrationParams) []string {
 // MigrateOut implements noded.MigrationSource. The stream ends when QEMU
 // closes its end of the socket pair, having completed or failed; a cut
 // on the other side closes the daemon's end, which fails QEMU's
-// migration (the guest then runs on here, QEMU restarts it if it had
+// migration (the guest then runs on here: QEMU restarts it if it had
 // stopped it for the last pass).
 func (v *VM) MigrateOut(ctx context.Context, stream io.ReadWriter, p noded.MigrationParams) (noded.MigrationStats, error) {
 	qemuEnd, ours, err := streamPair()
@@ -116,10 +124,10 @@ func (v *VM) MigrateOut(ctx context.Context, stream io.ReadWriter, p noded.Migra
 		return noded.MigrationStats{}, err
 	}
 	defer ours.Close()
-	_, err = qmpPassFD(ctx, v.st.QMP, outgoingFD, qemuEnd, migrateCommands(p)...)
+	err = v.passStream(ctx, outgoingFD, qemuEnd, migrateCommands(p)...)
 	qemuEnd.Close() // QEMU holds its own copy
 	if err != nil {
-		return noded.MigrationStats{}, fmt.Errorf("starting the migration: %w", v.vmError("migrate", err))
+		return noded.MigrationStats{}, fmt.Errorf("starting the migration: %w", err)
 	}
 	sent := make(chan struct{})
 	go func() {
@@ -130,7 +138,9 @@ func (v *VM) MigrateOut(ctx context.Context, stream io.ReadWriter, p noded.Migra
 		}
 		closeWrite(stream)
 	}()
-	go copyBack(ours, stream)
+	// QEMU's precopy stream has no return path: this copy only ends with
+	// the stream.
+	go io.Copy(ours, stream)
 	var bound <-chan time.Time
 	if p.MaxTime > 0 {
 		t := time.NewTimer(p.MaxTime)
@@ -153,12 +163,6 @@ func (v *VM) MigrateOut(ctx context.Context, stream io.ReadWriter, p noded.Migra
 	return v.migrationOutcome(why)
 }
 
-// copyBack copies what the destination sends back into QEMU's end. QEMU's
-// precopy stream has no return path, so this only ends with the stream.
-func copyBack(ours net.Conn, stream io.Reader) {
-	io.Copy(ours, stream)
-}
-
 // cancelMigration asks QEMU to cancel the VM's migration (the guest runs
 // on, restarted if QEMU had stopped it for the last pass).
 func (v *VM) cancelMigration() {
@@ -173,11 +177,11 @@ func (v *VM) cancelMigration() {
 func (v *VM) migrationOutcome(cancelled string) (noded.MigrationStats, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, raw, err := v.migration()
+		st, err := v.migration()
 		switch {
 		case err != nil:
 			return noded.MigrationStats{}, err
-		case st.Status == "completed":
+		case st.Return.Status == "completed":
 			if cancelled != "" {
 				// It completed before the cancel took: the guest is
 				// stopped here, its state sent. The caller decides.
@@ -185,16 +189,16 @@ func (v *VM) migrationOutcome(cancelled string) (noded.MigrationStats, error) {
 			}
 			return st.stats(), nil
 		case !st.active():
-			msg := "the migration " + st.Status
-			if st.Error != "" {
-				msg += ": " + st.Error
+			msg := "the migration " + st.Return.Status
+			if st.Return.ErrorDesc != "" {
+				msg += ": " + st.Return.ErrorDesc
 			}
 			if cancelled != "" {
 				msg = "the migration was cancelled: " + cancelled
 			}
 			return noded.MigrationStats{}, fmt.Errorf("%s", msg)
 		case time.Now().After(deadline):
-			return noded.MigrationStats{}, fmt.Errorf("QEMU did not end its migration (it says %s)", raw)
+			return noded.MigrationStats{}, fmt.Errorf("QEMU did not end its migration (it says %s)", st.Return.Status)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -202,11 +206,11 @@ func (v *VM) migrationOutcome(cancelled string) (noded.MigrationStats, error) {
 
 // MigrationState implements noded.MigrationSource.
 func (v *VM) MigrationState() (string, noded.MigrationStats, error) {
-	st, _, err := v.migration()
+	st, err := v.migration()
 	switch {
 	case err != nil:
 		return "", noded.MigrationStats{}, err
-	case st.Status == "completed":
+	case st.Return.Status == "completed":
 		return "completed", st.stats(), nil
 	case st.active():
 		return "active", noded.MigrationStats{}, nil
@@ -219,7 +223,7 @@ func (v *VM) MigrationState() (string, noded.MigrationStats, error) {
 // after a completed stream (postmigrate) is continued. The guest has no
 // disks, so nothing else had passed to the destination.
 func (v *VM) ResumeAfterMigration() error {
-	st, _, err := v.migration()
+	st, err := v.migration()
 	if err != nil {
 		return err
 	}

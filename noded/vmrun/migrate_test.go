@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,14 +25,8 @@ var migrationParams = noded.MigrationParams{Downtime: 100 * time.Millisecond, Ma
 func incoming(t *testing.T, r *Runner, spec noded.LaunchSpec, o startOpts) *VM {
 	t.Helper()
 	spec.Dir = t.TempDir()
-	o.accel, o.incoming = r.Accel(), true
-	v, err := r.start(context.Background(), spec, o)
-	if err == nil {
-		if err = v.listenIncoming(context.Background()); err != nil {
-			v.Kill(0)
-			<-v.done
-		}
-	}
+	o.accel = r.Accel()
+	v, err := r.startIncoming(context.Background(), spec, o)
 	if err != nil {
 		t.Fatalf("starting the destination: %v", err)
 	}
@@ -111,7 +106,8 @@ func switchOver(t *testing.T, src, dst *VM) {
 func TestAgentFollowsALoopbackMigration(t *testing.T) {
 	r := testRunner(t)
 	spec := jobSpec(t, "#!/bin/sh\necho up\nwhile :; do sleep 1; done\n", 1, 256)
-	v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), agent: true})
+	o := startOpts{accel: r.Accel(), agent: true}
+	v, err := r.start(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +119,9 @@ func TestAgentFollowsALoopbackMigration(t *testing.T) {
 		t.Fatalf("exec before the migration: %q %+v %v", before, res, err)
 	}
 	dv := incoming(t, r, spec, startOpts{agent: true})
+	if !slices.Equal(withoutName(dv.st.Argv[:len(dv.st.Argv)-3]), withoutName(v.st.Argv)) || !slices.Equal(dv.st.Argv[len(dv.st.Argv)-3:], []string{"-incoming", "defer", "-S"}) {
+		t.Errorf("the destination's command line is not the source's and -incoming defer -S:\n%q\n%q", dv.st.Argv, v.st.Argv)
+	}
 	if dv.st.As.UID == v.st.As.UID && os.Geteuid() == 0 {
 		t.Errorf("source and destination QEMU both run as uid %d", v.st.As.UID)
 	}
@@ -246,11 +245,24 @@ func TestMigrationAbortsLeaveTheSourceRunning(t *testing.T) {
 	d3.Kill(0)
 	waitResult(t, d3, 30*time.Second)
 	got := checkCounter(t, spec.Stdout, n+5)
-	if stats.Total <= 0 || stats.Bytes <= 0 {
+	if stats.Total <= 0 || stats.RAMBytes <= 0 {
 		t.Errorf("the completed migration's figures %+v lack its time or bytes", stats)
 	}
-	t.Logf("counted to %d through two aborts and a migration: total %s, downtime %s, %d bytes", got, stats.Total, stats.Downtime, stats.Bytes)
+	t.Logf("counted to %d through two aborts and a migration: total %s, downtime %s, %d bytes", got, stats.Total, stats.Downtime, stats.RAMBytes)
 	if _, err := os.Stat(filepath.Join(d1.f.dir, stateFile)); err != nil {
 		t.Errorf("the failed destination's record: %v", err)
 	}
+}
+
+// withoutName drops -name (which names the state directory) from argv.
+func withoutName(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		if argv[i] == "-name" {
+			i++
+			continue
+		}
+		out = append(out, argv[i])
+	}
+	return out
 }

@@ -91,7 +91,7 @@ func outermost(paths []string) []string {
 
 // prepareNFS creates the VM's network namespace, its tap device and the
 // server's listener; the server starts once QEMU runs (startNFS).
-func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) (*nfsServer, error) {
+func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, keys *handleKeys) (*nfsServer, error) {
 	gn, err := newGuestNet(dir)
 	if err != nil {
 		return nil, err
@@ -111,18 +111,35 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) 
 	if u.Name == "" {
 		u = ident.User{Name: "root", Groups: []uint32{0}}
 	}
-	// The job's handle key: every server of the job (a restarted one, the
-	// one on the node the VM migrates to) gets this same configuration.
-	key := make([]byte, nfsd.HandleKeyLen)
-	if _, err := rand.Read(key); err != nil {
-		ln.Close()
-		gn.remove()
-		return nil, fmt.Errorf("the VM's file server: a handle key: %w", err)
+	if keys == nil {
+		k, err := newHandleKeys()
+		if err != nil {
+			ln.Close()
+			gn.remove()
+			return nil, err
+		}
+		keys = &k
 	}
 	return &nfsServer{
 		log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir, net: gn, ln: ln,
-		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: key},
+		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: keys.job},
 	}, nil
+}
+
+// handleKeys are the handle keys of a VM's file servers (nfsd.Config).
+// Every server of the job (a restarted one, the one on the node the VM
+// migrates to) gets the same.
+type handleKeys struct {
+	job []byte
+}
+
+// newHandleKeys makes a job's keys.
+func newHandleKeys() (handleKeys, error) {
+	key := make([]byte, nfsd.HandleKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return handleKeys{}, fmt.Errorf("the VM's file server: a handle key: %w", err)
+	}
+	return handleKeys{job: key}, nil
 }
 
 // nfsArgv is the file server's command: Config.NFSServer, or this
