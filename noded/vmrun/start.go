@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,6 +79,9 @@ type vmState struct {
 	// As is whom QEMU runs as (identity.go); its uid stays taken while
 	// the VM runs, across daemon restarts.
 	As qemuIdentity `json:"qemu_as"`
+	// Incoming says QEMU was started as a live migration's destination
+	// (destination.go): stopped until the daemon continues it.
+	Incoming bool `json:"incoming,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -212,7 +216,11 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	q.close()        // QEMU holds its own descriptors
 	a.net.closeTap() // and its own tap device
 	launched = err == nil
-	if err == nil && nfs != nil {
+	if err == nil && nfs != nil && o.incoming != nil && o.incoming.HoldShare {
+		// The guest's file handles must stay valid: the server starts
+		// with the source's key, which comes with the stream (Receive).
+		v.holdNFS(nfs)
+	} else if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
 			killProc(v.proc)
 			<-v.done
@@ -429,7 +437,7 @@ func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs,
 		}
 		open := noded.OpenOutputFile
 		if appending {
-			open = openAppending
+			open = noded.AppendOutputFile
 		}
 		fh, err := open(p)
 		if err != nil {
@@ -449,15 +457,6 @@ func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs,
 		}
 	}
 	return o, nil
-}
-
-// openAppending opens an output file to go on writing it.
-func openAppending(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open output file %s: %w", p, err)
-	}
-	return f, nil
 }
 
 // writeInitrd writes the job's -initrd: the image's base initramfs and the
@@ -643,7 +642,7 @@ func (r *Runner) launch(argv []string, q *qemuFiles, f vmFiles, image, accel, gr
 		p, err = procref.Open(pid, start, true)
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
-		Image: image, Accel: accel, Argv: argv, As: as}
+		Image: image, Accel: accel, Argv: argv, As: as, Incoming: slices.Contains(argv, "-incoming")}
 	if grp != nil {
 		st.Cgroup = group
 	}
