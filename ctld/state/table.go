@@ -80,6 +80,12 @@ var commands = map[CommandType]command{
 	CmdNodeAttest:   def("NodeAttest", func(s *State, c *NodeAttest, _ uint64) any { return errOrNil(s.applyAttest(c)) }),
 	CmdUseJoinToken: def("UseJoinToken", func(s *State, c *UseJoinToken, _ uint64) any { return errOrNil(s.applyUseJoin(c)) }),
 	CmdRequeueJobs:  def("RequeueJobs", func(s *State, c *RequeueJobs, index uint64) any { return s.applyRequeue(c, index) }),
+	CmdPutReservation: def("PutReservation", func(s *State, c *PutReservation, _ uint64) any {
+		return errOrNil(s.applyPutReservation(c))
+	}),
+	CmdExpireReservations: def("ExpireReservations", func(s *State, c *ExpireReservations, _ uint64) any {
+		return s.applyExpireReservations(c)
+	}),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
