@@ -73,6 +73,9 @@ type placer struct {
 	onNode  map[string][]Run
 	victims map[uint64]bool
 	claimed []bool
+	// adv holds the advance reservations (advance.go); nil when there
+	// are none.
+	adv *advance
 }
 
 // kept is a previous reservation held in a node's profile.
@@ -234,6 +237,12 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = r
 		return false
 	}
+	if j.Spec.Reservation != "" {
+		started, outside := pl.placeMember(j, plan, task, part, req, int64(jobLimit(j, partition)))
+		if !outside {
+			return started
+		}
+	}
 	held := pl.free.held(part)
 	if held && pl.policy == PolicyFCFS {
 		// First come, first served: nothing overtakes the first job
@@ -264,8 +273,11 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return true
 	}
 	reason := api.ReasonResources
-	if held {
+	switch {
+	case held:
 		reason = api.ReasonPriority
+	case pl.adv != nil && pl.adv.maintBlocks(pl, part, cpus, mem, dur):
+		reason = api.ReasonReservedForMaint
 	}
 	plan.Reasons[j.ID] = reason
 	// Its licenses wait with it: a later job must not take what it will
@@ -390,10 +402,14 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			if extra > 0 {
 				extra--
 			}
-			if !mayFit(n.inv, pl.usedOf(i), r) {
+			used := pl.usedOf(i)
+			if pl.adv != nil && r.GPUs > 0 {
+				used = pl.adv.heldGPUs(i, n.inv, used, pl.now, pl.now+dur, -1)
+			}
+			if !mayFit(n.inv, used, r) {
 				continue
 			}
-			p, ok := PlaceInNode(n.inv, pl.usedOf(i), r)
+			p, ok := PlaceInNode(n.inv, used, r)
 			if !ok || best != nil && p.Score <= best.Score {
 				continue
 			}

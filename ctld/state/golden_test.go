@@ -274,8 +274,8 @@ func goldenCommands() []struct {
 		{CmdPutReservation, &PutReservation{Now: t0.Add(17 * time.Hour), Create: true, By: "root", Reservation: api.Reservation{
 			Name: "golden_cap", StartTime: t0.Add(20 * time.Hour), EndTime: t0.Add(21 * time.Hour), Nodes: []string{"g1"},
 			Partition: "batch", Users: []string{"alice"}, NotAccounts: []string{"chem"},
-			Flags:      []api.ResvFlag{api.ResvPurgeComp, api.ResvDaily, api.ResvIgnoreJobs, api.ResvFlex, api.ResvSpecNodes},
-			CPUs:       2, GPUs: 1, PurgeAfter: 300, Started: 1,
+			Flags: []api.ResvFlag{api.ResvPurgeComp, api.ResvDaily, api.ResvIgnoreJobs, api.ResvFlex, api.ResvSpecNodes},
+			CPUs:  2, GPUs: 1, PurgeAfter: 300, Started: 1,
 			Parts: []api.ResvPart{{Node: "g1", CPUs: 2, MemMB: 1024, GPUs: 1, UsedCPUs: 1, UsedGPUs: 1}}}}},
 		{CmdPutReservation, &PutReservation{Now: t0.Add(17 * time.Hour), Create: true, By: "oscar", Reservation: api.Reservation{
 			Name: "golden_maint", StartTime: t0.Add(18 * time.Hour), EndTime: t0.Add(19 * time.Hour), Nodes: []string{"k1"},

@@ -312,12 +312,19 @@ func (s *State) checkResvRefs(r *api.Reservation) error {
 	return nil
 }
 
-// NodeGPUs returns the whole GPUs node n reported.
+// NodeGPUs returns the whole GPUs node n reported (a GPU split into MIG
+// instances is not one).
 func NodeGPUs(n *Node) int {
 	if n.Inventory == nil {
 		return 0
 	}
-	return len(n.Inventory.GPUs)
+	c := 0
+	for _, g := range n.Inventory.GPUs {
+		if !g.MIGEnabled {
+			c++
+		}
+	}
+	return c
 }
 
 // checkResvOverlap refuses a reservation whose windows meet another's on
