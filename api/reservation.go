@@ -194,6 +194,9 @@ type ReservationInfo struct {
 	End   time.Time `json:"end,omitempty"`
 	// Active says a window is in force now (State=ACTIVE).
 	Active bool `json:"active"`
+	// CoreCnt is the CPUs it holds: a capacity reservation's, or all of
+	// its nodes'.
+	CoreCnt int `json:"core_cnt"`
 }
 
 // ReservationRequest creates, changes or deletes a reservation (scontrol

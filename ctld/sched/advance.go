@@ -49,6 +49,15 @@ type advance struct {
 	wake int64
 	far  int64
 	segs []seg
+	// maint remembers maintBlocks' answers by request shape.
+	maint map[maintKey]bool
+}
+
+// maintKey is a request's shape for maintBlocks' memory.
+type maintKey struct {
+	part     string
+	cpus     int
+	mem, dur int64
 }
 
 // resvHeld is one reservation in a pass: its window in force (or next)
@@ -302,19 +311,43 @@ func (a *advance) heldGPUs(i int, inv *api.Inventory, used *state.Used, now, end
 	return c
 }
 
-// maintBlocks reports whether a job of partition part that found no node
-// could have started now on a node a maintenance reservation holds during
-// its run: it waits "ReqNodeNotAvail, Reserved for maintenance".
+// maintBlocks reports whether a job of partition part is kept off by
+// maintenance: every usable node of the partition that could hold it is in
+// a maintenance reservation during the run it would make now. It then
+// waits "ReqNodeNotAvail, Reserved for maintenance". The answer is kept
+// for the pass by the job's shape: the scan stops at the first node that
+// is not in maintenance, which is soon unless the maintenance covers most
+// of the partition.
 func (a *advance) maintBlocks(pl *placer, part string, cpus int, mem, dur int64) bool {
-	for i, spans := range a.spans {
+	key := maintKey{part: part, cpus: cpus, mem: mem, dur: dur}
+	if v, ok := a.maint[key]; ok {
+		return v
+	}
+	blocked := false
+	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
 			continue
 		}
-		for _, sp := range spans {
-			if a.list[sp.k].Has(api.ResvMaint) && sp.start < pl.now+dur && pl.now < sp.end {
-				return true
-			}
+		if !a.maintDuring(i, pl.now, pl.now+dur) {
+			blocked = false
+			break
+		}
+		blocked = true
+	}
+	if a.maint == nil {
+		a.maint = map[maintKey]bool{}
+	}
+	a.maint[key] = blocked
+	return blocked
+}
+
+// maintDuring reports whether a maintenance reservation holds node i
+// during some of [start, end).
+func (a *advance) maintDuring(i int, start, end int64) bool {
+	for _, sp := range a.spans[i] {
+		if a.list[sp.k].Has(api.ResvMaint) && sp.start < end && start < sp.end {
+			return true
 		}
 	}
 	return false

@@ -110,13 +110,13 @@ func (s *State) applyExpireReservations(c *ExpireReservations) []string {
 // never over.
 func (s *State) ResvExpired(r *api.Reservation, now time.Time, checkIdle bool) bool {
 	over := r.Over(now) || r.Has(api.ResvPurgeComp) && r.Started > 0 &&
-		(r.Consumable() && usedUp(r) || !checkIdle || s.resvPending(r.Name) == 0)
+		(r.Consumable() && ResvUsedUp(r) || !checkIdle || s.resvPending(r.Name) == 0)
 	return over && s.resvRunning(r.Name) == 0
 }
 
-// usedUp reports whether the jobs of a consumable reservation took all
-// it held.
-func usedUp(r *api.Reservation) bool {
+// ResvUsedUp reports whether the jobs of a consumable reservation took
+// all it held.
+func ResvUsedUp(r *api.Reservation) bool {
 	for _, p := range r.Parts {
 		if p.UsedCPUs < p.CPUs || p.UsedGPUs < p.GPUs {
 			return false
@@ -421,34 +421,38 @@ func (s *State) checkResvBusy(r *api.Reservation, now time.Time) error {
 	start, _ := r.Window(now)
 	for _, name := range r.Nodes {
 		n := s.Nodes[name]
-		cpus, mem, gpus := 0, int64(0), 0
-		for _, id := range n.Allocs {
-			a := s.Allocs[id]
-			if a == nil || !a.Active() {
-				continue
-			}
-			j := s.Jobs[a.Job]
-			if j == nil || j.Spec.Reservation == r.Name {
-				continue
-			}
-			if limit := s.PlannedLimit(j); limit > 0 && !now.Add(limit-a.Elapsed(now)).After(start) {
-				continue // it ends by then
-			}
-			if !r.Capacity() {
+		if !r.Capacity() {
+			if id := s.firstHeldPast(r, n, now); id != 0 {
 				return fmt.Errorf("%s: job %d on node %s is expected to run past the reservation's start at %s; give other nodes or a later start, or the IGNORE_JOBS flag",
-					errNodesBusy, j.ID, name, start.Format(time.RFC3339))
+					errNodesBusy, id, name, start.Format(time.RFC3339))
 			}
-			cpus, mem = cpus+a.CPUs, mem+a.MemMB+a.OverheadMB
-			if a.Placement != nil {
-				gpus += len(a.Placement.GPUs)
-			}
+			continue
 		}
-		if p := partOf(r, name); r.Capacity() && (cpus+p.CPUs > n.CPUs || mem+p.MemMB > n.MemMB || gpus+p.GPUs > NodeGPUs(n)) {
+		cpus, mem, gpus := s.heldPast(r, n, now)
+		if p := partOf(r, name); cpus+p.CPUs > n.CPUs || mem+p.MemMB > n.MemMB || gpus+p.GPUs > NodeGPUs(n) {
 			return fmt.Errorf("%s: the jobs running on node %s are expected to hold cpu=%d, %d MiB and gres/gpu=%d past the reservation's start at %s, which leaves too little for its share; give other nodes or a later start, or the IGNORE_JOBS flag",
 				errNodesBusy, name, cpus, mem, gpus, start.Format(time.RFC3339))
 		}
 	}
 	return nil
+}
+
+// firstHeldPast returns the first job outside r running on node n that
+// is expected to run past r's start, or 0.
+func (s *State) firstHeldPast(r *api.Reservation, n *Node, now time.Time) uint64 {
+	start, _ := r.Window(now)
+	for _, id := range n.Allocs {
+		a := s.Allocs[id]
+		if a == nil || !a.Active() {
+			continue
+		}
+		if j := s.Jobs[a.Job]; j != nil && j.Spec.Reservation != r.Name {
+			if limit := s.PlannedLimit(j); limit == 0 || now.Add(limit-a.Elapsed(now)).After(start) {
+				return j.ID
+			}
+		}
+	}
+	return 0
 }
 
 // PlannedLimit returns how long a job is planned to run: its time limit,
@@ -556,4 +560,63 @@ func durationText(d time.Duration) string {
 		return "UNLIMITED"
 	}
 	return d.String()
+}
+
+// ResvRoom returns what reservation r could hold of node name at now:
+// the node less what other reservations whose windows meet r's hold of it
+// (unless r, or they, take precedence) and, without IGNORE_JOBS, less what
+// running jobs outside r are expected to hold past its start. A node
+// another reservation holds whole, or a whole node a running job holds,
+// has no room; so has one that is down, drained or unknown.
+func (s *State) ResvRoom(r *api.Reservation, name string, now time.Time) (cpus int, mem int64, gpus int) {
+	n := s.Nodes[name]
+	if n == nil || n.Down || n.Drain || n.Probing {
+		return 0, 0, 0
+	}
+	cpus, mem, gpus = n.CPUs, n.MemMB, NodeGPUs(n)
+	for _, o := range s.Reservations {
+		if o.Name == r.Name || r.Precedes() || o.Precedes() || !slices.Contains(o.Nodes, name) {
+			continue
+		}
+		if _, meet := WindowsMeet(r, o, now); !meet {
+			continue
+		}
+		if !o.Capacity() {
+			return 0, 0, 0
+		}
+		p := partOf(o, name)
+		cpus, mem, gpus = cpus-p.CPUs, mem-p.MemMB, gpus-p.GPUs
+	}
+	if !r.Has(api.ResvIgnoreJobs) {
+		if !r.Capacity() && s.firstHeldPast(r, n, now) != 0 {
+			return 0, 0, 0
+		}
+		c, m, g := s.heldPast(r, n, now)
+		cpus, mem, gpus = cpus-c, mem-m, gpus-g
+	}
+	return max(cpus, 0), max(mem, 0), max(gpus, 0)
+}
+
+// heldPast returns what the running jobs outside r on node n are expected
+// to hold past r's start.
+func (s *State) heldPast(r *api.Reservation, n *Node, now time.Time) (cpus int, mem int64, gpus int) {
+	start, _ := r.Window(now)
+	for _, id := range n.Allocs {
+		a := s.Allocs[id]
+		if a == nil || !a.Active() {
+			continue
+		}
+		j := s.Jobs[a.Job]
+		if j == nil || j.Spec.Reservation == r.Name {
+			continue
+		}
+		if limit := s.PlannedLimit(j); limit > 0 && !now.Add(limit-a.Elapsed(now)).After(start) {
+			continue
+		}
+		cpus, mem = cpus+a.CPUs, mem+a.MemMB+a.OverheadMB
+		if a.Placement != nil {
+			gpus += len(a.Placement.GPUs)
+		}
+	}
+	return cpus, mem, gpus
 }
