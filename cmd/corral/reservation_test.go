@@ -109,6 +109,12 @@ func testReservations(t *testing.T, f *ctlFixture) {
 			}
 		}
 		end(long, short)
+		// sbatch --test-only runs the same pass: a 2-hour job of n2's
+		// partition starts when the maintenance ends.
+		r := runCLI(t, ctx, addr, "sbatch", "--test-only", "-p", "resv", "-n", "2", "-t", "2:00:00", "--mem=100M", "--wrap", "true")
+		if maintEnd := rows[1][3]; r.code != 0 || !strings.Contains(r.stderr, " to start at "+maintEnd+" using 2 processors on nodes n2 in partition resv") {
+			t.Errorf("sbatch --test-only before a maintenance: exit %d, stderr %q; want a start at its end, %s", r.code, r.stderr, maintEnd)
+		}
 		// In force now: n2 shows as maint.
 		if out := mustRun(t, ctx, addr, "scontrol", "update", "ReservationName=maint", "StartTime=now"); out != "Reservation updated.\n" {
 			t.Errorf("update printed %q", out)
@@ -164,6 +170,10 @@ func testReservations(t *testing.T, f *ctlFixture) {
 		next := first.Add(48 * time.Hour).Format("2006-01-02T15:04:05")
 		if len(rows) != 1 || rows[0][0] != "daily" || rows[0][1] != "INACTIVE" || rows[0][2] != next || rows[0][4] != "00:30:00" {
 			t.Errorf("sinfo -T of a daily reservation whose windows of yesterday and today ended: %v, want the window at %s", rows, next)
+		}
+		r := runCLI(t, ctx, addr, "sbatch", "--test-only", "--reservation=daily", "-p", "resv", "-t", "10", "--mem=100M", "--wrap", "true")
+		if r.code != 0 || !strings.Contains(r.stderr, " to start at "+next+" using 1 processors on nodes n2") {
+			t.Errorf("sbatch --test-only --reservation=daily: exit %d, stderr %q; want the next window, %s", r.code, r.stderr, next)
 		}
 	})
 

@@ -407,8 +407,13 @@ func (pl *placer) placeMember(j *state.Job, plan *Plan, task int, part string, r
 	r, h := a.list[k], &a.held[k]
 	flex := r.Has(api.ResvFlex)
 	end := pl.now + dur
-	if !r.Admits(j.Spec.User, j.Spec.Account) || pl.now < h.ws || end > h.we {
+	if !r.Admits(j.Spec.User, j.Spec.Account) {
 		plan.Reasons[j.ID] = api.ReasonReservation
+		return false, flex
+	}
+	if pl.now < h.ws || end > h.we {
+		plan.Reasons[j.ID] = api.ReasonReservation
+		pl.estimateMember(j, r, h, req, dur)
 		return false, flex
 	}
 	cpus, mem := req.CPUs, req.MemMB
@@ -440,7 +445,43 @@ func (pl *placer) placeMember(j *state.Job, plan *Plan, task int, part string, r
 		return true, false
 	}
 	plan.Reasons[j.ID] = api.ReasonResources
+	pl.estimateMember(j, r, h, req, dur)
 	return false, flex
+}
+
+// estimateMember gives a job of reservation r that cannot start now its
+// expected start (squeue --start, sbatch --test-only): the earliest time
+// the reservation's room on one of its nodes holds it for its whole run
+// within a window, as the room stands after this pass's starts. It is an
+// estimate only: the room is the reservation's, so no other job can take
+// it, and nothing is held for the job (conservative backfill keeps no
+// hold for a job of a reservation either).
+func (pl *placer) estimateMember(j *state.Job, r *api.Reservation, h *resvHeld, req NodeRequest, dur int64) {
+	best, bestAt := -1, int64(0)
+	for _, name := range r.Nodes {
+		i := pl.nodeIndex(name)
+		if i < 0 || h.nodes[i] == nil {
+			continue
+		}
+		n := &pl.free.nodes[i]
+		if !n.usable || n.totalCPUs < req.CPUs {
+			continue
+		}
+		at, ok := h.nodes[i].room.earliest(pl.now, dur, req.CPUs, req.MemMB+n.overhead)
+		if ok && at+dur <= pl.adv.far && (best < 0 || at < bestAt) {
+			best, bestAt = i, at
+		}
+	}
+	if best < 0 {
+		return
+	}
+	if pl.estimates == nil {
+		pl.estimates = map[uint64]time.Time{}
+		pl.reservations = map[uint64]Reservation{}
+	}
+	at := time.Unix(0, bestAt).UTC()
+	pl.estimates[j.ID] = at
+	pl.reservations[j.ID] = Reservation{Start: at, Node: pl.free.nodes[best].name}
 }
 
 // startMember starts job j of reservation k on node i: the node's free

@@ -69,11 +69,14 @@ func TestScheduleAdvanceReservations(t *testing.T) {
 			estimates: map[uint64]time.Time{3: m(120)},
 			wake:      m(120),
 		},
+		// Job 1 is expected at the window's start (squeue --start); job 2
+		// fits no window: it has no expected start.
 		"a job of a reservation waits for its window, and must end within it": {
 			scene: at(t0).with(node4()).reserve(resv("r", time.Hour, 2*time.Hour, "n1")).
 				queue(job(1).in("r").limit(30*time.Minute), job(2).in("r").limit(3*time.Hour)),
-			reasons: map[uint64]api.Reason{1: api.ReasonReservation, 2: api.ReasonReservation},
-			wake:    m(60),
+			reasons:   map[uint64]api.Reason{1: api.ReasonReservation, 2: api.ReasonReservation},
+			estimates: map[uint64]time.Time{1: m(60)},
+			wake:      m(60),
 		},
 		"a job of a reservation that is gone waits": {
 			scene:   at(t0).with(node4()).queue(job(1).in("gone")),
@@ -131,7 +134,8 @@ func TestScheduleAdvanceReservations(t *testing.T) {
 // outside the block.
 //
 // Reusable, the block gets job 9's and job 1's CPUs back when they end, so
-// outside it n1 never has 6: job 3 waits for the block's end, t0+10h.
+// outside it n1 never has 6: job 3 waits for the block's end, t0+10h; job
+// 2 is expected when job 9 gives its CPUs back to the block.
 // Consumable (PURGE_COMP), what jobs 9 and 1 took leaves the block for
 // good: once job 9 ends (t0+50m) n1 has 6 CPUs for anyone and job 3 is
 // reserved then.
@@ -153,7 +157,7 @@ func TestCapacityReservations(t *testing.T) {
 			scene:     scene(false),
 			starts:    []string{"1@n1"},
 			reasons:   map[uint64]api.Reason{2: api.ReasonResources, 3: api.ReasonResources},
-			estimates: map[uint64]time.Time{3: t0.Add(10 * time.Hour)},
+			estimates: map[uint64]time.Time{2: t0.Add(50 * time.Minute), 3: t0.Add(10 * time.Hour)},
 			wake:      t0.Add(10 * time.Hour),
 		},
 		"consumable: what jobs take is used up": {

@@ -139,6 +139,9 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 		index[pl.free.nodes[i].name] = i
 	}
 	for _, j := range ready {
+		if j.Spec.Reservation != "" {
+			continue // its advance reservation holds its room (advance.go)
+		}
 		r, ok := pl.s.Reservations[j.ID]
 		i, known := index[r.Node]
 		if !ok || !known || !pl.free.nodes[i].usable {
