@@ -487,6 +487,12 @@ func (s *State) resvStartProblem(j *Job, node string, now time.Time) string {
 	if limit > 0 {
 		end = now.Add(limit)
 	}
+	return s.resvRunProblem(j, node, now, end)
+}
+
+// resvRunProblem is resvStartProblem for a run of job j on node from now
+// to end (Forever for none).
+func (s *State) resvRunProblem(j *Job, node string, now, end time.Time) string {
 	own := s.Reservations[j.Spec.Reservation]
 	if j.Spec.Reservation != "" && own == nil {
 		return fmt.Sprintf("reservation %s does not exist", j.Spec.Reservation)
@@ -517,6 +523,16 @@ func (s *State) resvStartProblem(j *Job, node string, now time.Time) string {
 		}
 	}
 	return ""
+}
+
+// runEnd returns when run a of job j is planned to end, from now:
+// Forever when no limit bounds it.
+func (s *State) runEnd(j *Job, a *Allocation, now time.Time) time.Time {
+	limit := s.PlannedLimit(j)
+	if limit == 0 {
+		return Forever
+	}
+	return now.Add(max(limit-a.Elapsed(now), 0))
 }
 
 // noteResvStart records a start of job j on node in its reservation: one

@@ -156,3 +156,32 @@ func TestResvWindowsRepeat(t *testing.T) {
 		t.Fatalf("windows at 13:00 each day and 15:00 each week never meet, got %s", at)
 	}
 }
+
+// TestMigrationKeepsOutOfReservations: a live migration's destination is a
+// start too: job 1 (no time limit) may not move onto v2 while bob's
+// reservation holds it, and moves once the reservation is gone.
+func TestMigrationKeepsOutOfReservations(t *testing.T) {
+	r, next := migScene(t)
+	rv := api.Reservation{Name: "bobs", StartTime: t0.Add(time.Hour), EndTime: t0.Add(2 * time.Hour), Nodes: []string{"v2"},
+		Users: []string{"bob"}, Flags: []api.ResvFlag{api.ResvIgnoreJobs}}
+	if err := errText(next(CmdPutReservation, &PutReservation{Now: t0, Reservation: rv, Create: true})); err != "" {
+		t.Fatal(err)
+	}
+	at := t0.Add(time.Minute)
+	res := next(CmdMigrateJobs, &MigrateJobs{Now: at, Requests: []MigrateRequest{{Job: 1, By: "alice", Token: "tok"}}}).(*IDsResult)
+	if len(res.Changed) != 1 {
+		t.Fatalf("migration refused: %v", res.Errors)
+	}
+	m := r.s.LiveMigration(r.s.Jobs[1])
+	place := func(now time.Time) *PlanResult {
+		return next(CmdApplyPlan, &ApplyPlan{Now: now, Migrations: []PlanMigration{{JobID: 1, From: "v1", To: "v2",
+			Migration: m.ID, CPUs: 1, MemMB: 512}}}).(*PlanResult)
+	}
+	if pr := place(at.Add(time.Second)); len(pr.Migrated) != 0 || len(pr.Skipped) != 1 {
+		t.Fatalf("a migration onto a reserved node was placed: %+v", pr)
+	}
+	next(CmdPutReservation, &PutReservation{Reservation: api.Reservation{Name: "bobs"}, Delete: true})
+	if pr := place(at.Add(2 * time.Second)); len(pr.Migrated) != 1 {
+		t.Fatalf("the migration was not placed once the reservation was gone: %+v", pr)
+	}
+}
