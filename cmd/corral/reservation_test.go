@@ -171,6 +171,12 @@ func testReservations(t *testing.T, f *ctlFixture) {
 		if len(rows) != 1 || rows[0][0] != "daily" || rows[0][1] != "INACTIVE" || rows[0][2] != next || rows[0][4] != "00:30:00" {
 			t.Errorf("sinfo -T of a daily reservation whose windows of yesterday and today ended: %v, want the window at %s", rows, next)
 		}
+		waiting := submit("--reservation=daily", "-p", "resv", "-t", "10")
+		waitFor(t, "a job of the daily reservation to wait for its window", func() bool { return state(waiting) == "PENDING Reservation" })
+		if out := mustRun(t, ctx, addr, "corral", "why", waiting); !strings.Contains(out, "Reservation daily opens at ") {
+			t.Errorf("why of a job waiting for its reservation:\n%s", out)
+		}
+		mustRun(t, ctx, addr, "scancel", waiting)
 		r := runCLI(t, ctx, addr, "sbatch", "--test-only", "--reservation=daily", "-p", "resv", "-t", "10", "--mem=100M", "--wrap", "true")
 		if r.code != 0 || !strings.Contains(r.stderr, " to start at "+next+" using 1 processors on nodes n2") {
 			t.Errorf("sbatch --test-only --reservation=daily: exit %d, stderr %q; want the next window, %s", r.code, r.stderr, next)
