@@ -187,7 +187,8 @@ func applyTRES(r *api.Reservation, sel *Selection, value string) error {
 	}
 	sel.Place = true
 	if t.Nodes > 0 {
-		sel.NodeCnt, r.CPUs, r.GPUs, r.Parts = t.Nodes, 0, 0, nil
+		sel.NodeCnt, r.CPUs, r.GPUs, r.Parts, r.Nodes = t.Nodes, 0, 0, nil, nil
+		r.Flags = slices.DeleteFunc(r.Flags, func(f api.ResvFlag) bool { return f == api.ResvSpecNodes })
 		return nil
 	}
 	r.CPUs, r.GPUs = t.CPUs, t.GPUs

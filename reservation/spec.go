@@ -112,6 +112,7 @@ func Apply(r *api.Reservation, settings [][2]string, now time.Time, create bool)
 		case "nodecnt":
 			sel.NodeCnt, err = count(value, 1, MaxNodes)
 			sel.Place, sel.AllNodes, r.Nodes = true, false, nil
+			r.Flags = slices.DeleteFunc(r.Flags, func(f api.ResvFlag) bool { return f == api.ResvSpecNodes })
 		case "partitionname":
 			r.Partition, sel.Place = value, true
 		case "users":
