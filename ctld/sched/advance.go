@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -44,13 +45,17 @@ type advance struct {
 	byName map[string]int
 	held   []resvHeld
 	// spans lists, by node index, the windows held on the node.
-	spans map[int][]span
+	spans [][]span
 	// wake is the earliest window start or end after now; 0 when none.
 	wake int64
 	far  int64
 	segs []seg
 	// maint remembers maintBlocks' answers by request shape.
 	maint map[maintKey]bool
+	// cutoff is, by node index, when the node's profile first has no CPU
+	// free (a window that holds it whole, say): no job that would still
+	// run then fits. 0 when not known yet (past).
+	cutoff []int64
 }
 
 // maintKey is a request's shape for maintBlocks' memory.
@@ -128,7 +133,7 @@ func (pl *placer) nodeIndex(name string) int {
 func (pl *placer) buildAdvance() *advance {
 	list := pl.s.Advance
 	a := &advance{list: list, byName: make(map[string]int, len(list)), held: make([]resvHeld, len(list)),
-		spans: map[int][]span{}, far: pl.now + int64(2*Horizon)}
+		spans: make([][]span, len(pl.free.nodes)), far: pl.now + int64(2*Horizon), cutoff: make([]int64, len(pl.free.nodes))}
 	order := make([]int, len(list))
 	for k, r := range list {
 		a.byName[r.Name] = k
@@ -270,6 +275,28 @@ func (a *advance) giveBackRunning(pl *placer) {
 			rn.gpus = max(rn.gpus-len(al.Placement.GPUs), 0)
 		}
 	}
+}
+
+// past reports whether a run that ends at end would still run when node
+// i has no CPU free: then it fits there whatever it asks for. The answer
+// comes from the node's profile when first asked: the pass only takes
+// from profiles, so the time found can only come earlier, and a later
+// question that it lets through is checked in full (release forgets it
+// when it gives room back).
+func (a *advance) past(pl *placer, i int, end int64) bool {
+	if len(a.spans[i]) == 0 {
+		return false
+	}
+	if a.cutoff[i] == 0 {
+		a.cutoff[i] = math.MaxInt64
+		for _, st := range pl.profile(i) {
+			if st.cpus <= 0 {
+				a.cutoff[i] = max(st.at, pl.now)
+				break
+			}
+		}
+	}
+	return end > a.cutoff[i]
 }
 
 // heldGPUs returns used with the GPUs that reservations other than own

@@ -171,6 +171,9 @@ func (pl *placer) release(id uint64) {
 	}
 	delete(pl.kept, id)
 	pl.failed = pl.failed[:0] // room came back: earlier failures may fit now
+	if pl.adv != nil {
+		pl.adv.cutoff[k.node] = 0
+	}
 	p := pl.profiles[k.node]
 	p.take(k.start, k.end, -k.cpus, -k.mem)
 	pl.profiles[k.node] = p
@@ -382,8 +385,8 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 	var best *api.Placement
 	for k, i := range pl.open {
 		n := &pl.free.nodes[i]
-		if n.cpus <= 0 {
-			continue // full: drop it from the open list
+		if n.cpus <= 0 || pl.reserved[i] && pl.adv != nil && pl.adv.past(pl, i, pl.now+1) {
+			continue // full, or held whole by a reservation now: drop it from the open list
 		}
 		keep = append(keep, i)
 		if pl.claimed[i] {
@@ -394,7 +397,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		}
 		// Without a reservation a node's free resources only grow, so
 		// fitting now is fitting for the whole run.
-		if pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead) {
+		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead)) {
 			continue
 		}
 		if hasTopology(n.inv) || r.needsInventory() {
