@@ -306,53 +306,6 @@ func TestParseStates(t *testing.T) {
 	}
 }
 
-func TestParsePartitions(t *testing.T) {
-	good := map[string][]api.Partition{
-		"batch*,debug:30:00": {{Name: "batch", Default: true}, {Name: "debug", MaxTime: 1800}},
-		"batch":              {{Name: "batch"}},
-		" a , b*:1-0 ,":      {{Name: "a"}, {Name: "b", Default: true, MaxTime: 86400}},
-		"long:UNLIMITED":     {{Name: "long"}},
-		"short*:5":           {{Name: "short", Default: true, MaxTime: 300}},
-	}
-	for in, want := range good {
-		t.Run(in, func(t *testing.T) {
-			got, err := parsePartitions(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("parsePartitions(%q) = %+v, want %+v", in, got, want)
-			}
-			for i := range got {
-				if got[i].Name != want[i].Name || got[i].Default != want[i].Default || got[i].MaxTime != want[i].MaxTime {
-					t.Fatalf("parsePartitions(%q) = %+v, want %+v", in, got, want)
-				}
-			}
-		})
-	}
-	bad := map[string]string{
-		"*":                 "empty partition name",
-		":30":               "empty partition name",
-		"debug:abc":         "debug",
-		"debug:-5":          "debug",
-		"batch,x:1:2:3:4":   "x",
-		"batch*,debug*":     "both batch and debug are marked default",
-		"batch,debug,batch": "batch is listed twice",
-		"batch*,batch:5":    "batch is listed twice",
-	}
-	for in, want := range bad {
-		t.Run("bad "+in, func(t *testing.T) {
-			got, err := parsePartitions(in)
-			if err == nil {
-				t.Fatalf("parsePartitions(%q) = %+v, want an error", in, got)
-			}
-			if !strings.Contains(err.Error(), "--partitions") || !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not name --partitions and %q", err, want)
-			}
-		})
-	}
-}
-
 func TestInstallAliases(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -402,19 +355,4 @@ func TestInstallAliases(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(other, "squeue")); string(data) != "mine" {
 		t.Fatalf("a refused install changed the existing file to %q", data)
 	}
-}
-
-func TestDispatchDevRefusesBadNodesBeforeStarting(t *testing.T) {
-	raftAddr := freeAddr(t)
-	r := runCLI(t, context.Background(), "", "corral", "dev", "--data", t.TempDir(), "--http", "127.0.0.1:0",
-		"--raft", raftAddr, "--nodes", "0")
-	if r.code != 1 || !strings.Contains(r.stderr, "--nodes=0") {
-		t.Fatalf("exit %d, stderr %q; want 1 naming --nodes=0", r.code, r.stderr)
-	}
-	// Nothing may be left running: the Raft port is free again.
-	l, err := net.Listen("tcp", raftAddr)
-	if err != nil {
-		t.Fatalf("after a refused dev the Raft address is still taken: %v", err)
-	}
-	l.Close()
 }
