@@ -142,7 +142,7 @@ const reasonsEvery = 100 * time.Millisecond
 func (c *Controller) scheduleLoop(ctx context.Context) {
 	wake := c.clock.NewTimer(time.Hour)
 	defer wake.Stop()
-	var reasonsAt time.Time // the next reasons-only plan waits until then
+	var reasonsAt time.Time          // the next reasons-only plan waits until then
 	c.schedulePass(wake, &reasonsAt) // the previous leader may have left work
 	for {
 		select {
