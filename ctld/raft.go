@@ -73,7 +73,15 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 	cfg.LocalID = raft.ServerID(id)
 	cfg.BatchApplyCh = true
 	cfg.MaxAppendEntries = 512
-	cfg.CommitTimeout = 5 * time.Millisecond
+	// New entries are sent to the followers at once; CommitTimeout is how
+	// long the leader waits, when none come, before it sends an empty
+	// AppendEntries that tells the followers what was committed since (so
+	// their reads catch up). It repeats for as long as the cluster is
+	// quiet: at 5 ms the three members of an idle cluster spent 15 % of a
+	// core on it (9 % the leader), and a stream of single submissions one
+	// such round per job. 20 ms costs a quarter of that and keeps the
+	// followers within 20-40 ms of the leader.
+	cfg.CommitTimeout = 20 * time.Millisecond
 	cfg.HeartbeatTimeout = orDefault(tune.HeartbeatTimeout, 500*time.Millisecond)
 	cfg.ElectionTimeout = orDefault(tune.ElectionTimeout, 500*time.Millisecond)
 	cfg.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2

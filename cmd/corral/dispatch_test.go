@@ -356,3 +356,30 @@ func TestInstallAliases(t *testing.T) {
 		t.Fatalf("a refused install changed the existing file to %q", data)
 	}
 }
+
+func TestAliasTarget(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "corral")
+	client := filepath.Join(dir, clientBinaryName)
+	if err := os.WriteFile(full, []byte("full"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := aliasTarget(full); got != full {
+		t.Errorf("without a client binary beside it: %s, want %s", got, full)
+	}
+	if err := os.WriteFile(client, []byte("client"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := aliasTarget(full); got != full {
+		t.Errorf("with a client binary that is not executable: %s, want %s", got, full)
+	}
+	if err := os.Chmod(client, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := aliasTarget(full); got != client {
+		t.Errorf("with the client binary beside it: %s, want %s", got, client)
+	}
+	if got := aliasTarget(client); got != client {
+		t.Errorf("run as the client binary: %s, want itself", got)
+	}
+}
