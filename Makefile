@@ -8,7 +8,7 @@ export PATH := $(dir $(GO)):$(PATH)
 # Packages with goroutines and locks run under the race detector.
 RACE_PKGS := ./api/... ./ctld/... ./noded/... ./internal/authd/... ./internal/attest/...
 
-.PHONY: all build demo test test-race vet bench clean image deps fuzz
+.PHONY: all build install demo test test-race vet bench clean image deps fuzz
 
 all: build
 
@@ -19,6 +19,15 @@ all: build
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/corral
 	CGO_ENABLED=0 $(GO) build -tags corral_client -ldflags "-s -w -X main.version=$(VERSION)" -o $(CLIENT_BIN) ./cmd/corral
+
+# Both binaries into $(PREFIX)/bin, with the
+# Slurm aliases beside them pointing at corral-client; FORCE=1 replaces
+# aliases (or other files of those names) already there.
+PREFIX ?= /usr/local
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN) $(CLIENT_BIN) $(PREFIX)/bin/
+	$(PREFIX)/bin/corral install-aliases $(if $(FORCE),--force) $(PREFIX)/bin
 
 demo: build deps image
 	scripts/demo.sh

@@ -206,3 +206,56 @@ func compareAnswers(t *testing.T, ctx context.Context, bin, addr string, argv []
 	t.Errorf("%s: the client binary answers\n  exit %d\n  stdout %q\n  stderr %q\nthe full binary\n  exit %d\n  stdout %q\n  stderr %q",
 		name, client.code, client.stdout, client.stderr, full.code, full.stdout, full.stderr)
 }
+
+// TestAliasesRunTheClientBinary installs the aliases from the client
+// binary and runs the Slurm commands through the symlinks, as a user's
+// shell finds them on PATH: each must resolve to the client binary and
+// answer as the same command run in this process (the full binary's
+// code), and a job submitted through sbatch must be the one squeue,
+// scontrol and scancel then see.
+func TestAliasesRunTheClientBinary(t *testing.T) {
+	bin := buildClientBinary(t)
+	addr := startController(t, []api.Partition{{Name: "batch", Default: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "bin")
+	if r := childResult(t, ctx, bin, addr, "corral", "install-aliases", dir); r.code != 0 {
+		t.Fatalf("corral-client install-aliases: exit %d, %s", r.code, r.stderr)
+	}
+	for name := range slurmAliases {
+		if got, err := filepath.EvalSymlinks(filepath.Join(dir, name)); err != nil || got != bin {
+			t.Errorf("%s resolves to %q (%v), want the client binary %s", name, got, err, bin)
+		}
+	}
+	// run execs the symlink itself, with the name the user typed.
+	run := func(argv ...string) result {
+		link := filepath.Join(dir, argv[0])
+		return childResult(t, ctx, link, addr, append([]string{link}, argv[1:]...)...)
+	}
+	r := run("sbatch", "--parsable", "-J", "viaalias", "--begin", "now+600", "--wrap", "true")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !regexp.MustCompile(`^\d+$`).MatchString(id) {
+		t.Fatalf("sbatch --parsable through the alias: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := run("squeue", "-h", "-j", id, "-o", "%i %j %T"); r.stdout != id+" viaalias PENDING\n" {
+		t.Errorf("squeue through the alias: %q (stderr %q), want %q", r.stdout, r.stderr, id+" viaalias PENDING\n")
+	}
+	for _, argv := range [][]string{
+		{"squeue"}, {"sinfo"}, {"scontrol", "show", "job", id}, {"sacct", "-j", id, "-X"}, {"sprio"}, {"sshare"},
+		{"squeue", "--bogus"},
+	} {
+		alias, inProcess := run(argv...), runCLI(t, ctx, addr, argv...)
+		if alias != inProcess {
+			if again := runCLI(t, ctx, addr, argv...); again != alias {
+				t.Errorf("%s through the alias: exit %d, stdout %q, stderr %q; in process: exit %d, stdout %q, stderr %q",
+					strings.Join(argv, " "), alias.code, alias.stdout, alias.stderr, inProcess.code, inProcess.stdout, inProcess.stderr)
+			}
+		}
+	}
+	if r := run("scancel", id); r.code != 0 {
+		t.Fatalf("scancel through the alias: exit %d, %s", r.code, r.stderr)
+	}
+	if r := run("squeue", "-h", "-t", "all", "-j", id, "-o", "%T"); r.stdout != "CANCELLED\n" {
+		t.Errorf("squeue after scancel through the alias: %q (stderr %q), want CANCELLED", r.stdout, r.stderr)
+	}
+}
