@@ -80,10 +80,12 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 	// applies an entry (and its readers see it: squeue, a job's state, a
 	// blocking query) CommitTimeout to twice that after the leader did,
 	// while a stream of entries carries the commit index anyway. At 20 ms
-	// an idle 3-member cluster spent a quarter of the CPU it spends at 5 ms
-	// (4 % of a core against 15 %), but submit -> COMPLETED read through a
-	// follower took 20-40 ms longer, and a sequential one-job submission
-	// stream cost the voters the same CPU per job (docs/performance.md).
+	// submit -> COMPLETED read through a follower took 20-40 ms longer,
+	// and a fast sequential one-job submission stream cost the voters the
+	// same CPU per job (docs/performance.md). The price of 5 ms is idle
+	// CPU: 160 ms a second for three quiet voters against 74 at 20 ms,
+	// which a slow stream of submissions (a loaded machine's sbatch loop)
+	// pays per job.
 	cfg.CommitTimeout = 5 * time.Millisecond
 	cfg.HeartbeatTimeout = orDefault(tune.HeartbeatTimeout, 500*time.Millisecond)
 	cfg.ElectionTimeout = orDefault(tune.ElectionTimeout, 500*time.Millisecond)
