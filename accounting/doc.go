@@ -1,7 +1,9 @@
 // Package accounting keeps the usage record of every run of every job:
 // sacct's data. It builds records purely from the replicated state
 // (record.go), stores them in an embedded store on every controller
-// (store.go, rollup.go) and selects them for `corral acct` (query.go).
+// (store.go, rollup.go, changes.go), selects them for `corral acct`
+// (query.go) and exports them (export.go, parquet.go; accounting/pgsink
+// streams them into PostgreSQL).
 //
 // # Records
 //
@@ -94,5 +96,23 @@
 // before its time less the retention (Written.ExpireBefore, at most
 // ExpireMax at once), the same on every member.
 //
-// sreport's reports and the PostgreSQL sink are the rest of issue #13.
+// # The change feed and the PostgreSQL sink
+//
+// The store also lists its records by the Raft index of the entry that
+// last changed them (changes.go): a change feed whose positions mean the
+// same on every member, because every member writes the same records at
+// the same indexes (the controller's writer batches several entries into
+// one transaction, but each keeps its own index: WriteAll). A member that
+// restored a snapshot writes the snapshot's records at the snapshot's
+// index, later than their entries; copying its peers' stores (Copy) puts
+// them where the peers have them. The optional PostgreSQL sink (package
+// accounting/pgsink, ctld --accounting-postgres) reads the feed on the
+// leader and keeps its cursor, a position in the feed, in the database,
+// moved in the same transaction as the rows it wrote, so that it resumes
+// after an outage, or on the next leader, without losing a record or
+// writing one twice (rows are upserted by job and allocation, replaced
+// only by a later change). pgsink's doc.go says why one writer, the
+// leader, rather than every member.
+//
+// sreport's cluster utilization and the plots are the rest of issue #13.
 package accounting

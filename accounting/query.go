@@ -164,7 +164,7 @@ func eachJobKey(tx *bbolt.Tx, jobs []uint64, f func(pk []byte) error) error {
 		p := be64(j)
 		c := tx.Bucket(bKey).Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if err := call(v); err != nil {
+			if err := call(v[:24]); err != nil {
 				return err
 			}
 		}

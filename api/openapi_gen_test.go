@@ -132,7 +132,9 @@ var endpoints = []endpoint{
 	{method: "GET", path: "/v1/internal/accounting/records", access: "members", summary: "A page of this member's accounting store in key order, for a member that copies the records it lacks.",
 		query: []param{{"after", "string", "the hex key a previous page returned as next", false}, {"limit", "integer", "the most records (at most 5000)", false}},
 		resp: &body{media: "application/json", schema: map[string]any{"type": "object", "properties": map[string]any{
-			"records": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}, "next": map[string]any{"type": "string"}}}}},
+			"records": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+			"changed": map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "description": "each record's place in the member's change feed: the Raft index of the entry that last changed it"},
+			"next":    map[string]any{"type": "string"}}}}},
 	{method: "GET", path: "/metrics", access: "scrapers", summary: "The member's Prometheus metrics (docs/metrics.md), in the text exposition format (OpenMetrics when asked for).",
 		resp: &body{media: "text/plain", schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/openapi.json", access: "anyone", summary: "This document.", resp: &body{media: "application/json", schema: map[string]any{"type": "object"}}},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"corral/accounting"
 	"corral/api"
 	"corral/ctld/state"
 )
@@ -225,4 +226,24 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
 	}
+	// Its change feed is its peers': the PostgreSQL sink may continue on
+	// it where another member stopped.
+	if a, b := feedOf(t, tc.ctls[0]), feedOf(t, c); !slices.Equal(a, b) {
+		t.Errorf("the rebuilt member's change feed %v differs from member 1's %v", b, a)
+	}
+}
+
+// feedOf returns a member's accounting change feed, positions only.
+func feedOf(t *testing.T, c *Controller) []accounting.ChangePos {
+	t.Helper()
+	c.fsm.flushAccounting()
+	chs, err := c.acctStore().Changes(accounting.ChangePos{}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []accounting.ChangePos
+	for _, ch := range chs {
+		out = append(out, ch.Pos)
+	}
+	return out
 }

@@ -30,6 +30,10 @@ const acctSyncRetry = 5 * time.Second
 // acctPage is one page of GET /v1/internal/accounting/records.
 type acctPage struct {
 	Records []accounting.Record `json:"records"`
+	// Changed holds each record's place in the serving member's change
+	// feed (the Raft index of the entry that last changed it), so that
+	// the copy places it there too (accounting.Store.Copy).
+	Changed []uint64 `json:"changed"`
 	// Next continues after the page's last record; empty after the last.
 	Next string `json:"next,omitempty"`
 }
@@ -117,7 +121,14 @@ func (c *Controller) copyAccountingFrom(ctx context.Context, addr string) (int, 
 		case err != nil:
 			return n, fmt.Errorf("%s: reading the page after %q: %w", u.Path, after, err)
 		}
-		if err := c.fsm.acct.store.Write(accounting.Written{IfAbsent: page.Records}); err != nil {
+		if len(page.Changed) != len(page.Records) {
+			return n, fmt.Errorf("%s: the page after %q has %d records and %d change indexes", u.Path, after, len(page.Records), len(page.Changed))
+		}
+		copied := make([]accounting.Change, len(page.Records))
+		for i, r := range page.Records {
+			copied[i] = accounting.Change{Record: r, Pos: accounting.ChangePos{Index: page.Changed[i], Job: r.JobID, Alloc: r.AllocID}}
+		}
+		if err := c.fsm.acct.store.Copy(copied); err != nil {
 			return n, err
 		}
 		n += len(page.Records)
@@ -144,14 +155,20 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 		}
 		after = b
 	}
+	// A store with a gap is no source: its records may be missing, and
+	// those it wrote from a snapshot sit later in its change feed than on
+	// the members that wrote them from the log.
+	if gap, err := store.Gap(); err != nil || gap > 0 {
+		return &httpError{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("this member's accounting store is being rebuilt from its peers (gap at index %d, %v); copy another member's", gap, err)}
+	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	recs, next, err := store.Page(after, limit)
 	if err != nil {
 		return err
 	}
-	page := acctPage{Records: recs}
-	if recs == nil {
-		page.Records = []accounting.Record{}
+	page := acctPage{Records: make([]accounting.Record, len(recs)), Changed: make([]uint64, len(recs))}
+	for i, ch := range recs {
+		page.Records[i], page.Changed[i] = ch.Record, ch.Pos.Index
 	}
 	if next != nil {
 		page.Next = hex.EncodeToString(next)

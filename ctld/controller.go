@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"corral/accounting/pgsink"
 	"corral/api"
 	"corral/ctld/sched"
 	"corral/ctld/state"
@@ -92,6 +93,12 @@ type Config struct {
 	// without a token; off, a cluster with Auth takes operators' and
 	// admins' tokens only (docs/metrics.md).
 	MetricsOpen bool
+	// AccountingPostgres, when set, is a PostgreSQL connection string:
+	// the leader streams the accounting records into that database
+	// (package accounting/pgsink; docs/accounting-postgres.md).
+	// SinkOptions tune it (zero: the defaults).
+	AccountingPostgres string
+	SinkOptions        pgsink.Options
 }
 
 // Controller is one running ctld member.
@@ -119,6 +126,9 @@ type Controller struct {
 	limits *limiter
 	// metrics are the member's Prometheus figures (metrics.go).
 	metrics *metrics
+	// sink ships the accounting records to PostgreSQL while this member
+	// leads; nil without --accounting-postgres (acctsink.go).
+	sink *pgsink.Sink
 
 	mu        sync.Mutex
 	leading   bool
@@ -207,6 +217,11 @@ func New(cfg Config) (*Controller, error) {
 	acct, err := openAccounting(cfg.DataDir, c.fsm, log)
 	if err != nil {
 		ln.Close()
+		return nil, err
+	}
+	if err := c.openSink(); err != nil {
+		ln.Close()
+		acct.closeStore()
 		return nil, err
 	}
 	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
