@@ -57,6 +57,9 @@ type RaftTuning struct {
 	ElectionTimeout  time.Duration
 	SnapshotInterval time.Duration
 	SnapshotEntries  uint64
+	// TrailingLogs is the log a member keeps behind its snapshot (zero:
+	// Raft's default, 10240 entries).
+	TrailingLogs uint64
 }
 
 type raftNode struct {
@@ -82,6 +85,9 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		cfg.SnapshotThreshold = tune.SnapshotEntries
 	} else {
 		cfg.SnapshotThreshold = 16384
+	}
+	if tune.TrailingLogs > 0 {
+		cfg.TrailingLogs = tune.TrailingLogs
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: hclog.Warn, Output: slogWriter{log}, DisableTime: true,
