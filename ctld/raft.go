@@ -66,6 +66,8 @@ type raftNode struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	// logs is the bounded cache of recent entries in front of store.
+	logs *logCache
 }
 
 func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
@@ -151,7 +153,7 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		store.Close()
 		return nil, fmt.Errorf("starting raft: %w", err)
 	}
-	return &raftNode{raft: r, transport: trans, store: store}, nil
+	return &raftNode{raft: r, transport: trans, store: store, logs: logs}, nil
 }
 
 func bootstrap(cfg *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport, id, bind string, peers []Peer) error {
