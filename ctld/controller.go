@@ -31,8 +31,12 @@ type Config struct {
 	HTTPAddr string
 	DataDir  string
 	// Peers lists every voter, this member included; an empty list makes a
-	// single-voter cluster.
+	// single-voter cluster, unless Join is set.
 	Peers []Peer
+	// Join, for a member added to a running cluster, lists members' API
+	// addresses to ask to add it (membership.go); a member with Join and no
+	// Raft state bootstraps nothing.
+	Join []string
 	// Partitions seed a new cluster's partitions (the first is the
 	// default when none is marked; empty means one partition, "batch").
 	// Once a cluster is seeded its partitions are replicated state, changed
@@ -146,6 +150,9 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("--id is required: a name for this controller member, e.g. c1")
 	}
+	if len(cfg.Join) > 0 && len(cfg.Peers) > 0 {
+		return nil, errors.New("--join adds this member to a running cluster and --peers makes a new one: give one of them")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -224,7 +231,7 @@ func New(cfg Config) (*Controller, error) {
 		acct.closeStore()
 		return nil, err
 	}
-	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
+	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, len(cfg.Join) > 0, c.fsm, cfg.Raft, c.tls, log)
 	if err != nil {
 		ln.Close()
 		acct.closeStore()
@@ -273,6 +280,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go c.followLeadership(ctx)
 	go c.announceSelf(ctx)
 	go c.accountingSync(ctx)
+	go c.joinCluster(ctx)
 	var err error
 	select {
 	case <-ctx.Done():

@@ -70,7 +70,9 @@ type raftNode struct {
 	logs *logCache
 }
 
-func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
+// startRaft starts this member's Raft; one without Raft state bootstraps
+// the cluster of peers, unless it joins a running cluster (join).
+func startRaft(id, bind, dataDir string, peers []Peer, join bool, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir %s: %w", dataDir, err)
 	}
@@ -140,7 +142,7 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		store.Close()
 		return nil, err
 	}
-	if !has {
+	if !has && !join {
 		if err := bootstrap(cfg, logs, store, snaps, trans, id, bind, peers); err != nil {
 			trans.Close()
 			store.Close()

@@ -385,3 +385,38 @@ func testMemberRebuilt(t *testing.T, c *cluster, work, sacct string) {
 		return ""
 	})
 }
+
+// testMemberAdded starts a fourth controller with --join (asking one
+// member's API): it is added as a voter, sent a snapshot that no longer
+// holds the purged jobs, and answers sacct with the whole history, as the
+// leader does; `corral ping` then lists it.
+func testMemberAdded(t *testing.T, c *cluster, work string) {
+	ports := freePorts(t, 2)
+	p := startProc(t, c.dir, "c4", "ctld", "--id", "c4", "--data", filepath.Join(c.dir, "c4"), "--raft", ports[0], "--http", ports[1],
+		"--join", c.http[0], "--log-level", "warn", "--raft-snapshot-interval", "1s", "--raft-snapshot-entries", "40", "--raft-trailing-logs", "10")
+	lead := c.leader(t, 5*time.Second)
+	history := func(addr string) (string, error) {
+		return cli(t, addr, work, "acct", "-a", "-D", "-X", "-P", "-n", "-S", "now-1hours", "-o", "JobIDRaw,JobName,User,Account,State,ExitCode,Start,End,AllocTRES")
+	}
+	want, err := history(c.http[lead])
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() string {
+		got, err := history("http://" + ports[1])
+		if err != nil {
+			return err.Error()
+		}
+		if got != want {
+			return fmt.Sprintf("the added member shows\n%s\nthe leader\n%s\nits log:\n%s", got, want, p.tail())
+		}
+		return ""
+	})
+	eventually(t, 20*time.Second, func() string {
+		out, _ := cli(t, c.addr, work, "ping")
+		if !strings.Contains(out, "c4") {
+			return fmt.Sprintf("corral ping does not list the added member:\n%s", out)
+		}
+		return ""
+	})
+}

@@ -35,7 +35,8 @@ func sacctAlias(t *testing.T) string {
 // invocation). The records outlive the jobs' purge. Then the leader is
 // killed while 20 jobs finish: afterwards every member holds exactly one
 // record per job, and the members' stores agree. Last, a member loses its
-// data directory and is rebuilt from the others (testMemberRebuilt).
+// data directory and is rebuilt from the others (testMemberRebuilt), and a
+// fourth member joins the running cluster (testMemberAdded).
 func TestSacctThroughCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 4 processes and runs 24 jobs")
@@ -169,4 +170,5 @@ func TestSacctThroughCluster(t *testing.T) {
 		return ""
 	})
 	testMemberRebuilt(t, c, work, sacct)
+	testMemberAdded(t, c, work)
 }
