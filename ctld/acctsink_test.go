@@ -79,6 +79,9 @@ func sameAsStore(ctx context.Context, dsn string, c *Controller) string {
 func TestAccountingPostgresSink(t *testing.T) {
 	pg := pgtest.Start(t)
 	tc := startClusterTuned(t, 3, false, false, func(c *Config) {
+		// The test node sends no heartbeat: a long timeout keeps it UP
+		// through the failover.
+		c.NodeTimeout = time.Hour
 		c.AccountingPostgres = pg.DSN
 		c.SinkOptions = pgsink.Options{RetryMin: 50 * time.Millisecond, RetryMax: 300 * time.Millisecond, Poll: 50 * time.Millisecond}
 	})
