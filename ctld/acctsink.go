@@ -49,6 +49,7 @@ type sinkCollector struct{ s *pgsink.Sink }
 var (
 	descSinkActive    = desc("corral_accounting_sink_active", "1 on the member that ships accounting records to PostgreSQL (the leader), else 0.")
 	descSinkConnected = desc("corral_accounting_sink_connected", "1 while the shipping member holds a working PostgreSQL connection.")
+	descSinkWaiting   = desc("corral_accounting_sink_waiting", "1 while the shipping member waits for its accounting store to be rebuilt from its peers before it ships.")
 	descSinkPending   = desc("corral_accounting_sink_pending_records", "Records of this member's store not yet in PostgreSQL (on the shipping member).")
 	descSinkRows      = desc("corral_accounting_sink_rows_total", "Records this member wrote to PostgreSQL.")
 	descSinkErrors    = desc("corral_accounting_sink_errors_total", "Failures of this member's sink (each is followed by a retry).")
@@ -57,7 +58,7 @@ var (
 )
 
 func (sinkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSinkActive, descSinkConnected, descSinkPending, descSinkRows, descSinkErrors, descSinkLast, descSinkIndex} {
+	for _, d := range []*prometheus.Desc{descSinkActive, descSinkConnected, descSinkWaiting, descSinkPending, descSinkRows, descSinkErrors, descSinkLast, descSinkIndex} {
 		ch <- d
 	}
 }
@@ -84,6 +85,7 @@ func (k sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descSinkActive, prometheus.GaugeValue, b(st.Running))
 	ch <- prometheus.MustNewConstMetric(descSinkConnected, prometheus.GaugeValue, b(st.Connected))
+	ch <- prometheus.MustNewConstMetric(descSinkWaiting, prometheus.GaugeValue, b(st.Running && st.Waiting))
 	ch <- prometheus.MustNewConstMetric(descSinkPending, prometheus.GaugeValue, pending)
 	ch <- prometheus.MustNewConstMetric(descSinkRows, prometheus.CounterValue, float64(st.Rows))
 	ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(st.Errors))

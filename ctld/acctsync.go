@@ -51,7 +51,7 @@ func (c *Controller) accountingSync(ctx context.Context) {
 		case err != nil:
 			c.log.Error("reading the accounting store's gap", "err", err)
 		case gap > 0:
-			if c.copyAccounting(ctx, gap) {
+			if c.copyAccounting(ctx, gap) || c.accountingAlone(gap) {
 				continue
 			}
 			select {
@@ -67,6 +67,28 @@ func (c *Controller) accountingSync(ctx context.Context) {
 		case <-w.gap:
 		}
 	}
+}
+
+// accountingAlone clears the gap of a member that is the cluster's only
+// voter: no other member holds the records it lacks, so they are lost,
+// and waiting for a peer would keep the gap (and the PostgreSQL sink,
+// which ships from a whole store only) forever.
+func (c *Controller) accountingAlone(gap uint64) bool {
+	f := c.node.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	servers := f.Configuration().Servers
+	if len(servers) != 1 || string(servers[0].ID) != c.cfg.ID {
+		return false
+	}
+	c.log.Error("the accounting records of the jobs purged before the snapshot this member restored are lost: its store was lost and no other member holds them",
+		"snapshot_index", gap, "store", c.fsm.acct.store.Path())
+	if err := c.fsm.acct.store.ClearGap(); err != nil {
+		c.log.Error("clearing the accounting store's gap", "err", err)
+		return false
+	}
+	return true
 }
 
 // copyAccounting copies the whole store of one peer that answers and

@@ -35,7 +35,8 @@
 // writer costs nothing when leadership moves. A member whose store is
 // being rebuilt from its peers (it lacks records, and the records it wrote
 // from a snapshot are not yet at their places in the feed) waits until it
-// is whole before it ships; a cursor past everything the store applied (a
+// is whole before it ships (a cluster's only member that lost its store
+// has no peer: it declares the missing records lost and carries on); a cursor past everything the store applied (a
 // database another cluster wrote, or a cluster started anew) stops the
 // sink with an error rather than skipping records.
 //
