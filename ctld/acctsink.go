@@ -26,7 +26,9 @@ func (c *Controller) openSink() error {
 	if c.fsm.acct == nil {
 		return errors.New("--accounting-postgres needs --data: the records are shipped from the member's accounting store")
 	}
-	s, err := pgsink.New(c.cfg.AccountingPostgres, c.fsm.acct.store, c.log.With("sink", "postgres"), c.cfg.SinkOptions)
+	opt := c.cfg.SinkOptions
+	opt.LogIndex = func() uint64 { return c.node.raft.AppliedIndex() }
+	s, err := pgsink.New(c.cfg.AccountingPostgres, c.fsm.acct.store, c.log.With("sink", "postgres"), opt)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,11 @@ type Options struct {
 	// Poll is how long the sink waits for new records before it looks
 	// again without being woken (1 s).
 	Poll time.Duration
+	// LogIndex, when set, returns the Raft index the member applied: a
+	// cursor up to it is this cluster's, and the store, which writes a
+	// moment after the apply, is waited for; a cursor beyond it is another
+	// cluster's. Unset, the store's applied index is the bound.
+	LogIndex func() uint64
 }
 
 func (o *Options) defaults() {
@@ -166,12 +171,12 @@ func (s *Sink) session(ctx context.Context) (shipped bool, err error) {
 	s.log.Info("connected to PostgreSQL; resuming the accounting records after the cursor", "cursor_index", pos.Index, "cursor_job", pos.Job, "cursor_alloc", pos.Alloc)
 	progress := time.Now()
 	for {
-		gap, err := s.shippable(pos)
+		wait, err := s.shippable(pos)
 		if err != nil {
 			return shipped, err
 		}
 		var batch []accounting.Change
-		if !gap {
+		if !wait {
 			if batch, err = s.store.Changes(pos, s.opt.Batch); err != nil {
 				return shipped, err
 			}
@@ -199,28 +204,36 @@ func (s *Sink) session(ctx context.Context) (shipped bool, err error) {
 	}
 }
 
-// shippable reports a store that lacks records (gap: it is being rebuilt
-// from its peers, and the records it wrote from a snapshot are not yet at
-// their place in the change feed), which the sink waits for, and refuses
-// a cursor past everything the store applied (a database another cluster
-// wrote).
-func (s *Sink) shippable(pos accounting.ChangePos) (gap bool, err error) {
-	if g, err := s.store.Gap(); err != nil || g > 0 {
-		if g > 0 && !s.Status().Waiting {
-			s.log.Info("the accounting store is being rebuilt from its peers; shipping to PostgreSQL waits until it is whole", "gap_index", g)
-		}
-		s.update(func(st *Status) { st.Waiting = g > 0 })
-		return g > 0, err
+// shippable reports whether the sink must wait: while the store lacks
+// records (gap: it is being rebuilt from its peers, and the records it
+// wrote from a snapshot are not yet at their place in the change feed),
+// and while the store has not yet written up to the cursor (a new leader's
+// store a moment behind its log). A cursor past everything the member's
+// log holds is refused: the database holds another cluster's records.
+func (s *Sink) shippable(pos accounting.ChangePos) (wait bool, err error) {
+	g, err := s.store.Gap()
+	if err != nil {
+		return false, err
 	}
-	s.update(func(st *Status) { st.Waiting = false })
+	if g > 0 && !s.Status().Waiting {
+		s.log.Info("the accounting store is being rebuilt from its peers; shipping to PostgreSQL waits until it is whole", "gap_index", g)
+	}
+	s.update(func(st *Status) { st.Waiting = g > 0 })
+	if g > 0 {
+		return true, nil
+	}
 	applied, err := s.store.Applied()
 	if err != nil {
 		return false, err
 	}
-	if pos.Index > applied {
-		return false, fmt.Errorf("the cursor in %s is at Raft index %d, past this cluster's %d: the database holds another cluster's records (give each cluster its own schema: search_path in the DSN) or this cluster's log was started anew (then delete the cursor's row)", cursorTable, pos.Index, applied)
+	bound := applied
+	if s.opt.LogIndex != nil {
+		bound = max(bound, s.opt.LogIndex())
 	}
-	return false, nil
+	if pos.Index > bound {
+		return false, fmt.Errorf("the cursor in %s is at Raft index %d, past this cluster's %d: the database holds another cluster's records (give each cluster its own schema: search_path in the DSN) or this cluster's log was started anew (then delete the cursor's row)", cursorTable, pos.Index, bound)
+	}
+	return pos.Index > applied, nil
 }
 
 // prepare makes the tables where absent, and the session's staging table.

@@ -81,7 +81,13 @@ func records(from, to int) []accounting.Record {
 
 func runSink(t *testing.T, dsn string, store *accounting.Store) (*Sink, context.CancelFunc) {
 	t.Helper()
-	s, err := New(dsn, store, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Batch: 40, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
+	return runSinkWith(t, dsn, store, nil)
+}
+
+// runSinkWith is runSink with Options.LogIndex.
+func runSinkWith(t *testing.T, dsn string, store *accounting.Store, logIndex func() uint64) (*Sink, context.CancelFunc) {
+	t.Helper()
+	s, err := New(dsn, store, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Batch: 40, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 20 * time.Millisecond, LogIndex: logIndex})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +273,31 @@ func TestSinkRefusesAnotherClustersCursor(t *testing.T) {
 	}
 	if rows := readRows(t, pg); len(rows) != 2 || sink.Status().Rows != 0 {
 		t.Errorf("the database holds %d rows and the sink wrote %d; want the first cluster's 2 and none", len(rows), sink.Status().Rows)
+	}
+}
+
+// TestSinkWaitsForItsStore: a member that takes over while its store is a
+// moment behind its log (the cursor is past what its store wrote, not past
+// its log) waits for the store instead of failing, then ships only what
+// comes after the cursor.
+func TestSinkWaitsForItsStore(t *testing.T) {
+	pg := pgtest.Start(t)
+	ahead, behind := openStore(t), openStore(t)
+	write(t, 10, records(1, 20), ahead, behind)
+	write(t, 11, records(20, 30), ahead)
+	_, stop := runSink(t, pg.DSN, ahead)
+	waitSame(t, "the first member's records", pg, ahead)
+	stop()
+	sink, _ := runSinkWith(t, pg.DSN, behind, func() uint64 { return 12 })
+	time.Sleep(200 * time.Millisecond)
+	if st := sink.Status(); st.Errors != 0 || st.Rows != 0 || !st.Connected {
+		t.Fatalf("while its store is behind the cursor the sink is %+v, want connected, waiting, no error", st)
+	}
+	write(t, 11, records(20, 30), behind)
+	write(t, 12, records(30, 35), ahead, behind)
+	waitSame(t, "after the store caught up", pg, behind)
+	if st := sink.Status(); st.Rows != 5 || st.Errors != 0 {
+		t.Errorf("the sink wrote %d rows with %d errors, want the 5 after the cursor and none", st.Rows, st.Errors)
 	}
 }
 
