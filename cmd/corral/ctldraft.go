@@ -8,12 +8,13 @@ import (
 	"corral/internal/getopt"
 )
 
-// raftOptions are ctld's Raft log compaction knobs: how often a member
-// snapshots its state and how much log it keeps behind a snapshot (for
-// members that fall a little behind; one further behind is sent the
-// snapshot).
+// raftOptions are ctld's Raft options beyond --peers: joining a running
+// cluster, and the log compaction knobs (how often a member snapshots its
+// state and how much log it keeps behind a snapshot, for members that
+// fall a little behind; one further behind is sent the snapshot).
 func raftOptions() []getopt.Option {
 	return []getopt.Option{
+		valued(0, "join", "URL,...", "add this member to a running cluster instead of --peers: ask these members' APIs (any one will do) to add it as a voter"),
 		valued(0, "raft-snapshot-interval", "DURATION", "how often a member checks whether to snapshot its state (default 30s)"),
 		valued(0, "raft-snapshot-entries", "N", "log entries since the last snapshot that make a member take one (default 16384)"),
 		valued(0, "raft-trailing-logs", "N", "log entries a member keeps behind its snapshot (default 10240)"),

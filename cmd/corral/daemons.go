@@ -95,7 +95,6 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "raft", "HOST:PORT", "Raft listen address"),
 		valued(0, "http", "HOST:PORT", "API listen address"),
 		valued(0, "peers", "ID=HOST:PORT,...", "every voter's Raft address, this member included"),
-		valued(0, "join", "URL,...", "add this member to a running cluster instead of --peers: ask these members' APIs (any one will do) to add it as a voter"),
 		valued(0, "partitions", "LIST", "a new cluster's partitions, default first or marked *, e.g. batch*,debug:30:00 (default batch); later: corral partition"),
 		valued(0, "partitions-file", "FILE", "a new cluster's partitions as a JSON list of objects (name, default, max_time_s, default_time_s, queue_unfit, shared_paths, share, network, and the other fields of corral partition) instead of --partitions; later: corral partition"),
 		valued(0, "queue-unfit", "LIST", "a new cluster's partitions that keep a job no node could hold pending (until a larger node joins) instead of refusing it"),
