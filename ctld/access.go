@@ -124,6 +124,8 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
 		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
 		{"GET /v1/accounting/usage", usersRead, c.read(c.handleAccountingUsage)},
+		{"GET /v1/accounting/cluster", usersRead, c.read(c.handleAccountingCluster)},
+		{"GET /v1/accounting/series", usersRead, c.read(c.handleAccountingSeries)},
 		{"GET /v1/internal/accounting/records", members, c.read(c.handleAccountingRecords)},
 	}
 }

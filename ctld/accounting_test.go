@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -172,7 +173,9 @@ func TestAccountingAccess(t *testing.T) {
 // TestAccountingStoreRebuiltFromPeer loses a member's store: the member
 // restarts from its Raft snapshot, which no longer holds the purged jobs,
 // finds its store behind the snapshot, and copies the records it lacks
-// from a peer, after which its summary equals the others'.
+// from a peer, after which its summary equals the others'. It copies the
+// peer's node facts too: the node's drain and resume before the snapshot,
+// which the snapshot does not tell.
 func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	tc := startCluster(t, 3)
 	tc.waitLeader(t)
@@ -189,6 +192,11 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	}
 	for _, r := range res {
 		waitGone(t, cl, r.JobID)
+	}
+	for _, drain := range []bool{true, false} {
+		if err := cl.Drain(ctx, api.DrainRequest{Node: "n1", Drain: drain, Reason: "maintenance"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitConverged(t, tc)
 	one, _ := api.NewClient(tc.addrs[0])
@@ -224,5 +232,12 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	recs, err := three.Accounting(ctx, api.AcctQuery{AllUsers: true})
 	if err != nil || len(recs) != 3 {
 		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
+	}
+	peerFacts, err := tc.ctls[0].acctStore().NodeFacts()
+	if err != nil || len(peerFacts) < 3 {
+		t.Fatalf("member 1's node facts %+v (%v), want the registration, drain and resume", peerFacts, err)
+	}
+	if got, err := c.acctStore().NodeFacts(); err != nil || !reflect.DeepEqual(got, peerFacts) {
+		t.Errorf("the rebuilt member's node facts %+v (%v), want its peer's %+v", got, err, peerFacts)
 	}
 }

@@ -138,6 +138,8 @@ func (w *acctWriter) run() {
 		for _, b := range batch {
 			all.Replace = append(all.Replace, b.Replace...)
 			all.IfAbsent = append(all.IfAbsent, b.IfAbsent...)
+			all.Nodes = append(all.Nodes, b.Nodes...)
+			all.NodesIfNone = append(all.NodesIfNone, b.NodesIfNone...)
 			all.Index = max(all.Index, b.Index)
 			// Expiring once at the latest cutoff, after the batch's
 			// writes, is what expiring with each purge would leave:
@@ -216,7 +218,7 @@ func (f *FSM) accountRestored() {
 		default:
 		}
 	}
-	f.acct.enqueue(accounting.Written{IfAbsent: accounting.FromState(f.state), Index: f.state.Index})
+	f.acct.enqueue(accounting.Written{IfAbsent: accounting.FromState(f.state), NodesIfNone: accounting.RestoredNodeFacts(f.state), Index: f.state.Index})
 	f.acct.flush()
 }
 
