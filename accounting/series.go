@@ -17,9 +17,10 @@ type Series struct {
 	bins       int
 	accounts   map[string]*api.AcctSeriesLine
 	waits      []api.WaitBucket
-	// counted holds the jobs whose wait is counted: a job of several
-	// nodes has a run (and a record) per node.
-	counted map[uint64]bool
+	// counted holds the jobs whose wait is counted (a job of several
+	// nodes has a run, and a record, per node), 64 ids a word: a year's
+	// million jobs are a few thousand words, not a million map entries.
+	counted map[uint64]uint64
 }
 
 // WaitBuckets are the bounds of the wait-time distribution, in seconds.
@@ -55,7 +56,7 @@ const MaxSeriesBins = 2000
 // NewSeries starts a series of [start, end) in bins of step; the caller
 // checks that step cuts it into at most MaxSeriesBins.
 func NewSeries(start, end time.Time, step time.Duration) *Series {
-	s := &Series{start: start, end: end, step: step, accounts: map[string]*api.AcctSeriesLine{}, counted: map[uint64]bool{}}
+	s := &Series{start: start, end: end, step: step, accounts: map[string]*api.AcctSeriesLine{}, counted: map[uint64]uint64{}}
 	s.bins = int((end.Sub(start) + step - 1) / step)
 	var from time.Duration
 	for _, b := range WaitBuckets {
@@ -102,8 +103,7 @@ func (s *Series) AddRun(r *Run) {
 			l.Billing[b] += share * r.Billing
 		}
 	}
-	if r.First && !r.Start.IsZero() && !r.Start.Before(s.start) && r.Start.Before(s.end) && !s.counted[r.Job] {
-		s.counted[r.Job] = true
+	if r.First && !r.Start.IsZero() && !r.Start.Before(s.start) && r.Start.Before(s.end) && s.count(r.Job) {
 		wait := max(0, r.Start.Sub(r.Eligible))
 		for i, b := range WaitBuckets {
 			if b.To == 0 || wait < b.To {
@@ -112,6 +112,16 @@ func (s *Series) AddRun(r *Run) {
 			}
 		}
 	}
+}
+
+// count reports whether job's wait is not counted yet, and marks it.
+func (s *Series) count(job uint64) bool {
+	word, bit := job>>6, uint64(1)<<(job&63)
+	if s.counted[word]&bit != 0 {
+		return false
+	}
+	s.counted[word] |= bit
+	return true
 }
 
 // Result returns the series, its accounts by name ("" for jobs charged to

@@ -187,7 +187,7 @@ func (c *Controller) uiQueue(p principal, f *api.JobFilter, now time.Time) ([]st
 	}
 	out := make([]statuspage.QueueRow, len(cells))
 	for i, r := range cells {
-		out[i].Cells = r.Cells
+		out[i].ID, out[i].Rest = r.Cells[0], r.Cells[1:]
 		if !r.Job.IsArrayPending() {
 			out[i].Ref = r.Job.Ref()
 		}
@@ -214,9 +214,7 @@ func (c *Controller) uiNodes(queue []statuspage.QueueRow) ([]statuspage.NodeRow,
 	})
 	jobs := map[string]int{}
 	for _, r := range queue {
-		if len(r.Cells) > 4 {
-			jobs[r.Cells[4]]++ // ST, squeue's compact state
-		}
+		jobs[r.Rest[3]]++ // ST, squeue's compact state
 	}
 	sum := []statuspage.Count{{Label: "running", N: jobs["R"]}, {Label: "pending", N: jobs["PD"]}, {Label: "jobs shown", N: len(queue)}, {Label: "nodes", N: len(out)}}
 	for _, st := range slices.Sorted(maps.Keys(byState)) {

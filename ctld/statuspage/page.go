@@ -4,6 +4,8 @@ import (
 	"embed"
 	"html/template"
 	"io"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -39,10 +41,12 @@ type Frame struct {
 
 // QueueRow is one job of the queue: Ref names it for its page's link
 // ("12", "12_5"; empty for an array's folded pending tasks, which have no
-// page of their own), Cells are corral queue's fields.
+// page of their own); ID and Rest are corral queue's fields, the first
+// (JOBID) and the others.
 type QueueRow struct {
-	Ref   string
-	Cells []string
+	Ref  string
+	ID   string
+	Rest []string
 }
 
 // NodeRow is one node as corral nodes shows it.
@@ -95,7 +99,49 @@ type ErrorPage struct {
 }
 
 // Overview writes the main page.
-func Overview(w io.Writer, p *OverviewPage) error { return pages.ExecuteTemplate(w, "overview", p) }
+func Overview(w io.Writer, p *OverviewPage) error {
+	return pages.ExecuteTemplate(w, "overview", overviewView{OverviewPage: p, QueueHTML: queueHTML(p.Queue)})
+}
+
+// overviewView is the main page as its template reads it.
+type overviewView struct {
+	*OverviewPage
+	QueueHTML []template.HTML
+}
+
+// queueHTML renders the queue's rows ahead of the template: one template
+// action per row instead of one per cell makes a page of 10,000 jobs
+// several times faster (BenchmarkStatusPage; html/template calls each
+// action's escapers by reflection). Every value is escaped with
+// html/template's own escaper; the markup around them is fixed, values
+// only ever land in element content and, for the job's link, in a quoted
+// attribute (path-escaped first).
+func queueHTML(rows []QueueRow) []template.HTML {
+	out := make([]template.HTML, len(rows))
+	var b strings.Builder
+	for i, r := range rows {
+		b.Reset()
+		b.WriteString("<tr><td>")
+		if r.Ref != "" {
+			b.WriteString(`<a href="/ui/jobs/`)
+			b.WriteString(template.HTMLEscapeString(url.PathEscape(r.Ref)))
+			b.WriteString(`">`)
+			b.WriteString(template.HTMLEscapeString(r.ID))
+			b.WriteString("</a>")
+		} else {
+			b.WriteString(template.HTMLEscapeString(r.ID))
+		}
+		b.WriteString("</td>")
+		for _, c := range r.Rest {
+			b.WriteString("<td>")
+			b.WriteString(template.HTMLEscapeString(c))
+			b.WriteString("</td>")
+		}
+		b.WriteString("</tr>\n")
+		out[i] = template.HTML(b.String())
+	}
+	return out
+}
 
 // Job writes a job's page.
 func Job(w io.Writer, p *JobPage) error { return pages.ExecuteTemplate(w, "job", p) }
