@@ -142,14 +142,20 @@ func (s *Store) NodeFacts() ([]NodeFact, error) {
 	var out []NodeFact
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bNode).ForEach(func(k, v []byte) error {
-			i := bytes.IndexByte(k, 0)
-			if i < 1 || len(k) != i+9 || len(v) != 9 {
-				return fmt.Errorf("the node bucket holds a malformed entry %x; the store is damaged, rebuild it from a peer", k)
-			}
-			out = append(out, NodeFact{Node: string(k[:i]), At: keyTime(binary.BigEndian.Uint64(k[i+1:])),
-				State: NodeState(v[0]), CPUs: int(binary.BigEndian.Uint32(v[1:])), GPUs: int(binary.BigEndian.Uint32(v[5:]))})
-			return nil
+			f, err := nodeFactFrom(k, v)
+			out = append(out, f)
+			return err
 		})
 	})
 	return out, err
+}
+
+// nodeFactFrom reads the node bucket's entry k, v.
+func nodeFactFrom(k, v []byte) (NodeFact, error) {
+	i := bytes.IndexByte(k, 0)
+	if i < 1 || len(k) != i+9 || len(v) != 9 {
+		return NodeFact{}, fmt.Errorf("the node bucket holds a malformed entry %x; the store is damaged, rebuild it from a peer", k)
+	}
+	return NodeFact{Node: string(k[:i]), At: keyTime(binary.BigEndian.Uint64(k[i+1:])),
+		State: NodeState(v[0]), CPUs: int(binary.BigEndian.Uint32(v[1:])), GPUs: int(binary.BigEndian.Uint32(v[5:]))}, nil
 }

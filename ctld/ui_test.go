@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/html"
 
 	"corral/api"
+	"corral/ctld/state"
 	"corral/ctld/statuspage"
 )
 
@@ -233,4 +235,47 @@ func TestStatusPageAccess(t *testing.T) {
 	if resp, _ := get(t, cl, sc.base+"/ui/", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x:corral_nope_nope"))); resp.StatusCode != 401 {
 		t.Errorf("an unknown token: %d, want 401", resp.StatusCode)
 	}
+}
+
+// FuzzUIAuthorization decides the principal of status page requests with
+// arbitrary Authorization headers on an authenticating member that holds
+// one token: nothing may panic, and only that token, as a bearer or as
+// the password of Basic credentials, makes a user; the same Basic
+// credentials make no one on the API.
+func FuzzUIAuthorization(f *testing.F) {
+	fsm := NewFSM(quietLog())
+	now := time.Now().UTC()
+	fsm.state.Apply(1, state.CmdPutToken, &state.PutToken{Now: now, Token: state.TokenRecord{Hash: state.HashSecret("sesame"),
+		Token: api.Token{ID: "t1", User: "alice", Role: api.RoleUser, Expires: now.Add(time.Hour)}}})
+	c := &Controller{cfg: Config{Auth: true}, fsm: fsm, log: quietLog(), clock: realClock{}}
+	for _, h := range []string{"Basic " + base64.StdEncoding.EncodeToString([]byte("x:corral_t1_sesame")),
+		"Basic " + base64.StdEncoding.EncodeToString([]byte(":corral_t1_sesame")), "Basic " + base64.StdEncoding.EncodeToString([]byte("corral_t1_sesame")),
+		"Basic !!", "Basic ", "Bearer corral_t1_sesame", "basic eDp5"} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		for _, path := range []string{"/ui/", "/v1/jobs"} {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.URL.Path = path
+			r.Header.Set("Authorization", header)
+			p, err := c.principalOf(r)
+			if err != nil || p.kind != kindUser {
+				continue
+			}
+			if p.name != "alice" {
+				t.Fatalf("%s with %q made user %q", path, header, p.name)
+			}
+			cred := strings.TrimSpace(strings.TrimPrefix(header, "Bearer "))
+			if scheme, rest, _ := strings.Cut(r.Header.Get("Authorization"), " "); scheme == "Basic" {
+				raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+				_, cred, _ = strings.Cut(string(raw), ":")
+				if path != "/ui/" {
+					t.Fatalf("Basic credentials %q made a user on %s", header, path)
+				}
+			}
+			if cred != "corral_t1_sesame" {
+				t.Fatalf("%s with %q made user %s", path, header, p)
+			}
+		}
+	})
 }

@@ -46,3 +46,26 @@ Usage reported in CPU Hours
 		t.Errorf("a named TRES and a wide figure:\n%s", b.String())
 	}
 }
+
+// FuzzReportOptions reads arbitrary -T lists and report names: nothing
+// may panic, and what is taken is only what the report knows.
+func FuzzReportOptions(f *testing.F) {
+	for _, s := range []string{"cpu", "cpu,gres/gpu", "GPU, billing", "all", "mem", ",", ""} {
+		f.Add(s, "cluster utilization")
+	}
+	f.Fuzz(func(t *testing.T, tres, kind string) {
+		got, err := reportTRES(tres)
+		for _, x := range got {
+			if err == nil && x != "cpu" && x != "gres/gpu" && x != "billing" {
+				t.Fatalf("-T %q gave %q", tres, got)
+			}
+		}
+		if err == nil && len(got) == 0 {
+			t.Fatalf("-T %q gave no TRES and no error", tres)
+		}
+		k, err := reportKind(strings.Fields(kind))
+		if err == nil && k != "account" && k != "users" && k != "cluster" {
+			t.Fatalf("report %q taken as %q", kind, k)
+		}
+	})
+}
