@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"corral/accounting"
 	"corral/api"
 	"corral/ctld/state"
 )
@@ -233,11 +234,14 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
 	}
-	peerFacts, err := tc.ctls[0].acctStore().NodeFacts()
-	if err != nil || len(peerFacts) < 3 {
-		t.Fatalf("member 1's node facts %+v (%v), want the registration, drain and resume", peerFacts, err)
-	}
-	if got, err := c.acctStore().NodeFacts(); err != nil || !reflect.DeepEqual(got, peerFacts) {
-		t.Errorf("the rebuilt member's node facts %+v (%v), want its peer's %+v", got, err, peerFacts)
-	}
+	// Both members apply the same entries (n1 may go DOWN meanwhile: it
+	// sends no heartbeats), so their facts agree once both applied them.
+	var got, peerFacts []accounting.NodeFact
+	eventually(t, "the rebuilt member's node facts equal its peer's", func() bool {
+		tc.ctls[0].fsm.flushAccounting()
+		c.fsm.flushAccounting()
+		peerFacts, _ = tc.ctls[0].acctStore().NodeFacts()
+		got, _ = c.acctStore().NodeFacts()
+		return len(peerFacts) >= 3 && reflect.DeepEqual(got, peerFacts)
+	})
 }
