@@ -24,7 +24,7 @@ import (
 func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
 	q, err := api.ParseAcctQuery(r.URL.Query())
 	if err != nil {
@@ -70,7 +70,7 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 func (c *Controller) handleAccountingUsage(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
 	start, end, err := windowOf(r)
 	if err != nil {
@@ -116,7 +116,7 @@ func windowOf(r *http.Request) (start, end time.Time, err error) {
 func (c *Controller) handleAccountingSummary(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
 	c.fsm.flushAccounting()
 	sum, err := store.Summary()

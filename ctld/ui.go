@@ -174,14 +174,7 @@ func (c *Controller) uiQueue(p principal, f *api.JobFilter, now time.Time) ([]st
 	prio := c.priorityFunc(now)
 	jobs := c.matchJobs(p, f)
 	sortForQueue(jobs, prio)
-	rows := make([]api.Job, len(jobs))
-	refs := make([]*api.Job, len(jobs))
-	for i, v := range jobs {
-		rows[i] = v.slim()
-		rows[i].Priority = prio(v.job)
-		refs[i] = &rows[i]
-	}
-	header, cells, err := display.QueueTable(refs, display.QueueOptions{}, now)
+	header, cells, err := display.QueueTable(slimJobs(jobs, prio), display.QueueOptions{}, now)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -25,46 +25,12 @@ func BenchmarkStatusPage(b *testing.B) { benchStatusPage(b, "/ui/") }
 func BenchmarkStatusPagePlot(b *testing.B) { benchStatusPage(b, "/ui/usage.svg") }
 
 func benchStatusPage(b *testing.B, path string) {
-	tc := startClusterTuned(b, 1, false, false, func(c *Config) { c.NodeTimeout = time.Hour })
-	leader := tc.waitLeader(b)
-	now := time.Now().UTC()
-	for i := 0; i < 20; i++ {
-		info := api.NodeInfo{Name: fmt.Sprintf("n%02d", i), CPUs: 16, MemMB: 65536, Runner: "test", BootID: "b", Partitions: []string{"batch"}}
-		if _, err := leader.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	const jobs = 10_000
-	cmd := &state.SubmitJobs{Now: now, FirstID: 1}
-	seen := map[string]bool{}
-	for k := 0; k < jobs; k++ {
-		name := "sim"
+	tc := benchMember(b, 20, 10_000, 320, func(k int) string {
 		if k%10 == 0 {
-			name = "<b>sim</b>"
+			return "<b>sim</b>"
 		}
-		s := state.JobSpec{Name: name, User: fmt.Sprintf("u%02d", k%50), Account: fmt.Sprintf("a%d", k%5), NTasks: 1, CPUsPerTask: 1,
-			SubmitDir: "/home/u", WorkDir: "/home/u", Partition: "batch", RequestID: fmt.Sprintf("%032x", k)}
-		s = state.Inline(s, "#!/bin/sh\ntrue\n", nil)
-		for _, r := range state.OutOfLine(&s) {
-			if !seen[r.Key] {
-				cmd.Blobs = append(cmd.Blobs, r)
-				seen[r.Key] = true
-			}
-		}
-		cmd.Jobs = append(cmd.Jobs, s)
-	}
-	if _, err := leader.propose(state.CmdSubmitJobs, cmd); err != nil {
-		b.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var running int
-		leader.fsm.Read(func(s *state.State) { running = len(s.Jobs) - len(s.Pending) })
-		if running >= 320 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return "sim"
+	})
 	url := tc.addrs[0] + path
 	size := 0
 	for b.Loop() {
@@ -80,4 +46,50 @@ func benchStatusPage(b *testing.B, path string) {
 		size = int(n)
 	}
 	b.ReportMetric(float64(size), "bytes/page")
+}
+
+// benchMember starts a member holding nodes nodes of 16 CPUs and jobs
+// jobs of 50 users in 5 accounts (named by name), submitted through Raft
+// in entries of up to 10,000, and waits until running of them run (or
+// two minutes). No node daemon heartbeats: the nodes must not go DOWN
+// meanwhile.
+func benchMember(b *testing.B, nodes, jobs, running int, name func(k int) string) *testCluster {
+	tc := startClusterTuned(b, 1, false, false, func(c *Config) { c.NodeTimeout = time.Hour })
+	leader := tc.waitLeader(b)
+	now := time.Now().UTC()
+	for i := 0; i < nodes; i++ {
+		info := api.NodeInfo{Name: fmt.Sprintf("n%03d", i), CPUs: 16, MemMB: 65536, Runner: "test", BootID: "b", Partitions: []string{"batch"}}
+		if _, err := leader.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const chunk = 10_000
+	for first := 0; first < jobs; first += chunk {
+		cmd := &state.SubmitJobs{Now: now, FirstID: uint64(first + 1)}
+		seen := map[string]bool{}
+		for k := first; k < min(first+chunk, jobs); k++ {
+			s := state.JobSpec{Name: name(k), User: fmt.Sprintf("u%02d", k%50), Account: fmt.Sprintf("a%d", k%5), NTasks: 1, CPUsPerTask: 1,
+				SubmitDir: "/home/u", WorkDir: "/home/u", Partition: "batch", RequestID: fmt.Sprintf("%032x", k)}
+			s = state.Inline(s, "#!/bin/sh\ntrue\n", nil)
+			for _, r := range state.OutOfLine(&s) {
+				if !seen[r.Key] {
+					cmd.Blobs = append(cmd.Blobs, r)
+					seen[r.Key] = true
+				}
+			}
+			cmd.Jobs = append(cmd.Jobs, s)
+		}
+		if _, err := leader.propose(state.CmdSubmitJobs, cmd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n int
+		leader.fsm.Read(func(s *state.State) { n = len(s.Jobs) - len(s.Pending) })
+		if n >= running || time.Now().After(deadline) {
+			return tc
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

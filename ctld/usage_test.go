@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,19 +25,9 @@ import (
 func TestClusterUtilizationEndpoint(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clock := newFakeClock(t0)
-	addr := freeAddr(t)
-	c, err := New(Config{ID: "c1", RaftAddr: addr, HTTPAddr: "127.0.0.1:0", DataDir: filepath.Join(t.TempDir(), "c1"),
-		Peers: []Peer{{ID: "c1", Addr: addr}}, Logger: quietLog(), NodeTimeout: 24 * time.Hour, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	for !c.isLeading() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	c := startOne(t, HTTPTimeouts{}, func(cfg *Config) { cfg.Clock, cfg.NodeTimeout = clock, 24*time.Hour })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	cl, _ := api.NewClient("http://" + c.HTTPAddr())
 	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 4, MemMB: 4096, Runner: "test", BootID: "b"}); err != nil {
 		t.Fatal(err)
@@ -57,6 +46,7 @@ func TestClusterUtilizationEndpoint(t *testing.T) {
 		t.Helper()
 		var j *api.Job
 		eventually(t, fmt.Sprintf("job %d %s", id, want), func() bool {
+			var err error
 			j, err = cl.Job(ctx, id, false)
 			return err == nil && j.State == want
 		})
