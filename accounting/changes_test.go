@@ -101,7 +101,7 @@ func TestChangeFeedOfACopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rebuilt.Copy(page); err != nil {
+		if err := rebuilt.Copy(page, nil); err != nil {
 			t.Fatal(err)
 		}
 		if next == nil {

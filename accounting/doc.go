@@ -2,8 +2,10 @@
 // sacct's data. It builds records purely from the replicated state
 // (record.go), stores them in an embedded store on every controller
 // (store.go, rollup.go, changes.go), selects them for `corral acct`
-// (query.go) and exports them (export.go, parquet.go; accounting/pgsink
-// streams them into PostgreSQL).
+// (query.go) and `corral acct report` (query.go; utilization.go and
+// series.go with the node facts of nodes.go and the run index of runs.go),
+// and exports them (export.go, parquet.go; accounting/pgsink streams them
+// into PostgreSQL).
 //
 // # Records
 //
@@ -84,6 +86,30 @@
 // of what is left on the controller; a compact value in the store is the
 // next step when that matters.
 //
+// # Cluster utilization and usage over time
+//
+// sreport's cluster Utilization needs the nodes' time as well as the
+// jobs': every entry that registers, downs, drains, resumes or attests a
+// node gives a node fact (nodes.go: the node's state, CPUs and GPUs from
+// the entry's time on; a drain by a person is planned down, one by the
+// controllers' health check or attestation and an unresponsive node are
+// down), built from the state after the apply like the records and
+// written with them, keyed by (node, time). A restored member writes each
+// node's present state for the nodes it knows nothing of; a member that
+// copies its peers' records takes their facts too. Facts are few (one per
+// change of a node) and are not expired.
+//
+// The jobs' side is the run index (runs.go): one compact entry per record
+// in the records' key order, holding its start, eligible time, TRES-
+// seconds, billing, CPUs, GPUs, whether it is the job's first run, account
+// and user, so that a window is one range scan that decodes no JSON.
+// Utilization (utilization.go) spreads node time and each run's totals
+// over a window (a run's share is the share of its run time inside it);
+// Series (series.go) spreads them over bins by account and counts the
+// waits; LiveRuns adds the runs still going and the jobs still waiting
+// from the state. A report over a year of 1,000,000 records reads the
+// whole index: 0.2 s of CPU (docs/performance.md).
+//
 // # Exports
 //
 // export.go writes NDJSON (the wire's JSON, a record a line) and CSV
@@ -116,6 +142,4 @@
 // writing one twice (rows are upserted by job and allocation, replaced
 // only by a later change). pgsink's doc.go says why one writer, the
 // leader, rather than every member.
-//
-// sreport's cluster utilization and the plots are the rest of issue #13.
 package accounting

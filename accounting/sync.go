@@ -108,21 +108,29 @@ func (s *Store) Page(after []byte, limit int) ([]Change, []byte, error) {
 	return out, next, err
 }
 
-// Copy writes records copied from a peer's store (Page): each where its
+// Copy writes records copied from a peer's store (Page), and its node
+// facts: each record where its
 // key is not stored, at the peer's place in the change feed; where the
 // same record is stored, it takes the peer's place too. The records a
 // member wrote from a restored snapshot sit at the snapshot's index, later
 // than the entries that wrote them on the peers; once copied, every record
 // sits where it sits on the peers, so a feed reader may move from this
 // member to another without skipping a record (changes.go).
-func (s *Store) Copy(recs []Change) error {
-	if len(recs) == 0 {
+func (s *Store) Copy(recs []Change, nodes []NodeFact) error {
+	if len(recs) == 0 && len(nodes) == 0 {
 		return nil
 	}
 	return s.db.Update(func(tx *bbolt.Tx) error {
 		t := newWriteTx(tx)
 		for i := range recs {
 			if err := t.adopt(&recs[i].Record, recs[i].Pos.Index); err != nil {
+				return err
+			}
+		}
+		// The peer's node facts come from the same log: written over the
+		// member's own.
+		for i := range nodes {
+			if err := t.putNodeFact(&nodes[i], false); err != nil {
 				return err
 			}
 		}

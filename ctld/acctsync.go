@@ -36,6 +36,10 @@ type acctPage struct {
 	Changed []uint64 `json:"changed"`
 	// Next continues after the page's last record; empty after the last.
 	Next string `json:"next,omitempty"`
+	// Nodes, on the first page, are the member's node facts (few: one
+	// per change of a node), which the copying member writes over its
+	// own: they come from the same log.
+	Nodes []accounting.NodeFact `json:"nodes,omitempty"`
 }
 
 // accountingSync copies the peers' records while the store has a gap,
@@ -150,7 +154,7 @@ func (c *Controller) copyAccountingFrom(ctx context.Context, addr string) (int, 
 		for i, r := range page.Records {
 			copied[i] = accounting.Change{Record: r, Pos: accounting.ChangePos{Index: page.Changed[i], Job: r.JobID, Alloc: r.AllocID}}
 		}
-		if err := c.fsm.acct.store.Copy(copied); err != nil {
+		if err := c.fsm.acct.store.Copy(copied, page.Nodes); err != nil {
 			return n, err
 		}
 		n += len(page.Records)
@@ -184,6 +188,11 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 		return &httpError{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("this member's accounting store is being rebuilt from its peers (gap at index %d, %v); copy another member's", gap, err)}
 	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if after == nil {
+		// What the entries applied so far wrote is on disk before a
+		// peer starts copying.
+		c.fsm.flushAccounting()
+	}
 	recs, next, err := store.Page(after, limit)
 	if err != nil {
 		return err
@@ -191,6 +200,11 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 	page := acctPage{Records: make([]accounting.Record, len(recs)), Changed: make([]uint64, len(recs))}
 	for i, ch := range recs {
 		page.Records[i], page.Changed[i] = ch.Record, ch.Pos.Index
+	}
+	if after == nil {
+		if page.Nodes, err = store.NodeFacts(); err != nil {
+			return err
+		}
 	}
 	if next != nil {
 		page.Next = hex.EncodeToString(next)

@@ -289,7 +289,11 @@ func TestSinkWaitsForItsStore(t *testing.T) {
 	waitSame(t, "the first member's records", pg, ahead)
 	stop()
 	sink, _ := runSinkWith(t, pg.DSN, behind, func() uint64 { return 12 })
-	time.Sleep(200 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for !sink.Status().Connected && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // five of its polls
 	if st := sink.Status(); st.Errors != 0 || st.Rows != 0 || !st.Connected {
 		t.Fatalf("while its store is behind the cursor the sink is %+v, want connected, waiting, no error", st)
 	}
