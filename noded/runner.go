@@ -111,6 +111,10 @@ type LaunchSpec struct {
 	// "node" (the site's network, through the node) or "none"/"" (its
 	// own file server only).
 	Network string
+	// NoWarm makes the vm runner boot the job's VM rather than restore it
+	// from a warm start's snapshot: the job asked --no-warm, or its
+	// partition's Warm setting says no.
+	NoWarm bool
 }
 
 // Handle is a running job.
