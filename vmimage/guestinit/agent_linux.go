@@ -37,8 +37,8 @@ type Agent struct {
 	// snapshot (FrameJob); nil refuses it. jobTaken says it took one.
 	onJob    func(vmimage.JobStart, []byte) error
 	jobTaken atomic.Bool
-	reaper *reaper
-	logf   func(string, ...any)
+	reaper   *reaper
+	logf     func(string, ...any)
 	// signalAll delivers a SignalAll: kill(-1) from PID 1, which spares
 	// only init.
 	signalAll func(unix.Signal) error
