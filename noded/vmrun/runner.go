@@ -52,6 +52,9 @@ type Config struct {
 	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
 	// when unset. Nothing else on the node may use these ids.
 	VMIDs IDRange
+	// GuestDebug has every guest's init trace its steps, with their
+	// times, on the VM's console (corral.debug=1).
+	GuestDebug bool
 	// WarmDir is where the runner keeps its warm starts' snapshots
 	// (warm.go): a directory of root's, mode 0700. Empty turns warm
 	// starts off: every VM boots.

@@ -627,6 +627,9 @@ func (r *Runner) argv(a vmArgs) []string {
 	if a.warm != "" {
 		extra = append(extra, "corral.warm="+a.warm)
 	}
+	if r.cfg.GuestDebug {
+		extra = append(extra, "corral.debug=1")
+	}
 	return append(argv, "-append", vmimage.KernelCmdline(r.tscKHz, extra...))
 }
 

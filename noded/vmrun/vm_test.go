@@ -39,6 +39,10 @@ func imageRoot() string {
 	return filepath.Join("..", "..", "build", "images")
 }
 
+// guestDebugEnv, set, has the tests' guests trace their init's steps on
+// their consoles (Config.GuestDebug).
+const guestDebugEnv = "CORRAL_TEST_GUEST_DEBUG"
+
 // probeEnv carries a probe's outcome to a child test binary (inOwnNetns),
 // whose runner then restores it instead of booting the probe guest again,
 // as a daemon restarted on the same boot does.
@@ -56,7 +60,7 @@ func testRunner(tb testing.TB) *Runner {
 	}
 	runnerOnce.Do(func() {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		cfg := Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild}}
+		cfg := Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild}, GuestDebug: os.Getenv(guestDebugEnv) != ""}
 		found := os.Getenv(probeEnv)
 		if found == "" {
 			sharedR, sharedErr = New(context.Background(), cfg)

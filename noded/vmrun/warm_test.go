@@ -1,64 +1,140 @@
 package vmrun
 
 import (
-	"context"
+	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"corral/noded"
 )
 
+// logBuffer collects a runner's log for a test to read, and copies it to
+// stderr.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	os.Stderr.Write(p)
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // warmRunner returns a runner with warm starts on, its snapshots in a
 // directory of the test's, saved as soon as their guest is ready (no
-// settling: the tests do not change the host's files under a snapshot).
-// It takes the shared runner's probe rather than booting its own.
-func warmRunner(t *testing.T) *Runner {
-	t.Helper()
-	found, err := testRunner(t).Probe(t.Context())
+// settling: the tests change none of the host's files a snapshot's guest
+// cached), and its log. It takes the shared runner's probe rather than
+// booting its own.
+func warmRunner(tb testing.TB) (*Runner, *logBuffer) {
+	tb.Helper()
+	found, err := testRunner(tb).Probe(tb.Context())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logs := &logBuffer{}
+	var w io.Writer = logs
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	r, err := Load(Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild},
-		WarmDir: filepath.Join(t.TempDir(), "warm"), WarmSettle: -1})
+		WarmDir: filepath.Join(tb.TempDir(), "warm"), WarmSettle: -1, GuestDebug: os.Getenv(guestDebugEnv) != ""})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := r.Restore(found); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return r
+	return r, logs
 }
 
 // waitSnapshots waits until the runner holds n snapshots.
-func waitSnapshots(t *testing.T, r *Runner, n int) []WarmSnapshot {
-	t.Helper()
-	waitFor(t, "the warm start's snapshot", 4*time.Minute, func() bool { return len(r.WarmSnapshots()) >= n })
+func waitSnapshots(tb testing.TB, r *Runner, n int) []WarmSnapshot {
+	tb.Helper()
+	waitFor(tb, "the warm start's snapshot", 4*time.Minute, func() bool { return len(r.WarmSnapshots()) >= n })
 	return r.WarmSnapshots()
 }
 
-func TestWarmScratch(t *testing.T) {
-	r := warmRunner(t)
-	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
-	v := start(t, r, spec)
-	res := waitResult(t, v, 60*time.Second)
-	t.Logf("cold: %+v %q warm=%v", res, readFile(t, spec.Stdout), v.StartedWarm())
+// TestWarmStart runs jobs of one shape on a runner with warm starts. The
+// first boots, and the node makes the shape's snapshot meanwhile (a file
+// of root's, 0600, in a directory of mode 0700). The next two are restored
+// from it: each runs TestHostRootAsTheUser's bash script with the host's
+// files, as the user, exactly as the booted one did, and prints random
+// bytes (/dev/urandom, python's os.urandom), a machine id and a boot id
+// that neither the other nor the booted job has, and the host's time. A
+// --no-warm job boots. A snapshot whose stream was damaged fails its
+// restore: the job boots instead, and the snapshot is removed and said so
+// in the log.
+func TestWarmStart(t *testing.T) {
+	guestOnly(t)
+	r, logs := warmRunner(t)
+	cold := hostRootAsTheUser(t, r, false)
 	snaps := waitSnapshots(t, r, 1)
-	t.Logf("snapshot: %+v", snaps)
-	for i := 0; i < 2; i++ {
-		spec := jobSpec(t, "#!/bin/bash\necho hi; head -c 8 /dev/urandom | od -An -tx1; cat /etc/machine-id /proc/sys/kernel/random/boot_id; date +%s.%N; python3 -c 'import os; print(os.urandom(8).hex())'\n", 1, 256)
-		t0 := time.Now()
-		v := start(t, r, spec)
-		waitFor(t, "output", time.Minute, func() bool { b, _ := os.ReadFile(spec.Stdout); return len(b) > 0 })
-		first := time.Since(t0)
-		res := waitResult(t, v, 60*time.Second)
-		t.Logf("warm=%v first output %v: %+v %q (host %d); console %s", v.StartedWarm(), first, res, readFile(t, spec.Stdout), time.Now().Unix(), tailFile(v.f.console, 5, 800))
+	s := snaps[0]
+	t.Logf("snapshot %s (%s): %d MiB, made in %v, saved in %v", s.Key, s.Shape, s.Bytes>>20, s.Make, s.Save)
+	for path, mode := range map[string]os.FileMode{r.warm.dir: 0o700 | os.ModeDir, r.warm.statePath(s.Key): 0o600, r.warm.metaPath(s.Key): 0o600} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode() != mode {
+			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode(), err, mode)
+		}
 	}
-	_ = context.Background
-	_ = strings.Contains
-	_ = noded.Result{}
+
+	var ids []map[string]string
+	for _, out := range []string{cold, hostRootAsTheUser(t, r, true), hostRootAsTheUser(t, r, true)} {
+		m := identityLines(out)
+		if len(m) != 5 || len(m["urandom"]) != 32 || len(m["python"]) != 32 || len(m["machine-id"]) != 32 {
+			t.Fatalf("the job's identity lines are %v:\n%s", m, out)
+		}
+		if c, err := strconv.ParseInt(m["clock"], 10, 64); err != nil || time.Since(time.Unix(c, 0)).Abs() > 30*time.Second {
+			t.Errorf("the job's clock said %q at %s: not the host's time", m["clock"], time.Now().Format(time.RFC3339))
+		}
+		for _, other := range ids {
+			for _, k := range []string{"urandom", "python", "machine-id", "boot-id"} {
+				if m[k] == other[k] {
+					t.Errorf("two jobs have the same %s %s", k, m[k])
+				}
+			}
+		}
+		ids = append(ids, m)
+	}
+
+	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
+	spec.NoWarm = true
+	if v := start(t, r, spec); waitResult(t, v, time.Minute) != (noded.Result{}) || v.StartedWarm() {
+		t.Errorf("a --no-warm job started warm: %v", v.StartedWarm())
+	}
+
+	// Damage the stream where QEMU reads it first, keeping its size and
+	// time (so that only QEMU can tell).
+	path := r.warm.statePath(s.Key)
+	fi, _ := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("not a QEMU stream"), 0)
+	f.Close()
+	os.Chtimes(path, fi.ModTime(), fi.ModTime())
+	spec = jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
+	v := start(t, r, spec)
+	if res := waitResult(t, v, time.Minute); res != (noded.Result{}) || v.StartedWarm() || readFile(t, spec.Stdout) != "hi\n" {
+		t.Errorf("a job whose snapshot is damaged: %+v, warm %v, output %q", res, v.StartedWarm(), readFile(t, spec.Stdout))
+	}
+	if _, err := os.Stat(path); err == nil || len(r.WarmSnapshots()) != 0 {
+		t.Errorf("the damaged snapshot is still there (%v, %v)", err, r.WarmSnapshots())
+	}
+	if !strings.Contains(logs.String(), "removing a warm start's snapshot") {
+		t.Errorf("the log does not say the damaged snapshot was removed")
+	}
 }

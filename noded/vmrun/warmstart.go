@@ -84,6 +84,10 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 	keys.root = s.RootHandleKey
 	v, err := r.start(ctx, spec, startOpts{accel: accel, hostRoot: true, group: true, agent: true, keys: &keys,
 		incoming: &Incoming{File: f}})
+	if errors.Is(err, errQEMUExited) {
+		// QEMU reads the stream as it starts: one it cannot load ends it.
+		return nil, &badSnapshot{err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type Agent struct {
 	// snapshot (FrameJob); nil refuses it. jobTaken says it took one.
 	onJob    func(vmimage.JobStart, []byte) error
 	jobTaken atomic.Bool
+	// hostSignal wakes Serve when the host connects (signalOnConnect);
+	// nil: Serve looks again every 50 ms.
+	hostSignal <-chan os.Signal
 	reaper   *reaper
 	logf     func(string, ...any)
 	// signalAll delivers a SignalAll: kill(-1) from PID 1, which spares
@@ -125,8 +129,34 @@ func (a *Agent) Serve() {
 				return
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-a.hostSignal:
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+}
+
+// signalOnConnect asks the kernel for a SIGIO when the host connects to
+// the port (virtio_console signals a port's owner when its host side
+// opens), so that Serve, which sees no host as the end of the port, wakes
+// at once rather than at its next look: a restored guest's job waits on
+// it.
+func (a *Agent) signalOnConnect(port *os.File) error {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGIO)
+	fd := int(port.Fd())
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETOWN, unix.Getpid()); err != nil {
+		return err
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_ASYNC)
+	}
+	if err != nil {
+		return err
+	}
+	a.hostSignal = ch
+	return nil
 }
 
 // resetSession abandons every request of the session that ended: their

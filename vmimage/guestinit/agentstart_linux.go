@@ -48,6 +48,9 @@ func (g *guest) startAgent() {
 			return
 		}
 		a.port = port
+		if err := a.signalOnConnect(port); err != nil {
+			g.logf("agent: no signal when the host connects: %v", err)
+		}
 		g.logf("agent on %s", dev)
 		a.Serve()
 	}()

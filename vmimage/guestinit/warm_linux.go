@@ -79,6 +79,9 @@ func (g *guest) startWarmAgent(onJob func(vmimage.JobStart, []byte) error) error
 	}
 	a := newWaitingAgent(port, g.reaper, g.logf)
 	a.onJob = onJob
+	if err := a.signalOnConnect(port); err != nil {
+		g.logf("agent: no signal when the host connects: %v", err)
+	}
 	g.agent = a
 	go a.Serve()
 	return nil
