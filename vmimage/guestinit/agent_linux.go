@@ -41,8 +41,8 @@ type Agent struct {
 	// hostSignal wakes Serve when the host connects (signalOnConnect);
 	// nil: Serve looks again every 50 ms.
 	hostSignal <-chan os.Signal
-	reaper   *reaper
-	logf     func(string, ...any)
+	reaper     *reaper
+	logf       func(string, ...any)
 	// signalAll delivers a SignalAll: kill(-1) from PID 1, which spares
 	// only init.
 	signalAll func(unix.Signal) error
