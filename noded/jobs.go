@@ -216,7 +216,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
-	part, submitDir, noMigrate := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate
+	part, submitDir, noMigrate, noWarm := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate, j.Spec.NoWarm
 	go func() {
 		if d.runner.Name() == "vm" {
 			// The VM mounts the partition's shared paths too, over the
@@ -228,6 +228,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 			spec.Share = p.ShareFor(noMigrate)
 			spec.Root = p.Root
 			spec.Network = p.Network
+			spec.NoWarm = !p.WarmFor(noWarm)
 		}
 		began := time.Now()
 		h, err := d.runner.Start(context.Background(), spec)
@@ -418,6 +419,12 @@ func (d *Daemon) onExited(ev exitedEvent) {
 	if u, ok := ev.handle.(UsageReporter); ok {
 		if cpu, peak, ok := u.Usage(); ok {
 			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
+		}
+	}
+	if w, ok := ev.handle.(WarmReporter); ok {
+		rep.VMStart = api.VMStartCold
+		if w.StartedWarm() {
+			rep.VMStart = api.VMStartWarm
 		}
 	}
 	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)

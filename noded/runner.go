@@ -152,6 +152,13 @@ type UsageReporter interface {
 	Usage() (cpu time.Duration, peakBytes int64, ok bool)
 }
 
+// WarmReporter is implemented by a Handle of a runner that can start a
+// job's VM warm, restored from a snapshot of a guest booted earlier,
+// rather than boot it; the daemon reports which with the job's end.
+type WarmReporter interface {
+	StartedWarm() bool
+}
+
 // Result is how a job ended. A job that exited has ExitCode set; one killed
 // by a signal has Signal set (Slurm shows that as ExitCode 0:Signal). A
 // non-empty Message means the job's end was abnormal in a way its exit

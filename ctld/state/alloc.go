@@ -51,6 +51,9 @@ type Allocation struct {
 	// not measured.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
+	// VMStart is how the run's VM started, as its node reported it:
+	// api.VMStartWarm or api.VMStartCold; empty without a VM.
+	VMStart string `json:"vm_start,omitempty"`
 }
 
 // AllocDesired is what the controllers want a node to do with a run.

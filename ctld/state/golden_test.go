@@ -267,6 +267,19 @@ func goldenCommands() []struct {
 		// The health check drains node k1 and, passing, resumes it.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
+		// Warm starts: a partition whose VMs all boot, a --no-warm job, and
+		// a run whose VM started warm.
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "cold", Warm: api.WarmNo}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "w1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-w"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("booted")
+			sp.NoWarm = true
+			return sp
+		}(), simple("restored")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17*time.Hour + time.Second), Starts: []PlanStart{{JobID: 81, Node: "w1", CPUs: 1, MemMB: 256}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(17*time.Hour + time.Minute), Node: "w1", BootID: "boot-w", Reports: []api.JobReport{
+			{JobID: 81, StartIndex: 84, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
 	}
 }
 

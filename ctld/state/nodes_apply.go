@@ -161,6 +161,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	if r.VMStart == api.VMStartWarm || r.VMStart == api.VMStartCold {
+		ended.VMStart = r.VMStart
+	}
 	s.finishRun(j, final, now)
 	if j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
