@@ -63,6 +63,10 @@ type NodeInfo struct {
 	// after it registered, so that a restarted one re-adopts its jobs
 	// within their lease however slow the probe is.
 	Probing bool `json:"probing,omitempty"`
+	// Migrate says the daemon can be either side of a live migration (its
+	// runner can, and it serves the job API the stream comes in through):
+	// the controllers migrate no job to or from a node without it.
+	Migrate bool `json:"migrate,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -161,6 +165,9 @@ type Allocation struct {
 	// ID names the allocation; reports of its end carry it.
 	ID  uint64 `json:"id,omitempty"`
 	Job Job    `json:"job"`
+	// Migration is set while the allocation takes part in a live
+	// migration (its source or its destination).
+	Migration *AllocMigration `json:"migration,omitempty"`
 }
 
 // Desired is a node's desired state at a Raft index.
@@ -216,6 +223,9 @@ type NodeStatus struct {
 	// Health is the result of the node's health check (noded
 	// --health-check, Slurm's HealthCheckProgram), when it ran one.
 	Health *HealthReport `json:"health,omitempty"`
+	// Migrations are the node's reports on the live migrations it takes
+	// part in (at most MaxMigrationReports).
+	Migrations []MigrationReport `json:"migrations,omitempty"`
 }
 
 // HealthReport is one run of a node's health check: whether it passed,

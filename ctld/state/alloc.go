@@ -54,6 +54,11 @@ type Allocation struct {
 	// VMStart is how the run's VM started, as its node reported it:
 	// api.VMStartWarm or api.VMStartCold; empty without a VM.
 	VMStart string `json:"vm_start,omitempty"`
+	// Leaving is set on an allocation a live migration gives up: the
+	// source once the job switched over to its destination, the
+	// destination of a migration that was aborted. Its end is not the
+	// job's (migrations.go).
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // AllocDesired is what the controllers want a node to do with a run.

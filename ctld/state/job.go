@@ -221,6 +221,10 @@ type Job struct {
 	// Allocs are the job's allocations, oldest first: the active ones and
 	// those of its earlier runs (kept until the job is purged).
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Migrations are the job's live migrations, oldest first (their
+	// records are in State.Migrations until the job is purged); the last
+	// one is under way while it is live.
+	Migrations []uint64 `json:"migrations,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/noded"
 )
 
 // Incoming says where a VM's QEMU takes its guest from instead of booting
@@ -48,6 +51,11 @@ type Incoming struct {
 	// runs as soon as it is loaded, one saved paused (a snapshot, a
 	// checkpoint) waits for VM.Continue.
 	Paused bool
+	// HoldShare keeps the NFS share's file server from starting until the
+	// source's handle keys arrive with the stream (VM.Receive's prelude):
+	// a live migration's destination is started before the source's
+	// daemon connects to it.
+	HoldShare bool
 }
 
 // args are the QEMU arguments that make a VM wait for its stream.
@@ -118,31 +126,42 @@ func (v *VM) waitIncoming(ctx context.Context) (string, error) {
 	}
 }
 
-// MigrationStats are what QEMU reports of a finished migration
-// (query-migrate): its total time, the time the guest was stopped, and
-// the bytes of RAM sent.
-type MigrationStats struct {
-	Total    time.Duration
-	Downtime time.Duration
-	RAMBytes int64
-}
-
-// migrationStatus is the reply to query-migrate, as far as it is read.
+// migrationStatus is the reply to query-migrate, as far as it is read:
+// an outgoing migration's (or, on a destination, the incoming one's)
+// status and figures, and whether QEMU would refuse to migrate the VM.
 type migrationStatus struct {
 	Return struct {
 		Status    string `json:"status"`
 		TotalTime int64  `json:"total-time"`
 		Downtime  int64  `json:"downtime"`
+		SetupTime int64  `json:"setup-time"`
 		ErrorDesc string `json:"error-desc"`
 		RAM       struct {
 			Transferred int64 `json:"transferred"`
 		} `json:"ram"`
+		Blocked        bool     `json:"blocked"`
+		BlockedReasons []string `json:"blocked-reasons"`
 	} `json:"return"`
 }
 
-func (m migrationStatus) stats() MigrationStats {
-	return MigrationStats{Total: time.Duration(m.Return.TotalTime) * time.Millisecond,
-		Downtime: time.Duration(m.Return.Downtime) * time.Millisecond, RAMBytes: m.Return.RAM.Transferred}
+// stats are a finished migration's figures: its total time, the time the
+// guest was stopped, the time before copying began, the bytes of RAM sent.
+func (m migrationStatus) stats() noded.MigrationStats {
+	r := m.Return
+	return noded.MigrationStats{Total: time.Duration(r.TotalTime) * time.Millisecond,
+		Downtime: time.Duration(r.Downtime) * time.Millisecond, Setup: time.Duration(r.SetupTime) * time.Millisecond,
+		RAMBytes: r.RAM.Transferred}
+}
+
+// active reports whether the migration is under way, in any of QEMU's
+// states between its start and its end.
+func (m migrationStatus) active() bool {
+	switch s := m.Return.Status; s {
+	case "setup", "active", "pre-switchover", "device", "wait-unplug", "cancelling":
+		return true
+	default:
+		return strings.HasPrefix(s, "postcopy")
+	}
 }
 
 // parseMigrationStatus reads a query-migrate reply.

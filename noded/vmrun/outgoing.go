@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/noded"
 )
 
 // saveFDName is the name a stream file gets in QEMU's monitor (getfd).
@@ -27,42 +29,42 @@ const saveFDName = "corral-stream"
 // instant without a second pass. Either way QEMU is left in
 // "postmigrate": its guest must not run again (the stream would then be a
 // copy of a guest that went on), and the caller ends it.
-func (v *VM) saveState(ctx context.Context, f *os.File) (MigrationStats, error) {
+func (v *VM) saveState(ctx context.Context, f *os.File) (noded.MigrationStats, error) {
 	c, err := dialQMP(ctx, v.st.QMP)
 	if err != nil {
-		return MigrationStats{}, v.vmError("migrate", err)
+		return noded.MigrationStats{}, v.vmError("migrate", err)
 	}
 	defer c.close()
 	if _, err := c.run(`{"execute":"getfd","arguments":{"fdname":"`+saveFDName+`"}}`, f); err != nil {
-		return MigrationStats{}, err
+		return noded.MigrationStats{}, err
 	}
 	// QEMU 7.2 caps migration at 128 MiB/s by default; a stream to a
 	// local file has no link to spare.
 	if _, err := c.run(`{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":17179869184}}`, nil); err != nil {
-		return MigrationStats{}, err
+		return noded.MigrationStats{}, err
 	}
 	if _, err := c.run(`{"execute":"migrate","arguments":{"uri":"fd:`+saveFDName+`"}}`, nil); err != nil {
-		return MigrationStats{}, err
+		return noded.MigrationStats{}, err
 	}
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		b, err := c.run(`{"execute":"query-migrate"}`, nil)
 		if err != nil {
-			return MigrationStats{}, err
+			return noded.MigrationStats{}, err
 		}
 		m, err := parseMigrationStatus(b)
 		if err != nil {
-			return MigrationStats{}, err
+			return noded.MigrationStats{}, err
 		}
 		switch m.Return.Status {
 		case "completed":
 			return m.stats(), nil
 		case "failed", "cancelled":
-			return MigrationStats{}, fmt.Errorf("QEMU's migration to the stream file %s: %s", m.Return.Status, m.Return.ErrorDesc)
+			return noded.MigrationStats{}, fmt.Errorf("QEMU's migration to the stream file %s: %s", m.Return.Status, m.Return.ErrorDesc)
 		}
 		select {
 		case <-ctx.Done():
 			c.run(`{"execute":"migrate_cancel"}`, nil)
-			return MigrationStats{}, fmt.Errorf("QEMU's migration to the stream file: %w", ctx.Err())
+			return noded.MigrationStats{}, fmt.Errorf("QEMU's migration to the stream file: %w", ctx.Err())
 		case <-time.After(wait):
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,6 +82,9 @@ type vmState struct {
 	// Warm names the snapshot the VM was restored from (warmstart.go);
 	// empty when it booted.
 	Warm string `json:"warm,omitempty"`
+	// Incoming says QEMU was started as a live migration's destination
+	// (destination.go): stopped until the daemon continues it.
+	Incoming bool `json:"incoming,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -222,7 +226,11 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	q.close()        // QEMU holds its own descriptors
 	a.net.closeTap() // and its own tap device
 	launched = err == nil
-	if err == nil && nfs != nil {
+	if err == nil && nfs != nil && o.incoming != nil && o.incoming.HoldShare {
+		// The guest's file handles must stay valid: the server starts
+		// with the source's key, which comes with the stream (Receive).
+		v.holdNFS(nfs)
+	} else if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
 			killProc(v.proc)
 			<-v.done
@@ -436,7 +444,7 @@ func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs,
 		}
 		open := noded.OpenOutputFile
 		if appending {
-			open = openAppending
+			open = noded.AppendOutputFile
 		}
 		fh, err := open(p)
 		if err != nil {
@@ -467,15 +475,6 @@ func planOutputs(out, errPath string) outputs {
 		o.stderr = errPath
 	}
 	return o
-}
-
-// openAppending opens an output file to go on writing it.
-func openAppending(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open output file %s: %w", p, err)
-	}
-	return f, nil
 }
 
 // jobPayload is what the guest's init gets of the job: in its initrd when
@@ -679,7 +678,7 @@ func (r *Runner) launch(argv []string, q *qemuFiles, f vmFiles, image, accel, gr
 		p, err = procref.Open(pid, start, true)
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
-		Image: image, Accel: accel, Argv: argv, As: as}
+		Image: image, Accel: accel, Argv: argv, As: as, Incoming: slices.Contains(argv, "-incoming")}
 	if grp != nil {
 		st.Cgroup = group
 	}
