@@ -152,6 +152,14 @@ type UsageReporter interface {
 	Usage() (cpu time.Duration, peakBytes int64, ok bool)
 }
 
+// Closer is implemented by a Runner with background work of its own (the
+// vm runner makes warm starts' snapshots): Run calls Close as the daemon
+// stops, and Close returns once that work has stopped and cleaned up. Jobs
+// are not its business: they run on, as Run leaves them.
+type Closer interface {
+	Close()
+}
+
 // WarmReporter is implemented by a Handle of a runner that can start a
 // job's VM warm, restored from a snapshot of a guest booted earlier,
 // rather than boot it; the daemon reports which with the job's end.

@@ -101,6 +101,7 @@ type Runner struct {
 var (
 	_ noded.Runner = (*Runner)(nil)
 	_ noded.Prober = (*Runner)(nil)
+	_ noded.Closer = (*Runner)(nil)
 )
 
 // New loads the images under cfg.ImageRoot (see Load) and probes the host

@@ -42,6 +42,12 @@ func (b *logBuffer) String() string {
 // booting its own.
 func warmRunner(tb testing.TB) (*Runner, *logBuffer) {
 	tb.Helper()
+	return warmRunnerSettled(tb, -1)
+}
+
+// warmRunnerSettled is warmRunner with Config.WarmSettle settle.
+func warmRunnerSettled(tb testing.TB, settle time.Duration) (*Runner, *logBuffer) {
+	tb.Helper()
 	found, err := testRunner(tb).Probe(tb.Context())
 	if err != nil {
 		tb.Fatal(err)
@@ -50,7 +56,7 @@ func warmRunner(tb testing.TB) (*Runner, *logBuffer) {
 	var w io.Writer = logs
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	r, err := Load(Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild},
-		WarmDir: filepath.Join(tb.TempDir(), "warm"), WarmSettle: -1, GuestDebug: os.Getenv(guestDebugEnv) != ""})
+		WarmDir: filepath.Join(tb.TempDir(), "warm"), WarmSettle: settle, GuestDebug: os.Getenv(guestDebugEnv) != ""})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package vmrun
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -82,6 +83,12 @@ type warmPool struct {
 	failed map[string]time.Time // shapes whose snapshot failed, when
 	queue  chan *warmShape
 	worker bool
+	// ctx ends with Close, which stops the snapshot being made; done is
+	// closed when the worker has stopped.
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed bool
+	done   chan struct{}
 }
 
 // newWarmPool opens the warm directory: it creates it (0700), removes what
@@ -102,7 +109,9 @@ func newWarmPool(r *Runner, dir string, maxCount int, maxBytes int64) (*warmPool
 		return nil, fmt.Errorf("warm starts' directory %s: %w", dir, err)
 	}
 	p := &warmPool{r: r, log: r.log.With("warm_dir", dir), dir: dir, maxCount: maxCount, maxBytes: maxBytes,
-		snaps: map[string]*warmSnap{}, making: map[string]bool{}, failed: map[string]time.Time{}, queue: make(chan *warmShape, 16)}
+		snaps: map[string]*warmSnap{}, making: map[string]bool{}, failed: map[string]time.Time{}, queue: make(chan *warmShape, 16),
+		done: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("warm starts' directory %s: %w", dir, err)
@@ -263,7 +272,7 @@ func (p *warmPool) remove(key string) {
 func (p *warmPool) want(sh *warmShape) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.snaps[sh.key] != nil || p.making[sh.key] || time.Since(p.failed[sh.key]) < warmRetry {
+	if p.closed || p.snaps[sh.key] != nil || p.making[sh.key] || time.Since(p.failed[sh.key]) < warmRetry {
 		return
 	}
 	select {
@@ -278,9 +287,37 @@ func (p *warmPool) want(sh *warmShape) {
 	}
 }
 
+// close stops the worker: the snapshot being made is abandoned (its VM
+// ended, its files removed), and none is made after.
+func (p *warmPool) close() {
+	p.mu.Lock()
+	worker := p.worker
+	if !p.closed {
+		p.closed = true
+		close(p.queue)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	if worker {
+		<-p.done
+	}
+}
+
+// Close stops the runner's background work: the warm starts' snapshot
+// being made is abandoned, and no other is made. Jobs' VMs run on.
+func (r *Runner) Close() {
+	if r.warm != nil {
+		r.warm.close()
+	}
+}
+
 // work makes the queued snapshots, one at a time.
 func (p *warmPool) work() {
+	defer close(p.done)
 	for sh := range p.queue {
+		if p.ctx.Err() != nil {
+			return
+		}
 		s, err := p.r.makeSnapshot(p, sh)
 		p.mu.Lock()
 		delete(p.making, sh.key)

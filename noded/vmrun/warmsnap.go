@@ -77,7 +77,7 @@ func (r *Runner) makeSnapshot(p *warmPool, sh *warmShape) (*warmSnap, error) {
 		return nil, err
 	}
 	keys.root = rootKey.job
-	ctx, cancel := context.WithTimeout(context.Background(), warmReadyWait+warmSaveWait+r.warmSettle(sh.stage))
+	ctx, cancel := context.WithTimeout(p.ctx, warmReadyWait+warmSaveWait+r.warmSettle(sh.stage))
 	defer cancel()
 	v, err := r.start(ctx, spec, startOpts{accel: accel, hostRoot: true, agent: true, keys: &keys, warm: sh.stage})
 	if err != nil {
@@ -96,6 +96,8 @@ func (r *Runner) makeSnapshot(p *warmPool, sh *warmShape) (*warmSnap, error) {
 	case <-time.After(r.warmSettle(sh.stage)):
 	case <-v.done:
 		return nil, fmt.Errorf("the snapshot's VM ended while it settled: %s", lostMessage(v.f))
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	if err := v.Pause(); err != nil {
 		return nil, err

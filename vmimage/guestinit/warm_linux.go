@@ -59,9 +59,20 @@ func (g *guest) warmUp(stage string) {
 	fmt.Fprintln(g.ctl, "CORRAL READY")
 	g.drain()
 	g.logf("ready for a snapshot")
-	<-jobIn
-	g.logf("job received")
+	select {
+	case <-jobIn:
+		g.logf("job received")
+	case <-time.After(warmOrphaned):
+		// The node that booted this guest went away without saving or
+		// ending it: nothing will.
+		g.finish(127, "warm start: no job came")
+	}
 }
+
+// warmOrphaned is how long a guest booted for a snapshot waits for a job
+// (its monotonic clock: in a restored copy, from the moment it said
+// READY, the snapshot's wait and settling included) before it powers off.
+const warmOrphaned = 10 * time.Minute
 
 // startWarmAgent starts the agent before the job: its modules, its port,
 // and Serve, answering Hello and FrameJob until the job's root is set.
