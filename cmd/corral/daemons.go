@@ -301,6 +301,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
 		valued(0, "warm-max", "N", "warm starts: how many snapshots of booted guests the vm runner keeps in DATA/warm, one per shape of VM, to restore job VMs from instead of booting them (default 8; 0 turns warm starts off)"),
 		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
+		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
@@ -749,8 +750,8 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
 }
 
-// warmOptions reads --warm-max and --warm-max-bytes into cfg: a maximum
-// of 0 turns warm starts off.
+// warmOptions reads --warm-max, --warm-max-bytes and --warm-settle into
+// cfg: a maximum of 0 turns warm starts off.
 func warmOptions(o *optSet, cfg *vmrun.Config) error {
 	if v := o.get("warm-max"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -768,6 +769,15 @@ func warmOptions(o *optSet, cfg *vmrun.Config) error {
 			return fmt.Errorf("--warm-max-bytes=%s: give a size such as 4G", v)
 		}
 		cfg.WarmMaxBytes = mb << 20
+	}
+	if v := o.get("warm-settle"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("--warm-settle=%s: give a duration such as 65s, or 0", v)
+		}
+		if cfg.WarmSettle = d; d == 0 {
+			cfg.WarmSettle = -1 // at once
+		}
 	}
 	return nil
 }

@@ -80,9 +80,10 @@ func waitSnapshots(tb testing.TB, r *Runner, n int) []WarmSnapshot {
 // files, as the user, exactly as the booted one did, and prints random
 // bytes (/dev/urandom, python's os.urandom), a machine id and a boot id
 // that neither the other nor the booted job has, and the host's time. A
-// --no-warm job boots. A snapshot whose stream was damaged fails its
-// restore: the job boots instead, and the snapshot is removed and said so
-// in the log.
+// snapshot whose stream was damaged fails its restore: the job boots
+// instead, and the snapshot is removed and said so in the log. (A job
+// that opted out has no shape, TestWarmShapes; e2e's TestVMWarmStart
+// boots one.)
 func TestWarmStart(t *testing.T) {
 	guestOnly(t)
 	r, logs := warmRunner(t)
@@ -115,12 +116,6 @@ func TestWarmStart(t *testing.T) {
 		ids = append(ids, m)
 	}
 
-	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
-	spec.NoWarm = true
-	if v := start(t, r, spec); waitResult(t, v, time.Minute) != (noded.Result{}) || v.StartedWarm() {
-		t.Errorf("a --no-warm job started warm: %v", v.StartedWarm())
-	}
-
 	// Damage the stream where QEMU reads it first, keeping its size and
 	// time (so that only QEMU can tell).
 	path := r.warm.statePath(s.Key)
@@ -132,7 +127,7 @@ func TestWarmStart(t *testing.T) {
 	f.WriteAt([]byte("not a QEMU stream"), 0)
 	f.Close()
 	os.Chtimes(path, fi.ModTime(), fi.ModTime())
-	spec = jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
+	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
 	v := start(t, r, spec)
 	if res := waitResult(t, v, time.Minute); res != (noded.Result{}) || v.StartedWarm() || readFile(t, spec.Stdout) != "hi\n" {
 		t.Errorf("a job whose snapshot is damaged: %+v, warm %v, output %q", res, v.StartedWarm(), readFile(t, spec.Stdout))
