@@ -96,6 +96,9 @@ type Runner struct {
 	// hashes caches the contents' hashes snapshots are keyed by.
 	warm   *warmPool
 	hashes fileHashes
+	// warmStage, when set, is every snapshot's stage: the benchmark that
+	// compares the stages sets it.
+	warmStage string
 }
 
 var (

@@ -623,9 +623,7 @@ func (r *Runner) argv(a vmArgs) []string {
 	if hostnameRE.MatchString(a.node) {
 		extra = append(extra, "corral.hostname="+a.node)
 	}
-	if a.warm != "" {
-		extra = append(extra, "corral.warm="+a.warm)
-	}
+	extra = append(extra, warmCmdline(a.warm)...)
 	if r.cfg.GuestDebug {
 		extra = append(extra, "corral.debug=1")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,9 @@ func (r *Runner) warmShapeOf(spec noded.LaunchSpec, accel string) (*warmShape, s
 		// after it was restored: no connection before the snapshot.
 		stage = vmimage.WarmNet
 	}
+	if r.warmStage != "" {
+		stage = r.warmStage
+	}
 	out := planOutputs(spec.Stdout, spec.Stderr)
 	tmpl := noded.LaunchSpec{
 		Job: &api.Job{Node: job.Node, CPUs: cpus, MemMB: memMB, Placement: place,
@@ -147,11 +151,27 @@ func dropWarmArg(cmdline string) string {
 	f := strings.Fields(cmdline)
 	out := f[:0]
 	for _, a := range f {
-		if !strings.HasPrefix(a, "corral.warm=") {
+		if !strings.HasPrefix(a, "corral.warm=") && !slices.Contains(warmZeroing, a) {
 			out = append(out, a)
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// warmZeroing has the guest of a snapshot zero the pages it frees rather
+// than those it allocates (Debian's kernel zeroes on allocation by
+// default): the same work, moved, so that the free memory of the saved
+// guest is zero pages, which the stream does not carry. Its copies keep
+// it, at the same cost to their jobs.
+var warmZeroing = []string{"init_on_free=1", "init_on_alloc=0"}
+
+// warmCmdline is what the kernel command line of a snapshot's boot has
+// beyond a job's of its shape: the stage, and warmZeroing.
+func warmCmdline(stage string) []string {
+	if stage == "" {
+		return nil
+	}
+	return append([]string{"corral.warm=" + stage}, warmZeroing...)
 }
 
 // contentKeys returns the hashes of what a guest's snapshot depends on

@@ -2,17 +2,21 @@ package vmrun
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"corral/internal/procref"
 	"corral/noded"
+	"corral/vmimage"
 )
 
 // logBuffer collects a runner's log for a test to read, and copies it to
@@ -138,4 +142,75 @@ func TestWarmStart(t *testing.T) {
 	if !strings.Contains(logs.String(), "removing a warm start's snapshot") {
 		t.Errorf("the log does not say the damaged snapshot was removed")
 	}
+}
+
+// BenchmarkWarmStages compares how far a snapshot's guest goes before it
+// is saved, for the default VM (NFS share, network none) running
+// #!/bin/bash echo hi: start → first output of a VM restored from a
+// snapshot at stage net (modules and card only: the job's copy mounts the
+// root and runs bash from the node's files), at stage root settled (the
+// default: root mounted, bash and python warm in the page cache, their
+// attributes expired so that the copy checks them with the node), and at
+// stage root unsettled (the same, the attributes still fresh), and of a
+// booted VM, in turn each round. It logs each snapshot's size and making
+// time, and reports QEMU's CPU until the output as well.
+func BenchmarkWarmStages(b *testing.B) {
+	cold := testRunner(b)
+	net, _ := warmRunnerSettled(b, -1)
+	net.warmStage = vmimage.WarmNet
+	settled, _ := warmRunnerSettled(b, 0)
+	fresh, _ := warmRunnerSettled(b, -1)
+	kinds := []struct {
+		name string
+		r    *Runner
+	}{{"cold", cold}, {"warm-net", net}, {"warm-root-settled", settled}, {"warm-root-unsettled", fresh}}
+	for _, k := range kinds[1:] {
+		v, err := k.r.Start(context.Background(), jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256))
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.Wait()
+	}
+	for _, k := range kinds[1:] {
+		for _, s := range waitSnapshots(b, k.r, 1) {
+			b.Logf("%s: snapshot %.1f MiB, made in %v, saved in %v", k.name, float64(s.Bytes)/(1<<20), s.Make, s.Save)
+		}
+	}
+	b.ResetTimer()
+	took := map[string][]time.Duration{}
+	cpu := map[string][]time.Duration{}
+	for i := 0; i < b.N; i++ {
+		for _, k := range kinds {
+			spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
+			t0 := time.Now()
+			h, err := k.r.Start(context.Background(), spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := h.(*VM)
+			if v.StartedWarm() != (k.r != cold) {
+				b.Fatalf("%s: started warm %v", k.name, v.StartedWarm())
+			}
+			waitFor(b, "the first output", time.Minute, func() bool { fi, err := os.Stat(spec.Stdout); return err == nil && fi.Size() > 0 })
+			took[k.name] = append(took[k.name], time.Since(t0))
+			if st, err := procref.ReadStat(v.st.PID); err == nil {
+				cpu[k.name] = append(cpu[k.name], time.Duration(st.CPUTicks)*10*time.Millisecond)
+			}
+			v.Wait()
+		}
+	}
+	for _, k := range kinds {
+		b.ReportMetric(float64(percentile(took[k.name], 0.5).Milliseconds()), k.name+"-p50-ms")
+		b.Logf("%s: start→first output over %d runs: p50 %v, p95 %v; QEMU's CPU until then: p50 %v", k.name, len(took[k.name]),
+			percentile(took[k.name], 0.5), percentile(took[k.name], 0.95), percentile(cpu[k.name], 0.5))
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1)+0.5)]
 }

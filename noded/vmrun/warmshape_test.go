@@ -106,7 +106,7 @@ func TestWarmShapes(t *testing.T) {
 func withNetwork(s noded.LaunchSpec, n string) noded.LaunchSpec { s.Network = n; return s }
 
 func TestKeyArgv(t *testing.T) {
-	argv := []string{"qemu", "-name", "guest=corral:/d,debug-threads=on", "-m", "256", "-append", "console=ttyS0 corral.warm=root corral.agent=1"}
+	argv := []string{"qemu", "-name", "guest=corral:/d,debug-threads=on", "-m", "256", "-append", "console=ttyS0 corral.warm=root init_on_free=1 init_on_alloc=0 corral.agent=1"}
 	want := []string{"qemu", "-m", "256", "-append", "console=ttyS0 corral.agent=1"}
 	if got := keyArgv(argv); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("keyArgv = %q, want %q", got, want)

@@ -89,7 +89,7 @@ func Main() {
 	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
 		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")
 	}
-	g.newMachineID()
+	g.newMachineID(g.root)
 	if opts.Agent {
 		g.startAgent()
 	}

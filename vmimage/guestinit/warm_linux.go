@@ -45,6 +45,9 @@ func (g *guest) warmUp(stage string) {
 	}
 	if stage == vmimage.WarmRoot {
 		g.warmCache()
+		// The overlay copies /etc up from the host's tree once, here:
+		// each copy then only replaces the file with its own.
+		g.newMachineID(newRoot)
 	}
 	jobIn := make(chan struct{})
 	if err := g.startWarmAgent(func(x vmimage.JobStart, payload []byte) error {
@@ -201,8 +204,8 @@ func reseed(seed []byte) error {
 // from the guest's random generator: the host's tree holds the node's,
 // which every job on the node would otherwise share, and a warm start's
 // copies would share the snapshot's. A root without /etc keeps none.
-func (g *guest) newMachineID() {
-	etc := g.root + "/etc"
+func (g *guest) newMachineID(root string) {
+	etc := root + "/etc"
 	if st, err := os.Stat(etc); err != nil || !st.IsDir() {
 		return
 	}
