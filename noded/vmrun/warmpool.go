@@ -246,7 +246,9 @@ func (p *warmPool) get(key string) *warmSnap {
 	return s
 }
 
-// drop removes a snapshot that failed a job, saying why.
+// drop removes a snapshot that failed a job or a check, saying why. Its
+// shape gets no new one for warmRetry: a shape whose snapshots fail is
+// not made again and again.
 func (p *warmPool) drop(s *warmSnap, why error) {
 	p.mu.Lock()
 	if p.snaps[s.Key] != s {
@@ -254,6 +256,7 @@ func (p *warmPool) drop(s *warmSnap, why error) {
 		return
 	}
 	delete(p.snaps, s.Key)
+	p.failed[s.Key] = time.Now()
 	p.mu.Unlock()
 	p.log.Warn("removing a warm start's snapshot", "key", s.Key, "shape", s.Shape, "why", why)
 	p.remove(s.Key)

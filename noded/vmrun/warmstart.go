@@ -42,7 +42,7 @@ func (r *Runner) startWarm(ctx context.Context, spec noded.LaunchSpec, accel str
 		r.warm.want(sh)
 		return nil
 	}
-	v, err := r.restore(ctx, spec, s, accel)
+	v, err := r.restore(ctx, spec, s, accel, jobID)
 	if err != nil {
 		var bad *badSnapshot
 		if errors.As(err, &bad) {
@@ -67,7 +67,7 @@ func (e *badSnapshot) Unwrap() error { return e.err }
 // one for the job's shares), continued, and handed the job's payload over
 // its agent with fresh randomness and the host's clock (sendJob). The
 // guest then runs the job as a booted one does.
-func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap, accel string) (*VM, error) {
+func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap, accel string, jobID uint64) (*VM, error) {
 	began := time.Now()
 	f, err := os.Open(r.warm.statePath(s.Key))
 	if err != nil {
@@ -111,7 +111,7 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 		return fail(fmt.Errorf("the restored guest did not take its job: %w (console: %s)", err, tailFile(v.f.console, 4, 500)))
 	}
 	v.markWarm(s.Key)
-	r.log.Info("job VM started warm", "job", spec.Job.ID, "snapshot", s.Key, "qemu_ms", launched.Milliseconds(),
+	r.log.Info("job VM started warm", "job", jobID, "snapshot", s.Key, "qemu_ms", launched.Milliseconds(),
 		"loaded_ms", loaded.Milliseconds(), "job_in_ms", time.Since(began).Milliseconds())
 	return v, nil
 }
