@@ -80,8 +80,11 @@ type vmState struct {
 	// the VM runs, across daemon restarts.
 	As qemuIdentity `json:"qemu_as"`
 	// Warm names the snapshot the VM was restored from (warmstart.go);
-	// empty when it booted.
-	Warm string `json:"warm,omitempty"`
+	// empty when it booted. WarmJobIn says the guest took its job: a VM
+	// found without it is one whose daemon stopped in between
+	// (abandonRestore).
+	Warm      string `json:"warm,omitempty"`
+	WarmJobIn bool   `json:"warm_job_in,omitempty"`
 	// Incoming says QEMU was started as a live migration's destination
 	// (destination.go): stopped until the daemon continues it.
 	Incoming bool `json:"incoming,omitempty"`

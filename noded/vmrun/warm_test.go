@@ -3,6 +3,7 @@ package vmrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -83,15 +84,30 @@ func waitSnapshots(tb testing.TB, r *Runner, n int) []WarmSnapshot {
 // from it: each runs TestHostRootAsTheUser's bash script with the host's
 // files, as the user, exactly as the booted one did, and prints random
 // bytes (/dev/urandom, python's os.urandom), a machine id and a boot id
-// that neither the other nor the booted job has, and the host's time. A
+// that neither the other nor the booted job has, and the host's time (a
+// copy whose clock stayed the snapshot's fails it; a copy not reseeded by
+// the node does not, here: TCG's RDRAND is the host's randomness and a
+// kernel this young reseeds from it within seconds, so the copies draw
+// apart by themselves; guestinit's TestReseed checks the reseed). A
 // snapshot whose stream was damaged fails its restore: the job boots
-// instead, and the snapshot is removed and said so in the log. (A job
+// instead, and the snapshot is removed and said so in the log. A VM whose
+// daemon stopped between its restore and its job is ended by the next
+// daemon (abandonRestore). (A job
 // that opted out has no shape, TestWarmShapes; e2e's TestVMWarmStart
 // boots one.)
 func TestWarmStart(t *testing.T) {
 	guestOnly(t)
 	r, logs := warmRunner(t)
-	cold := hostRootAsTheUser(t, r, false)
+	type run struct {
+		out      string
+		from, to time.Time
+	}
+	job := func(warm bool) run {
+		from := time.Now()
+		out := hostRootAsTheUser(t, r, warm)
+		return run{out, from, time.Now()}
+	}
+	cold := job(false)
 	snaps := waitSnapshots(t, r, 1)
 	s := snaps[0]
 	t.Logf("snapshot %s (%s): %d MiB, made in %v, saved in %v", s.Key, s.Shape, s.Bytes>>20, s.Make, s.Save)
@@ -101,14 +117,17 @@ func TestWarmStart(t *testing.T) {
 		}
 	}
 
+	// A copy whose clock stayed the snapshot's would show it.
+	time.Sleep(3 * time.Second)
 	var ids []map[string]string
-	for _, out := range []string{cold, hostRootAsTheUser(t, r, true), hostRootAsTheUser(t, r, true)} {
-		m := identityLines(out)
+	for _, j := range []run{cold, job(true), job(true)} {
+		m := identityLines(j.out)
 		if len(m) != 5 || len(m["urandom"]) != 32 || len(m["python"]) != 32 || len(m["machine-id"]) != 32 {
-			t.Fatalf("the job's identity lines are %v:\n%s", m, out)
+			t.Fatalf("the job's identity lines are %v:\n%s", m, j.out)
 		}
-		if c, err := strconv.ParseInt(m["clock"], 10, 64); err != nil || time.Since(time.Unix(c, 0)).Abs() > 30*time.Second {
-			t.Errorf("the job's clock said %q at %s: not the host's time", m["clock"], time.Now().Format(time.RFC3339))
+		// The snapshot's clock is the time it was saved, seconds before.
+		if c, err := strconv.ParseInt(m["clock"], 10, 64); err != nil || time.Unix(c+1, 0).Before(j.from) || time.Unix(c, 0).After(j.to) {
+			t.Errorf("the job's clock said %q, and it ran from %s to %s: not the host's time", m["clock"], j.from.Format(time.RFC3339), j.to.Format(time.RFC3339))
 		}
 		for _, other := range ids {
 			for _, k := range []string{"urandom", "python", "machine-id", "boot-id"} {
@@ -120,18 +139,39 @@ func TestWarmStart(t *testing.T) {
 		ids = append(ids, m)
 	}
 
+	// A daemon that stopped between a restore and its job: the next one
+	// ends the VM, whose guest would wait for a job nobody sends.
+	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
+	f, err := os.Open(r.warm.statePath(s.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := newHandleKeys()
+	keys.root = r.warm.get(s.Key).RootHandleKey
+	half, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), hostRoot: true, agent: true, keys: &keys, incoming: &Incoming{File: f}})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	half.markWarm(s.Key, false)
+	next, _ := warmRunner(t)
+	if h, res, err := next.Recover(spec.Dir); h != nil || res == nil || !strings.Contains(res.Message, "did not run") || !errors.Is(err, noded.ErrGone) {
+		t.Errorf("Recover of a restore left half done: %v, %+v, %v", h, res, err)
+	}
+	waitResult(t, half, 30*time.Second)
+
 	// Damage the stream where QEMU reads it first, keeping its size and
 	// time (so that only QEMU can tell).
 	path := r.warm.statePath(s.Key)
 	fi, _ := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err = os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteAt([]byte("not a QEMU stream"), 0)
 	f.Close()
 	os.Chtimes(path, fi.ModTime(), fi.ModTime())
-	spec := jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
+	spec = jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
 	v := start(t, r, spec)
 	if res := waitResult(t, v, time.Minute); res != (noded.Result{}) || v.StartedWarm() || readFile(t, spec.Stdout) != "hi\n" {
 		t.Errorf("a job whose snapshot is damaged: %+v, warm %v, output %q", res, v.StartedWarm(), readFile(t, spec.Stdout))

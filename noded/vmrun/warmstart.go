@@ -92,6 +92,7 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 		return nil, err
 	}
 	launched := time.Since(began)
+	v.markWarm(s.Key, false)
 	fail := func(err error) (*VM, error) {
 		v.Kill(0)
 		<-v.done
@@ -110,7 +111,7 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 	if err := v.sendJob(ctx, jobPayload(spec, r.guestFS(spec))); err != nil {
 		return fail(fmt.Errorf("the restored guest did not take its job: %w (console: %s)", err, tailFile(v.f.console, 4, 500)))
 	}
-	v.markWarm(s.Key)
+	v.markWarm(s.Key, true)
 	r.log.Info("job VM started warm", "job", jobID, "snapshot", s.Key, "qemu_ms", launched.Milliseconds(),
 		"loaded_ms", loaded.Milliseconds(), "job_in_ms", time.Since(began).Milliseconds())
 	return v, nil
@@ -155,10 +156,11 @@ func (v *VM) sendJob(ctx context.Context, p vmimage.Payload) error {
 	return endError(e)
 }
 
-// markWarm records that the VM was restored from snapshot key, in vm.json
-// too, so that a daemon that re-attaches to it still knows.
-func (v *VM) markWarm(key string) {
-	v.st.Warm = key
+// markWarm records that the VM is restored from snapshot key, and whether
+// its guest took its job, in vm.json too: a daemon that re-attaches to it
+// knows it started warm, or that it must not run (abandonRestore).
+func (v *VM) markWarm(key string, jobIn bool) {
+	v.st.Warm, v.st.WarmJobIn = key, jobIn
 	if err := procref.WriteJSON(v.f.state, v.st); err != nil {
 		v.log.Warn("cannot record the VM's warm start", "err", err)
 	}
