@@ -69,13 +69,23 @@ func (e *badSnapshot) Unwrap() error { return e.err }
 // guest then runs the job as a booted one does.
 func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap, accel string, jobID uint64) (*VM, error) {
 	began := time.Now()
+	// The job's payload first: one the guest could not take is the job's
+	// fault, which its boot would meet too, not the snapshot's.
+	var payload bytes.Buffer
+	if err := vmimage.WritePayload(&payload, jobPayload(spec, r.guestFS(spec))); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(r.warm.statePath(s.Key))
 	if err != nil {
 		return nil, &badSnapshot{err}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || s.sameFile(fi) != nil {
-		return nil, &badSnapshot{errors.Join(err, s.sameFile(fi))}
+	fi, err := f.Stat()
+	if err == nil {
+		err = s.sameFile(fi)
+	}
+	if err != nil {
+		return nil, &badSnapshot{err}
 	}
 	keys, err := newHandleKeys()
 	if err != nil {
@@ -108,7 +118,7 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 			return fail(err)
 		}
 	}
-	if err := v.sendJob(ctx, jobPayload(spec, r.guestFS(spec))); err != nil {
+	if err := v.sendJob(ctx, payload.Bytes()); err != nil {
 		return fail(fmt.Errorf("the restored guest did not take its job: %w (console: %s)", err, tailFile(v.f.console, 4, 500)))
 	}
 	v.markWarm(s.Key, true)
@@ -119,12 +129,8 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 
 // sendJob hands a restored guest its job (vmimage.FrameJob): fresh
 // randomness for its kernel, the host's wall clock, and the job's
-// payload, the archive a booted VM's initrd carries.
-func (v *VM) sendJob(ctx context.Context, p vmimage.Payload) error {
-	var payload bytes.Buffer
-	if err := vmimage.WritePayload(&payload, p); err != nil {
-		return err
-	}
+// payload, the archive a booted VM's initrd carries (vmimage.WritePayload).
+func (v *VM) sendJob(ctx context.Context, payload []byte) error {
 	if v.agent == nil {
 		return errors.New("the VM has no agent")
 	}
@@ -138,12 +144,12 @@ func (v *VM) sendJob(ctx context.Context, p vmimage.Payload) error {
 	if _, err := rand.Read(seed); err != nil {
 		return err
 	}
-	msg := vmimage.JobStart{Seed: seed, TimeUnixNano: time.Now().UnixNano(), Size: int64(payload.Len())}
+	msg := vmimage.JobStart{Seed: seed, TimeUnixNano: time.Now().UnixNano(), Size: int64(len(payload))}
 	req, err := v.agent.start(ctx, vmimage.FrameJob, msg)
 	if err != nil {
 		return err
 	}
-	if _, err := req.write(payload.Bytes()); err != nil {
+	if _, err := req.write(payload); err != nil {
 		return err
 	}
 	if err := req.closeStdin(); err != nil {
