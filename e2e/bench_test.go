@@ -265,8 +265,9 @@ func BenchmarkVMSubmitToFirstOutput(b *testing.B) {
 			}
 			ip := startInProcessWith(b, 3, 1, 2, runner)
 			dir := b.TempDir()
+			var last uint64
 			if warm {
-				firstOutput(b, ip, dir, "first.out", 0)
+				_, last = firstOutput(b, ip, dir, "first.out", 0)
 				deadline := time.Now().Add(5 * time.Minute)
 				for len(runner.WarmSnapshots()) == 0 {
 					if time.Now().After(deadline) {
@@ -279,7 +280,8 @@ func BenchmarkVMSubmitToFirstOutput(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var lat []time.Duration
 				for k := 0; k < 20; k++ {
-					lat = append(lat, firstOutput(b, ip, dir, fmt.Sprintf("first-%d-%d.out", i, k), i*100+k+1))
+					d, id := firstOutput(b, ip, dir, fmt.Sprintf("first-%d-%d.out", i, k), i*100+k+1)
+					lat, last = append(lat, d), id
 					// Let the VM finish so the next job finds the node idle.
 					time.Sleep(300 * time.Millisecond)
 				}
@@ -287,25 +289,36 @@ func BenchmarkVMSubmitToFirstOutput(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*95/100].Milliseconds()), "p95-ms")
 			}
+			// The last VM ends before the cluster does.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+				j, err := ip.cl.Job(context.Background(), last, false)
+				if err == nil && j.State.Terminal() || time.Now().After(deadline) {
+					if want := map[bool]string{false: api.VMStartCold, true: api.VMStartWarm}[warm]; err == nil && j.VMStart != want {
+						b.Errorf("the last job's VM started %q, want %q", j.VMStart, want)
+					}
+					break
+				}
+			}
 		})
 	}
 }
 
 // firstOutput submits #!/bin/bash echo hi (256 MiB) with its output in
 // dir/name and returns the time until the output file has its first
-// bytes.
-func firstOutput(b *testing.B, ip *inProcess, dir, name string, n int) time.Duration {
+// bytes, and the job's id.
+func firstOutput(b *testing.B, ip *inProcess, dir, name string, n int) (time.Duration, uint64) {
 	b.Helper()
 	out := filepath.Join(dir, name)
 	spec := trivialJob(dir, n)
 	spec.Script, spec.Output, spec.MemPerNode = "#!/bin/bash\necho hi\n", out, 256
 	start := time.Now()
-	if _, err := ip.cl.Submit(context.Background(), []api.JobSpec{spec}); err != nil {
+	res, err := ip.cl.Submit(context.Background(), []api.JobSpec{spec})
+	if err != nil {
 		b.Fatal(err)
 	}
 	for {
 		if st, err := os.Stat(out); err == nil && st.Size() > 0 {
-			return time.Since(start)
+			return time.Since(start), res[0].JobID
 		}
 		if time.Since(start) > time.Minute {
 			b.Fatal("no output after a minute")
