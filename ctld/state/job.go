@@ -63,6 +63,9 @@ type JobSpec struct {
 	// NoWarm has the vm runner boot the job's VM (--no-warm) rather than
 	// restore it from a warm start's snapshot.
 	NoWarm bool `json:"no_warm,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation).
+	Reservation string `json:"reservation,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
