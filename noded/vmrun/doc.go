@@ -137,6 +137,11 @@
 //	       socket and initrd removed
 //	Kill:  DIR/killed, QMP quit, SIGKILL after grace -> Result{Signal: 9}
 //	Recover: DIR/vm.json -> same pid and start time? re-attach : Result from files
+//	Start, warm (the shape has a snapshot): the same, but no job initrd
+//	       (-initrd the image's base), -incoming fd:13 (WARM/KEY.state, opened
+//	       by the daemon), the file server with the snapshot's root key; once
+//	       the stream is in: QMP cont, then the agent's FrameJob (seed, clock,
+//	       the payload); vm.json's warm and warm_job_in record it
 //
 // Output files are written by QEMU as the guest sends the bytes, so a job's
 // output is on the node while it runs. The runner opens them as the job's
