@@ -173,7 +173,7 @@ func TestWarmStart(t *testing.T) {
 	os.Chtimes(path, fi.ModTime(), fi.ModTime())
 	spec = jobSpec(t, "#!/bin/bash\necho hi\n", 1, 256)
 	v := start(t, r, spec)
-	if res := waitResult(t, v, time.Minute); res != (noded.Result{}) || v.StartedWarm() || readFile(t, spec.Stdout) != "hi\n" {
+	if res := waitResult(t, v, 3*time.Minute); res != (noded.Result{}) || v.StartedWarm() || readFile(t, spec.Stdout) != "hi\n" {
 		t.Errorf("a job whose snapshot is damaged: %+v, warm %v, output %q", res, v.StartedWarm(), readFile(t, spec.Stdout))
 	}
 	if _, err := os.Stat(path); err == nil || len(r.WarmSnapshots()) != 0 {
