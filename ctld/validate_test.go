@@ -211,6 +211,7 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a report in state BOGUS":   {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: "BOGUS"}), "reports.state", `"BOGUS"`},
 		"exit code 300":             {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, ExitCode: 300}), "reports.exit_code", "between 0 and 255"},
 		"signal 99":                 {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, Signal: 99}), "reports.signal", "between 0 and 64"},
+		"a VM started lukewarm":     {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, VMStart: "lukewarm"}), "reports.vm_start", "use warm, cold"},
 		"a 1 MB message":            {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, Message: strings.Repeat("m", 1<<20)}), "reports.message", "the most is 4096"},
 		"a report on job 0":         {"/v1/nodes/status", status(api.JobReport{State: api.StateFailed}), "reports.job_id", "job 0"},
 		"too many reports":          {"/v1/nodes/status", api.NodeStatus{Name: "g1", BootID: "b", Reports: make([]api.JobReport, maxReports+1)}, "reports", "10001 entries"},
