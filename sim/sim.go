@@ -41,6 +41,10 @@ type Options struct {
 	// user with one share, so that the fair-share factor orders the queue
 	// by what each has used.
 	Fairshare bool
+	// runIdle runs every pass, also those that provably start nothing
+	// (see simulation.startsNothing): for the test that leaving them out
+	// changes no outcome.
+	runIdle bool
 }
 
 // ErrStopped is returned when Options.Stop closed before the simulation
@@ -141,7 +145,7 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	res := summarize(s.jobs, procs)
-	res.Trace, res.Policy, res.Skipped, res.Passes = tr.Name, policy, skipped, s.passes
+	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = tr.Name, policy, skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil
 }
