@@ -61,6 +61,15 @@ func (c *capacity) reset(nodes []*state.Node) {
 	slices.SortFunc(c.nodes, func(a, b nodeFree) int { return strings.Compare(a.name, b.name) })
 }
 
+// index returns the index of the node named name, or -1.
+func (c *capacity) index(name string) int {
+	i, ok := slices.BinarySearchFunc(c.nodes, name, func(n nodeFree, name string) int { return strings.Compare(n.name, name) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
 // anyCouldFit reports whether some node of the partition could ever hold
 // the request, were it empty.
 func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {

@@ -91,11 +91,8 @@ func (pl *placer) reset(s *Snapshot) {
 	for i := range pl.started {
 		pl.started[i] = pl.started[i][:0]
 	}
-	// Each node's list of releases keeps its array.
+	// Each node's list of releases keeps its array (buildReleases).
 	pl.releases, pl.relBuf = prev.releases, prev.relBuf[:0]
-	for name, rel := range pl.releases {
-		pl.releases[name] = rel[:0]
-	}
 	pl.open, pl.failed = prev.open[:0], prev.failed[:0]
 	for i := range pl.free.nodes {
 		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {

@@ -21,9 +21,9 @@ type placer struct {
 	// profiles holds the free-resource profile of the nodes that need one
 	// (index as in free.nodes), built on first use; nil until then.
 	profiles []profile
-	// releases maps a node name to what its running jobs give back, built
-	// on first use (releasesBuilt).
-	releases      map[string][]release
+	// releases holds what each node's running jobs give back (index as
+	// in free.nodes), built on first use (releasesBuilt).
+	releases      [][]release
 	releasesBuilt bool
 	// relBuf is the scratch list a profile is built from; spare holds,
 	// per node, an earlier pass's profile array to build the node's
@@ -543,22 +543,10 @@ func (pl *placer) profile(i int) profile {
 		return pl.profiles[i]
 	}
 	if !pl.releasesBuilt {
-		pl.releasesBuilt = true
-		if pl.releases == nil {
-			pl.releases = map[string][]release{}
-		}
-		for _, r := range pl.s.Running {
-			part := r.Job.Spec.Partition
-			if part == "" {
-				part = pl.defPart
-			}
-			a := r.Alloc
-			end := expectedEnd(r, pl.parts[part], pl.s.Now).UnixNano()
-			pl.releases[a.Node] = append(pl.releases[a.Node], release{at: end, cpus: a.CPUs, mem: a.MemMB + a.OverheadMB})
-		}
+		pl.buildReleases()
 	}
 	n := &pl.free.nodes[i]
-	rel := append(pl.relBuf[:0], pl.releases[n.name]...)
+	rel := append(pl.relBuf[:0], pl.releases[i]...)
 	// This pass's starts on the node end too: their resources are already
 	// gone from n.cpus and n.mem, and come back at their planned end.
 	rel = append(rel, pl.started[i]...)
@@ -566,4 +554,28 @@ func (pl *placer) profile(i int) profile {
 	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
 	pl.spare[i] = nil
 	return pl.profiles[i]
+}
+
+// buildReleases lists, per node, what its running jobs give back and
+// when they are expected to end, reusing the lists' arrays.
+func (pl *placer) buildReleases() {
+	pl.releasesBuilt = true
+	pl.releases = resized(pl.releases, len(pl.free.nodes))
+	for i := range pl.releases {
+		pl.releases[i] = pl.releases[i][:0]
+	}
+	now := pl.s.Now
+	for _, r := range pl.s.Running {
+		i := pl.free.index(r.Alloc.Node)
+		if i < 0 {
+			continue
+		}
+		part := r.Job.Spec.Partition
+		if part == "" {
+			part = pl.defPart
+		}
+		a := r.Alloc
+		end := expectedEndNanos(r, pl.partition(part), now, pl.now)
+		pl.releases[i] = append(pl.releases[i], release{at: end, cpus: a.CPUs, mem: a.MemMB + a.OverheadMB})
+	}
 }

@@ -157,3 +157,29 @@ func expectedEnd(r Run, part *api.Partition, now time.Time) time.Time {
 	}
 	return end
 }
+
+// Bounds of the times expectedEndNanos computes with in integers: Unix
+// seconds from 1970 to 2200, so that differences of such times, limits
+// under Horizon and suspensions under suspendedMax stay far inside int64
+// nanoseconds.
+const (
+	unixSec2200  = 7_258_118_400
+	suspendedMax = 100 * 365 * 24 * time.Hour
+)
+
+// expectedEndNanos is expectedEnd(r, part, now) in Unix nanoseconds, nowNs
+// being now's. A run that is neither ended nor suspended, with times and a
+// limit in ordinary bounds (the usual case, once per running job and
+// pass), is computed in integers; any other goes through expectedEnd.
+func expectedEndNanos(r Run, part *api.Partition, now time.Time, nowNs int64) int64 {
+	a := r.Alloc
+	limit := jobLimit(r.Job, part)
+	start := a.StartTime.Unix()
+	if !a.EndTime.IsZero() || !a.SuspendTime.IsZero() || limit >= Horizon || limit < 0 ||
+		start < 0 || start > unixSec2200 || nowNs < 0 || nowNs/1e9 > unixSec2200 ||
+		a.SuspendedFor < 0 || a.SuspendedFor > suspendedMax {
+		return expectedEnd(r, part, now).UnixNano()
+	}
+	elapsed := max(nowNs-(start*1e9+int64(a.StartTime.Nanosecond()))-int64(a.SuspendedFor), 0)
+	return max(nowNs+int64(limit)-elapsed, nowNs)
+}

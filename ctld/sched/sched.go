@@ -44,7 +44,8 @@ type Snapshot struct {
 	// PolicyConservative a job keeps its reservation until it can move
 	// earlier: each is held while the jobs before it are placed, and
 	// released only when its own job is placed again, so a promised start
-	// never gets later. Other policies ignore them.
+	// never gets later. Other policies ignore them, and NewSnapshot
+	// reads them from the state only under PolicyConservative.
 	Reservations map[uint64]Reservation
 
 	// Policy objects. With zero weights a job's priority is its Priority
@@ -181,7 +182,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	s = checkSnapshot(s, &plan)
 	p.deps = deps{s: s}
 	dp := &p.deps
-	p.priority = newPassPriority(s, totalCPUs(s.Nodes))
+	p.priority = newPassPriority(s)
 	pp := &p.priority
 	pl := &p.placer
 	pl.reset(s)
@@ -193,30 +194,21 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	if cap(keyed) < len(s.Pending) {
 		keyed = make([]orderKey, 0, len(s.Pending))
 	}
-	for _, j := range s.Pending {
-		var r api.Reason
-		var wake time.Time
-		var prio int64
-		if err := contained(func() {
-			if r, wake = dp.notReady(j); r == "" {
-				prio = pp.of(j)
-			}
-		}); err != nil {
-			plan.invalid(j.ID, err)
-			continue
+	eachContained(len(s.Pending), func(i int) {
+		j := s.Pending[i]
+		r, wake := dp.notReady(j)
+		if r == "" {
+			keyed = append(keyed, newOrderKey(j, pl.tier(j), pp.of(j)))
+			return
 		}
-		if r != "" {
-			plan.Reasons[j.ID] = r
-			if r == api.ReasonDependencyNeverSatisfied && j.Spec.KillOnInvalidDep {
-				plan.Cancels = append(plan.Cancels, j.ID)
-			}
-			if !wake.IsZero() && (plan.NextWake.IsZero() || wake.Before(plan.NextWake)) {
-				plan.NextWake = wake
-			}
-			continue
+		plan.Reasons[j.ID] = r
+		if r == api.ReasonDependencyNeverSatisfied && j.Spec.KillOnInvalidDep {
+			plan.Cancels = append(plan.Cancels, j.ID)
 		}
-		keyed = append(keyed, orderKey{j: j, tier: pl.tier(j), prio: prio})
-	}
+		if !wake.IsZero() && (plan.NextWake.IsZero() || wake.Before(plan.NextWake)) {
+			plan.NextWake = wake
+		}
+	}, func(i int, err error) { plan.invalid(s.Pending[i].ID, err) })
 	slices.SortFunc(keyed, compareOrder)
 	ready := p.ready[:0]
 	if cap(ready) < len(keyed) {
@@ -233,9 +225,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	if err := contained(func() { pl.keepReservations(ready) }); err != nil {
 		pl.kept = nil
 	}
-	for _, j := range ready {
-		pl.placeContained(j, &plan)
-	}
+	pl.placeAll(ready, &plan)
 	if len(pl.estimates) > 0 {
 		plan.Estimates = pl.estimates
 		plan.Reservations = pl.reservations
@@ -253,23 +243,21 @@ func compareOrder(a, b orderKey) int {
 		return cmp.Compare(b.tier, a.tier) // higher first
 	case a.prio != b.prio:
 		return cmp.Compare(b.prio, a.prio)
-	case before(a.j, b.j):
-		return -1
-	case before(b.j, a.j):
-		return 1
+	case a.base != b.base:
+		return cmp.Compare(b.base, a.base)
+	case a.sec != b.sec:
+		return cmp.Compare(a.sec, b.sec)
+	case a.nsec != b.nsec:
+		return cmp.Compare(a.nsec, b.nsec)
 	}
-	return 0
+	return cmp.Compare(a.j.ID, b.j.ID)
 }
 
-// before orders jobs by priority, then submit time, then id.
+// before orders jobs by priority, then submit time, then id. Submit times
+// compare as wall-clock times (what the log replicates), as the pass's own
+// order does.
 func before(a, b *state.Job) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if !a.SubmitTime.Equal(b.SubmitTime) {
-		return a.SubmitTime.Before(b.SubmitTime)
-	}
-	return a.ID < b.ID
+	return compareOrder(newOrderKey(a, 0, 0), newOrderKey(b, 0, 0)) < 0
 }
 
 func defaultPartition(parts []api.Partition) string {
@@ -284,9 +272,19 @@ func defaultPartition(parts []api.Partition) string {
 	return api.DefaultPartition
 }
 
-// orderKey is a ready job with what the pass orders it by.
+// orderKey is a ready job with what the pass orders it by, read once per
+// job rather than in every comparison: its partition's tier, its priority,
+// then as before orders (its own Priority field, its submit time in Unix
+// seconds and nanoseconds, its id).
 type orderKey struct {
 	j    *state.Job
 	tier int
 	prio int64
+	base int64
+	sec  int64
+	nsec int
+}
+
+func newOrderKey(j *state.Job, tier int, prio int64) orderKey {
+	return orderKey{j: j, tier: tier, prio: prio, base: j.Priority, sec: j.SubmitTime.Unix(), nsec: j.SubmitTime.Nanosecond()}
 }
