@@ -12,8 +12,13 @@ import (
 type capacity struct {
 	nodes []nodeFree
 	// heldParts holds every partition that shares a node with one where an
-	// earlier job waits for resources.
+	// earlier job waits for resources; heldMemo is the last answer of held
+	// (a pass's jobs mostly share a partition).
 	heldParts map[string]bool
+	heldMemo  struct {
+		part       string
+		held, read bool
+	}
 }
 
 // defaultPartitionOnly is the partitions of a node that names none (read
@@ -46,6 +51,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = make([]nodeFree, 0, len(nodes))
 	}
 	clear(c.heldParts)
+	c.heldMemo.read = false
 	for _, n := range nodes {
 		parts := n.Partitions
 		if len(parts) == 0 {
@@ -113,6 +119,7 @@ func (c *capacity) hold(part string) {
 		c.heldParts = map[string]bool{}
 	}
 	c.markGroup(c.heldParts, part)
+	c.heldMemo.read = false
 }
 
 // markGroup sets into[p] for every partition p that shares a node with
@@ -130,7 +137,12 @@ func (c *capacity) markGroup(into map[string]bool, part string) {
 // held reports whether the partition shares a node with one where an earlier
 // job waits. A partition that shares none cannot delay that job by starting
 // its own, so it keeps scheduling (Slurm blocks partitions, not the cluster).
-func (c *capacity) held(part string) bool { return c.heldParts[part] }
+func (c *capacity) held(part string) bool {
+	if m := &c.heldMemo; !m.read || m.part != part {
+		m.part, m.held, m.read = part, c.heldParts[part], true
+	}
+	return c.heldMemo.held
+}
 
 func (c *capacity) take(name string, cpus int, mem int64) {
 	for i := range c.nodes {

@@ -159,6 +159,9 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 // release gives back job id's previous reservation before it is placed
 // again, so it can only move earlier.
 func (pl *placer) release(id uint64) {
+	if len(pl.kept) == 0 {
+		return // no reservation is kept (always, but under conservative backfill)
+	}
 	k, ok := pl.kept[id]
 	if !ok {
 		return
@@ -221,18 +224,22 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
-	req := RequestOf(j, pl.s.DefMemPerCPU)
+	req := requestOf(j.Spec, cpus, mem)
 	if !pl.free.anyCouldFit(part, cpus, mem) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
-	if r := pl.inventoryReason(part, req); r != "" {
-		plan.Reasons[j.ID] = r
-		return false
+	if req.needsInventory() {
+		if r := pl.inventoryReason(part, req); r != "" {
+			plan.Reasons[j.ID] = r
+			return false
+		}
 	}
-	if r := pl.qosLimit(j, cpus); r != "" {
-		plan.Reasons[j.ID] = r
-		return false
+	if q := pl.qosOf(j); q != nil {
+		if r := pl.qosLimit(j, q, cpus); r != "" {
+			plan.Reasons[j.ID] = r
+			return false
+		}
 	}
 	held := pl.free.held(part)
 	if held && pl.policy == PolicyFCFS {
@@ -271,7 +278,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	// Its licenses wait with it: a later job must not take what it will
 	// need when its CPUs are free.
 	pl.lic.hold(j.Spec.Licenses)
-	if pl.preempt(j, part, cpus, mem, plan) {
+	if q := pl.qosOf(j); q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, plan) {
 		return false
 	}
 	if req.needsInventory() {
@@ -356,9 +363,12 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		return -1, nil // every node is full
 	}
 	req := shape{part, cpus, mem, dur, r}
-	for _, f := range pl.failed {
-		if f.covers(req) {
-			return -1, nil
+	if len(pl.open) > 1 {
+		// With one node open, looking at it costs less than the shapes.
+		for _, f := range pl.failed {
+			if f.covers(req) {
+				return -1, nil
+			}
 		}
 	}
 	extra := -1 // nodes left to examine once a placement was found
