@@ -24,7 +24,7 @@
 //	                      NewSnapshot ─► Schedule ─► Plan.Entry ─► ApplyPlan
 //	                      (again when the plan preempted: the stopped runs
 //	                      are reported ended at once, as a node stops them)
-//	                      PurgeJobs once 4,096 jobs ended (MinJobAge 1 s)
+//	                      PurgeJobs once 1,024 jobs ended (MinJobAge 1 s)
 //	                    ─► Result (waits, bounded slowdowns, utilization)
 //
 // The simulation acts for the node daemons only: it knows each job's run

@@ -58,8 +58,10 @@ type simulation struct {
 
 // purgeEvery is how many ended jobs the state keeps before a PurgeJobs
 // entry forgets them (MinJobAge is 1 s): the state holds the queue and
-// the running jobs, not the trace.
-const purgeEvery = 4096
+// the running jobs, not the trace. Below state's shrinkMin (4,096 jobs),
+// so that a purge never copies the state's maps into small ones that the
+// next thousand jobs grow again.
+const purgeEvery = 1024
 
 func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sched.Policy, opts Options) (*simulation, error) {
 	s := &simulation{opts: opts, epoch: epoch, st: state.New(), jobs: jobs, accounts: map[string]bool{}}
