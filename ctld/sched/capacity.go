@@ -15,6 +15,8 @@ type capacity struct {
 	// earlier job waits for resources; heldMemo is the last answer of held
 	// (a pass's jobs mostly share a partition).
 	heldParts map[string]bool
+	// lastIndex is index's last answer.
+	lastIndex int
 	heldMemo  struct {
 		part       string
 		held, read bool
@@ -51,7 +53,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = make([]nodeFree, 0, len(nodes))
 	}
 	clear(c.heldParts)
-	c.heldMemo.read = false
+	c.heldMemo.read, c.lastIndex = false, 0
 	for _, n := range nodes {
 		parts := n.Partitions
 		if len(parts) == 0 {
@@ -67,13 +69,26 @@ func (c *capacity) reset(nodes []*state.Node) {
 	slices.SortFunc(c.nodes, func(a, b nodeFree) int { return strings.Compare(a.name, b.name) })
 }
 
-// index returns the index of the node named name, or -1.
+// index returns the index of the node named name, or -1. The runs of a
+// snapshot come node by node, so the last answer is tried first.
 func (c *capacity) index(name string) int {
-	i, ok := slices.BinarySearchFunc(c.nodes, name, func(n nodeFree, name string) int { return strings.Compare(n.name, name) })
-	if !ok {
+	if i := c.lastIndex; i < len(c.nodes) && c.nodes[i].name == name {
+		return i
+	}
+	lo, hi := 0, len(c.nodes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.nodes[m].name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(c.nodes) || c.nodes[lo].name != name {
 		return -1
 	}
-	return i
+	c.lastIndex = lo
+	return lo
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold

@@ -67,14 +67,17 @@ func (pl *placer) reset(s *Snapshot) {
 	pl.free.reset(s.Nodes)
 	pl.lic = prev.lic
 	pl.lic.reset(s)
-	pl.parts = prev.parts
-	if pl.parts == nil {
-		pl.parts = make(map[string]*api.Partition, len(s.Partitions))
-	} else {
-		clear(pl.parts)
-	}
-	for i := range s.Partitions {
-		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+	pl.parts, pl.partsOf = prev.parts, prev.partsOf
+	if !samePartitions(pl.partsOf, s.Partitions) {
+		if pl.parts == nil {
+			pl.parts = make(map[string]*api.Partition, len(s.Partitions))
+		} else {
+			clear(pl.parts)
+		}
+		for i := range s.Partitions {
+			pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+		}
+		pl.partsOf = s.Partitions
 	}
 	n := len(pl.free.nodes)
 	// The last pass's profiles become this one's spare arrays.
@@ -101,9 +104,27 @@ func (pl *placer) reset(s *Snapshot) {
 	}
 	if prev.estimates != nil {
 		pl.estimates, pl.reservations = prev.estimates, prev.reservations
-		clear(pl.estimates)
-		clear(pl.reservations)
+		if len(pl.estimates) > 0 || len(pl.reservations) > 0 {
+			clear(pl.estimates)
+			clear(pl.reservations)
+		}
 	}
+}
+
+// samePartitions reports whether b is the very list a was (the same
+// array, length and names): the state hands every pass the list it
+// built after the last entry that changed the partitions, so the
+// placer's index by name is kept until then.
+func samePartitions(a, b []api.Partition) bool {
+	if len(a) != len(b) || len(a) > 0 && &a[0] != &b[0] {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // resized returns buf with length n, reusing its array when it is large

@@ -17,7 +17,11 @@ type placer struct {
 	now     int64
 	free    *capacity
 	defPart string
+	// parts indexes the snapshot's partitions by name; partsOf is the
+	// list it was built from (kept from pass to pass while it is the
+	// same list, see samePartitions).
 	parts   map[string]*api.Partition
+	partsOf []api.Partition
 	// profiles holds the free-resource profile of the nodes that need one
 	// (index as in free.nodes), built on first use; nil until then.
 	profiles []profile
@@ -257,7 +261,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	dur := int64(jobLimit(j, partition))
-	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
+	if i, placement := pl.fitNow(part, cpus, mem, dur, &req); i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
 		pl.countQOS(j, cpus)
@@ -358,13 +362,16 @@ func (pl *placer) placeArray(j *state.Job, plan *Plan) {
 // On nodes that reported their inventory the job also gets its exact
 // placement (PlaceInNode): the node with the best score wins, ties going
 // to the first in name order.
-func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (int, *api.Placement) {
+func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) (int, *api.Placement) {
 	if len(pl.open) == 0 {
 		return -1, nil // every node is full
 	}
-	req := shape{part, cpus, mem, dur, r}
-	if len(pl.open) > 1 {
-		// With one node open, looking at it costs less than the shapes.
+	// The failed shapes are worth it with several nodes open; with one,
+	// looking at it costs less and gives the same answer. Open nodes
+	// only go, so a pass that has one left never reads them again.
+	shapes := len(pl.open) > 1
+	if shapes {
+		req := shape{part, cpus, mem, dur, *r}
 		for _, f := range pl.failed {
 			if f.covers(req) {
 				return -1, nil
@@ -400,10 +407,10 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			if extra > 0 {
 				extra--
 			}
-			if !mayFit(n.inv, pl.usedOf(i), r) {
+			if !mayFit(n.inv, pl.usedOf(i), *r) {
 				continue
 			}
-			p, ok := PlaceInNode(n.inv, pl.usedOf(i), r)
+			p, ok := PlaceInNode(n.inv, pl.usedOf(i), *r)
 			if !ok || best != nil && p.Score <= best.Score {
 				continue
 			}
@@ -423,12 +430,12 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		break
 	}
 	pl.open = keep
-	if found < 0 {
+	if found < 0 && shapes {
 		if len(pl.failed) == 8 {
 			copy(pl.failed, pl.failed[1:])
 			pl.failed = pl.failed[:7]
 		}
-		pl.failed = append(pl.failed, req)
+		pl.failed = append(pl.failed, shape{part, cpus, mem, dur, *r})
 	}
 	return found, best
 }

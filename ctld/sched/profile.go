@@ -33,7 +33,7 @@ type profile []step
 // the given releases (resources that come back at a time), in buf's array
 // when it is large enough (nil makes a new one). It sorts rel.
 func buildProfile(buf profile, now int64, cpus int, mem int64, rel []release) profile {
-	slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+	sortReleases(rel)
 	p := buf[:0]
 	if cap(p) < len(rel)+1 {
 		p = make(profile, 0, len(rel)+1)
@@ -49,6 +49,20 @@ func buildProfile(buf profile, now int64, cpus int, mem int64, rel []release) pr
 		p = append(p, step{at: r.at, cpus: last.cpus + r.cpus, mem: last.mem + r.mem})
 	}
 	return p
+}
+
+// sortReleases sorts rel by time: by insertion for the few runs of a
+// node (no comparison function to call), else as slices.SortFunc.
+func sortReleases(rel []release) {
+	if len(rel) > 16 {
+		slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+		return
+	}
+	for i := 1; i < len(rel); i++ {
+		for k := i; k > 0 && rel[k].at < rel[k-1].at; k-- {
+			rel[k], rel[k-1] = rel[k-1], rel[k]
+		}
+	}
 }
 
 // release is what a running job gives back when it is expected to end.
