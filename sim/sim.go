@@ -76,9 +76,11 @@ type simJob struct {
 	// The trace's user, group and queue (fields 12, 13 and 15).
 	user, group, queue int64
 	gpu                bool
-	// alloc and node name the current run; startIndex is its plan's.
+	// alloc and node name the current run (node indexes the
+	// simulation's node names); startIndex is its plan's. No field
+	// holds a pointer, so that the collector never scans the jobs.
 	alloc, startIndex uint64
-	node              string
+	node              int32
 	suspended         bool
 }
 
@@ -202,6 +204,6 @@ func newSimJob(sw SWFJob, size int) simJob {
 		run: min(sw.Run, limit),
 		// sched reads 0 as "no limit"; a 0 s job gets 1 s.
 		limit: max(limit, 1),
-		user:  sw.User, group: sw.Group, queue: sw.Queue,
+		user:  sw.User, group: sw.Group, queue: sw.Queue, node: -1,
 	}
 }

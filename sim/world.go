@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"corral/api"
@@ -41,16 +41,22 @@ type simulation struct {
 	// finished counts the jobs ended since the last PurgeJobs; paused
 	// the runs suspended by preemption, which a pass resumes.
 	finished, paused int
+	// nodes are the nodes' names, in order (simJob.node indexes them).
+	nodes []string
 	// accounts records the fair-share accounts and users created.
 	accounts map[string]bool
 	// lastReasons are the last plan's reasons, to explain jobs that never
 	// start.
 	lastReasons map[uint64]api.Reason
 	// sched runs the passes, keeping their buffers from one to the next;
-	// entry is the pass's ApplyPlan; due, reports and specs are
-	// endRuns', report's and submitJobs' buffers.
+	// entry is the pass's ApplyPlan, and submit and reports the other
+	// entries made every second (the state keeps none of an entry's
+	// lists); due, reports and specs are endRuns', report's and
+	// submitJobs' buffers.
 	sched   sched.Pass
 	entry   state.ApplyPlan
+	submit  state.SubmitJobs
+	ended   state.JobReports
 	due     []int
 	reports []api.JobReport
 	specs   []state.JobSpec
@@ -105,6 +111,7 @@ func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sche
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
+	s.nodes = slices.Clone(s.st.NodeNames())
 	return s, nil
 }
 
@@ -236,11 +243,12 @@ func (s *simulation) endRuns() (bool, error) {
 // JobReports per node in name order, each run ending as end says, then
 // takes each job's outcome from the state.
 func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
-	slices.SortStableFunc(jobs, func(a, b int) int { return strings.Compare(s.jobs[a].node, s.jobs[b].node) })
+	// Node indexes follow the names' order.
+	slices.SortStableFunc(jobs, func(a, b int) int { return cmp.Compare(s.jobs[a].node, s.jobs[b].node) })
 	for from := 0; from < len(jobs); {
-		node := s.jobs[jobs[from]].node
+		node := s.nodes[s.jobs[jobs[from]].node]
 		to := from + 1
-		for to < len(jobs) && s.jobs[jobs[to]].node == node {
+		for to < len(jobs) && s.jobs[jobs[to]].node == s.jobs[jobs[from]].node {
 			to++
 		}
 		// The state reads the reports and keeps none: the buffer is
@@ -251,7 +259,8 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
 		}
 		s.reports = reports
-		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports})
+		s.ended = state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports}
+		res, err := s.apply(state.CmdJobReports, &s.ended)
 		if err != nil {
 			return err
 		}
@@ -274,7 +283,7 @@ func (s *simulation) settle(i int) {
 	if sj.suspended {
 		s.paused--
 	}
-	sj.alloc, sj.node, sj.suspended = 0, "", false
+	sj.alloc, sj.node, sj.suspended = 0, -1, false
 	if j.State == api.StatePending {
 		sj.out.Restarts++
 		return
@@ -304,7 +313,8 @@ func (s *simulation) submitJobs() error {
 		specs = append(specs, sp)
 	}
 	s.specs = specs
-	res, err := s.apply(state.CmdSubmitJobs, &state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs})
+	s.submit = state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs}
+	res, err := s.apply(state.CmdSubmitJobs, &s.submit)
 	if err != nil {
 		return err
 	}
@@ -475,12 +485,18 @@ func (s *simulation) started(i int) {
 	sj := &s.jobs[i]
 	j := s.st.Jobs[uint64(i+1)]
 	a := s.st.LastAlloc(j)
-	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, a.Node, a.StartIndex, false
+	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, s.nodeIndex(a.Node), a.StartIndex, false
 	sj.out.Start, sj.left = s.now, sj.run
 	if p := a.Placement; p != nil {
 		sj.out.Placed, sj.out.Score, sj.out.SingleNUMA = true, p.Score, len(p.NUMANodes) == 1
 	}
 	s.schedule(i, s.now+sj.left)
+}
+
+// nodeIndex returns the index of the node named name in s.nodes.
+func (s *simulation) nodeIndex(name string) int32 {
+	i, _ := slices.BinarySearch(s.nodes, name)
+	return int32(i)
 }
 
 // schedule makes job i's current run end at second at.
