@@ -157,7 +157,9 @@ func Run(tr *Trace, opts Options) (Result, error) {
 func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 	var skipped Skipped
 	jobs := make([]simJob, 0, len(tr.Jobs))
-	lines := make(map[int64]int, len(tr.Jobs))
+	// numbers are the kept jobs' numbers with their lines, to find the
+	// first repeated one (by sorting: a map of 100,000 jobs cost more).
+	numbers := make([]jobLine, 0, len(tr.Jobs))
 	for _, sw := range tr.Jobs {
 		size := sw.ReqProcs
 		if size <= 0 {
@@ -175,13 +177,16 @@ func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 			continue
 		}
 		if sw.Number <= 0 {
+			if err := repeatedJob(numbers); err != nil {
+				return nil, skipped, err // a repeat on an earlier line
+			}
 			return nil, skipped, fmt.Errorf("line %d: field 1 (job number): %d is not a positive job number", sw.Line, sw.Number)
 		}
-		if prev, dup := lines[sw.Number]; dup {
-			return nil, skipped, fmt.Errorf("line %d: field 1 (job number): job %d is also on line %d (job numbers must be unique)", sw.Line, sw.Number, prev)
-		}
-		lines[sw.Number] = sw.Line
+		numbers = append(numbers, jobLine{sw.Number, sw.Line})
 		jobs = append(jobs, newSimJob(sw, int(size)))
+	}
+	if err := repeatedJob(numbers); err != nil {
+		return nil, skipped, err
 	}
 	slices.SortFunc(jobs, func(a, b simJob) int {
 		if c := cmp.Compare(a.out.Submit, b.out.Submit); c != 0 {
@@ -190,6 +195,37 @@ func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 		return cmp.Compare(a.out.ID, b.out.ID)
 	})
 	return jobs, skipped, nil
+}
+
+// jobLine is a job number and the line it is on.
+type jobLine struct {
+	number int64
+	line   int
+}
+
+// repeatedJob says which job number is repeated first in the file (the
+// repeat on the earliest line, and where the number first was), or nil.
+// It sorts numbers.
+func repeatedJob(numbers []jobLine) error {
+	slices.SortFunc(numbers, func(a, b jobLine) int {
+		if c := cmp.Compare(a.number, b.number); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.line, b.line)
+	})
+	// In each run of one number, the first two lines are where it first
+	// was and where it was first repeated.
+	var first, again *jobLine
+	for i := 1; i < len(numbers); i++ {
+		if numbers[i].number == numbers[i-1].number && (i == 1 || numbers[i-2].number != numbers[i].number) &&
+			(again == nil || numbers[i].line < again.line) {
+			first, again = &numbers[i-1], &numbers[i]
+		}
+	}
+	if again == nil {
+		return nil
+	}
+	return fmt.Errorf("line %d: field 1 (job number): job %d is also on line %d (job numbers must be unique)", again.line, again.number, first.line)
 }
 
 // newSimJob builds one trace line's job (see the package doc for the

@@ -326,7 +326,12 @@ func TestRunErrors(t *testing.T) {
 		"a machine of 0 processors": {trace: "; MaxProcs: 0\n; MaxNodes: 0\n" + job, want: "gives no machine size"},
 		"a repeated job":            {trace: "; MaxProcs: 2\n" + job + job, want: "line 3: field 1 (job number): job 1 is also on line 2"},
 		"a job number of 0":         {trace: "; MaxProcs: 2\n0" + job[1:], want: "line 2: field 1 (job number): 0 is not a positive job number"},
-		"an unknown policy":         {trace: "; MaxProcs: 2\n" + job, policy: "sjf", want: `unknown scheduling policy "sjf"`},
+		// The first repeat in the file is named, with the line the
+		// number first was on; an error on a later line waits.
+		"repeats": {trace: "; MaxProcs: 2\n" + "7" + job[1:] + "5" + job[1:] + "5" + job[1:] + "7" + job[1:] + "5" + job[1:] + "0" + job[1:],
+			want: "line 4: field 1 (job number): job 5 is also on line 3"},
+		"a repeat after a job number of 0": {trace: "; MaxProcs: 2\n" + job + "0" + job[1:] + job, want: "line 3: field 1 (job number): 0 is not a positive job number"},
+		"an unknown policy":                {trace: "; MaxProcs: 2\n" + job, policy: "sjf", want: `unknown scheduling policy "sjf"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

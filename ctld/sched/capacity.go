@@ -17,7 +17,10 @@ type capacity struct {
 	heldParts map[string]bool
 	// lastIndex is index's last answer.
 	lastIndex int
-	heldMemo  struct {
+	// topology is set when a node reported its topology (placement
+	// inside nodes then applies).
+	topology bool
+	heldMemo struct {
 		part       string
 		held, read bool
 	}
@@ -53,8 +56,9 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = make([]nodeFree, 0, len(nodes))
 	}
 	clear(c.heldParts)
-	c.heldMemo.read, c.lastIndex = false, 0
+	c.heldMemo.read, c.lastIndex, c.topology = false, 0, false
 	for _, n := range nodes {
+		c.topology = c.topology || hasTopology(n.Inventory)
 		parts := n.Partitions
 		if len(parts) == 0 {
 			parts = defaultPartitionOnly

@@ -228,18 +228,25 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
-	req := requestOf(j.Spec, cpus, mem)
+	// The in-node request is read only on nodes with a topology, and for
+	// jobs that ask for devices or hugepages.
+	var req NodeRequest
+	if pl.free.topology || len(j.Spec.Gres) > 0 || len(j.Spec.Hugepages) > 0 {
+		req = requestOf(j.Spec, cpus, mem)
+	}
+	devices := req.needsInventory()
 	if !pl.free.anyCouldFit(part, cpus, mem) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
-	if req.needsInventory() {
+	if devices {
 		if r := pl.inventoryReason(part, req); r != "" {
 			plan.Reasons[j.ID] = r
 			return false
 		}
 	}
-	if q := pl.qosOf(j); q != nil {
+	q := pl.qosOf(j)
+	if q != nil {
 		if r := pl.qosLimit(j, q, cpus); r != "" {
 			plan.Reasons[j.ID] = r
 			return false
@@ -252,7 +259,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonPriority
 		return false
 	}
-	if req.needsInventory() && pl.deviceHeld[part] {
+	if devices && pl.deviceHeld[part] {
 		// Reservations plan CPUs and memory over time, not devices: a
 		// later device job could take the GPUs or VFs an earlier one is
 		// waiting for. So device jobs queue in priority order per
@@ -282,10 +289,10 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	// Its licenses wait with it: a later job must not take what it will
 	// need when its CPUs are free.
 	pl.lic.hold(j.Spec.Licenses)
-	if q := pl.qosOf(j); q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, plan) {
+	if q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, plan) {
 		return false
 	}
-	if req.needsInventory() {
+	if devices {
 		pl.holdDevices(part)
 	}
 	if pl.policy == PolicyEASY && held {
