@@ -23,21 +23,26 @@ type sessionFilter struct {
 	// outsideGroup restricts the selection to processes that moved to a
 	// process group of their own (the shim relays signals to its group).
 	outsideGroup bool
-	// running restricts the selection to processes that are not stopped
-	// (Pause's later rounds), stopped to those that are (Paused).
-	running, stopped bool
+	// stopped restricts the selection to processes that are stopped
+	// (Paused).
+	stopped bool
 }
 
-// signalSession sends sig to every live process f selects and returns how
-// many it signalled; signal 0 only counts them.
-func signalSession(f sessionFilter, sig syscall.Signal) int {
+// member is one process of a job's session, as /proc showed it.
+type member struct {
+	pid int
+	st  procref.Stat
+}
+
+// sessionMembers lists the live processes f selects.
+func sessionMembers(f sessionFilter) []member {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
-	n := 0
+	var ms []member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == f.except {
@@ -54,13 +59,41 @@ func signalSession(f sessionFilter, sig syscall.Signal) int {
 		if f.outsideGroup && st.PGID == f.sid {
 			continue
 		}
-		isStopped := st.Stopped()
-		if (f.running && isStopped) || (f.stopped && !isStopped) {
+		if f.stopped && !st.Stopped() {
 			continue
 		}
-		if syscall.Kill(pid, sig) == nil {
+		ms = append(ms, member{pid, st})
+	}
+	return ms
+}
+
+// signalSession sends sig to every live process f selects and returns how
+// many it signalled; signal 0 only counts them.
+func signalSession(f sessionFilter, sig syscall.Signal) int {
+	n := 0
+	for _, m := range sessionMembers(f) {
+		if syscall.Kill(m.pid, sig) == nil {
 			n++
 		}
 	}
 	return n
+}
+
+// heldByStoppedVforkChild reports whether m cannot run before one of its
+// children, stopped before its exec, runs again: the parent of a vfork
+// sleeps uninterruptibly (state D) until its child execs or exits, so it
+// takes no signal, SIGSTOP included, while that child is stopped. Shells
+// run simple commands through vfork (dash does), so a SIGSTOP that lands
+// between a vfork and its exec leaves the shell in D for as long as the
+// job stays suspended; it cannot run either way.
+func heldByStoppedVforkChild(m member, all []member) bool {
+	if m.st.State != 'D' {
+		return false
+	}
+	for _, c := range all {
+		if c.st.PPID == m.pid && c.st.Stopped() && c.st.ForkedNotExeced() {
+			return true
+		}
+	}
+	return false
 }

@@ -255,7 +255,20 @@ func checkWorkDir(dir string) error {
 // job with a message that says so. Every runner opens outputs through it,
 // so the message is the same whatever runs the job.
 func OpenOutputFile(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	return openOutput(p, os.O_TRUNC)
+}
+
+// AppendOutputFile opens one of a job's output files for appending,
+// creating it when missing but never truncating it: the destination of a
+// live migration carries on the file the source wrote, so that the job's
+// output ends up once, in order. It is called as the job's user, as
+// OpenOutputFile is, and fails with the same messages.
+func AppendOutputFile(p string) (*os.File, error) {
+	return openOutput(p, os.O_APPEND)
+}
+
+func openOutput(p string, mode int) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|mode, 0o666)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -470,19 +483,30 @@ func (h *procHandle) sessionAll() sessionFilter {
 
 // Pause suspends the job: SIGSTOP to every process of its session, the shim
 // included, repeated until none is left running, so that a process forked
-// while the first pass ran is stopped too.
+// while the first pass ran is stopped too. A process that cannot take the
+// signal because its vfork child was stopped before it exec'd counts as
+// stopped: it cannot run until the job is continued.
 func (h *procHandle) Pause() error {
 	if h.ref.Exited() {
 		return errJobEnded
 	}
-	f := h.sessionAll()
-	f.running = true
 	// A process shows as stopped only once it is scheduled to take the
 	// signal (or leaves an uninterruptible sleep): on a loaded node that
 	// can take far longer than the rounds themselves.
 	wait := 2 * time.Millisecond
 	for deadline := time.Now().Add(pauseTimeout); ; {
-		if signalSession(f, syscall.SIGSTOP) == 0 {
+		all := sessionMembers(h.sessionAll())
+		running := 0
+		for _, m := range all {
+			if m.st.Stopped() {
+				continue
+			}
+			syscall.Kill(m.pid, syscall.SIGSTOP)
+			if !heldByStoppedVforkChild(m, all) {
+				running++
+			}
+		}
+		if running == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {

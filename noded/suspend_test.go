@@ -320,3 +320,37 @@ func TestDaemonRegistersRunnerOffer(t *testing.T) {
 		})
 	}
 }
+
+// TestPauseStopsAShellBetweenVforkAndExec suspends a shell that runs
+// commands in a tight loop until a SIGSTOP has landed between one of its
+// vforks and the exec that follows: the shell then sleeps uninterruptibly
+// (state D) under a stopped child, takes no signal, and must count as
+// stopped, or Pause gives up after pauseTimeout as if the job could not be
+// suspended.
+func TestPauseStopsAShellBetweenVforkAndExec(t *testing.T) {
+	h, _ := launch(t, `while :; do /bin/true; done`)
+	p := h.(Pausable)
+	held := 0
+	for round := 0; round < 2000 && held < 3; round++ {
+		if err := p.Pause(); err != nil {
+			t.Fatalf("round %d: Pause: %v", round, err)
+		}
+		all := sessionMembers(h.(*procHandle).sessionAll())
+		for _, m := range all {
+			switch {
+			case heldByStoppedVforkChild(m, all):
+				held++
+			case !m.st.Stopped():
+				t.Fatalf("round %d: Pause returned with process %d in state %c", round, m.pid, m.st.State)
+			}
+		}
+		if err := p.Continue(); err != nil {
+			t.Fatalf("round %d: Continue: %v", round, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if held == 0 {
+		t.Skip("no SIGSTOP landed between a vfork and its exec in 2000 rounds (the shell may not use vfork)")
+	}
+	t.Logf("%d pauses caught the shell in a vfork", held)
+}

@@ -39,9 +39,14 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	resv := snap.Reservations
 	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
-		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0]}
+		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0]}
 	if policy == PolicyConservative {
 		snap.Reservations = resv // made when the first is found
+	}
+	if len(s.Reservations) > 0 {
+		for _, name := range s.ResvNames() {
+			snap.Advance = append(snap.Advance, s.Reservations[name])
+		}
 	}
 	var deps depTargets
 	if snap.Pending == nil || cap(snap.Pending) < len(s.Pending) {

@@ -109,6 +109,9 @@ func (pl *placer) reset(s *Snapshot) {
 			clear(pl.reservations)
 		}
 	}
+	if len(s.Advance) > 0 {
+		pl.adv = pl.buildAdvance()
+	}
 }
 
 // samePartitions reports whether b is the very list a was (the same

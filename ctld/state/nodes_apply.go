@@ -45,6 +45,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		}
 	}
 	s.putNode(n, index)
+	s.noteNode(n.Name, c.Now)
 	for _, r := range reports {
 		s.applyReport(n.Name, r, c.Now, index)
 	}
@@ -151,6 +152,10 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	if !r.State.Terminal() {
 		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
 	}
+	if a.Leaving {
+		s.endLeaving(j, a, r.State, r.Message, now, index)
+		return true
+	}
 	final := r.State
 	switch {
 	case a.Desired == AllocStop && a.StopAs != "":
@@ -161,8 +166,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
 	s.finishRun(j, final, now)
-	if j.State != api.StatePending {
+	if !j.State.Active() && j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		if r.Message != "" {
 			j.Message = r.Message
@@ -181,6 +187,7 @@ func (s *State) applyNodeDown(c *NodeDown, index uint64) {
 		n.Down = true
 		n.setReason(c.Reason, controllerUser, c.Now)
 		s.putNode(n, index)
+		s.noteNode(name, c.Now)
 		for _, id := range n.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				s.loseAlloc(a, c.Now, "node "+name+" stopped responding", index)
@@ -204,5 +211,6 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		n.setReason("", "", time.Time{})
 	}
 	s.Nodes[c.Node] = n
+	s.noteNode(c.Node, c.Now)
 	return nil
 }

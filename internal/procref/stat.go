@@ -12,7 +12,9 @@ import (
 
 // Stat is the part of /proc/<pid>/stat the node daemon needs.
 type Stat struct {
-	State   byte
+	State byte
+	// PPID is the parent's pid.
+	PPID    int
 	PGID    int
 	Session int
 	// Start is the process's start time in clock ticks since boot; with the
@@ -21,7 +23,17 @@ type Stat struct {
 	// CPUTicks is the CPU time the process used so far, user and system,
 	// in clock ticks (utime + stime; 100 a second on Linux).
 	CPUTicks uint64
+	// Flags are the kernel's per-process flags (PF_*).
+	Flags uint64
 }
+
+// pfForkNoExec is the kernel's PF_FORKNOEXEC: the process was forked and
+// has not exec'd yet.
+const pfForkNoExec = 0x40
+
+// ForkedNotExeced reports whether the process is a fork (or vfork) child
+// that has not called exec yet.
+func (s Stat) ForkedNotExeced() bool { return s.Flags&pfForkNoExec != 0 }
 
 // Ended reports whether the process has exited: a zombie (or a dying
 // process) still has its stat file.
@@ -57,15 +69,17 @@ func ParseStat(b []byte) (Stat, error) {
 	}
 	var st Stat
 	st.State = f[0][0]
-	var err1, err2, err3, err4, err5 error
+	var err0, err1, err2, err3, err4, err5, err6 error
 	var utime, stime uint64
+	st.PPID, err0 = strconv.Atoi(f[1])
 	st.PGID, err1 = strconv.Atoi(f[2])
 	st.Session, err2 = strconv.Atoi(f[3])
 	utime, err3 = strconv.ParseUint(f[11], 10, 64)
 	stime, err4 = strconv.ParseUint(f[12], 10, 64)
 	st.Start, err5 = strconv.ParseUint(f[19], 10, 64)
+	st.Flags, err6 = strconv.ParseUint(f[6], 10, 64)
 	st.CPUTicks = utime + stime
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	if err := errors.Join(err0, err1, err2, err3, err4, err5, err6); err != nil {
 		return Stat{}, fmt.Errorf("malformed /proc stat line: %w", err)
 	}
 	return st, nil
