@@ -412,7 +412,8 @@ func (s *simulation) pass() error {
 // holds when every pending job asks for more CPUs than any usable node has
 // free (a job needs at least one CPU, and the pass starts a job only on a
 // node with its CPUs free now), no run is suspended (a resume needs free
-// CPUs too), and no QoS may preempt (a preemptor frees CPUs itself). It is
+// CPUs too), no QoS may preempt (a preemptor frees CPUs itself), and no
+// advance reservation is defined (the simulation makes none). It is
 // not used under conservative backfill, where a pass's reservations are
 // kept by the next one, and so depend on when passes run; EASY and FCFS
 // read no reservation back. The trace's jobs have no begin time and no
@@ -420,7 +421,7 @@ func (s *simulation) pass() error {
 // TestIdlePassesLeftOut checks that leaving these passes out changes no
 // job's start.
 func (s *simulation) startsNothing() bool {
-	if !s.mayIdle || s.paused > 0 || len(s.st.Pending) == 0 {
+	if !s.mayIdle || s.paused > 0 || len(s.st.Pending) == 0 || len(s.st.Reservations) > 0 {
 		return false
 	}
 	free := 0
