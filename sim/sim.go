@@ -139,7 +139,10 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		}
 		jobs = kept
 	}
-	s, err := newSimulation(jobs, nodes, tr.UnixStartTime, policy, opts)
+	// Nothing reads tr below: its jobs, as large as the simulation's, may
+	// be collected while it runs.
+	name, epoch := tr.Name, tr.UnixStartTime
+	s, err := newSimulation(jobs, nodes, epoch, policy, opts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -147,7 +150,7 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	res := summarize(s.jobs, procs)
-	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = tr.Name, policy, skipped, s.passes, s.idle
+	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = name, policy, skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil
 }
