@@ -306,11 +306,10 @@ func (s *simulation) submitJobs() error {
 	// reused from second to second.
 	specs := s.specs[:0]
 	for i := first; i < s.next; i++ {
-		sp, err := s.spec(&s.jobs[i])
-		if err != nil {
+		specs = append(specs, state.JobSpec{})
+		if err := s.spec(&specs[len(specs)-1], &s.jobs[i]); err != nil {
 			return err
 		}
-		specs = append(specs, sp)
 	}
 	s.specs = specs
 	s.submit = state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs}
@@ -326,23 +325,21 @@ func (s *simulation) submitJobs() error {
 	return nil
 }
 
-// spec is job sj's request, creating its fair-share account and user
-// first when Options.Fairshare asks for them.
-func (s *simulation) spec(sj *simJob) (state.JobSpec, error) {
-	sp := state.JobSpec{
-		NTasks: sj.out.Size, CPUsPerTask: 1, MemPerNode: jobMemMB, Partition: partition, TimeLimit: sj.limit,
-		QOS: s.opts.QOSByQueue[sj.queue],
+// spec writes job sj's request into sp (an empty spec), creating its
+// fair-share account and user first when Options.Fairshare asks for them.
+func (s *simulation) spec(sp *state.JobSpec, sj *simJob) error {
+	sp.NTasks, sp.CPUsPerTask, sp.MemPerNode, sp.Partition, sp.TimeLimit = sj.out.Size, 1, jobMemMB, partition, sj.limit
+	if s.opts.QOSByQueue != nil {
+		sp.QOS = s.opts.QOSByQueue[sj.queue]
 	}
 	if sj.gpu {
 		sp.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 	}
 	if s.opts.Fairshare {
 		sp.User, sp.Account = "u"+strconv.FormatInt(sj.user, 10), "g"+strconv.FormatInt(sj.group, 10)
-		if err := s.ensureAccount(sp.Account, sp.User); err != nil {
-			return sp, err
-		}
+		return s.ensureAccount(sp.Account, sp.User)
 	}
-	return sp, nil
+	return nil
 }
 
 // ensureAccount creates an account and a user in it, one share each, the
