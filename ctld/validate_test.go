@@ -239,6 +239,9 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a half-life of 103 years":  {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"PriorityDecayHalfLife", "900000h"}}}, "", "more than 100 years"},
 		"an update to afterwards":   {"/v1/jobs/update", api.UpdateJobRequest{ID: 1, Dependency: &api.Dependency{Clauses: []api.DepClause{{Type: "afterwards", JobIDs: []string{"1"}}}}}, "dependency", `unknown dependency type "afterwards"`},
 		"a member named ../m":       {"/v1/internal/members", state.SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
+		"a joining member ../m":     {"/v1/internal/members/join", memberJoin{ID: "../m", RaftAddr: "h:1"}, "id", "must start with"},
+		"a joining member at h":     {"/v1/internal/members/join", memberJoin{ID: "c9", RaftAddr: "h"}, "raft_addr", "must be HOST:PORT"},
+		"a joining member at h:0":   {"/v1/internal/members/join", memberJoin{ID: "c9", RaftAddr: "h:0"}, "raft_addr", "must be HOST:PORT"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -116,7 +116,8 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
 		flag(0, "metrics-open", "let anyone scrape GET /metrics under --auth (Prometheus sends no token); otherwise it takes an operator's or admin's token"),
-	}, tlsOptions()...)...)
+		valued(0, "accounting-postgres", "DSN", "stream the accounting records into this PostgreSQL database (a libpq connection string or postgres:// URL; the leader writes, resuming after an outage; docs/accounting-postgres.md)"),
+	}, append(tlsOptions(), raftOptions()...)...)...)
 	if err != nil {
 		return err
 	}
@@ -190,11 +191,15 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	tuning, err := raftTuning(o)
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
 		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"), Admins: o.list("admin"),
-		TPMPolicy: tpmPolicy, AttestEvery: attestEvery, MetricsOpen: o.has("metrics-open"),
+		TPMPolicy: tpmPolicy, AttestEvery: attestEvery, MetricsOpen: o.has("metrics-open"), AccountingPostgres: o.get("accounting-postgres"), Raft: tuning, Join: o.list("join"),
 	}, nil
 }
 
