@@ -203,7 +203,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 		j := s.Pending[i]
 		r, wake := dp.notReady(j)
 		if r == "" {
-			keyed = append(keyed, newOrderKey(j, pl.tier(j), pp.of(j)))
+			keyed = append(keyed, orderKey{j: j, tier: pl.tier(j), prio: pp.of(j)})
 			return
 		}
 		plan.Reasons[j.ID] = r
@@ -254,21 +254,29 @@ func compareOrder(a, b orderKey) int {
 		return cmp.Compare(b.tier, a.tier) // higher first
 	case a.prio != b.prio:
 		return cmp.Compare(b.prio, a.prio)
-	case a.base != b.base:
-		return cmp.Compare(b.base, a.base)
-	case a.sec != b.sec:
-		return cmp.Compare(a.sec, b.sec)
-	case a.nsec != b.nsec:
-		return cmp.Compare(a.nsec, b.nsec)
 	}
-	return cmp.Compare(a.j.ID, b.j.ID)
+	return compareJobs(a.j, b.j)
 }
 
-// before orders jobs by priority, then submit time, then id. Submit times
-// compare as wall-clock times (what the log replicates), as the pass's own
-// order does.
-func before(a, b *state.Job) bool {
-	return compareOrder(newOrderKey(a, 0, 0), newOrderKey(b, 0, 0)) < 0
+// before orders jobs by priority, then submit time, then id.
+func before(a, b *state.Job) bool { return compareJobs(a, b) < 0 }
+
+// compareJobs is before as a comparison. Submit times compare as
+// wall-clock times, in Unix seconds and nanoseconds (what the log
+// replicates), which costs a fraction of time.Time's comparisons: with
+// equal priorities, as in a simulated trace, every comparison of the
+// pass's sort comes here.
+func compareJobs(a, b *state.Job) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority) // higher first
+	}
+	if as, bs := a.SubmitTime.Unix(), b.SubmitTime.Unix(); as != bs {
+		return cmp.Compare(as, bs)
+	}
+	if an, bn := a.SubmitTime.Nanosecond(), b.SubmitTime.Nanosecond(); an != bn {
+		return cmp.Compare(an, bn)
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 func defaultPartition(parts []api.Partition) string {
@@ -284,18 +292,10 @@ func defaultPartition(parts []api.Partition) string {
 }
 
 // orderKey is a ready job with what the pass orders it by, read once per
-// job rather than in every comparison: its partition's tier, its priority,
-// then as before orders (its own Priority field, its submit time in Unix
-// seconds and nanoseconds, its id).
+// job rather than in every comparison. It stays small: the sort of a
+// 100,000-job queue moves it about.
 type orderKey struct {
 	j    *state.Job
 	tier int
 	prio int64
-	base int64
-	sec  int64
-	nsec int
-}
-
-func newOrderKey(j *state.Job, tier int, prio int64) orderKey {
-	return orderKey{j: j, tier: tier, prio: prio, base: j.Priority, sec: j.SubmitTime.Unix(), nsec: j.SubmitTime.Nanosecond()}
 }
