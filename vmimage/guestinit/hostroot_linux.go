@@ -73,7 +73,7 @@ func (g *guest) hostRoot(fs *vmimage.FS) error {
 		return err
 	}
 	if fs.Gateway != "" {
-		if err := routeOut(fs, newRoot); err != nil {
+		if err := routeOut(fs, g.shareNIC, newRoot); err != nil {
 			return err
 		}
 		g.logf("default route via %s", fs.Gateway)
@@ -129,9 +129,11 @@ func (g *guest) loadModules(feature string) error {
 func (g *guest) mountHost(fs *vmimage.FS) error {
 	mount := func() error { return unix.Mount(fs.Tag, hostDir, "virtiofs", 0, "") }
 	if fs.Kind == vmimage.ShareNFS {
-		if err := g.networkUp(fs); err != nil {
+		nic, err := g.networkUp(fs)
+		if err != nil {
 			return err
 		}
+		g.shareNIC = nic
 		g.logf("network up")
 		mount = func() error { return mountNFS(fs, fs.Export, hostDir, unix.MS_RDONLY, nfsRootOptions) }
 	}
