@@ -270,6 +270,18 @@ func RemoveJobNetTable(node *Netns, name string) error {
 	})
 }
 
+// JobNetMTU returns the MTU of a job's network whose endpoint on this
+// node is addr: that of the node's interface holding addr (in node's
+// namespace, nil for the caller's) less VXLANOverhead.
+func JobNetMTU(node *Netns, addr netip.Addr) (int, error) {
+	var mtu int
+	err := node.onNode(func() (err error) {
+		mtu, err = underlayMTU(addr)
+		return err
+	})
+	return mtu - VXLANOverhead, err
+}
+
 // onNode runs fn in the node's namespace: n's, on a thread of its own
 // (Do), or the caller's own when n is nil.
 func (n *Netns) onNode(fn func() error) error {
