@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -299,6 +301,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
+		valued(0, "overlay", "ADDR:PORT", "the node's end of its multi-node jobs' private networks (VXLAN over UDP): an IPv4 address of this node on the network between the nodes, and a port (e.g. 192.0.2.1:4789); without it no VM of a multi-node job runs here"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
@@ -613,6 +616,13 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	for i := range cfgs {
 		cfgs[i].Runner = runner
+		if vr, ok := runner.(*vmrun.Runner); ok {
+			// The nodes share the host's network namespace: each gets
+			// a port of its own for its jobs' private networks.
+			if cfgs[i].Runner, err = devOverlay(vr); err != nil {
+				return err
+			}
+		}
 	}
 	ccfg := ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
@@ -730,6 +740,11 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		}
 		cfg := vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
 			Controllers: controllers, VMIDs: ids}
+		if v := o.get("overlay"); v != "" {
+			if cfg.Overlay, err = api.ParseOverlay(v); err != nil {
+				return nil, fmt.Errorf("--overlay: %w", err)
+			}
+		}
 		load := vmrun.Load
 		if probe {
 			load = func(cfg vmrun.Config) (*vmrun.Runner, error) { return vmrun.New(ctx, cfg) }
@@ -742,6 +757,19 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		return r, nil
 	}
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
+}
+
+// devOverlay returns the dev node's vm runner: r's, with an overlay
+// endpoint of its own on loopback (a free UDP port), where the dev
+// cluster's multi-node jobs' networks run between its nodes.
+func devOverlay(r *vmrun.Runner) (*vmrun.Runner, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("a port for the dev node's job networks: %w", err)
+	}
+	ep := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	return r.ForNode(netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port()))
 }
 
 // parseIDRange reads --vm-ids FIRST-LAST; "" is the runner's default.

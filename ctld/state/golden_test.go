@@ -318,6 +318,9 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
+		// A node offering its multi-node jobs' private networks.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "ov1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-ov1", Overlay: "192.0.2.1:4789"}}},
 	}
 }
 

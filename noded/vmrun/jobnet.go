@@ -13,6 +13,7 @@ import (
 
 	"corral/api"
 	"corral/internal/procref"
+	"corral/noded"
 	"corral/noded/vmnet"
 	"corral/vmimage"
 )
@@ -194,14 +195,15 @@ func (r *Runner) recoverJobNet(dir string, alive bool) {
 
 // SetJobNet follows a change of the job's network while the VM runs (a
 // member's node moved its endpoint): the VM's peers become n's. The
-// segment and the VM's own address cannot change under a running guest.
-func (v *VM) SetJobNet(n *api.JobNet, local netip.AddrPort) error {
+// segment, the node's endpoint and the VM's own address cannot change
+// under a running guest.
+func (v *VM) SetJobNet(n *api.JobNet) error {
 	var rec jobNetRecord
 	path := filepath.Join(v.f.dir, jobNetFile)
 	if err := procref.ReadJSON(path, &rec); err != nil {
 		return fmt.Errorf("the VM's job network: %w", err)
 	}
-	j, err := jobNetOf(n, local)
+	j, err := jobNetOf(n, rec.Net.Local)
 	if err != nil {
 		return err
 	}
@@ -226,6 +228,28 @@ func (v *VM) SetJobNet(n *api.JobNet, local netip.AddrPort) error {
 	}
 	v.log.Info("the job network's peers changed", "vni", j.VNI, "before", len(old), "now", len(j.Peers))
 	return nil
+}
+
+var _ noded.JobNetFollower = (*VM)(nil)
+
+// Overlay returns where the node's end of its jobs' private networks
+// listens (Config.Overlay), invalid when it offers none.
+func (r *Runner) Overlay() netip.AddrPort { return r.cfg.Overlay }
+
+// ForNode returns a runner like r (its images, its accelerator probe)
+// whose node has the overlay endpoint overlay: corral dev runs several
+// node daemons in one network namespace, each needing a port of its own.
+func (r *Runner) ForNode(overlay netip.AddrPort) (*Runner, error) {
+	cfg := r.cfg
+	cfg.Overlay = overlay
+	n, err := Load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o := r.found.Load(); o != nil {
+		n.found.Store(o)
+	}
+	return n, nil
 }
 
 // jobNetArgs are the QEMU arguments of the guest's card on its job's
