@@ -235,18 +235,19 @@ func fdb(msgType, flags, index int, mac net.HardwareAddr, dst netip.AddrPort) er
 
 // LeaveJobNet takes the VM of namespace n off its job's network: it
 // removes the node's table for the segment and, while n is still there,
-// the VXLAN device and the bridge (the tap device goes with QEMU's
-// descriptor). It frees the segment on the node at once, whenever the
+// the VXLAN device (the bridge goes with the namespace, the tap device
+// with QEMU's descriptor). It frees the segment on the node at once, whenever the
 // namespace itself ends. What is already gone is no error.
 func (n *Netns) LeaveJobNet(node *Netns, j JobNet) error {
 	var errs []error
 	if n != nil {
 		if err := n.Do(func() error {
-			for _, name := range []string{JobNetVXLAN, JobNetBridge} {
-				if l, err := netlink.LinkByName(name); err == nil {
-					if err := netlink.LinkDel(l); err != nil {
-						return fmt.Errorf("removing %s: %w", name, err)
-					}
+			// The VXLAN device holds the segment on the node's socket;
+			// the bridge goes with the namespace (each deletion waits
+			// for the kernel's grace periods, ~50 ms).
+			if l, err := netlink.LinkByName(JobNetVXLAN); err == nil {
+				if err := netlink.LinkDel(l); err != nil {
+					return fmt.Errorf("removing %s: %w", JobNetVXLAN, err)
 				}
 			}
 			return nil
@@ -292,7 +293,7 @@ func (n *Netns) onNode(fn func() error) error {
 }
 
 // underlayMTU returns the MTU of the node's interface that holds addr, in
-// the calling thread's namespace.
+// the calling thread's namespace, at most 65535.
 func underlayMTU(addr netip.Addr) (int, error) {
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
@@ -307,7 +308,8 @@ func underlayMTU(addr netip.Addr) (int, error) {
 			if l.Attrs().MTU <= VXLANOverhead+576 {
 				return 0, fmt.Errorf("the job network's underlay %s (%v) has MTU %d: too small for VXLAN", l.Attrs().Name, addr, l.Attrs().MTU)
 			}
-			return l.Attrs().MTU, nil
+			// Loopback's is 65536; no IPv4 datagram is larger than 65535.
+			return min(l.Attrs().MTU, 65535), nil
 		}
 	}
 	return 0, fmt.Errorf("the job network's endpoint %v is not an address of this node (set the node's overlay address to one of its own)", addr)

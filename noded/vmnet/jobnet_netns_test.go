@@ -316,3 +316,45 @@ func fdbDests(t *testing.T, ns *Netns) []string {
 	}
 	return out
 }
+
+// TestJobNetBetweenNodesOfOneHost runs a job's two VMs on two nodes that
+// share one network namespace (as corral dev's nodes do), their endpoints
+// on loopback with a port each: the segment crosses between them, and a
+// second job's segment on the same ports stays apart.
+func TestJobNetBetweenNodesOfOneHost(t *testing.T) {
+	if !inOwnNetns(t) {
+		return
+	}
+	dir := t.TempDir()
+	a, b := netip.MustParseAddrPort("127.0.0.1:4789"), netip.MustParseAddrPort("127.0.0.1:4790")
+	card := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 214, 0, byte(i)}) }
+	join := func(name string, local, peer netip.AddrPort, vni uint32, own, other int) *testVM {
+		t.Helper()
+		ns, err := Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Remove() })
+		j := JobNet{VNI: vni, Local: local, Card: card(own), Table: JobNetTable(vni, local.Port()),
+			Peers: []Peer{{Endpoint: peer, Card: card(other)}}}
+		tap, j, err := ns.JoinJobNet(nil, j)
+		if err != nil {
+			t.Fatalf("%s joins: %v", name, err)
+		}
+		t.Cleanup(func() { tap.Close(); ns.LeaveJobNet(nil, j) })
+		return &testVM{ns: ns, j: j, tap: tap}
+	}
+	a1, b1 := join("a1", a, b, 5, 1, 2), join("b1", b, a, 5, 2, 1)
+	if err := a1.j.Check(); err != nil || a1.j.MTU != 65535-VXLANOverhead {
+		t.Errorf("on loopback: MTU %d (%v), want %d", a1.j.MTU, err, 65535-VXLANOverhead)
+	}
+	a2 := join("a2", a, b, 6, 3, 4)
+	sendFrame(t, a1.tap, arpRequest(a1.j.Card, b1.j.Card))
+	if !sees(b1.tap, b1.j.Card, false, 5*time.Second) {
+		t.Error("the broadcast did not cross between the two nodes of one host")
+	}
+	sendFrame(t, a2.tap, arpRequest(a2.j.Card, b1.j.Card))
+	if sees(b1.tap, b1.j.Card, false, 500*time.Millisecond) {
+		t.Error("another job's broadcast reached the first job's VM")
+	}
+}
