@@ -236,12 +236,13 @@ var _ noded.JobNetFollower = (*VM)(nil)
 // listens (Config.Overlay), invalid when it offers none.
 func (r *Runner) Overlay() netip.AddrPort { return r.cfg.Overlay }
 
-// ForNode returns a runner like r (its images, its accelerator probe)
-// whose node has the overlay endpoint overlay: corral dev runs several
+// ForNode returns a runner like r (its images, its accelerator probe, its
+// warm starts' snapshots) whose node has the overlay endpoint overlay: corral dev runs several
 // node daemons in one network namespace, each needing a port of its own.
 func (r *Runner) ForNode(overlay netip.AddrPort) (*Runner, error) {
 	cfg := r.cfg
 	cfg.Overlay = overlay
+	cfg.WarmDir = "" // r's pool of snapshots is shared, not opened again
 	n, err := Load(cfg)
 	if err != nil {
 		return nil, err
@@ -249,6 +250,7 @@ func (r *Runner) ForNode(overlay netip.AddrPort) (*Runner, error) {
 	if o := r.found.Load(); o != nil {
 		n.found.Store(o)
 	}
+	n.warm, n.warmStage = r.warm, r.warmStage
 	return n, nil
 }
 
