@@ -1,6 +1,8 @@
 package vmrun
 
 import (
+	"errors"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -245,4 +247,48 @@ func nodeHasTable(t *testing.T, node *vmnet.Netns, name string) bool {
 		t.Fatal(err)
 	}
 	return has
+}
+
+// TestJobNetOfAGoneVMIsRemoved leaves a VM's job network behind as a
+// daemon killed before its VM's record was written would (the network
+// recorded and set up, no vm.json): the next daemon's Recover finds the
+// VM gone and removes the segment's table, its namespace and its record.
+func TestJobNetOfAGoneVMIsRemoved(t *testing.T) {
+	if !inOwnNetns(t) {
+		return
+	}
+	dir := t.TempDir()
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "ul0"}}); err != nil {
+		t.Fatal(err)
+	}
+	node := underlayNode(t, dir, "a", netip.MustParsePrefix("192.0.2.1/24"))
+	r := &Runner{cfg: Config{Overlay: netip.MustParseAddrPort("192.0.2.1:4789")}, log: slog.Default(), nodeNS: node}
+	n := &api.JobNet{VNI: 33, Addr: netip.MustParsePrefix("10.214.0.1/16"), Members: []api.JobNetMember{
+		{Node: "a", Addr: netip.MustParseAddr("10.214.0.1"), Endpoint: "192.0.2.1:4789"},
+		{Node: "b", Addr: netip.MustParseAddr("10.214.0.2"), Endpoint: "192.0.2.2:4789"}}}
+	jn, _, err := r.planJobNet(&api.Job{ID: 5, Net: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmDir := t.TempDir()
+	tap, err := r.joinJobNet(vmDir, nil, *jn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap.Close()
+	if !nodeHasTable(t, node, jn.Table) || !hasJobNet(vmDir) {
+		t.Fatal("the job network was not set up")
+	}
+	if _, _, err := r.Recover(vmDir); !errors.Is(err, noded.ErrGone) {
+		t.Fatalf("Recover = %v, want ErrGone", err)
+	}
+	if nodeHasTable(t, node, jn.Table) {
+		t.Error("the segment's table is left after the daemon found its VM gone")
+	}
+	if hasJobNet(vmDir) {
+		t.Error("the job network's record is left")
+	}
+	if _, err := os.Stat(filepath.Join(vmDir, netnsFile)); err == nil {
+		t.Error("the job network's own namespace is left")
+	}
 }
