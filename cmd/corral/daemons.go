@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,7 +304,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
-		valued(0, "overlay", "ADDR:PORT", "the node's end of its multi-node jobs' private networks (VXLAN over UDP): an IPv4 address of this node on the network between the nodes, and a port (e.g. 192.0.2.1:4789); without it no VM of a multi-node job runs here"),
+		valued(0, "overlay", "ADDR:PORT", "the node's end of its multi-node jobs' private networks (VXLAN over UDP): an IPv4 address of this node on the network between the nodes and a UDP port, e.g. 192.0.2.1:4789 (default: the address this node reaches the first controller from, port 4789; none when that controller is on loopback); none: no VM of a multi-node job runs here"),
 		valued(0, "warm-max", "N", "warm starts: how many snapshots of booted guests the vm runner keeps in DATA/warm, one per shape of VM, to restore job VMs from instead of booting them (default 8; 0 turns warm starts off)"),
 		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
 		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
@@ -751,10 +749,8 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		if err := warmOptions(o, &cfg); err != nil {
 			return nil, err
 		}
-		if v := o.get("overlay"); v != "" {
-			if cfg.Overlay, err = api.ParseOverlay(v); err != nil {
-				return nil, fmt.Errorf("--overlay: %w", err)
-			}
+		if cfg.Overlay, err = overlayOption(ctx, o.get("overlay"), controllers, log); err != nil {
+			return nil, err
 		}
 		load := vmrun.Load
 		if probe {
@@ -768,19 +764,6 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		return r, nil
 	}
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
-}
-
-// devOverlay returns the dev node's vm runner: r's, with an overlay
-// endpoint of its own on loopback (a free UDP port), where the dev
-// cluster's multi-node jobs' networks run between its nodes.
-func devOverlay(r *vmrun.Runner) (*vmrun.Runner, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return nil, fmt.Errorf("a port for the dev node's job networks: %w", err)
-	}
-	ep := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
-	return r.ForNode(netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port()))
 }
 
 // warmOptions reads --warm-max, --warm-max-bytes and --warm-settle into
