@@ -2,7 +2,9 @@ package vmrun
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -124,7 +126,7 @@ cat /tmp/probe*
 // controller's, even with the underlay routed over the job's card. The
 // other job's VM reaches neither of the first job's. A node that lost its
 // table gets it back from a restarted daemon's recovery; the segment's
-// rules and devices go with the VMs.
+// rules, devices and the node's VXLAN port go with the VMs.
 func TestJobNetworkBetweenNodes(t *testing.T) {
 	guestOnly(t)
 	if !inOwnNetns(t) {
@@ -196,6 +198,10 @@ func TestJobNetworkBetweenNodes(t *testing.T) {
 		t.Errorf("job 2's VM reached a VM of job 1:\n%s", out)
 	}
 
+	if udpPortFree(t, nodeA, 4789) || udpPortFree(t, nodeB, 4790) {
+		t.Error("the nodes' VXLAN ports are free while their VMs run: the check after teardown proves nothing")
+	}
+
 	// A node that lost the segment's table gets it back when a restarted
 	// daemon recovers the VM.
 	table := vmnet.JobNetTable(101, 4789)
@@ -227,6 +233,31 @@ func TestJobNetworkBetweenNodes(t *testing.T) {
 			t.Errorf("segment %d's record is left after its VM ended", c.vni)
 		}
 	}
+	// Nothing of the segments holds the nodes' VXLAN ports any more.
+	for _, c := range []struct {
+		node *vmnet.Netns
+		port int
+	}{{nodeA, 4789}, {nodeB, 4790}} {
+		waitFor(t, fmt.Sprintf("port %d of %s to be free", c.port, c.node.Path), 10*time.Second, func() bool { return udpPortFree(t, c.node, c.port) })
+	}
+}
+
+// udpPortFree reports whether a socket may bind UDP port on every
+// address of the node's namespace: no VXLAN device of the node holds it.
+func udpPortFree(t *testing.T, node *vmnet.Netns, port int) bool {
+	t.Helper()
+	free := false
+	if err := node.Do(func() error {
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		if err == nil {
+			c.Close()
+		}
+		free = err == nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return free
 }
 
 // nodeHasTable reports whether the node's namespace holds the IPv4 table
