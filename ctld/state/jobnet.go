@@ -87,3 +87,25 @@ func (s *State) AssignJobNet(j *Job, nodes []string) {
 	}
 	j.Net = &JobNet{VNI: pickVNI(j.ID, s.vnisOnNodes(nodes, j.ID)), Subnet: DefaultJobSubnet}
 }
+
+// APIJobNet returns job j's network as the node of rank in its run needs
+// it (api.JobNet: the segment, that VM's address with the subnet's
+// length, and every member in rank order with its node's overlay
+// endpoint, empty for a node that offers none); nodes are the run's nodes
+// in rank order. It is nil for a job without a network or a rank outside
+// the run. The desired allocations carry it to the node daemons.
+func (s *State) APIJobNet(j *Job, nodes []string, rank int) *api.JobNet {
+	if j.Net == nil || rank < 0 || rank >= len(nodes) || len(nodes) > MaxJobNetNodes {
+		return nil
+	}
+	subnet := j.Net.Subnet.Masked()
+	n := &api.JobNet{VNI: j.Net.VNI, Addr: netip.PrefixFrom(JobNetAddr(subnet, rank), subnet.Bits()),
+		Members: make([]api.JobNetMember, len(nodes))}
+	for i, name := range nodes {
+		n.Members[i] = api.JobNetMember{Node: name, Addr: JobNetAddr(subnet, i)}
+		if node := s.Nodes[name]; node != nil {
+			n.Members[i].Endpoint = node.Overlay
+		}
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"corral/api"
@@ -88,5 +89,36 @@ func TestAssignJobNet(t *testing.T) {
 				t.Fatalf("got %+v, want segment %d on %v", j.Net, c.want, DefaultJobSubnet)
 			}
 		})
+	}
+}
+
+// TestAPIJobNet checks what each node of a run gets of its job's
+// network: the segment, its own VM's address (by its rank) on the
+// subnet, and every member in rank order with its node's endpoint (none
+// for a node that offers none); nothing for a job without a network or
+// a rank outside the run.
+func TestAPIJobNet(t *testing.T) {
+	s := New()
+	s.Nodes["n1"] = &Node{Name: "n1", Overlay: "192.0.2.1:4789"}
+	s.Nodes["n2"] = &Node{Name: "n2"}
+	s.Nodes["n3"] = &Node{Name: "n3", Overlay: "192.0.2.3:4790"}
+	j := &Job{ID: 9, Net: &JobNet{VNI: 9, Subnet: DefaultJobSubnet}}
+	nodes := []string{"n3", "n1", "n2"}
+	members := []api.JobNetMember{
+		{Node: "n3", Addr: netip.MustParseAddr("10.214.0.1"), Endpoint: "192.0.2.3:4790"},
+		{Node: "n1", Addr: netip.MustParseAddr("10.214.0.2"), Endpoint: "192.0.2.1:4789"},
+		{Node: "n2", Addr: netip.MustParseAddr("10.214.0.3")},
+	}
+	for rank, want := range []string{"10.214.0.1/16", "10.214.0.2/16", "10.214.0.3/16"} {
+		n := s.APIJobNet(j, nodes, rank)
+		if n == nil || n.VNI != 9 || n.Addr.String() != want || !slices.Equal(n.Members, members) {
+			t.Errorf("rank %d: %+v, want segment 9, address %s, members %v", rank, n, want, members)
+		}
+	}
+	if n := s.APIJobNet(j, nodes, 3); n != nil {
+		t.Errorf("a rank outside the run: %+v", n)
+	}
+	if n := s.APIJobNet(&Job{ID: 10}, nodes, 0); n != nil {
+		t.Errorf("a job without a network: %+v", n)
 	}
 }

@@ -45,7 +45,7 @@ type jobNetRecord struct {
 // members as its peers. Every member must have its node's endpoint.
 func jobNetOf(n *api.JobNet, local netip.AddrPort) (vmnet.JobNet, error) {
 	if !local.IsValid() {
-		return vmnet.JobNet{}, errors.New("this node offers no job network (start its daemon with --overlay ADDR:PORT, an address of the node on the network between the nodes): a multi-node VM job cannot run here")
+		return vmnet.JobNet{}, errors.New("this node offers no job network (its daemon runs with --overlay none, or its first controller is on loopback): a multi-node VM job cannot run here; start the daemon with --overlay ADDR:PORT, an address of the node on the network between the nodes")
 	}
 	if !n.Addr.IsValid() || !n.Addr.Addr().Is4() || n.Addr.Bits() < 8 {
 		return vmnet.JobNet{}, fmt.Errorf("job network: address %v: want an IPv4 address on a /8 or smaller", n.Addr)
