@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -176,9 +177,69 @@ func BenchmarkExportParquet(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
+// BenchmarkExportFromStore exports every record of the store (1,000,000
+// by default) as corral acct export -a does on the controller: read in
+// chunks by Each (decoded on one goroutine) and written as Parquet (on
+// another).
+func BenchmarkExportFromStore(b *testing.B) {
+	s := sharedStore(b)
+	var size countingWriter
+	n := 0
+	for b.Loop() {
+		size, n = 0, 0
+		e, err := NewExporter("parquet", &size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = s.Each(Query{AllUsers: true}, func(recs []Record) error {
+			n += len(recs)
+			return e.Write(recs)
+		})
+		if err == nil {
+			err = e.Close()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(size)/1e6, "MB")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
 type countingWriter int64
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
+}
+
+// BenchmarkEveryUsersMonth selects every user's records of the history's
+// last 30 days (sacct -a -S … -E …: 86,400 records) and encodes them as
+// the API does.
+func BenchmarkEveryUsersMonth(b *testing.B) {
+	s := sharedStore(b)
+	end := t0.Add(time.Duration(benchRecords()) * benchStep)
+	q := Query{AllUsers: true, Start: end.Add(-30 * 24 * time.Hour), End: end}
+	var n int
+	var selectTime, encodeTime time.Duration
+	var size countingWriter
+	for b.Loop() {
+		began := time.Now()
+		recs, err := s.Select(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		selectTime += time.Since(began)
+		began = time.Now()
+		size = 0
+		if err := json.NewEncoder(&size).Encode(recs); err != nil {
+			b.Fatal(err)
+		}
+		encodeTime += time.Since(began)
+		n = len(recs)
+	}
+	b.ReportMetric(float64(n), "records")
+	b.ReportMetric(float64(selectTime.Milliseconds())/float64(b.N), "select-ms")
+	b.ReportMetric(float64(encodeTime.Milliseconds())/float64(b.N), "encode-ms")
+	b.ReportMetric(float64(size)/1e6, "wire-MB")
 }

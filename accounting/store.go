@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,13 +21,17 @@ import (
 //
 // Buckets:
 //
-//	rec    end|job|alloc → the record (JSON)
-//	key    job|alloc → end|job|alloc (idempotence: a key written again replaces its record)
+//	rec    end|job|alloc → the record (codec.go)
+//	key    job|alloc → end|job|alloc, change index (idempotence: a key written again replaces its record)
 //	user   user 0x00 end|job|alloc → nothing
 //	acct   account 0x00 end|job|alloc → usage (see usageValue)
 //	array  arrayjob|end|job|alloc → nothing
 //	day    account 0x00 user 0x00 day → the day's usage sums (rollup.go)
-//	meta   count, digest (XOR of each record's SHA-256), longest run
+//	run    end|job|alloc → what time-spread reports read of it (runs.go)
+//	node   node 0x00 time → the node's state from then on (nodes.go)
+//	chg    index|job|alloc → nothing: the records by the Raft index that last changed them (changes.go)
+//	meta   count, digest (XOR of each record's SHA-256), longest run,
+//	       longest span (runs.go), the records' encoding (upgrade.go)
 type Store struct {
 	db *bbolt.DB
 }
@@ -41,6 +44,7 @@ var (
 	bArray = []byte("array")
 	bDay   = []byte("day")
 	bMeta  = []byte("meta")
+	bChg   = []byte("chg")
 
 	mCount   = []byte("count")
 	mDigest  = []byte("digest")
@@ -60,16 +64,28 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("opening the accounting store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bDay, bMeta} {
+		// A store written before the run index existed gets it built
+		// from its records, once.
+		fill := tx.Bucket(bRec) != nil && tx.Bucket(bRun) == nil
+		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bDay, bRun, bNode, bMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		if fill {
+			if err := buildRunIndex(tx); err != nil {
+				return err
+			}
+		}
+		return openChanges(tx)
 	})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("preparing the accounting store %s: %w", path, err)
+	}
+	if err := upgradeCodec(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("converting the accounting store %s's records to the current encoding: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }
@@ -84,29 +100,34 @@ func (s *Store) Path() string { return s.db.Path() }
 // same key, w.IfAbsent is written only where its key is not stored. A
 // record equal to the stored one changes nothing, so writing the same
 // records again (a log replayed after a restart) is idempotent.
-func (s *Store) Write(w Written) error {
-	if w.Empty() {
+func (s *Store) Write(w Written) error { return s.WriteAll([]Written{w}) }
+
+// WriteAll stores the writes of several entries in one transaction, in
+// order, each at its own index in the change feed (so that the feed is the
+// same on every member however a member's writes were batched); the
+// records past retention are expired once, at the latest cutoff, after
+// them: records written after a purge end after its cutoff.
+func (s *Store) WriteAll(ws []Written) error {
+	var expire time.Time
+	empty := true
+	for _, w := range ws {
+		empty = empty && w.Empty()
+		if w.ExpireBefore.After(expire) {
+			expire = w.ExpireBefore
+		}
+	}
+	if empty {
 		return nil
 	}
 	return s.db.Update(func(tx *bbolt.Tx) error {
 		t := newWriteTx(tx)
-		for i := range w.Replace {
-			if err := t.put(&w.Replace[i], true); err != nil {
+		for _, w := range ws {
+			if err := t.write(w); err != nil {
 				return err
 			}
 		}
-		for i := range w.IfAbsent {
-			if err := t.put(&w.IfAbsent[i], false); err != nil {
-				return err
-			}
-		}
-		if w.Index > 0 {
-			if err := t.setApplied(w.Index); err != nil {
-				return err
-			}
-		}
-		if !w.ExpireBefore.IsZero() {
-			if err := t.expire(w.ExpireBefore, ExpireMax); err != nil {
+		if !expire.IsZero() {
+			if err := t.expire(expire, ExpireMax); err != nil {
 				return err
 			}
 		}
@@ -114,22 +135,53 @@ func (s *Store) Write(w Written) error {
 	})
 }
 
+// write stores one entry's records and node facts (WriteAll).
+func (t *writeTx) write(w Written) error {
+	for i := range w.Replace {
+		if err := t.put(&w.Replace[i], true, w.Index); err != nil {
+			return err
+		}
+	}
+	for i := range w.IfAbsent {
+		if err := t.put(&w.IfAbsent[i], false, w.Index); err != nil {
+			return err
+		}
+	}
+	// A restored member's guesses come before the facts of the entries
+	// it applies after the snapshot (which come in later writes).
+	for i := range w.NodesIfNone {
+		if err := t.putNodeFact(&w.NodesIfNone[i], true); err != nil {
+			return err
+		}
+	}
+	for i := range w.Nodes {
+		if err := t.putNodeFact(&w.Nodes[i], false); err != nil {
+			return err
+		}
+	}
+	if w.Index > 0 {
+		return t.setApplied(w.Index)
+	}
+	return nil
+}
+
 // writeTx is one write transaction and the meta figures it changes.
 type writeTx struct {
-	tx                                     *bbolt.Tx
-	rec, key, user, acct, array, day, meta *bbolt.Bucket
-	count                                  uint64
-	digest                                 [sha256.Size]byte
-	longest                                int64
+	tx                                                     *bbolt.Tx
+	rec, key, user, acct, array, day, run, node, meta, chg *bbolt.Bucket
+	count                                                  uint64
+	digest                                                 [sha256.Size]byte
+	longest, span                                          int64
 }
 
 func newWriteTx(tx *bbolt.Tx) *writeTx {
 	t := &writeTx{tx: tx, rec: tx.Bucket(bRec), key: tx.Bucket(bKey), user: tx.Bucket(bUser),
-		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), meta: tx.Bucket(bMeta)}
+		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), run: tx.Bucket(bRun),
+		node: tx.Bucket(bNode), meta: tx.Bucket(bMeta), chg: tx.Bucket(bChg)}
 	// Keys arrive in ascending order within each bucket's prefixes (end
 	// times grow with the log), so a split page is never written to
 	// again: fill pages before splitting, or the file is twice as large.
-	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day} {
+	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day, t.run, t.chg} {
 		b.FillPercent = fillPercent
 	}
 	if v := t.meta.Get(mCount); len(v) == 8 {
@@ -139,36 +191,34 @@ func newWriteTx(tx *bbolt.Tx) *writeTx {
 	if v := t.meta.Get(mLongest); len(v) == 8 {
 		t.longest = int64(binary.BigEndian.Uint64(v))
 	}
+	if v := t.meta.Get(mSpan); len(v) == 8 {
+		t.span = int64(binary.BigEndian.Uint64(v))
+	}
 	return t
 }
 
 func (t *writeTx) finish() error {
-	var c, l [8]byte
-	binary.BigEndian.PutUint64(c[:], t.count)
-	binary.BigEndian.PutUint64(l[:], uint64(t.longest))
-	if err := t.meta.Put(mCount, c[:]); err != nil {
-		return err
-	}
-	if err := t.meta.Put(mLongest, l[:]); err != nil {
-		return err
+	for k, v := range map[string]uint64{string(mCount): t.count, string(mLongest): uint64(t.longest), string(mSpan): uint64(t.span)} {
+		if err := t.meta.Put([]byte(k), be64(v)); err != nil {
+			return err
+		}
 	}
 	return t.meta.Put(mDigest, t.digest[:])
 }
 
-// put writes r, replacing a stored record of its key when replace is set.
-func (t *writeTx) put(r *Record, replace bool) error {
+// put writes r, replacing a stored record of its key when replace is set;
+// index is the Raft index of the entry that writes it (the change feed's
+// order, changes.go).
+func (t *writeTx) put(r *Record, replace bool, index uint64) error {
 	k := KeyOf(r)
 	old := t.key.Get(idKey(k))
 	if old != nil && !replace {
 		return nil
 	}
-	val, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the record of job %d allocation %d: %w", r.JobID, r.AllocID, err)
-	}
+	val := appendRecord(nil, r)
 	pk := primaryKey(r.End, k)
 	if old != nil {
-		oldPK := bytes.Clone(old)
+		oldPK, oldChange := splitKeyValue(old)
 		oldVal := t.rec.Get(oldPK)
 		if bytes.Equal(oldPK, pk) && bytes.Equal(oldVal, val) {
 			return nil
@@ -176,11 +226,17 @@ func (t *writeTx) put(r *Record, replace bool) error {
 		if err := t.remove(oldPK, oldVal); err != nil {
 			return err
 		}
+		if err := t.chg.Delete(changeKey(oldChange, k)); err != nil {
+			return err
+		}
 	}
 	if err := t.rec.Put(pk, val); err != nil {
 		return err
 	}
-	if err := t.key.Put(idKey(k), pk); err != nil {
+	if err := t.key.Put(idKey(k), binary.BigEndian.AppendUint64(pk, index)); err != nil {
+		return err
+	}
+	if err := t.chg.Put(changeKey(index, k), nil); err != nil {
 		return err
 	}
 	if err := t.user.Put(indexKey(r.User, pk), nil); err != nil {
@@ -193,6 +249,9 @@ func (t *writeTx) put(r *Record, replace bool) error {
 		if err := t.array.Put(append(be64(r.ArrayJobID), pk...), nil); err != nil {
 			return err
 		}
+	}
+	if err := t.putRun(pk, r); err != nil {
+		return err
 	}
 	if err := t.roll(r, 1); err != nil {
 		return err
@@ -208,13 +267,21 @@ func (t *writeTx) put(r *Record, replace bool) error {
 // remove deletes the record stored at pk (val) and its index entries.
 func (t *writeTx) remove(pk, val []byte) error {
 	var old Record
-	if err := json.Unmarshal(val, &old); err != nil {
-		return fmt.Errorf("reading the stored record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
+	if err := unmarshalRecord(pk, val, &old); err != nil {
+		return err
 	}
 	t.mix(pk, val)
 	t.count--
 	return errors.Join(t.roll(&old, -1), t.rec.Delete(pk), t.user.Delete(indexKey(old.User, pk)),
-		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)))
+		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)), t.run.Delete(pk))
+}
+
+// unmarshalRecord decodes the record stored at pk.
+func unmarshalRecord(pk, val []byte, r *Record) error {
+	if err := decodeRecord(val, r); err != nil {
+		return fmt.Errorf("reading the stored record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
+	}
+	return nil
 }
 
 // expire deletes up to limit records that ended before cutoff, oldest
@@ -231,7 +298,7 @@ func (t *writeTx) expire(cutoff time.Time, limit int) error {
 		if err := t.remove(pk, val); err != nil {
 			return err
 		}
-		if err := t.key.Delete(pk[8:]); err != nil {
+		if err := t.unlink(pk[8:]); err != nil {
 			return err
 		}
 	}

@@ -72,6 +72,11 @@ type NodeInfo struct {
 	// runner can, and it serves the job API the stream comes in through):
 	// the controllers migrate no job to or from a node without it.
 	Migrate bool `json:"migrate,omitempty"`
+	// Overlay is where the node's end of its multi-node jobs' private
+	// networks listens, "ADDR:PORT" (UDP, VXLAN): an address of the node
+	// on the network between the nodes; empty when the node offers none
+	// (ParseOverlay reads it).
+	Overlay string `json:"overlay,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -219,7 +224,17 @@ type JobReport struct {
 	// earlier daemon started). The controllers observe it in their
 	// metrics (corral_vm_start_seconds) and do not keep it.
 	StartSeconds float64 `json:"start_s,omitempty"`
+	// VMStart says how the run's VM started: VMStartWarm (restored from
+	// a snapshot of a guest the node booted earlier) or VMStartCold
+	// (booted); empty for a run without a VM.
+	VMStart string `json:"vm_start,omitempty"`
 }
+
+// The values of JobReport.VMStart and Job.VMStart.
+const (
+	VMStartWarm = "warm"
+	VMStartCold = "cold"
+)
 
 // NodeStatus is a node daemon's report: its identity and what happened to
 // its jobs since the last report.

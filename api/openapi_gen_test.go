@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -110,6 +111,9 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/internal/members", access: "members", summary: "A controller member announces its HTTP address (members only).",
 		req: &body{media: "application/json", schema: map[string]any{"type": "object", "additionalProperties": false,
 			"properties": map[string]any{"id": map[string]any{"type": "string"}, "http_addr": map[string]any{"type": "string"}}}}, resp: empty},
+	{method: "POST", path: "/v1/internal/members/join", access: "members", summary: "A new controller member (ctld --join) asks to be added to the cluster as a voter (members only: under TLS its own member certificate); asking again changes nothing.",
+		req: &body{media: "application/json", schema: map[string]any{"type": "object", "additionalProperties": false,
+			"properties": map[string]any{"id": map[string]any{"type": "string"}, "raft_addr": map[string]any{"type": "string"}}}}, resp: empty},
 	{method: "GET", path: "/v1/policy", access: "users", summary: "The scheduler's configuration, QoS, accounts and users the caller may see.", query: []param{consistentParam}, resp: jsonBody(PolicyView{})},
 	{method: "POST", path: "/v1/config", access: "admins", summary: "Set scheduler settings (corral config set).", req: jsonBody(ConfigRequest{}), resp: empty},
 	{method: "POST", path: "/v1/qos", access: "operators", summary: "Create, change or delete a QoS.", req: jsonBody(QOSRequest{}), resp: empty},
@@ -128,16 +132,37 @@ var endpoints = []endpoint{
 		query: []param{{"job", "integer", "a job id (an array's selects its tasks)", true}, {"user", "string", "a user", true}, {"account", "string", "an account", true},
 			{"tenant", "string", "a tenant", true}, {"state", "string", "a job state", true}, {"all", "string", "1: every user's records the caller may see (sacct -a)", false},
 			{"duplicates", "string", "1: every run of a job (sacct -D)", false}, {"start", "string", "RFC 3339: runs that overlap from then", false},
-			{"end", "string", "RFC 3339: runs that overlap until then (now)", false}},
-		resp: jsonBody([]AcctRecord{})},
+			{"end", "string", "RFC 3339: runs that overlap until then (now)", false},
+			{"format", "string", "json (the default), rows (the compact listing of " + AcctRowsType + ", streamed), or an export file streamed as the store reads it: csv, ndjson or parquet (corral acct export), ended by the trailer " + AcctRecordsTrailer + " with the record count", false}},
+		resp: &body{v: []AcctRecord{}, media: "application/json"}, alt: &body{media: AcctRowsType, schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/accounting/usage", access: "users", summary: "Usage by account and user of the runs that ended in a window, from the store's day sums (corral acct report), the rows the caller may see.",
 		query: []param{{"start", "string", "RFC 3339: the window's start (open when absent)", false}, {"end", "string", "RFC 3339: the window's end (open when absent)", false}},
 		resp:  jsonBody([]AcctUsage{})},
+	{method: "GET", path: "/v1/accounting/cluster", access: "users", summary: "The cluster's utilization over a window, one row per TRES (cpu; gres/gpu when the cluster had GPUs): allocated, down, planned down, idle, planned (reserved) and reported TRES-seconds, from this member's node facts and run index plus the runs and waits still going (corral acct report cluster; sreport cluster Utilization).",
+		query: []param{{"start", "string", "RFC 3339: the window's start (default: the first node fact)", false}, {"end", "string", "RFC 3339: the window's end (default and at most: now)", false}},
+		resp:  jsonBody([]ClusterUtilization{})},
+	{method: "GET", path: "/v1/accounting/series", access: "users", summary: "Usage over time by account in fixed bins, and the distribution of the jobs' waits, over the runs the caller may see (corral acct report --svg; the status page's plot).",
+		query: []param{{"start", "string", "RFC 3339: the window's start (default: a week before its end)", false}, {"end", "string", "RFC 3339: the window's end (default: now)", false},
+			{"step", "integer", "the bins' length in seconds, at least 60 (default: by the window's length)", false}},
+		resp: jsonBody(AcctSeries{})},
 	{method: "GET", path: "/v1/accounting/summary", access: "operators", summary: "This member's record count and an order-free digest of its accounting store, to compare members.", resp: jsonBody(AcctSummary{})},
 	{method: "GET", path: "/v1/internal/accounting/records", access: "members", summary: "A page of this member's accounting store in key order, for a member that copies the records it lacks.",
 		query: []param{{"after", "string", "the hex key a previous page returned as next", false}, {"limit", "integer", "the most records (at most 5000)", false}},
 		resp: &body{media: "application/json", schema: map[string]any{"type": "object", "properties": map[string]any{
-			"records": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}, "next": map[string]any{"type": "string"}}}}},
+			"records": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+			"changed": map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "description": "each record's place in the member's change feed: the Raft index of the entry that last changed it"},
+			"next":    map[string]any{"type": "string"},
+			"nodes":   map[string]any{"type": "array", "items": map[string]any{"type": "object"}}}}}},
+	{method: "GET", path: "/ui/", access: "users", summary: "The status page (HTML, no script): a summary, the queue as corral queue shows it to the caller (the filters of GET /v1/queue), the nodes, and the usage plot. Under --auth a browser sends HTTP Basic credentials with a token as the password; only the status page takes them.",
+		query: []param{{"refresh", "integer", "reload the page every N seconds (5 to 3600)", false}, {"days", "integer", "the plot's window in days (1 to 366; default 7)", false},
+			{"user", "string", "a user", true}, {"state", "string", "a job state", true}, {"partition", "string", "a partition", true}},
+		resp: &body{media: "text/html", schema: map[string]any{"type": "string"}}},
+	{method: "GET", path: "/ui/jobs/{id}", access: "users", summary: "A job's page: scontrol show job's text and corral why's explanation, for a job the caller may see (404 otherwise).",
+		query: []param{{"refresh", "integer", "reload the page every N seconds (5 to 3600)", false}},
+		resp:  &body{media: "text/html", schema: map[string]any{"type": "string"}}},
+	{method: "GET", path: "/ui/usage.svg", access: "users", summary: "The status page's plot: usage by account over time and the jobs' waits, over the runs the caller may see (corral acct report --svg's image).",
+		query: []param{{"days", "integer", "the window in days up to now (1 to 366; default 7)", false}},
+		resp:  &body{media: "image/svg+xml", schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/metrics", access: "scrapers", summary: "The member's Prometheus metrics (docs/metrics.md), in the text exposition format (OpenMetrics when asked for).",
 		resp: &body{media: "text/plain", schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/openapi.json", access: "anyone", summary: "This document.", resp: &body{media: "application/json", schema: map[string]any{"type": "object"}}},
@@ -278,6 +303,7 @@ var (
 	timeType     = reflect.TypeOf(time.Time{})
 	durationType = reflect.TypeOf(time.Duration(0))
 	rawType      = reflect.TypeOf(json.RawMessage(nil))
+	textType     = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 )
 
 // schemaOf is t's schema.
@@ -289,6 +315,10 @@ func (g *schemaGen) schemaOf(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer", "format": "int64", "description": "nanoseconds"}
 	case rawType:
 		return map[string]any{}
+	}
+	if t.Kind() == reflect.Struct && t.Implements(textType) {
+		// A value that encodes itself as text (netip.Addr, netip.Prefix).
+		return map[string]any{"type": "string"}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

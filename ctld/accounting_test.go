@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"corral/accounting"
 	"corral/api"
 	"corral/ctld/state"
 )
@@ -134,6 +136,27 @@ func TestAccountingAccess(t *testing.T) {
 		}
 		return recs
 	}
+	// The same through a streamed export (NDJSON), which must apply the
+	// same rules.
+	export := func(who, query string) []api.AcctRecord {
+		t.Helper()
+		status, body := sc.do(t, who, "GET", "/v1/accounting/jobs?format=ndjson&"+query, nil)
+		if status != 200 {
+			t.Fatalf("GET /v1/accounting/jobs?format=ndjson&%s as %s: %d %s", query, who, status, body)
+		}
+		var recs []api.AcctRecord
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			if line == "" {
+				continue
+			}
+			var r api.AcctRecord
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("the export line %q: %v", line, err)
+			}
+			recs = append(recs, r)
+		}
+		return recs
+	}
 	jobs := func(recs []api.AcctRecord) []uint64 {
 		var out []uint64
 		for _, r := range recs {
@@ -158,8 +181,11 @@ func TestAccountingAccess(t *testing.T) {
 		if got := jobs(get(c.who, c.query)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got jobs %v, want %v", c.name, got, c.want)
 		}
+		if got := jobs(export(c.who, c.query)); !slices.Equal(got, c.want) {
+			t.Errorf("%s, exported: got jobs %v, want %v", c.name, got, c.want)
+		}
 	}
-	for _, r := range get(pUserA, "all=1") {
+	for _, r := range append(get(pUserA, "all=1"), export(pUserA, "all=1")...) {
 		if want := map[uint64]string{a1: "/home/alice"}[r.JobID]; r.WorkDir != want {
 			t.Errorf("alice sees job %d's working directory as %q, want %q", r.JobID, r.WorkDir, want)
 		}
@@ -167,12 +193,17 @@ func TestAccountingAccess(t *testing.T) {
 	if status, body := sc.do(t, pUserA, "GET", "/v1/accounting/jobs?state=NOPE", nil); status != 400 || !strings.Contains(body, "state=") {
 		t.Errorf("a bad state: %d %s; want 400 naming the parameter", status, body)
 	}
+	if status, body := sc.do(t, pUserA, "GET", "/v1/accounting/jobs?format=xml", nil); status != 400 || !strings.Contains(body, "parquet") {
+		t.Errorf("an unknown format: %d %s; want 400 listing the formats", status, body)
+	}
 }
 
 // TestAccountingStoreRebuiltFromPeer loses a member's store: the member
 // restarts from its Raft snapshot, which no longer holds the purged jobs,
 // finds its store behind the snapshot, and copies the records it lacks
-// from a peer, after which its summary equals the others'.
+// from a peer, after which its summary equals the others'. It copies the
+// peer's node facts too: the node's drain and resume before the snapshot,
+// which the snapshot does not tell.
 func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	tc := startCluster(t, 3)
 	tc.waitLeader(t)
@@ -189,6 +220,11 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	}
 	for _, r := range res {
 		waitGone(t, cl, r.JobID)
+	}
+	for _, drain := range []bool{true, false} {
+		if err := cl.Drain(ctx, api.DrainRequest{Node: "n1", Drain: drain, Reason: "maintenance"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitConverged(t, tc)
 	one, _ := api.NewClient(tc.addrs[0])
@@ -225,4 +261,79 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
 	}
+	// Both members apply the same entries (n1 may go DOWN meanwhile: it
+	// sends no heartbeats), so their facts agree once both applied them.
+	var got, peerFacts []accounting.NodeFact
+	eventually(t, "the rebuilt member's node facts equal its peer's", func() bool {
+		tc.ctls[0].fsm.flushAccounting()
+		c.fsm.flushAccounting()
+		peerFacts, _ = tc.ctls[0].acctStore().NodeFacts()
+		got, _ = c.acctStore().NodeFacts()
+		return len(peerFacts) >= 3 && reflect.DeepEqual(got, peerFacts)
+	})
+	// Its change feed is its peers': the PostgreSQL sink may continue on
+	// it where another member stopped.
+	if a, b := feedOf(t, tc.ctls[0]), feedOf(t, c); !slices.Equal(a, b) {
+		t.Errorf("the rebuilt member's change feed %v differs from member 1's %v", b, a)
+	}
+}
+
+// feedOf returns a member's accounting change feed, positions only.
+func feedOf(t *testing.T, c *Controller) []accounting.ChangePos {
+	t.Helper()
+	c.fsm.flushAccounting()
+	chs, err := c.acctStore().Changes(accounting.ChangePos{}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []accounting.ChangePos
+	for _, ch := range chs {
+		out = append(out, ch.Pos)
+	}
+	return out
+}
+
+// TestAccountingStoreLostAlone loses the store of a cluster's only member:
+// restarted from its snapshot, it has no peer to copy the purged jobs'
+// records from, says they are lost and clears the gap, so that its store
+// (and a PostgreSQL sink) carries on with what it holds.
+func TestAccountingStoreLostAlone(t *testing.T) {
+	tc := startClusterTuned(t, 1, false, false, func(c *Config) { c.NodeTimeout = time.Hour })
+	tc.waitLeader(t)
+	cl := tc.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.SetConfig(ctx, api.ConfigRequest{Settings: [][2]string{{"MinJobAge", "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	go runNode(ctx, cl, "n1")
+	res, err := cl.Submit(ctx, []api.JobSpec{spec("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, cl, res[0].JobID)
+	m := tc.ctls[0]
+	if err := m.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.cfg
+	tc.cancels[0]()
+	<-tc.done[0]
+	if err := os.Remove(filepath.Join(cfg.DataDir, acctFile)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr, cfg.HTTPListener = "127.0.0.1:0", nil
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	tc.ctls[0], tc.cancels[0], tc.done[0] = c, rcancel, done
+	eventually(t, "the lone member clears its gap", func() bool {
+		gap, err := c.acctStore().Gap()
+		applied, _ := c.acctStore().Applied()
+		return err == nil && gap == 0 && applied > 0
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 		if j, ok := want[lj.key]; ok {
 			d.updateTimeLimit(lj, j)
 			d.followSuspend(lj, j.State == api.StateSuspended)
+			d.followJobNet(lj, j)
 			continue
 		}
 		state, msg := api.StateCancelled, ""
@@ -216,23 +218,29 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
-	part, submitDir, noMigrate := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate
+	js := j.Spec
 	go func() {
 		if d.runner.Name() == "vm" {
-			// The VM mounts the partition's shared paths too, over the
-			// share the job and its partition ask for.
-			p := d.partition(context.Background(), part)
-			if len(p.SharedPaths) > 0 {
-				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
-			}
-			spec.Share = p.ShareFor(noMigrate)
-			spec.Root = p.Root
-			spec.Network = p.Network
+			spec = vmSpec(spec, d.partition(context.Background(), js.Partition), js)
 		}
 		began := time.Now()
 		h, err := d.runner.Start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err, took: time.Since(began)}
 	}()
+}
+
+// vmSpec completes a VM run's spec with what the job and its partition
+// p ask of its VM: the partition's shared paths mounted too, the share
+// (api.Partition.ShareFor), the partition's root and network, and whether
+// the VM may start warm (api.Partition.WarmFor).
+func vmSpec(spec LaunchSpec, p api.Partition, js api.JobSpec) LaunchSpec {
+	if len(p.SharedPaths) > 0 {
+		spec.Shares = jobShares(spec.WorkDir, js.SubmitDir, spec.User, p.SharedPaths)
+	}
+	spec.Share = p.ShareFor(js.NoMigrate)
+	spec.Root, spec.Network = p.Root, p.Network
+	spec.NoWarm = !p.WarmFor(js.NoWarm)
+	return spec
 }
 
 // prepare creates the run's state directory with its record and builds its
@@ -420,6 +428,12 @@ func (d *Daemon) onExited(ev exitedEvent) {
 			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
 		}
 	}
+	if w, ok := ev.handle.(WarmReporter); ok {
+		rep.VMStart = api.VMStartCold
+		if w.StartedWarm() {
+			rep.VMStart = api.VMStartWarm
+		}
+	}
 	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)
 	d.relaunchDeferred()
 }
@@ -467,6 +481,26 @@ func (d *Daemon) armTimer(lj *localJob) {
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
+// followJobNet hands a running job's handle the job's private network
+// when the controllers changed it (a member's node moved its endpoint),
+// and records it. A failure is logged and tried again at the next
+// reconcile.
+func (d *Daemon) followJobNet(lj *localJob, j *api.Job) {
+	if j.Net == nil || lj.handle == nil || reflect.DeepEqual(j.Net, lj.rec.Job.Net) {
+		return
+	}
+	f, ok := lj.handle.(JobNetFollower)
+	if !ok {
+		return
+	}
+	if err := f.SetJobNet(j.Net); err != nil {
+		d.log.Warn("cannot follow a change of the job's network", "job", lj.key.ID, "start_index", lj.key.StartIndex, "err", err)
+		return
+	}
+	lj.rec.Job.Net = j.Net
+	d.saveRecord(lj, "cannot record a job's network")
+}
+
 func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
 	if j.Spec.TimeLimit == lj.rec.Job.Spec.TimeLimit {
 		return

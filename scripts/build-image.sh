@@ -203,6 +203,7 @@ declare -A features=(
 	[virtio]="virtio_mmio"
 	[virtiofs]="virtiofs"
 	[nfs]="virtio_net nfsv3"
+	[net]="virtio_net"
 	[overlay]="overlay"
 	[agent]="virtio_console"
 	[balloon]="virtio_balloon"
@@ -268,7 +269,7 @@ cat >"$tmp/image.json" <<EOF
   "pvh": $pvh,
   "busybox": "$("$busybox" | head -n 1 | awk '{print $2}')",
   "host_root": true,
-  "protocol": 3
+  "protocol": 4
 }
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"

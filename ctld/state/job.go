@@ -60,6 +60,9 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// NoWarm has the vm runner boot the job's VM (--no-warm) rather than
+	// restore it from a warm start's snapshot.
+	NoWarm bool `json:"no_warm,omitempty"`
 	// Reservation names the advance reservation the job runs in
 	// (--reservation).
 	Reservation string `json:"reservation,omitempty"`
@@ -225,6 +228,9 @@ type Job struct {
 	// records are in State.Migrations until the job is purged); the last
 	// one is under way while it is live.
 	Migrations []uint64 `json:"migrations,omitempty"`
+	// Net is the private network of the job's multi-node run (jobnet.go),
+	// assigned when the run starts; nil for a run of one node.
+	Net *JobNet `json:"net,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -45,6 +45,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		}
 	}
 	s.putNode(n, index)
+	s.noteNode(n.Name, c.Now)
 	for _, r := range reports {
 		s.applyReport(n.Name, r, c.Now, index)
 	}
@@ -165,7 +166,14 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
-	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
+	if r.VMStart == api.VMStartWarm || r.VMStart == api.VMStartCold {
+		ended.VMStart = r.VMStart
+	}
+	if s.LiveMigration(j) != nil {
+		// Only then is how it ended told (formatting it for every report
+		// cost the simulator a tenth of its applies).
+		s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
+	}
 	s.finishRun(j, final, now)
 	if !j.State.Active() && j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
@@ -186,6 +194,7 @@ func (s *State) applyNodeDown(c *NodeDown, index uint64) {
 		n.Down = true
 		n.setReason(c.Reason, controllerUser, c.Now)
 		s.putNode(n, index)
+		s.noteNode(name, c.Now)
 		for _, id := range n.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				s.loseAlloc(a, c.Now, "node "+name+" stopped responding", index)
@@ -209,5 +218,6 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		n.setReason("", "", time.Time{})
 	}
 	s.Nodes[c.Node] = n
+	s.noteNode(c.Node, c.Now)
 	return nil
 }

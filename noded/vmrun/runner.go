@@ -10,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"corral/api"
 	"corral/noded"
 	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 	"corral/vmimage"
 )
 
@@ -47,10 +49,38 @@ type Config struct {
 	// their veth addresses from, a /30 per VM; 10.213.0.0/16 when unset.
 	// It must not overlap the site's networks.
 	TransitNet netip.Prefix
+	// Overlay is the node's end of its multi-node jobs' private networks:
+	// an address of the node on the network between the nodes and the UDP
+	// port its VXLAN endpoints listen on (noded --overlay). Unset, the
+	// node runs no VM of a multi-node job.
+	Overlay netip.AddrPort
+	// NodeNetns is the path of the network namespace that is the node's
+	// for the VMs' networks (where Overlay's address is, where the job
+	// networks' and the ways out's rules go); empty for the daemon's own.
+	// It lets several node daemons of one host (corral dev, tests) each
+	// have a network of their own.
+	NodeNetns string
 	// VMIDs is the range of uids (and gids of the same numbers) the VMs'
 	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
 	// when unset. Nothing else on the node may use these ids.
 	VMIDs IDRange
+	// GuestDebug has every guest's init trace its steps, with their
+	// times, on the VM's console (corral.debug=1).
+	GuestDebug bool
+	// WarmDir is where the runner keeps its warm starts' snapshots
+	// (warm.go): a directory of root's, mode 0700. Empty turns warm
+	// starts off: every VM boots.
+	WarmDir string
+	// WarmMax and WarmMaxBytes bound the snapshots kept, the least
+	// recently used going first: 8 snapshots and 4 GiB when 0.
+	WarmMax      int
+	WarmMaxBytes int64
+	// WarmSettle is how long a snapshot's guest prepared to stage root
+	// waits, idle, before it is saved: its NFS client's attribute cache
+	// (60 s on the root) has then expired, so that every guest restored
+	// from it checks the host's files it cached before it uses them.
+	// DefaultWarmSettle when 0; negative waits not at all (tests).
+	WarmSettle time.Duration
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -74,11 +104,21 @@ type Runner struct {
 	tscNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
+	// nodeNS is Config.NodeNetns, nil for the daemon's own namespace.
+	nodeNS *vmnet.Netns
+	// warm holds the warm starts' snapshots; nil when they are off.
+	// hashes caches the contents' hashes snapshots are keyed by.
+	warm   *warmPool
+	hashes fileHashes
+	// warmStage, when set, is every snapshot's stage: the benchmark that
+	// compares the stages sets it.
+	warmStage string
 }
 
 var (
 	_ noded.Runner = (*Runner)(nil)
 	_ noded.Prober = (*Runner)(nil)
+	_ noded.Closer = (*Runner)(nil)
 )
 
 // New loads the images under cfg.ImageRoot (see Load) and probes the host
@@ -124,6 +164,16 @@ func Load(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("vm runner: %w", err)
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
+	if cfg.NodeNetns != "" {
+		ns, err := vmnet.Open(cfg.NodeNetns)
+		if err != nil {
+			return nil, fmt.Errorf("vm runner: the node's network namespace: %w", err)
+		}
+		r.nodeNS = ns
+	}
+	if cfg.Overlay.IsValid() && (!cfg.Overlay.Addr().Is4() || cfg.Overlay.Addr().IsUnspecified() || cfg.Overlay.Port() == 0) {
+		return nil, fmt.Errorf("vm runner: overlay endpoint %v: give an IPv4 address of the node and a UDP port, as 192.0.2.1:4789", cfg.Overlay)
+	}
 	qemu, err := exec.LookPath(cfg.QEMU)
 	if err != nil {
 		return nil, fmt.Errorf("vm runner: %s not found (install qemu-system-x86, or run jobs with --runner process): %w", cfg.QEMU, err)
@@ -150,6 +200,12 @@ func Load(cfg Config) (*Runner, error) {
 	var tscSource string
 	r.tscKHz, tscSource = hostTSCkHz()
 	r.tscNote = "tsc " + tscSource
+	if cfg.WarmDir != "" {
+		if r.warm, err = newWarmPool(r, cfg.WarmDir, cfg.WarmMax, cfg.WarmMaxBytes); err != nil {
+			return nil, fmt.Errorf("vm runner: %w", err)
+		}
+		go r.warm.verify()
+	}
 	if r.cg, err = cgroup.Detect(); err != nil {
 		r.cgNote = "no cgroup per VM: " + err.Error()
 		r.log.Warn("job VMs run without a cgroup of their own: no CPU set or memory limit on the host, no CPU time or peak memory per job", "why", err)

@@ -23,6 +23,8 @@ type Job struct {
 	User *vmimage.User
 	// FS, when set, makes the host's tree the job's root (see vmimage.FS).
 	FS *vmimage.FS
+	// Net, when set, is the job's private network (see vmimage.Net).
+	Net *vmimage.Net
 }
 
 // ErrNoPayload says the initramfs holds no job: the image was booted alone.
@@ -83,6 +85,15 @@ func ReadJob(dir string) (Job, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Job{}, fmt.Errorf("job fs: %w", err)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, "net")); err == nil {
+		n, err := vmimage.ParseNet(b)
+		if err != nil {
+			return Job{}, err
+		}
+		j.Net = &n
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job net: %w", err)
+	}
 	j.WorkDir = "/"
 	if b, err := os.ReadFile(filepath.Join(dir, "workdir")); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
@@ -123,6 +134,10 @@ type Options struct {
 	Debug    bool   // corral.debug=1: log each step on the console
 	Hostname string // corral.hostname=NAME
 	Agent    bool   // corral.agent=1: the VM has the agent port
+	// Warm is the stage of corral.warm=STAGE (vmimage.WarmNet or
+	// vmimage.WarmRoot): the VM is booted for a warm start's snapshot, and
+	// its job comes over the agent. Empty for a job's own boot.
+	Warm string
 }
 
 // ParseCmdline reads the corral.* parameters from /proc/cmdline's text.
@@ -136,6 +151,8 @@ func ParseCmdline(cmdline string) Options {
 			o.Agent = true
 		case strings.HasPrefix(arg, "corral.hostname="):
 			o.Hostname = strings.TrimPrefix(arg, "corral.hostname=")
+		case arg == "corral.warm="+vmimage.WarmNet || arg == "corral.warm="+vmimage.WarmRoot:
+			o.Warm = strings.TrimPrefix(arg, "corral.warm=")
 		}
 	}
 	return o
