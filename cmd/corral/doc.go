@@ -8,8 +8,9 @@
 // the same files less the daemons' (//go:build !corral_client: daemons.go,
 // ctldraft.go, sim.go, nfsd.go, authd.go, attest.go, devsecure.go, full.go),
 // so none of the controller's, node daemon's, Prometheus or Parquet
-// packages and their initialisation are linked; client.go hands the commands it lacks to the
-// full binary beside it. The aliases point at it (install-aliases).
+// packages and their initialisation are linked; client.go hands the
+// commands it lacks to the full binary beside it. The aliases point at it
+// (install-aliases).
 //
 // It holds only wiring: option tables, calls to package api's client and
 // rendering through package display. Parsing of job requests lives in
