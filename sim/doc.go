@@ -4,8 +4,13 @@
 // It owns two things: the Standard Workload Format reader (ReadSWF, which
 // also reads gzip-compressed traces, recognised by their magic bytes,
 // inflating them in a goroutine of its own a few chunks ahead of the line
-// parser) and a discrete-event driver (Run) around the pass
-// (sched.Schedule) and the state machine (state.State). It never holds a policy or an apply step of
+// parser), a discrete-event driver (Run) around the pass
+// (sched.Schedule) and the state machine (state.State), and RunSWF, which
+// `corral sim` calls: it starts the simulation once the trace's header is
+// read, while a goroutine reads the rest of the jobs ahead of it (a file
+// that lists its jobs out of queue order, or changes the machine in a
+// header line after the first job, is read again whole first, so the
+// result is always Run's; TestRunSWFAsRun). It never holds a policy or an apply step of
 // its own: every change to the simulated cluster is a Raft command applied
 // to a state.State, as the controllers apply it — the submits of a second
 // as one SubmitJobs entry, each pass's plan as the one ApplyPlan entry

@@ -116,17 +116,18 @@ func (o Outcome) BSLD() float64 {
 
 // summarize computes a Result's metrics from the jobs of a finished run,
 // which are in queue order.
-func summarize(jobs []simJob, procs int) Result {
-	res := Result{Procs: procs, Jobs: len(jobs), Outcomes: make([]Outcome, len(jobs))}
-	if len(jobs) == 0 {
+func summarize(jobs *jobList, procs int) Result {
+	n := jobs.len()
+	res := Result{Procs: procs, Jobs: n, Outcomes: make([]Outcome, n)}
+	if n == 0 {
 		return res
 	}
-	waits := make([]float64, len(jobs))
-	bslds := make([]float64, len(jobs))
+	waits := make([]float64, n)
+	bslds := make([]float64, n)
 	var work, waitSum, bsldSum float64
-	first, last := jobs[0].out.Submit, jobs[0].out.End
-	for i := range jobs {
-		o := jobs[i].out
+	first, last := jobs.at(0).out.Submit, jobs.at(0).out.End
+	for i := range n {
+		o := jobs.at(i).out
 		res.Outcomes[i] = o
 		if o.TimedOut && !o.Preempted {
 			res.Timeouts++
@@ -154,7 +155,6 @@ func summarize(jobs []simJob, procs int) Result {
 	}
 	slices.Sort(waits)
 	slices.Sort(bslds)
-	n := len(jobs)
 	res.MeanWait, res.MeanBSLD = waitSum/float64(n), bsldSum/float64(n)
 	res.MedianWait = (waits[(n-1)/2] + waits[n/2]) / 2
 	res.P95BSLD = bslds[int(math.Ceil(0.95*float64(n)))-1]
