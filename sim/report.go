@@ -153,11 +153,15 @@ func summarize(jobs *jobList, procs int) Result {
 		res.MeanScore /= float64(res.Placed)
 		res.SingleNUMAShare /= float64(res.Placed)
 	}
-	slices.Sort(waits)
-	slices.Sort(bslds)
 	res.MeanWait, res.MeanBSLD = waitSum/float64(n), bsldSum/float64(n)
-	res.MedianWait = (waits[(n-1)/2] + waits[n/2]) / 2
-	res.P95BSLD = bslds[int(math.Ceil(0.95*float64(n)))-1]
+	// Order statistics by selection: sorting both lists cost more.
+	upper := nth(waits, n/2)
+	lower := upper
+	if n%2 == 0 {
+		lower = slices.Max(waits[:n/2]) // the n/2 smallest are before it
+	}
+	res.MedianWait = (lower + upper) / 2
+	res.P95BSLD = nth(bslds, int(math.Ceil(0.95*float64(n)))-1)
 	res.Makespan = last - first
 	if res.Makespan > 0 {
 		res.Utilization = work / (float64(procs) * float64(res.Makespan))
@@ -249,4 +253,40 @@ func WriteJSON(w io.Writer, r Result) error {
 		Makespan: r.Makespan, Passes: r.Passes, IdlePasses: r.IdlePasses, Wall: r.Wall.Seconds(),
 		Placed: r.Placed, MeanScore: r.MeanScore, SingleNUMA: r.SingleNUMAShare,
 	})
+}
+
+// nth returns the k-th smallest of a (counted from 0), which holds no NaN,
+// reordering a so that none before index k is larger and none after it
+// smaller (quickselect with a three-way partition, as many values repeat:
+// most waits are 0).
+func nth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)
+	for hi-lo > 16 {
+		x, y, z := a[lo], a[lo+(hi-lo)/2], a[hi-1]
+		p := max(min(x, y), min(max(x, y), z)) // the median of three
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch {
+			case a[i] < p:
+				a[lt], a[i] = a[i], a[lt]
+				lt++
+				i++
+			case a[i] > p:
+				gt--
+				a[i], a[gt] = a[gt], a[i]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return p
+		}
+	}
+	slices.Sort(a[lo:hi])
+	return a[k]
 }
