@@ -40,7 +40,8 @@ type Result struct {
 	// would have started nothing).
 	Passes     int
 	IdlePasses int
-	// Wall is how long the simulation took on this machine.
+	// Wall is how long the simulation took on this machine (with
+	// RunSWF, the reading of the trace that it overlaps included).
 	Wall time.Duration
 	// Outcomes hold every simulated job in queue order.
 	Outcomes []Outcome
@@ -115,10 +116,13 @@ func (o Outcome) BSLD() float64 {
 }
 
 // summarize computes a Result's metrics from the jobs of a finished run,
-// which are in queue order.
-func summarize(jobs *jobList, procs int) Result {
+// which are in queue order, and their outcomes when asked.
+func summarize(jobs *jobList, procs int, outcomes bool) Result {
 	n := jobs.len()
-	res := Result{Procs: procs, Jobs: n, Outcomes: make([]Outcome, n)}
+	res := Result{Procs: procs, Jobs: n}
+	if outcomes {
+		res.Outcomes = make([]Outcome, n)
+	}
 	if n == 0 {
 		return res
 	}
@@ -128,7 +132,9 @@ func summarize(jobs *jobList, procs int) Result {
 	first, last := jobs.at(0).out.Submit, jobs.at(0).out.End
 	for i := range n {
 		o := jobs.at(i).out
-		res.Outcomes[i] = o
+		if outcomes {
+			res.Outcomes[i] = o
+		}
 		if o.TimedOut && !o.Preempted {
 			res.Timeouts++
 		}

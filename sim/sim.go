@@ -41,6 +41,10 @@ type Options struct {
 	// user with one share, so that the fair-share factor orders the queue
 	// by what each has used.
 	Fairshare bool
+	// NoOutcomes leaves Result.Outcomes nil: the figures only, as
+	// `corral sim` prints them (the outcomes of LANL-CM5's 122,057 jobs
+	// are 10 MB).
+	NoOutcomes bool
 	// runIdle runs every pass, also those that provably start nothing
 	// (see simulation.startsNothing): for the test that leaving them out
 	// changes no outcome.
@@ -116,7 +120,7 @@ func Run(tr *Trace, opts Options) (Result, error) {
 	if err := s.run(); err != nil {
 		return Result{}, err
 	}
-	res := summarize(&s.jobs, m.procs)
+	res := summarize(&s.jobs, m.procs, !opts.NoOutcomes)
 	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = name, policy, skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil

@@ -111,7 +111,7 @@ func runStreamed(r io.Reader, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := summarize(&s.jobs, m.procs)
+	res := summarize(&s.jobs, m.procs, !opts.NoOutcomes)
 	res.Policy, res.Skipped, res.Passes, res.IdlePasses = policy, f.queue.skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil

@@ -186,3 +186,18 @@ func TestRunSWFArchive(t *testing.T) {
 		})
 	}
 }
+
+// TestNoOutcomes requires the same figures without the outcomes, and none
+// of them.
+func TestNoOutcomes(t *testing.T) {
+	text := lightTrace(11, 8, 500)
+	with := runTrace(t, text, Options{})
+	without := runTrace(t, text, Options{NoOutcomes: true})
+	if without.Outcomes != nil || len(with.Outcomes) != with.Jobs {
+		t.Fatalf("outcomes: %d with, %d without (want %d and none)", len(with.Outcomes), len(without.Outcomes), with.Jobs)
+	}
+	with.Outcomes, with.Wall, without.Wall = nil, 0, 0
+	if !reflect.DeepEqual(with, without) {
+		t.Errorf("figures differ without the outcomes:\n%+v\n%+v", without, with)
+	}
+}

@@ -42,7 +42,8 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer f.Close()
 	// Ctrl-C stops the run: main catches the signal into ctx.
-	opts := sim.Options{Policy: policy, Stop: ctx.Done()}
+	// The figures are printed, never the jobs' outcomes.
+	opts := sim.Options{Policy: policy, Stop: ctx.Done(), NoOutcomes: true}
 	if file := o.get("cluster"); file != "" {
 		f, err := os.Open(file)
 		if err != nil {
