@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -302,6 +303,7 @@ var (
 	timeType     = reflect.TypeOf(time.Time{})
 	durationType = reflect.TypeOf(time.Duration(0))
 	rawType      = reflect.TypeOf(json.RawMessage(nil))
+	textType     = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 )
 
 // schemaOf is t's schema.
@@ -313,6 +315,10 @@ func (g *schemaGen) schemaOf(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer", "format": "int64", "description": "nanoseconds"}
 	case rawType:
 		return map[string]any{}
+	}
+	if t.Kind() == reflect.Struct && t.Implements(textType) {
+		// A value that encodes itself as text (netip.Addr, netip.Prefix).
+		return map[string]any{"type": "string"}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
