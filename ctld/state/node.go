@@ -34,6 +34,9 @@ type Node struct {
 	// Migrate says the daemon can be either side of a live migration
 	// (api.NodeInfo.Migrate).
 	Migrate bool `json:"migrate,omitempty"`
+	// Overlay is where the node's end of its multi-node runs' networks
+	// listens (api.NodeInfo.Overlay); empty when it offers none.
+	Overlay string `json:"overlay,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -77,7 +80,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate,
+		Migrate: info.Migrate, Overlay: info.Overlay,
 	}
 }
 
