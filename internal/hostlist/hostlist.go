@@ -253,8 +253,8 @@ func appendNumber(b []byte, v int64, width int) []byte {
 // numbered is a name split into its prefix and trailing number.
 type numbered struct {
 	name, prefix, digits string
-	value              int64
-	hasNumber          bool
+	value                int64
+	hasNumber            bool
 }
 
 func split(name string) numbered {
