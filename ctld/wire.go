@@ -21,6 +21,9 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -61,6 +64,9 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 }
 

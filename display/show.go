@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // kvWriter builds scontrol's layout: a first line, then lines indented by
@@ -526,7 +527,7 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("MaxNodes", maxNodes)
 	k.int("MinNodes", int64(max(p.MinNodes, 0)))
 	k.newLine()
-	k.str("Nodes", orNull(CompressHostlist(p.Nodes)))
+	k.str("Nodes", orNull(hostlist.Compress(p.Nodes)))
 	k.newLine()
 	k.int("PriorityTier", int64(p.PriorityTier))
 	mode := string(p.PreemptMode)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // This file is the table of sinfo's fields: for each -o letter and -O long
@@ -167,7 +168,7 @@ func valueNodeList(dst []byte, g *nodeGroup) []byte {
 	if len(g.nodes) == 1 {
 		return append(dst, g.nodes[0].Name...)
 	}
-	return append(dst, CompressHostlist(nodeNames(g))...)
+	return append(dst, hostlist.Compress(nodeNames(g))...)
 }
 
 // valueState is %t and %T: the line's state, "n/a" for a partition

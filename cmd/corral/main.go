@@ -200,7 +200,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
+const scontrolCommands = "show job|node|partition|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.

@@ -13,6 +13,7 @@ import (
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
+	"corral/internal/hostlist"
 )
 
 // activeStates are the states squeue lists when -t is not given.
@@ -107,7 +108,7 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"),
 		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos")}
 	if o.has("nodelist") {
-		if f.Nodes, err = display.ExpandHostlist(strings.Join(o.all["nodelist"], ",")); err != nil {
+		if f.Nodes, err = hostlist.Expand(strings.Join(o.all["nodelist"], ","), hostlistLimit); err != nil {
 			return q, fmt.Errorf("--nodelist: %w", err)
 		}
 		if len(f.Nodes) == 0 {
@@ -247,7 +248,7 @@ func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
 		return opts, 0, err
 	}
 	if o.has("nodes") {
-		names, err := display.ExpandHostlist(strings.Join(o.all["nodes"], ","))
+		names, err := hostlist.Expand(strings.Join(o.all["nodes"], ","), hostlistLimit)
 		if err != nil {
 			return opts, 0, fmt.Errorf("--nodes: %w", err)
 		}
@@ -477,6 +478,12 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	if len(o.args) > 0 && o.args[0] == "partition" {
 		return showPartitions(ctx, env, o.args[1:])
 	}
+	if len(o.args) > 0 && o.args[0] == "hostnames" {
+		return showHostnames(env, o.args[1:])
+	}
+	if len(o.args) > 0 && (o.args[0] == "hostlist" || o.args[0] == "hostlistsorted") {
+		return showHostlist(env, o.args[1:])
+	}
 	if len(o.args) > 0 && o.args[0] == "config" {
 		return configShow(ctx, env, "show config", o.args[1:])
 	}
@@ -484,7 +491,7 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		return showLicenses(ctx, env, o.args[1:])
 	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
-		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show config")
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show config | corral show hostnames [LIST] | corral show hostlist LIST")
 	}
 	cl, err := env.client()
 	if err != nil {

@@ -310,7 +310,7 @@ func Compress(names []string) string {
 			}
 			return 1
 		}
-		return strings.Compare(a.digits, b.digits)
+		return len(a.digits) - len(b.digits)
 	})
 	ns = slices.CompactFunc(ns, func(a, b numbered) bool { return a.name == b.name })
 	var out []string

@@ -2,7 +2,9 @@ package hostlist
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,7 @@ func TestExpand(t *testing.T) {
 		"empty":                 {"", []string{}},
 		"zero":                  {"n[0-1]", []string{"n0", "n1"}},
 		"dots and underscores":  {"node_a.b[1-2]", []string{"node_a.b1", "node_a.b2"}},
+		"order kept":            {"n3,n1", []string{"n3", "n1"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +62,8 @@ func TestExpandRefuses(t *testing.T) {
 		"not a number":    {"n[a-b]", ErrSyntax, "not a number"},
 		"prism":           {"bgl[123x456]", ErrSyntax, "not a number"},
 		"nested":          {"n[1[2]]", ErrSyntax, "not a number"},
+		"open range":      {"n[1-]", ErrSyntax, "not a number"},
+		"bad element":     {"n[1-2,x]", ErrSyntax, "not a number"},
 		"bad byte":        {"n/1", ErrSyntax, "names hold"},
 		"too many digits": {"n[0-1234567890123456789]", ErrSyntax, "more than 18 digits"},
 		"over the limit":  {"n[1-1001]", ErrTooMany, "more than 1000"},
@@ -97,6 +102,12 @@ func TestCompress(t *testing.T) {
 		"numbers only":       {[]string{"2", "1"}, "[1-2]"},
 		"inner digits":       {[]string{"r1n1", "r1n2", "r2n1"}, "r1n[1-2],r2n1"},
 		"empty":              {nil, ""},
+		"empty names":        {[]string{"", "n1"}, "n1"},
+		"padded then plain":  {[]string{"n08", "n9"}, "n[08,9]"},
+		"padding carries":    {[]string{"n099", "n100"}, "n[099-100]"},
+		"same number widths": {[]string{"n01", "n1"}, "n[1,01]"},
+		"numeric order":      {[]string{"n10", "n9", "n100"}, "n[9-10,100]"},
+		"huge suffix":        {[]string{"n1234567890123456789"}, "n1234567890123456789"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -108,11 +119,45 @@ func TestCompress(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Expand(%q): %v", got, err)
 			}
-			want := slices.Compact(slices.Sorted(slices.Values(tc.in)))
+			want := slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(tc.in), func(n string) bool { return n == "" }))))
 			if !slices.Equal(slices.Sorted(slices.Values(back)), want) {
 				t.Errorf("Expand(Compress(%q)) = %q", tc.in, back)
 			}
 		})
+	}
+}
+
+// TestRoundTrip checks, over random sets of names, that expanding a
+// compressed list gives back the names sorted and without repeats, and
+// that compressing is idempotent.
+func TestRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	prefixes := []string{"n", "node", "gpu", "rack1-n", "login"}
+	for round := range 500 {
+		var names []string
+		for range rng.IntN(40) {
+			p := prefixes[rng.IntN(len(prefixes))]
+			num := rng.IntN(120)
+			switch rng.IntN(4) {
+			case 0:
+				names = append(names, p)
+			case 1:
+				names = append(names, p+"0"+strconv.Itoa(num))
+			default:
+				names = append(names, p+strconv.Itoa(num))
+			}
+		}
+		compressed := Compress(names)
+		got, err := Expand(compressed, 1000)
+		if err != nil {
+			t.Fatalf("round %d: Expand(%q): %v", round, compressed, err)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Compact(slices.Sorted(slices.Values(names)))) {
+			t.Fatalf("round %d: %q compressed to %q expands to %q", round, names, compressed, got)
+		}
+		if again := Compress(got); again != compressed {
+			t.Fatalf("round %d: compressing again gave %q, want %q", round, again, compressed)
+		}
 	}
 }
 
