@@ -63,6 +63,22 @@ type NodeInfo struct {
 	// after it registered, so that a restarted one re-adopts its jobs
 	// within their lease however slow the probe is.
 	Probing bool `json:"probing,omitempty"`
+	// Features are the node's features as its daemon reports them
+	// (`corral noded --features a,b`), which jobs ask for with
+	// --constraint; an operator may replace them (SetNodeFeatures).
+	Features []string `json:"features,omitempty"`
+}
+
+// MaxNodeFeatures bounds the features of one node.
+const MaxNodeFeatures = 64
+
+// NodeFeaturesRequest sets the features of a node in place of those its
+// daemon reports (`corral node update NAME Features=a,b`), or, with Reset,
+// gives them back to the daemon's report.
+type NodeFeaturesRequest struct {
+	Node     string   `json:"node"`
+	Features []string `json:"features"`
+	Reset    bool     `json:"reset,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -122,6 +138,11 @@ type Node struct {
 	// allocations themselves.
 	Jobs   []uint64 `json:"jobs,omitempty"`
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// ActiveFeatures are the features jobs' constraints are matched
+	// against: an operator's (FeaturesBy names who set them), else the
+	// daemon's (NodeInfo.Features).
+	ActiveFeatures []string `json:"active_features,omitempty"`
+	FeaturesBy     string   `json:"features_by,omitempty"`
 }
 
 // State derives the sinfo state from the node's flags and load. A node

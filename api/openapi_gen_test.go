@@ -93,6 +93,7 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/nodes/heartbeat", access: "nodes", summary: "A node daemon's heartbeat; 404 tells it to register again.", req: jsonBody(NodeStatus{}), resp: jsonBody(NodeAck{})},
 	{method: "POST", path: "/v1/nodes/status", access: "nodes", summary: "A node daemon's job reports.", req: jsonBody(NodeStatus{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/drain", access: "operators", summary: "Drain a node (with a reason) or resume it.", req: jsonBody(DrainRequest{}), resp: empty},
+	{method: "POST", path: "/v1/nodes/features", access: "operators", summary: "Set a node's features in place of those its daemon reports (corral node update NAME Features=...), or give them back to the daemon's (reset).", req: jsonBody(NodeFeaturesRequest{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/forget-key", access: "operators", summary: "Let a node's next registration bring a new key (a reinstalled node).", req: jsonBody(DrainRequest{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/join", access: "anyone", summary: "A node with a join token gets a certificate of the cluster's authority; 501 without ctld --node-ca.", req: jsonBody(JoinRequest{}), resp: jsonBody(JoinResponse{})},
 	{method: "POST", path: "/v1/nodes/attest/begin", access: "nodes", summary: "Begin a TPM attestation: a credential to activate, the nonce and PCRs to quote; 501 without ctld --tpm-policy.", req: jsonBody(AttestBegin{}), resp: jsonBody(AttestChallenge{})},

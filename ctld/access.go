@@ -100,6 +100,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/status", nodes, c.write(c.handleNodeStatus)},
 		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
 		{"POST /v1/nodes/forget-key", operators, c.write(c.handleForgetKey)},
+		{"POST /v1/nodes/features", operators, c.write(c.handleNodeFeatures)},
 		{"POST /v1/nodes/join", anyone, c.write(c.handleJoin)},
 		{"POST /v1/nodes/attest/begin", nodes, c.write(c.handleAttestBegin)},
 		{"POST /v1/nodes/attest/finish", nodes, c.write(c.handleAttestFinish)},

@@ -238,6 +238,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/nodes/status", map[string]any{"name": "n1", "boot_id": "n1-boot"}, node1},
 		{"POST", "/v1/nodes/drain", map[string]any{"node": "n1", "drain": false}, opsAdmin},
 		{"POST", "/v1/nodes/forget-key", map[string]any{"node": "n9"}, opsAdmin},
+		{"POST", "/v1/nodes/features", map[string]any{"node": "n1", "reset": true}, opsAdmin},
 		{"POST", "/v1/nodes/join", map[string]any{"name": "n9"}, everyone},
 		{"POST", "/v1/nodes/attest/begin", map[string]any{"name": "n1"}, node1},
 		{"POST", "/v1/nodes/attest/finish", map[string]any{"name": "n1"}, node1},

@@ -674,6 +674,28 @@ func (c *Controller) handleForgetKey(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
+// handleNodeFeatures sets a node's features for an operator, or gives
+// them back to its daemon's report.
+func (c *Controller) handleNodeFeatures(w http.ResponseWriter, r *http.Request) error {
+	var req api.NodeFeaturesRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	noteTarget(r, "node %s", submit.Shown(req.Node))
+	if err := validateNodeFeatures(&req); err != nil {
+		return err
+	}
+	cmd := &state.SetNodeFeatures{Node: req.Node, Features: req.Features, Reset: req.Reset, By: principalFrom(r).name}
+	if err := c.proposeChecked(state.CmdSetNodeFeatures, cmd); err != nil {
+		if strings.Contains(err.Error(), "no such node") {
+			return notFound("%v", err)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
 func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	var req api.DrainRequest
 	if err := decode(r, &req); err != nil {

@@ -210,7 +210,7 @@ func TestRouteCostClasses(t *testing.T) {
 		"POST /v1/qos": costWrite, "POST /v1/accounts": costWrite, "POST /v1/users": costWrite,
 		"GET /v1/priority": costList, "GET /v1/share": costList, "GET /v1/auth": costFree,
 		"POST /v1/tokens": costWrite, "POST /v1/roles": costWrite, "GET /v1/audit": costList,
-		"POST /v1/nodes/forget-key": costWrite, "POST /v1/nodes/join": costWrite,
+		"POST /v1/nodes/forget-key": costWrite, "POST /v1/nodes/features": costWrite, "POST /v1/nodes/join": costWrite,
 		"POST /v1/nodes/attest/begin": costFree, "POST /v1/nodes/attest/finish": costFree,
 		"POST /v1/jobs/{id}/exec": costWrite, "POST /v1/jobs/{id}/signal": costWrite,
 		"GET /v1/jobs/{id}/file": costFree, "PUT /v1/jobs/{id}/file": costWrite, "GET /v1/jobs/{id}/output": costFree,

@@ -131,8 +131,9 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, Features: n.Features,
 		},
+		ActiveFeatures: n.ActiveFeatures(), FeaturesBy: n.OpFeaturesBy,
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
 		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,

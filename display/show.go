@@ -341,6 +341,16 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	k.newLine()
 	k.str("Partitions", orNull(strings.Join(n.Partitions, ",")))
 	k.newLine()
+	// Slurm's changeable features are not corral's: what a node has is
+	// what it has, so both lines show the active list.
+	k.str("AvailableFeatures", orNull(strings.Join(n.ActiveFeatures, ",")))
+	k.newLine()
+	k.str("ActiveFeatures", orNull(strings.Join(n.ActiveFeatures, ",")))
+	if n.FeaturesBy != "" {
+		k.str("FeaturesSetBy", n.FeaturesBy)
+		k.str("ReportedFeatures", orNull(strings.Join(n.Features, ",")))
+	}
+	k.newLine()
 	k.str("Runner", orNull(n.Runner))
 	if len(n.Images) > 0 {
 		k.str("Images", strings.Join(n.Images, ","))

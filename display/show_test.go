@@ -151,8 +151,9 @@ func TestShowNode(t *testing.T) {
 	vm := api.Node{
 		NodeInfo: api.NodeInfo{
 			Name: "vm1", CPUs: 16, MemMB: 65536, Partitions: []string{"gpu"}, Runner: "vm",
-			Version: "0.3.1", Images: []string{"ubuntu-24.04", "rocky-9"}, Accel: "kvm",
+			Version: "0.3.1", Images: []string{"ubuntu-24.04", "rocky-9"}, Accel: "kvm", Features: []string{"intel"},
 		},
+		ActiveFeatures: []string{"amd", "ib"}, FeaturesBy: "oscar",
 		Down: true, Drain: true, Reason: "hypervisor upgrade", ReasonUser: "oscar", ReasonTime: t0.Add(-90e9),
 		AllocCPUs: 4, AllocMemMB: 4096,
 		Jobs: []uint64{42, 43},
@@ -166,6 +167,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=8000 AllocMem=2000 FreeMem=6000
    State=MIXED ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=batch,gpu
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
    Runner=process
    SlurmdStartTime=2024-02-29T10:00:00 LastSeen=2024-03-01T09:59:57 HeartbeatAge=00:00:03
    Jobs=(null)
@@ -176,6 +179,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=8000 AllocMem=0 FreeMem=8000
    State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=batch
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
    Runner=process
    SlurmdStartTime=2024-02-29T10:00:00 LastSeen=2024-03-01T09:59:57 HeartbeatAge=00:00:03
    Jobs=(null)
@@ -187,6 +192,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=65536 AllocMem=4096 FreeMem=61440
    State=DOWN+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=gpu
+   AvailableFeatures=amd,ib
+   ActiveFeatures=amd,ib FeaturesSetBy=oscar ReportedFeatures=intel
    Runner=vm Images=ubuntu-24.04,rocky-9 Accel=kvm
    SlurmdStartTime=None LastSeen=None HeartbeatAge=N/A
    Jobs=42,43

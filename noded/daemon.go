@@ -28,6 +28,9 @@ type Config struct {
 	// Partitions the node serves; empty leaves the choice to the
 	// controllers (their default partition).
 	Partitions []string
+	// Features are the node's features (--features), which jobs ask for
+	// with --constraint.
+	Features []string
 	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions,
 	// reported at registration; nil when not discovered.
 	Inventory *api.Inventory

@@ -296,6 +296,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
+		valued(0, "features", "LIST", "the node's features, which jobs ask for with --constraint, e.g. intel,ib,rack1 (an operator may replace them: corral node update NAME Features=...)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
@@ -429,8 +430,13 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		inv = nil
 	}
 	scaleNUMAMemory(inv, mem)
+	for _, f := range o.list("features") {
+		if why := submit.FeatureProblem(f); why != "" {
+			return noded.Config{}, fmt.Errorf("noded %s: --features: feature %q %s", name, f, why)
+		}
+	}
 	cfg := noded.Config{
-		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
+		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),

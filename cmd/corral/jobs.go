@@ -343,12 +343,17 @@ func actOnJobs(ctx context.Context, env *cliEnv, cmd string, args []string, act 
 }
 
 func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"))
+	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"),
+		flag(0, "reset-features", "give the node's features back to what its daemon reports (node update)"))
 	if err != nil {
 		return err
 	}
+	const usage = "usage: corral node drain NAME --reason TEXT | corral node resume NAME | corral node forget-key NAME | corral node update NAME Features=a,b | corral node update NAME --reset-features"
+	if len(o.args) >= 2 && o.args[0] == "update" {
+		return updateNode(ctx, env, o.args[1], o.args[2:], o.has("reset-features"))
+	}
 	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume" && o.args[0] != "forget-key") {
-		return fmt.Errorf("usage: corral node drain NAME --reason TEXT | corral node resume NAME | corral node forget-key NAME")
+		return errors.New(usage)
 	}
 	cl, err := env.client()
 	if err != nil {

@@ -39,6 +39,8 @@ const (
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
 	CmdRequeueJobs    CommandType = 27
+	// 28–45 are other features' commands.
+	CmdSetNodeFeatures CommandType = 46
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
@@ -101,6 +103,16 @@ type RegisterNode struct {
 	Now  time.Time    `json:"now"`
 	Info api.NodeInfo `json:"info"`
 	Key  string       `json:"key,omitempty"`
+}
+
+// SetNodeFeatures sets a node's features in place of those its daemon
+// reports (an operator's `corral node update NAME Features=...`), or with
+// Reset gives them back to the daemon's. By is who asked.
+type SetNodeFeatures struct {
+	Node     string   `json:"node"`
+	Features []string `json:"features,omitempty"`
+	Reset    bool     `json:"reset,omitempty"`
+	By       string   `json:"by,omitempty"`
 }
 
 // ForgetNodeKey lets a node's next registration bring a new key (a

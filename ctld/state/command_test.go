@@ -60,6 +60,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
 		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
 		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(2 * time.Hour), IDs: []uint64{1, 2}, Hold: true, By: "alice"}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "n1", Features: []string{"ib", "intel"}, By: "oscar"}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {

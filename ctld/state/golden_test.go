@@ -267,6 +267,21 @@ func goldenCommands() []struct {
 		// The health check drains node k1 and, passing, resumes it.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
+		// Multi-node requests and node features: a node reporting its
+		// features, a job asking for nodes by range, list and feature,
+		// an operator's features in place of the node's, then the node's
+		// again.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "f1", CPUs: 4, MemMB: 4096,
+			Runner: "process", BootID: "boot-f", Features: []string{"intel", "ib"}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{func() JobSpec {
+			j := simple("wide")
+			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode = 2, 4, 0, 2
+			j.Exclusive, j.NodeList, j.Exclude, j.Constraint = true, "f1", "k1", "intel&[r1|r2]"
+			j.Distribution, j.SpreadJob, j.Contiguous = "cyclic", true, true
+			return j
+		}()}}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Features: []string{"gpu", "amd"}, By: "oscar"}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Reset: true, By: "oscar"}},
 	}
 }
 

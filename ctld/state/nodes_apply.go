@@ -32,6 +32,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		// Operator state and the node's allocations stay; a node that
 		// was DOWN holds none (applyNodeDown ended them).
 		n.Drain = old.Drain
+		n.OpFeatures, n.OpFeaturesBy = old.OpFeatures, old.OpFeaturesBy
 		n.setReason(old.Reason, old.ReasonUser, old.ReasonTime)
 		if old.Down && !old.Drain {
 			n.setReason("", "", time.Time{})
@@ -77,6 +78,24 @@ func (s *State) applyForgetKey(c *ForgetNodeKey) error {
 		return fmt.Errorf("node %s: no such node", c.Node)
 	}
 	n.Key = ""
+	s.Nodes[c.Node] = n
+	return nil
+}
+
+// applySetNodeFeatures sets a node's features in place of its daemon's,
+// or gives them back to the daemon's report (Reset).
+func (s *State) applySetNodeFeatures(c *SetNodeFeatures) error {
+	n := s.editNode(c.Node)
+	if n == nil {
+		return fmt.Errorf("node %s: no such node", c.Node)
+	}
+	n.OpFeatures, n.OpFeaturesBy = nil, ""
+	if !c.Reset {
+		n.OpFeatures, n.OpFeaturesBy = sortedFeatures(c.Features), c.By
+		if n.OpFeaturesBy == "" {
+			n.OpFeaturesBy = controllerUser
+		}
+	}
 	s.Nodes[c.Node] = n
 	return nil
 }

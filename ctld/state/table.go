@@ -80,6 +80,9 @@ var commands = map[CommandType]command{
 	CmdNodeAttest:   def("NodeAttest", func(s *State, c *NodeAttest, _ uint64) any { return errOrNil(s.applyAttest(c)) }),
 	CmdUseJoinToken: def("UseJoinToken", func(s *State, c *UseJoinToken, _ uint64) any { return errOrNil(s.applyUseJoin(c)) }),
 	CmdRequeueJobs:  def("RequeueJobs", func(s *State, c *RequeueJobs, index uint64) any { return s.applyRequeue(c, index) }),
+	CmdSetNodeFeatures: def("SetNodeFeatures", func(s *State, c *SetNodeFeatures, _ uint64) any {
+		return errOrNil(s.applySetNodeFeatures(c))
+	}),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
