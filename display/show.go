@@ -193,10 +193,25 @@ func showJobResources(k *kvWriter, j *api.Job) {
 		k.str("BatchHost", nodes)
 	}
 	k.newLine()
-	k.str("NumNodes", "1")
+	lo, hi := j.Spec.NodeRange()
+	k.str("NumNodes", nodeRangeText(lo, hi))
 	k.int("NumCPUs", int64(cpusOf(j)))
-	k.int("NumTasks", int64(max(j.Spec.NTasks, 1)))
+	k.int("NumTasks", int64(max(api.TasksOn(j.Spec.NTasks, j.Spec.NTasksPerNode, lo), 1)))
 	k.int("CPUs/Task", int64(max(j.Spec.CPUsPerTask, 1)))
+	if j.Spec.NTasksPerNode > 0 {
+		k.int("NtasksPerNode", int64(j.Spec.NTasksPerNode))
+	}
+	k.newLine()
+	k.str("ReqNodeList", orNull(j.Spec.NodeList))
+	k.str("ExcNodeList", orNull(j.Spec.Exclude))
+	k.newLine()
+	k.str("Features", orNull(j.Spec.Constraint))
+	k.str("OverSubscribe", map[bool]string{true: "NO", false: "OK"}[j.Spec.Exclusive])
+	k.int("Contiguous", boolInt(j.Spec.Contiguous))
+	if j.Spec.Distribution != "" || j.Spec.SpreadJob {
+		k.str("Distribution", orNull(j.Spec.Distribution))
+		k.int("SpreadJob", boolInt(j.Spec.SpreadJob))
+	}
 	if p := j.Placement; p != nil {
 		k.newLine()
 		k.str("CPU_IDs", intRanges(p.CPUs))
@@ -250,6 +265,14 @@ func showJobResources(k *kvWriter, j *api.Job) {
 	}
 }
 
+// nodeRangeText is a node count, or MIN-MAX for a range.
+func nodeRangeText(lo, hi int) string {
+	if hi > lo {
+		return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
+	}
+	return strconv.Itoa(lo)
+}
+
 // jobTRES is scontrol's TRES string: cpu=4,mem=1G,node=1[,gres/gpu=2].
 func jobTRES(j *api.Job) string {
 	b := []byte("cpu=")
@@ -258,7 +281,9 @@ func jobTRES(j *api.Job) string {
 		b = append(b, ",mem="...)
 		b = appendMemMB(b, mem)
 	}
-	b = append(b, ",node=1"...)
+	lo, _ := j.Spec.NodeRange()
+	b = append(b, ",node="...)
+	b = strconv.AppendInt(b, int64(lo), 10)
 	for _, g := range j.Spec.Gres {
 		b = append(b, ",gres/"...)
 		b = append(b, g.Name...)

@@ -61,6 +61,12 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
 		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(2 * time.Hour), IDs: []uint64{1, 2}, Hold: true, By: "alice"}},
 		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "n1", Features: []string{"ib", "intel"}, By: "oscar"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 10, Jobs: []JobSpec{func() JobSpec {
+			j := spec("wide")
+			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode, j.Exclusive = 2, 4, 0, 2, true
+			j.NodeList, j.Exclude, j.Constraint, j.Distribution, j.SpreadJob, j.Contiguous = "n1", "n2", "ib&intel", "cyclic", true, true
+			return j
+		}()}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {
