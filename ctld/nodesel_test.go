@@ -24,10 +24,7 @@ func TestSubmitNodeSelection(t *testing.T) {
 			t.Fatalf("register %s: %d %q", n.Name, a.status, a.err.Error)
 		}
 	}
-	tests := map[string]struct {
-		edit        func(s *api.JobSpec)
-		field, want string // field "" means accepted
-	}{
+	tests := map[string]submitCase{
 		"tasks per node on one node": {edit: func(s *api.JobSpec) { s.NTasks, s.NTasksPerNode = 2, 2 }},
 		"a distribution, a spread":   {edit: func(s *api.JobSpec) { s.Distribution, s.SpreadJob, s.Contiguous = "cyclic", true, true }},
 		"an unknown node": {edit: func(s *api.JobSpec) { s.NodeList = "n9" }, field: "nodelist",
@@ -52,16 +49,5 @@ func TestSubmitNodeSelection(t *testing.T) {
 		},
 			field: "nodes", want: "a job of 2 to 3 nodes: the scheduler of this release places each job on one node"},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			a := post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: []api.JobSpec{jobSpec(tc.edit)}})
-			if tc.field == "" {
-				if a.status != 200 {
-					t.Fatalf("refused: %d %q", a.status, a.err.Error)
-				}
-				return
-			}
-			refused(t, a, tc.field, tc.want)
-		})
-	}
+	submitCases(t, base, tests)
 }

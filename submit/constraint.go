@@ -413,20 +413,6 @@ func featureByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
 }
 
-// FeatureProblem says what is wrong with a node feature's name, or "".
-func FeatureProblem(name string) string {
-	switch {
-	case name == "":
-		return "is empty"
-	case len(name) > MaxFeatureBytes:
-		return fmt.Sprintf("is %d bytes long; the most is %d", len(name), MaxFeatureBytes)
-	case name[0] == '-' || name[0] == '.':
-		return "must start with a letter, a digit or '_'"
-	}
-	for i := 0; i < len(name); i++ {
-		if !featureByte(name[i]) {
-			return fmt.Sprintf("may hold only letters, digits, '.', '-' and '_' (byte %d is %q)", i, name[i])
-		}
-	}
-	return ""
-}
+// FeatureProblem says what is wrong with a node feature's name, or "": a
+// feature is named as a node is (NameProblem), in at most MaxFeatureBytes.
+func FeatureProblem(name string) string { return NameProblem(name, MaxFeatureBytes) }

@@ -14,34 +14,26 @@ const hostlistLimit = 1 << 20
 
 // showHostnames is `scontrol show hostnames [LIST]`: every name of a host
 // list, one a line, in the order the list gives them; without LIST, the
-// list in SLURM_JOB_NODELIST (a job's nodes), as in Slurm.
-func showHostnames(env *cliEnv, args []string) error {
-	list, err := hostlistArg(env, "hostnames", args)
+// list in SLURM_JOB_NODELIST (a job's nodes), as in Slurm. With compress it
+// is `scontrol show hostlist LIST`: the names written as one compressed,
+// sorted host list.
+func showHostnames(env *cliEnv, args []string, compress bool) error {
+	what := map[bool]string{false: "hostnames", true: "hostlist"}[compress]
+	list, err := hostlistArg(env, what, args)
 	if err != nil {
 		return err
 	}
 	names, err := hostlist.Expand(list, hostlistLimit)
 	if err != nil {
-		return fmt.Errorf("show hostnames: %w", err)
+		return fmt.Errorf("show %s: %w", what, err)
+	}
+	if compress {
+		fmt.Fprintln(env.stdout, hostlist.Compress(names))
+		return nil
 	}
 	for _, n := range names {
 		fmt.Fprintln(env.stdout, n)
 	}
-	return nil
-}
-
-// showHostlist is `scontrol show hostlist LIST`: the names of LIST (a host
-// list, or names one a line) written as one compressed, sorted host list.
-func showHostlist(env *cliEnv, args []string) error {
-	list, err := hostlistArg(env, "hostlist", args)
-	if err != nil {
-		return err
-	}
-	names, err := hostlist.Expand(list, hostlistLimit)
-	if err != nil {
-		return fmt.Errorf("show hostlist: %w", err)
-	}
-	fmt.Fprintln(env.stdout, hostlist.Compress(names))
 	return nil
 }
 

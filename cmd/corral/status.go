@@ -479,10 +479,10 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		return showPartitions(ctx, env, o.args[1:])
 	}
 	if len(o.args) > 0 && o.args[0] == "hostnames" {
-		return showHostnames(env, o.args[1:])
+		return showHostnames(env, o.args[1:], false)
 	}
 	if len(o.args) > 0 && (o.args[0] == "hostlist" || o.args[0] == "hostlistsorted") {
-		return showHostlist(env, o.args[1:])
+		return showHostnames(env, o.args[1:], true)
 	}
 	if len(o.args) > 0 && o.args[0] == "config" {
 		return configShow(ctx, env, "show config", o.args[1:])
