@@ -240,6 +240,16 @@ func expandInto(out []string, prefix []byte, p pattern) []string {
 	return out
 }
 
+// numLen is the number of digits of v ≥ 0.
+func numLen(v int64) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}
+
 // appendNumber writes v at least width digits wide, zero-padded.
 func appendNumber(b []byte, v int64, width int) []byte {
 	var digits [20]byte
@@ -337,7 +347,10 @@ func compressPrefix(ns []numbered) string {
 	for i := 0; i < len(ns); {
 		w := ns[i].width()
 		j := i + 1
-		for j < len(ns) && ns[j].value == ns[j-1].value+1 && string(appendNumber(nil, ns[j].value, w)) == ns[j].digits {
+		// ns[j] continues the run when its number follows and is spelled
+		// the way the run's width spells it: digits without a leading zero
+		// beyond that width.
+		for j < len(ns) && ns[j].value == ns[j-1].value+1 && len(ns[j].digits) == max(w, numLen(ns[j].value)) {
 			j++
 		}
 		r := ns[i].digits
