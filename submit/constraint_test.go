@@ -138,3 +138,62 @@ func TestConstraintHolds(t *testing.T) {
 		t.Errorf("Features() = %q", got)
 	}
 }
+
+func TestConstraintSatisfiedBy(t *testing.T) {
+	node := func(features ...string) func(string) bool {
+		return func(f string) bool { return slices.Contains(features, f) }
+	}
+	a, b, ab, ac, none := node("a"), node("b"), node("a", "b"), node("a", "c"), node()
+	tests := map[string]struct {
+		c     string
+		nodes []func(string) bool
+		want  bool
+	}{
+		"every node":                    {"a", []func(string) bool{a, ab, ac}, true},
+		"one without":                   {"a", []func(string) bool{a, b}, false},
+		"a count met":                   {"b*2", []func(string) bool{b, ab, a}, true},
+		"a count short":                 {"b*2", []func(string) bool{b, a, a}, false},
+		"every node and a count":        {"a&c*1", []func(string) bool{a, ac}, true},
+		"matching or, one alternative":  {"[b|c]", []func(string) bool{ab, b}, true},
+		"matching or, mixed":            {"[b|c]", []func(string) bool{b, ac}, false},
+		"split":                         {"[a*1&b*1]", []func(string) bool{a, b}, true},
+		"split needs disjoint nodes":    {"[a*1&b*1]", []func(string) bool{ab, none}, false},
+		"split, a node serves either":   {"[a*2&b*1]", []func(string) bool{ab, a, b}, true},
+		"split, the choice matters":     {"[a*1&b*2]", []func(string) bool{ab, b, a}, true},
+		"split, not enough":             {"[a*2&b*2]", []func(string) bool{ab, ab, ab}, false},
+		"split and every node":          {"c&[a*1&b*1]", []func(string) bool{ac, node("b", "c")}, true},
+		"split of a group":              {"[(a|b)*2&c*1]", []func(string) bool{a, b, node("c")}, true},
+		"split of a group, one missing": {"[(a|b)*2&c*1]", []func(string) bool{a, ac, none}, false},
+	}
+	for name, tc := range tests {
+		c, err := ParseConstraint(tc.c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := c.SatisfiedBy(tc.nodes); got != tc.want {
+			t.Errorf("%s: %s SatisfiedBy = %v, want %v", name, tc.c, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkSplitFits checks multiple counts over 10,000 nodes of four
+// kinds: the flow runs over the kinds, not the nodes.
+func BenchmarkSplitFits(b *testing.B) {
+	c, err := ParseConstraint("[a*2000&b*3000&(a|c)*4000]")
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := []func(string) bool{
+		func(f string) bool { return f == "a" }, func(f string) bool { return f == "b" },
+		func(f string) bool { return f == "c" }, func(f string) bool { return f == "a" || f == "b" },
+	}
+	nodes := make([]func(string) bool, 10_000)
+	for i := range nodes {
+		nodes[i] = kinds[i%4]
+	}
+	for b.Loop() {
+		if !c.SatisfiedBy(nodes) {
+			b.Fatal("not satisfied")
+		}
+	}
+}
