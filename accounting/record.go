@@ -234,32 +234,52 @@ func preemptions(allocs []*state.Allocation) int {
 	return n
 }
 
-// reqTRES is what the job asked for, over all its nodes; memory it did
-// not ask for is the default per CPU.
+// reqTRES is what the job asked for, over all its nodes (the fewest of
+// its range); memory it did not ask for is the default per CPU.
 func reqTRES(s *state.State, sp *state.JobSpec) api.TRES {
-	nodes := max(sp.Nodes, 1)
-	t := api.TRES{CPU: sp.CPUs() * nodes, Nodes: nodes}
-	mem := sp.MemMB()
-	if mem == 0 {
-		mem = s.Config.DefMemPerCPU * int64(sp.CPUs())
+	nodes, _ := api.NodeRange(sp.Nodes, sp.NodesMax)
+	t := nodeTRES(s.Config.DefMemPerCPU, sp, nodes)
+	t.CPU = max(api.TasksOn(sp.NTasks, sp.NTasksPerNode, nodes), 1) * max(sp.CPUsPerTask, 1)
+	t.Nodes, t.MemMB = nodes, t.MemMB*int64(nodes)
+	for k := range t.GPUs {
+		t.GPUs[k] *= nodes
 	}
-	t.MemMB = mem * int64(nodes)
+	t.VFs *= nodes
+	for k := range t.Hugepages {
+		t.Hugepages[k] *= int64(nodes)
+	}
+	return t
+}
+
+// nodeTRES is what the job asks for on each of its nodes when it runs on
+// k: its share of CPUs and memory, its generic resources and hugepages.
+func nodeTRES(defMemPerCPU int64, sp *state.JobSpec, k int) api.TRES {
+	cpus := sp.CPUsPerNode(k)
+	t := api.TRES{CPU: cpus, Nodes: 1}
+	switch {
+	case sp.MemPerNode > 0:
+		t.MemMB = sp.MemPerNode
+	case sp.MemPerCPU > 0:
+		t.MemMB = sp.MemPerCPU * int64(cpus)
+	default:
+		t.MemMB = defMemPerCPU * int64(cpus)
+	}
 	for _, g := range sp.Gres {
 		switch g.Name {
 		case "gpu":
 			if t.GPUs == nil {
 				t.GPUs = map[string]int{}
 			}
-			t.GPUs[g.Type] += g.Count * nodes
+			t.GPUs[g.Type] += g.Count
 		case "vf":
-			t.VFs += g.Count * nodes
+			t.VFs += g.Count
 		}
 	}
 	for _, h := range sp.Hugepages {
 		if t.Hugepages == nil {
 			t.Hugepages = map[string]int64{}
 		}
-		t.Hugepages[strconv.FormatInt(h.SizeKB, 10)] += h.Count * int64(nodes)
+		t.Hugepages[strconv.FormatInt(h.SizeKB, 10)] += h.Count
 	}
 	return t
 }
@@ -270,7 +290,8 @@ func reqTRES(s *state.State, sp *state.JobSpec) api.TRES {
 // asked for one type.
 func allocTRES(j *state.Job, a *state.Allocation) api.TRES {
 	t := api.TRES{CPU: a.CPUs, MemMB: a.MemMB, Nodes: 1}
-	req := reqTRES(&state.State{}, j.Spec)
+	lo, _ := api.NodeRange(j.Spec.Nodes, j.Spec.NodesMax)
+	req := nodeTRES(0, j.Spec, lo)
 	if a.Placement == nil {
 		t.GPUs, t.VFs, t.Hugepages = req.GPUs, req.VFs, req.Hugepages
 		return t

@@ -346,9 +346,16 @@ type Job struct {
 	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
 	SuspendTime  time.Time     `json:"suspend_time,omitempty"`
 
-	Node  string `json:"node,omitempty"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
+	Node string `json:"node,omitempty"`
+	// Nodes are the nodes of a multi-node job's current (or last) run in
+	// rank order, Node (the batch script's) first; a node's desired state
+	// names them for every run, and NodeRank is there the rank of that
+	// node's part (SLURM_NODEID). CPUs is then that node's; elsewhere the
+	// run's in all.
+	Nodes    []string `json:"nodes,omitempty"`
+	NodeRank int      `json:"node_rank,omitempty"`
+	CPUs     int      `json:"cpus"`
+	MemMB    int64    `json:"mem_mb"`
 	// OverheadMB is the runner's own memory charged to the node for this
 	// job on top of MemMB (see NodeInfo.OverheadMB).
 	OverheadMB int64 `json:"overhead_mb,omitempty"`

@@ -89,11 +89,30 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 // node, resources and placement of its current run or, once it ended, of
 // its last one (a pending job shows none).
 func apiJob(s *state.State, j *state.Job) api.Job {
-	var a *state.Allocation
-	if j.State != api.StatePending {
-		a = s.LastAlloc(j)
+	if j.State == api.StatePending {
+		return apiJobRun(j, nil)
 	}
-	return apiJobRun(j, a)
+	run := s.RunAllocs(j)
+	switch len(run) {
+	case 0:
+		return apiJobRun(j, nil)
+	case 1:
+		return apiJobRun(j, run[0])
+	}
+	return withRun(apiJobRun(j, run[0]), run)
+}
+
+// withRun adds to job out, filled in from its multi-node run's first
+// allocation, the nodes of the whole run and its CPUs in all.
+func withRun(out api.Job, run []*state.Allocation) api.Job {
+	out.Nodes = make([]string, len(run))
+	cpus := 0
+	for i, a := range run {
+		out.Nodes[i] = a.Node
+		cpus += a.CPUs
+	}
+	out.CPUs = cpus
+	return out
 }
 
 // apiJobRun is job j with run a (nil: none) filled in.
@@ -162,6 +181,14 @@ func desired(s *state.State, name string) api.Desired {
 			continue
 		}
 		run := apiJobRun(j, a)
+		if j.Spec.MultiNode() {
+			for _, o := range s.RunAllocs(j) {
+				run.Nodes = append(run.Nodes, o.Node)
+			}
+		} else {
+			run.Nodes = []string{a.Node}
+		}
+		run.NodeRank = a.Rank
 		run.State = api.StateRunning
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended

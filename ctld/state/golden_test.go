@@ -282,6 +282,19 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Features: []string{"gpu", "amd"}, By: "oscar"}},
 		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Reset: true, By: "oscar"}},
+		// A two-node job started whole (rank 0 on f1, rank 1 on f2), then
+		// f2 lost: f1 is told to stop the run, as NODE_FAIL.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(18 * time.Hour), Info: api.NodeInfo{Name: "f2", CPUs: 4, MemMB: 8192,
+			Runner: "vm", BootID: "boot-f2", Inventory: goldenInventory(), OverheadMB: 16}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+			j := simple("gang")
+			j.Nodes, j.NTasks = 2, 2
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second), Starts: []PlanStart{{JobID: 90, Node: "f1", CPUs: 1, MemMB: 256,
+			Parts: []PlanPart{{Node: "f2", CPUs: 1, MemMB: 256, OverheadMB: 16,
+				Placement: &api.Placement{CPUs: []int{1}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 90}}}}}}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(19 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
 	}
 }
 

@@ -112,6 +112,13 @@ func (s *State) checkJob(j *Job) error {
 		}
 	}
 	active := s.activeAllocs(j)
+	for i, a := range active {
+		for _, b := range active[:i] {
+			if a.Node == b.Node || a.Rank == b.Rank {
+				return fmt.Errorf("job %d has two active allocations, %d and %d, on node %s / %s of ranks %d / %d", j.ID, b.ID, a.ID, b.Node, a.Node, b.Rank, a.Rank)
+			}
+		}
+	}
 	want, ok := jobState(active)
 	switch {
 	case ok && j.State != want:

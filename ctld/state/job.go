@@ -92,6 +92,12 @@ func (s *JobSpec) CPUs() int {
 	return max(api.TasksOn(s.NTasks, s.NTasksPerNode, hi), 1) * max(s.CPUsPerTask, 1)
 }
 
+// CPUsPerNode returns the CPUs each node of the job holds when it runs on
+// k nodes: the most tasks one of them runs, times CPUs per task.
+func (s *JobSpec) CPUsPerNode(k int) int {
+	return max(api.MostTasksPerNode(s.NTasks, s.NTasksPerNode, k), 1) * max(s.CPUsPerTask, 1)
+}
+
 // MultiNode reports whether the job may run on more than one node.
 func (s *JobSpec) MultiNode() bool {
 	_, hi := api.NodeRange(s.Nodes, s.NodesMax)

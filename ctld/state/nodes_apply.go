@@ -171,8 +171,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
 	}
 	final := r.State
+	decides := a.Desired != AllocStop
 	switch {
-	case a.Desired == AllocStop && a.StopAs != "":
+	case !decides && a.StopAs != "":
 		final = a.StopAs
 	case r.State == api.StateNodeFail && j.Spec.Requeue:
 		final = api.StatePending
@@ -180,10 +181,17 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	if decides {
+		s.stopRun(j, final, index)
+	}
 	s.finishRun(j, final, now)
 	if j.State != api.StatePending {
-		j.ExitCode, j.Signal = r.ExitCode, r.Signal
-		if r.Message != "" {
+		// The batch script's node says how the job ended; another node's
+		// report says why only when its end ended the job.
+		if a.Rank == 0 {
+			j.ExitCode, j.Signal = r.ExitCode, r.Signal
+		}
+		if r.Message != "" && (a.Rank == 0 || decides) {
 			j.Message = r.Message
 		}
 	}
