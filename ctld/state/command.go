@@ -41,6 +41,7 @@ const (
 	CmdRequeueJobs    CommandType = 27
 	// 28–45 are other features' commands.
 	CmdSetNodeFeatures CommandType = 46
+	CmdSteps           CommandType = 47
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -67,7 +67,14 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			j.NodeList, j.Exclude, j.Constraint, j.Distribution, j.SpreadJob, j.Contiguous = "n1", "n2", "ib&intel", "cyclic", true, true
 			return j
 		}()}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 11, Jobs: []JobSpec{spec("stepping")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Starts: []PlanStart{{JobID: 11, Node: "k1", CPUs: 1, MemMB: 256}}}},
 	}
+	// A step of job 11's run, which the plan just above started.
+	cmds = append(cmds, struct {
+		t CommandType
+		p any
+	}{CmdSteps, &Steps{Now: t0.Add(3 * time.Hour), Begin: []StepBegin{{Job: 11, Run: uint64(len(cmds)), Name: "hostname", Nodes: []string{"k1"}, NTasks: 1}}}})
 	var logs []*logEntry
 	for i, c := range cmds {
 		logs = append(logs, entry(t, uint64(i+1), c.t, c.p))

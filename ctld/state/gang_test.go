@@ -223,8 +223,9 @@ func TestGangStartAfterLentCPUs(t *testing.T) {
 }
 
 // TestGoldenGang checks that the golden log's multi-node start is taken
-// (one allocation on each of f1 and f2) and that losing f2 stops f1's:
-// the golden hashes then pin the gang apply, not a rejection.
+// (one allocation on each of f1 and f2), that losing f2 stops f1's, and
+// that its steps were taken: the golden hashes then pin those applies,
+// not rejections.
 func TestGoldenGang(t *testing.T) {
 	r := newReplica()
 	for i, c := range goldenCommands() {
@@ -236,5 +237,62 @@ func TestGoldenGang(t *testing.T) {
 	}
 	if j := r.s.Jobs[90]; j.State != api.StateCompleting || run[0].Desired != AllocStop || run[0].StopAs != api.StateNodeFail {
 		t.Errorf("after f2 was lost: job %s, f1's allocation desired %s as %s", j.State, run[0].Desired, run[0].StopAs)
+	}
+	if j := r.s.Jobs[95]; j.Step(0) == nil || j.Step(0).State != api.StateFailed || j.Step(1) == nil || j.Step(1).State != api.StateCancelled {
+		t.Errorf("job 95's steps: %+v", j.Steps)
+	}
+}
+
+func init() {
+	applyTests[CmdSteps] = func(t *testing.T) {
+		r, next := gangScene(t, nil)
+		next(CmdApplyPlan, gangStart(2, "n1", "n2"))
+		s := r.s
+		run := s.RunAllocs(s.Jobs[1])[0].StartIndex
+		begin := func(b ...StepBegin) *StepsResult {
+			return next(CmdSteps, &Steps{Now: t0.Add(time.Minute), Begin: b}).(*StepsResult)
+		}
+		first := begin(StepBegin{Job: 1, Run: run, Name: "hostname", Nodes: []string{"n1", "n2"}, NTasks: 4, CPUsPerTask: 1},
+			StepBegin{Job: 1, Run: run, Name: "one", Nodes: []string{"n2"}, NTasks: 1})
+		refused := begin(StepBegin{Job: 1, Run: run, Nodes: []string{"n3"}, NTasks: 1},
+			StepBegin{Job: 1, Run: run + 1, Nodes: []string{"n1"}, NTasks: 1},
+			StepBegin{Job: 1, Run: run, Nodes: []string{"n1", "n2"}, NTasks: 1},
+			StepBegin{Job: 9, Run: run, Nodes: []string{"n1"}, NTasks: 1})
+		end := next(CmdSteps, &Steps{Now: t0.Add(2 * time.Minute), End: []StepEnd{{Job: 1, Step: 0, State: api.StateFailed, ExitCode: 2}},
+			Cancel: []StepEnd{{Job: 1, Step: 1}}, By: "alice"}).(*StepsResult)
+		again := next(CmdSteps, &Steps{Now: t0.Add(2 * time.Minute), End: []StepEnd{{Job: 1, Step: 1, State: api.StateCompleted}}}).(*StepsResult)
+		third := begin(StepBegin{Job: 1, Run: run, Name: "sleep", Nodes: []string{"n1"}, NTasks: 1})
+		s0, s1 := *s.Jobs[1].Step(0), *s.Jobs[1].Step(1)
+		// The job's run ends: its running step ends with it.
+		next(CmdCancelJobs, &CancelJobs{Now: t0.Add(3 * time.Minute), IDs: []uint64{1}})
+		for _, a := range s.RunAllocs(s.Jobs[1]) {
+			next(CmdJobReports, &JobReports{Now: t0.Add(3 * time.Minute), Node: a.Node, BootID: "b" + a.Node,
+				Reports: []api.JobReport{{Alloc: a.ID, JobID: 1, State: api.StateCancelled}}})
+		}
+		s2 := s.Jobs[1].Step(2)
+		expect(t, map[string][2]any{
+			"ids":                       {slices.Equal(first.IDs, []int{0, 1}) && len(first.Errors) == 0, true},
+			"refusals":                  {slices.Equal(refused.IDs, []int{-1, -1, -1, -1}) && len(refused.Errors) == 4, true},
+			"a foreign node":            {strings.Contains(refused.Errors[0], "node n3 is not one of the run's"), true},
+			"another run":               {strings.Contains(refused.Errors[1], "the run the step was asked for is over"), true},
+			"fewer tasks than nodes":    {strings.Contains(refused.Errors[2], "every node of a step runs a task"), true},
+			"ended":                     {s0.State == api.StateFailed && s0.ExitCode == 2 && s0.Nodes[1] == "n2" && s0.NTasks == 4, true},
+			"cancelled":                 {s1.State == api.StateCancelled && s1.Message == "cancelled by alice", true},
+			"no end after a cancel":     {len(end.Errors) == 0 && len(again.Errors) == 1, true},
+			"ids go on":                 {third.IDs[0], 2},
+			"the run's end ends a step": {s2.State == api.StateCancelled && s2.Message == "the job's run ended", true},
+		})
+		// Only the newest MaxEndedSteps ended steps are kept.
+		r2, next2 := gangScene(t, nil)
+		next2(CmdApplyPlan, gangStart(2, "n1", "n2"))
+		run2 := r2.s.RunAllocs(r2.s.Jobs[1])[0].StartIndex
+		for i := range MaxEndedSteps + 5 {
+			next2(CmdSteps, &Steps{Now: t0, Begin: []StepBegin{{Job: 1, Run: run2, Nodes: []string{"n1"}, NTasks: 1}}})
+			next2(CmdSteps, &Steps{Now: t0, End: []StepEnd{{Job: 1, Step: i, State: api.StateCompleted}}})
+		}
+		steps := r2.s.Jobs[1].Steps
+		if len(steps.List) != MaxEndedSteps || steps.Next != MaxEndedSteps+5 || steps.List[0].ID != 5 {
+			t.Errorf("kept %d steps from %d, next %d", len(steps.List), steps.List[0].ID, steps.Next)
+		}
 	}
 }

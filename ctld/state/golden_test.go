@@ -91,7 +91,7 @@ func goldenCommands() []struct {
 	placement := &api.Placement{CPUs: []int{1, 3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 512}},
 		Hugepages: []api.HugepageAmount{{Node: 1, SizeKB: 2048, Count: 8}}, GPUs: []string{"GPU-aaaa"},
 		MIG: []string{"MIG-cccc"}, VFs: []string{"0000:3b:00.2"}, Score: 100}
-	return []struct {
+	cmds := []struct {
 		t CommandType
 		p any
 	}{
@@ -295,7 +295,25 @@ func goldenCommands() []struct {
 			Parts: []PlanPart{{Node: "f2", CPUs: 1, MemMB: 256, OverheadMB: 16,
 				Placement: &api.Placement{CPUs: []int{1}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 90}}}}}}},
 		{CmdNodeDown, &NodeDown{Now: t0.Add(19 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
+		// A job's steps: one begun on f3 and ended, one begun and
+		// cancelled.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(20 * time.Hour), Info: api.NodeInfo{Name: "f3", CPUs: 2, MemMB: 2048,
+			Runner: "process", BootID: "boot-f3"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(20 * time.Hour), FirstID: 95, Jobs: []JobSpec{simple("steps")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 95, Node: "f3", CPUs: 1, MemMB: 256}}}},
 	}
+	// The run just started is at the index of the entry above.
+	run := uint64(len(cmds))
+	return append(cmds, []struct {
+		t CommandType
+		p any
+	}{
+		{CmdSteps, &Steps{Now: t0.Add(20*time.Hour + time.Second), Begin: []StepBegin{
+			{Job: 95, Run: run, Name: "hostname", Nodes: []string{"f3"}, NTasks: 2, CPUsPerTask: 1},
+			{Job: 95, Run: run, Name: "sleep", Nodes: []string{"f3"}, NTasks: 1}}}},
+		{CmdSteps, &Steps{Now: t0.Add(20*time.Hour + time.Minute), End: []StepEnd{{Job: 95, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
+			Cancel: []StepEnd{{Job: 95, Step: 1, Signal: 9}}, By: "alice"}},
+	}...)
 }
 
 // ptr returns a pointer to v.

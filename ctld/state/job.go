@@ -233,6 +233,9 @@ type Job struct {
 	EstNode  string    `json:"est_node,omitempty"`
 	EndTime  time.Time `json:"end_time,omitempty"`
 
+	// Steps are the job's steps (srun), nil until its first (steps.go).
+	Steps *JobSteps `json:"steps,omitempty"`
+
 	// The outcome of the last run.
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal,omitempty"`

@@ -154,6 +154,9 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 	}
 	active := s.activeAllocs(j)
 	if len(active) == 0 {
+		if final.Terminal() {
+			s.endRunSteps(j, final, now)
+		}
 		j.State, j.Reason = final, api.ReasonNone
 		return
 	}

@@ -111,6 +111,11 @@ func (s *State) finishRun(j *Job, final api.JobState, now time.Time) {
 		s.deriveState(j)
 		return
 	}
+	stepsEnd := final
+	if !stepsEnd.Terminal() {
+		stepsEnd = api.StateCancelled // the run was requeued
+	}
+	s.endRunSteps(j, stepsEnd, now)
 	j.State = final
 	if final == api.StatePending {
 		s.requeue(j)

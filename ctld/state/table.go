@@ -83,6 +83,7 @@ var commands = map[CommandType]command{
 	CmdSetNodeFeatures: def("SetNodeFeatures", func(s *State, c *SetNodeFeatures, _ uint64) any {
 		return errOrNil(s.applySetNodeFeatures(c))
 	}),
+	CmdSteps: def("Steps", func(s *State, c *Steps, _ uint64) any { return s.applySteps(c) }),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
