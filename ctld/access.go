@@ -92,6 +92,10 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/suspend", usersCancel, c.write(c.handleSuspend)},
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
+		{"POST /v1/jobs/{id}/steps", usersExec, c.write(c.handleBeginStep)},
+		{"POST /v1/jobs/{id}/steps/{step}/end", usersExec, c.write(c.handleEndStep)},
+		{"POST /v1/jobs/{id}/steps/{step}/cancel", usersCancel, c.write(c.handleCancelStep)},
+		{"GET /v1/steps", usersRead, c.read(c.handleListSteps)},
 		{"GET /v1/nodes", usersRead, c.read(c.handleListNodes)},
 		{"GET /v1/nodes/{name}", usersRead, c.read(c.handleGetNode)},
 		{"GET /v1/nodes/{name}/desired", nodes, c.handleDesired},
@@ -152,6 +156,9 @@ func (c *Controller) guard(rt route) http.HandlerFunc {
 			return
 		}
 		p, err := c.principalOf(r)
+		if err == nil {
+			p, err = c.actingForJob(p, r)
+		}
 		var unknown *unknownToken
 		if errors.As(err, &unknown) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
 			c.proxy.forward(w, r) // a token made a moment ago: the leader holds it

@@ -301,6 +301,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
+		valued(0, "step-listen", "HOST:PORT", "where srun inside this node's jobs reaches the controllers through the daemon (default 127.0.0.1:0, a free loopback port kept over restarts, for the process runner; none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
 		valued(0, "health-interval", "DURATION", "how often the health check runs (default 5m)"),
@@ -439,6 +440,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
+		StepListen: stepListen(o.get("step-listen"), o.get("runner")),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
 	}
 	if cfg.HealthInterval, err = parseDuration("health-interval", o.get("health-interval"), 5*time.Minute); err != nil {
@@ -471,6 +473,19 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 
 // apiListen is the node's job API address for --listen: loopback when
 // unset, none for "none".
+// stepListen is where the step forwarder listens: loopback for the
+// process runner's jobs, which run on the host; none for VMs, whose
+// guests do not reach the node's loopback.
+func stepListen(v, runner string) string {
+	switch {
+	case v == "none" || v == "" && runner != "process":
+		return ""
+	case v == "":
+		return "127.0.0.1:0"
+	}
+	return v
+}
+
 func apiListen(v string) string {
 	switch v {
 	case "":

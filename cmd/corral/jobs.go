@@ -181,6 +181,16 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	steps, rest, err := splitStepRefs(o.args)
+	if err != nil {
+		return err
+	}
+	if len(steps) > 0 {
+		if len(rest) > 0 || o.has("signal") {
+			return fmt.Errorf("cancel: give steps (JOB.STEP) alone, without jobs or --signal")
+		}
+		return cancelSteps(ctx, env, steps)
+	}
 	ids, tasks, err := parseJobRefs(o.args)
 	if err != nil {
 		return err

@@ -47,7 +47,7 @@ func init() {
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
-		"srun":            {"srun --jobid=JOB [--overlap] [--pty] CMD...: exec into a running job", runSrun},
+		"srun":            {"launch a step of tasks on a job's nodes (inside a job); srun --jobid=JOB --overlap [--pty] CMD...: exec into a running job", runSrun},
 		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT | node resume NAME | node forget-key NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},

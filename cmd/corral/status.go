@@ -36,7 +36,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 		valued('S', "sort", "KEYS", "sort by these keys, e.g. \"-p,i\" (default P,t,-p)"),
 		flag('r', "array", "one line per array task, pending tasks too"),
 		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
-		flag('s', "steps", "list job steps (corral jobs have none yet)"),
+		flag('s', "steps", "list job steps: STEPID NAME PARTITION USER TIME NODELIST"),
 		flag('h', "noheader", "do not print the header line"),
 		flag('l', "long", "long format"),
 		flag(0, "start", "show pending jobs' expected start times"),
@@ -57,6 +57,9 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	cl, err := env.client()
 	if err != nil {
 		return err
+	}
+	if o.has("steps") {
+		return listSteps(ctx, env, cl, o, q)
 	}
 	if o.has("me") {
 		me, err := meUser(ctx, env, cl)
@@ -88,9 +91,6 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 // when those are not given.
 func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	var q api.QueueQuery
-	if o.has("steps") {
-		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
-	}
 	if o.has("reservation") {
 		return q, fmt.Errorf("--reservation=%s: corral has no reservations yet, so no job runs in one", o.get("reservation"))
 	}

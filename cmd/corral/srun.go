@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"corral/api"
+	"corral/internal/getopt"
+	"corral/internal/hostlist"
+)
+
+// srun inside a job (SLURM_JOB_ID set) launches a step: it asks the
+// controllers for one (its id and its tasks' layout over the job's
+// nodes), runs every task with an exec on its node, relays their output
+// here (into the job's output, for a batch script) line by line, with
+// "TASK: " in front under --label, and exits with the worst task's status.
+// From inside a job it reaches the controllers through its node's daemon
+// (CORRAL_STEP_ADDR, CORRAL_STEP_TOKEN), elsewhere with the caller's
+// credentials (CORRAL_ADDR).
+
+// srunOptions are the options srun takes.
+var srunOptions = []getopt.Option{
+	valued(0, "jobid", "JOB", "the job to run in (default: SLURM_JOB_ID); with --overlap, a command in a running job (corral exec)"),
+	flag(0, "overlap", "share the job's resources with its other steps (how every step runs)"),
+	flag(0, "pty", "give the command a terminal (with --jobid)"),
+	flag('u', "unbuffered", "accepted: output is relayed as it comes"),
+	valued('D', "chdir", "DIR", "working directory of the tasks (default: this one)"),
+	valued('n', "ntasks", "N", "tasks of the step (default: the job's, or one per node of -N)"),
+	valued('N', "nodes", "N", "nodes of the job the step runs on (default: as many as the tasks need)"),
+	valued(0, "ntasks-per-node", "N", "the most tasks on one node"),
+	valued('c', "cpus-per-task", "N", "CPUs per task (default: the job's)"),
+	flag('l', "label", "put the task id in front of every line of output"),
+	valued('J', "job-name", "NAME", "the step's name (default: the command's)"),
+	valued('m', "distribution", "block|cyclic", "how tasks are laid out over the step's nodes (default: the job's, block)"),
+	valued(0, "mpi", "none", "MPI plug-in: none (PMI-2 is not offered yet)"),
+}
+
+func runSrun(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "srun", getopt.StopAtNonOption, args, srunOptions...)
+	if err != nil {
+		return err
+	}
+	if len(o.args) == 0 {
+		return fmt.Errorf("srun: give a command to run, e.g. srun -n 2 hostname")
+	}
+	if o.has("jobid") && (o.has("overlap") || o.has("pty")) {
+		id, err := parseOneJobID(o.get("jobid"))
+		if err != nil {
+			return fmt.Errorf("srun: --jobid: %w", err)
+		}
+		return execInto(ctx, env, id, api.ExecRequest{Argv: o.args, Dir: o.get("chdir"), TTY: o.has("pty")})
+	}
+	jobText := o.get("jobid")
+	if jobText == "" {
+		jobText = firstEnv(env, "SLURM_JOB_ID", "CORRAL_JOB_ID")
+	}
+	if jobText == "" {
+		return fmt.Errorf("srun: run it inside a job (a batch script, or salloc), or name a running job with --jobid=JOB; submit batch work with sbatch")
+	}
+	id, err := parseOneJobID(jobText)
+	if err != nil {
+		return fmt.Errorf("srun: job %q: %w", jobText, err)
+	}
+	req, err := stepRequest(o)
+	if err != nil {
+		return err
+	}
+	if m := o.get("mpi"); m != "" && m != "none" {
+		return fmt.Errorf("srun: --mpi=%s: corral offers no MPI plug-in yet (use --mpi=none)", m)
+	}
+	cl, err := stepClient(env)
+	if err != nil {
+		return err
+	}
+	l := &launcher{env: env, cl: cl, job: id, argv: o.args, label: o.has("label"), dir: o.get("chdir"),
+		cyclic: strings.HasPrefix(orString(o.get("distribution"), env.getenv("SLURM_DISTRIBUTION")), "cyclic")}
+	return l.run(ctx, req)
+}
+
+// stepRequest reads srun's layout options.
+func stepRequest(o *optSet) (api.StepRequest, error) {
+	req := api.StepRequest{Name: o.get("job-name")}
+	if req.Name == "" {
+		req.Name = filepath.Base(o.args[0])
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"ntasks", &req.NTasks}, {"nodes", &req.Nodes}, {"ntasks-per-node", &req.NTasksPerNode}, {"cpus-per-task", &req.CPUsPerTask}} {
+		if v := o.get(f.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return req, fmt.Errorf("srun: --%s=%s: give a whole number of at least 1", f.name, v)
+			}
+			*f.dst = n
+		}
+	}
+	return req, req.Validate()
+}
+
+// stepClient reaches the controllers: through the node's daemon from
+// inside a job, else as the CLI does.
+func stepClient(env *cliEnv) (*api.Client, error) {
+	addr, token := env.getenv("CORRAL_STEP_ADDR"), env.getenv("CORRAL_STEP_TOKEN")
+	if addr == "" || token == "" {
+		return env.client()
+	}
+	cl, err := api.NewClient(addr)
+	if err != nil {
+		return nil, err
+	}
+	cl.Auth = api.BearerToken(token)
+	return cl, nil
+}
+
+func firstEnv(env *cliEnv, names ...string) string {
+	for _, n := range names {
+		if v := env.getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// launcher runs one step.
+type launcher struct {
+	env    *cliEnv
+	cl     *api.Client
+	job    uint64
+	argv   []string
+	label  bool
+	cyclic bool
+	dir    string
+	outMu  sync.Mutex
+}
+
+// task is one task of the step: its rank, its node and its stream.
+type task struct {
+	rank, local, node int
+	stream            *api.ExecStream
+}
+
+func (l *launcher) run(ctx context.Context, req api.StepRequest) error {
+	ctx = context.WithoutCancel(ctx) // signals go to the tasks
+	st, err := l.cl.BeginStep(ctx, l.job, req)
+	if err != nil {
+		return fmt.Errorf("srun: job %d: %w", l.job, err)
+	}
+	if l.dir == "" {
+		l.dir, _ = os.Getwd()
+	}
+	tasks, err := l.start(ctx, st)
+	if err != nil {
+		for _, t := range tasks {
+			t.stream.Close()
+		}
+		l.cl.EndStep(ctx, l.job, st.ID, api.StepEnd{State: api.StateFailed, ExitCode: 1})
+		return err
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			for _, t := range tasks {
+				t.stream.Signal(api.SignalName(int(sig.(syscall.Signal))))
+			}
+		}
+	}()
+	codes := make([]int, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = l.relay(t)
+		}()
+	}
+	wg.Wait()
+	worst := 0
+	for _, c := range codes {
+		worst = max(worst, c)
+	}
+	end := api.StepEnd{State: api.StateCompleted}
+	if worst != 0 {
+		end = api.StepEnd{State: api.StateFailed, ExitCode: min(worst, 255)}
+	}
+	if err := l.cl.EndStep(ctx, l.job, st.ID, end); err != nil {
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Status != 409 { // 409: cancelled meanwhile
+			fmt.Fprintf(l.env.stderr, "srun: step %s: its end was not recorded: %v\n", st.Ref(), err)
+		}
+	}
+	if worst != 0 {
+		return exitStatus(worst)
+	}
+	return nil
+}
+
+// start runs every task of step st on its node.
+func (l *launcher) start(ctx context.Context, st *api.Step) ([]task, error) {
+	where := api.TaskNodes(st.Tasks, l.cyclic)
+	local := make([]int, len(st.Tasks))
+	var tasks []task
+	for rank, node := range where {
+		req := api.ExecRequest{Argv: l.argv, Dir: l.dir, Env: l.taskEnv(st, rank, local[node], node)}
+		s, err := l.cl.ExecTask(ctx, l.job, st.Nodes[node], st.ID, req)
+		if err != nil {
+			return tasks, fmt.Errorf("srun: step %s: task %d on node %s: %w", st.Ref(), rank, st.Nodes[node], err)
+		}
+		s.CloseStdin()
+		tasks = append(tasks, task{rank: rank, local: local[node], node: node, stream: s})
+		local[node]++
+	}
+	return tasks, nil
+}
+
+// taskEnv is what task rank, the local-th on the step's node index node,
+// gets on top of the job's environment.
+func (l *launcher) taskEnv(st *api.Step, rank, local, node int) []string {
+	itoa := strconv.Itoa
+	vars := [][2]string{
+		{"STEP_ID", itoa(st.ID)}, {"STEPID", itoa(st.ID)}, {"PROCID", itoa(rank)}, {"LOCALID", itoa(local)},
+		{"NODEID", itoa(node)}, {"STEP_NODELIST", hostlist.Compress(st.Nodes)}, {"STEP_NUM_NODES", itoa(len(st.Nodes))},
+		{"STEP_NUM_TASKS", itoa(st.NTasks)}, {"STEP_TASKS_PER_NODE", api.TasksPerNodeText(st.Tasks)},
+		{"NTASKS", itoa(st.NTasks)}, {"NPROCS", itoa(st.NTasks)}, {"NNODES", itoa(len(st.Nodes))},
+		{"TASKS_PER_NODE", api.TasksPerNodeText(st.Tasks)},
+	}
+	env := make([]string, 0, 2*len(vars))
+	for _, v := range vars {
+		env = append(env, "SLURM_"+v[0]+"="+v[1], "CORRAL_"+v[0]+"="+v[1])
+	}
+	return env
+}
+
+// relay copies task t's output here, a line at a time (labelled under
+// --label), and returns its exit status: its code, or 128+N when signal N
+// killed it.
+func (l *launcher) relay(t task) int {
+	defer t.stream.Close()
+	var out, errb bytes.Buffer
+	for {
+		typ, p, err := t.stream.Next()
+		if err != nil {
+			l.flush(t.rank, l.env.stdout, &out, true)
+			l.flush(t.rank, l.env.stderr, &errb, true)
+			fmt.Fprintf(l.env.stderr, "srun: task %d: its stream broke: %v\n", t.rank, err)
+			return 1
+		}
+		switch typ {
+		case api.StreamStdout:
+			out.Write(p)
+			l.flush(t.rank, l.env.stdout, &out, false)
+		case api.StreamStderr:
+			errb.Write(p)
+			l.flush(t.rank, l.env.stderr, &errb, false)
+		case api.StreamExit:
+			l.flush(t.rank, l.env.stdout, &out, true)
+			l.flush(t.rank, l.env.stderr, &errb, true)
+			var x api.ExecExit
+			if err := json.Unmarshal(p, &x); err != nil || x.Error != "" {
+				fmt.Fprintf(l.env.stderr, "srun: task %d: %s\n", t.rank, orString(x.Error, fmt.Sprint(err)))
+				return 1
+			}
+			if x.Signal > 0 {
+				return 128 + x.Signal
+			}
+			return x.Code
+		}
+	}
+}
+
+// flush writes buf's whole lines to w (its rest too, when all), under the
+// launcher's lock so that lines of tasks never mix.
+func (l *launcher) flush(rank int, w io.Writer, buf *bytes.Buffer, all bool) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	for {
+		line, err := buf.ReadBytes('\n')
+		if err != nil { // no newline: keep the rest for later
+			if all && len(line) > 0 {
+				l.write(rank, w, append(line, '\n'))
+			} else if len(line) > 0 {
+				buf.Write(line)
+			}
+			return
+		}
+		l.write(rank, w, line)
+	}
+}
+
+func (l *launcher) write(rank int, w io.Writer, line []byte) {
+	if l.label {
+		fmt.Fprintf(w, "%d: ", rank)
+	}
+	w.Write(line)
+}

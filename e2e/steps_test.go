@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"corral/api"
+)
+
+// TestStepsInABatchJob runs srun inside a batch script on a process-runner
+// node: a step of three tasks with --label, then one whose tasks exit with
+// their rank (srun exits with the worst), then one scancel cancels
+// (JOB.STEP) while squeue -s lists it. The steps reach the controllers
+// through the node daemon's forwarder, as every srun inside a job does.
+func TestStepsInABatchJob(t *testing.T) {
+	c := oneNodeCluster(t, "n1", "--cpus", "4")
+	dir := t.TempDir()
+	srun := filepath.Join(dir, "srun")
+	if err := os.Symlink(corralBin, srun); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "third-started")
+	script := "#!/bin/sh\n" +
+		srun + " -n 3 --label sh -c 'echo task $SLURM_PROCID of $SLURM_NTASKS step $SLURM_STEP_ID local $SLURM_LOCALID on $SLURMD_NODENAME'\n" +
+		srun + " -n 2 sh -c 'exit $SLURM_PROCID'\necho second=$?\n" +
+		srun + " sh -c 'touch " + marker + "; exec sleep 300'\necho third=$?\n"
+	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := submitParsable(t, c.addr, dir, "-n", "3", "-o", "out.txt", "job.sh")
+	eventually(t, 60*time.Second, func() string {
+		if _, err := os.Stat(marker); err != nil {
+			return "the third step has not started"
+		}
+		return ""
+	})
+	ref := strings.TrimSpace(strings.Fields(mustCLI(t, corralBin, c.addr, dir, "queue", "-s", "-h"))[0])
+	if want := strconv.FormatUint(id, 10) + ".2"; ref != want {
+		t.Fatalf("squeue -s shows step %q, want %s", ref, want)
+	}
+	mustCLI(t, corralBin, c.addr, dir, "cancel", ref)
+	j := waitJob(t, c.client(t), id, api.StateCompleted, 60*time.Second)
+	out, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, want := range []string{
+		"0: task 0 of 3 step 0 local 0 on n1", "1: task 1 of 3 step 0 local 1 on n1", "2: task 2 of 3 step 0 local 2 on n1",
+		"second=1",
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the job's output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(string(out), "third=") || strings.Contains(string(out), "third=0") {
+		t.Errorf("the cancelled step's srun should exit non-zero:\n%s", out)
+	}
+	if j.State != api.StateCompleted {
+		t.Errorf("job %d ended %s: %s", id, j.State, j.Message)
+	}
+	steps, err := c.client(t).Steps(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 3 || steps[0].State != api.StateCompleted || steps[1].State != api.StateFailed || steps[1].ExitCode != 1 ||
+		steps[2].State != api.StateCancelled || steps[0].NTasks != 3 {
+		t.Errorf("steps: %+v", steps)
+	}
+}
