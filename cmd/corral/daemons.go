@@ -440,7 +440,7 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
-		StepListen: stepListen(o.get("step-listen"), o.get("runner")),
+		StepListen:    stepListen(o.get("step-listen"), o.get("runner")),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
 	}
 	if cfg.HealthInterval, err = parseDuration("health-interval", o.get("health-interval"), 5*time.Minute); err != nil {
