@@ -118,6 +118,15 @@ const (
 	ReasonInvalidJob Reason = "InvalidJob"
 	// ReasonPartitionInactive: the job's partition is INACTIVE.
 	ReasonPartitionInactive Reason = "PartitionInactive"
+	// ReasonReservation: the job waits for its reservation's window to
+	// open, or for room inside it.
+	ReasonReservation Reason = "Reservation"
+	// ReasonReservationDeleted: the reservation the job names was deleted
+	// (or ended); it cannot start until it names another (or none).
+	ReasonReservationDeleted Reason = "ReservationDeleted"
+	// ReasonReservedForMaint: the only nodes that could hold the job now
+	// are in a maintenance reservation it would overlap.
+	ReasonReservedForMaint Reason = "ReqNodeNotAvail, Reserved for maintenance"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by
@@ -281,6 +290,10 @@ type JobSpec struct {
 	// runner shares the host's files over virtiofs, which QEMU cannot
 	// migrate, instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation): only inside it, on its nodes and within its
+	// window.
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // NodeRange returns the fewest and the most nodes the job may run on.
@@ -376,7 +389,10 @@ type Job struct {
 	// request, its partition's share and its node's runner; never stored.
 	Migratable       string `json:"migratable,omitempty"`
 	MigrationBlocker string `json:"migration_blocker,omitempty"`
-	Restarts         int    `json:"restarts,omitempty"`
+	// Migrations are the job's live migrations, oldest first: each one's
+	// nodes, phase and figures (only `corral show job` reads them).
+	Migrations []Migration `json:"migrations,omitempty"`
+	Restarts   int         `json:"restarts,omitempty"`
 	// StartIndex is the Raft index of the plan that started the job; the
 	// node daemon uses it to tell a new run of a requeued job from an old one.
 	StartIndex uint64 `json:"start_index,omitempty"`

@@ -255,7 +255,20 @@ func checkWorkDir(dir string) error {
 // job with a message that says so. Every runner opens outputs through it,
 // so the message is the same whatever runs the job.
 func OpenOutputFile(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	return openOutput(p, os.O_TRUNC)
+}
+
+// AppendOutputFile opens one of a job's output files for appending,
+// creating it when missing but never truncating it: the destination of a
+// live migration carries on the file the source wrote, so that the job's
+// output ends up once, in order. It is called as the job's user, as
+// OpenOutputFile is, and fails with the same messages.
+func AppendOutputFile(p string) (*os.File, error) {
+	return openOutput(p, os.O_APPEND)
+}
+
+func openOutput(p string, mode int) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|mode, 0o666)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

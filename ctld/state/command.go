@@ -39,7 +39,13 @@ const (
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
 	CmdRequeueJobs    CommandType = 27
-	// 28–45 are other features' commands.
+	// 28 to 34 belong to live migration and checkpoints (migrations.go).
+	CmdMigrateJobs      CommandType = 28
+	CmdMigrationReports CommandType = 29
+	CmdExpireMigrations CommandType = 30
+	CmdCancelMigrations CommandType = 31
+	// 32 to 45 belong to other features (35, 36: reservations.go); 46 to 49
+	// to multi-node jobs and steps.
 	CmdSetNodeFeatures CommandType = 46
 	CmdSteps           CommandType = 47
 )

@@ -231,15 +231,15 @@ func TestGoldenGang(t *testing.T) {
 	for i, c := range goldenCommands() {
 		r.Apply(entry(t, uint64(i+1), c.t, c.p))
 	}
-	run := r.s.RunAllocs(r.s.Jobs[90])
+	run := r.s.RunAllocs(r.s.Jobs[190])
 	if len(run) != 2 || run[0].Node != "f1" || run[1].Node != "f2" || run[1].Placement == nil {
-		t.Fatalf("job 90's run: %d allocations", len(run))
+		t.Fatalf("job 190's run: %d allocations", len(run))
 	}
-	if j := r.s.Jobs[90]; j.State != api.StateCompleting || run[0].Desired != AllocStop || run[0].StopAs != api.StateNodeFail {
+	if j := r.s.Jobs[190]; j.State != api.StateCompleting || run[0].Desired != AllocStop || run[0].StopAs != api.StateNodeFail {
 		t.Errorf("after f2 was lost: job %s, f1's allocation desired %s as %s", j.State, run[0].Desired, run[0].StopAs)
 	}
-	if j := r.s.Jobs[95]; j.Step(0) == nil || j.Step(0).State != api.StateFailed || j.Step(1) == nil || j.Step(1).State != api.StateCancelled {
-		t.Errorf("job 95's steps: %+v", j.Steps)
+	if j := r.s.Jobs[195]; j.Step(0) == nil || j.Step(0).State != api.StateFailed || j.Step(1) == nil || j.Step(1).State != api.StateCancelled {
+		t.Errorf("job 195's steps: %+v", j.Steps)
 	}
 }
 

@@ -267,13 +267,64 @@ func goldenCommands() []struct {
 		// The health check drains node k1 and, passing, resumes it.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
+		// Live migration: its settings; two vm nodes that can migrate; job
+		// 80 moved from w1 to w2 (requested, placed with a placement,
+		// reported through the switch, its source released); job 81's
+		// drain migration, placed by a pass, failing at the destination;
+		// job 82's request cancelled; job 81's second one timing out.
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MigrationDowntime", "30ms"}, {"MigrationBandwidth", "1024"}, {"MigrationMaxTime", "60"}}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "w1", CPUs: 4, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w1", APIAddr: "https://w1:7100", Accel: "tcg", Migrate: true}}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "w2", CPUs: 4, MemMB: 8192, Runner: "vm",
+			BootID: "boot-w2", APIAddr: "https://w2:7100", Accel: "tcg", Migrate: true, Inventory: goldenInventory()}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{simple("mv"), simple("dr"), simple("late")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17 * time.Hour), Starts: []PlanStart{{JobID: 80, Node: "w1", CPUs: 1, MemMB: 256},
+			{JobID: 81, Node: "w1", CPUs: 1, MemMB: 256}, {JobID: 82, Node: "w1", CPUs: 1, MemMB: 256}}}},
+		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17 * time.Hour), Requests: []MigrateRequest{{Job: 80, To: "w2", By: "alice", Token: "gt-80"},
+			{Job: 82, Token: "gt-82"}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17*time.Hour + time.Second), Migrations: []PlanMigration{
+			{JobID: 80, From: "w1", To: "w2", Migration: 1, CPUs: 1, MemMB: 256,
+				Placement: &api.Placement{CPUs: []int{0}, NUMANodes: []int{0}, Mem: []api.NodeAmount{{Node: 0, MB: 256}}, Score: 100}},
+			{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81", CPUs: 1, MemMB: 256, OverheadMB: 64}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 2*time.Second), Node: "w2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 12, Event: "prepared"}, {Migration: 3, Alloc: 13, Event: "prepared"}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 3*time.Second), Node: "w1", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 9, Event: "streaming"}, {Migration: 1, Alloc: 9, Event: "sent", TotalMS: 150, StopMS: 6, Bytes: 1 << 24}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 4*time.Second), Node: "w2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 12, Event: "loaded"}, {Migration: 1, Alloc: 12, Event: "resumed", SwitchMS: 11},
+			{Migration: 3, Alloc: 13, Event: "failed", Message: "QEMU could not load the job's state"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(17*time.Hour + 5*time.Second), Node: "w1", BootID: "boot-w1", Reports: []api.JobReport{
+			{Alloc: 9, JobID: 80, StartIndex: 85, State: api.StateCancelled, Signal: 9}}}},
+		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17*time.Hour + 6*time.Second), Requests: []MigrateRequest{{Job: 81, Token: "gt-81b", By: "bob"}}}},
+		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(17*time.Hour + 7*time.Second), Jobs: []uint64{82}, By: "alice"}},
+		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(17*time.Hour + 2*time.Minute)}},
+		// Advance reservations: a consumable capacity block of node g1
+		// (2 CPUs, a GPU) for alice outside account chem, repeating
+		// daily; a maintenance window of node k1; a job that names the
+		// first; the second deleted and the first expired.
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "root", Reservation: api.Reservation{
+			Name: "golden_cap", StartTime: t0.Add(20 * time.Hour), EndTime: t0.Add(21 * time.Hour), Nodes: []string{"g1"},
+			Partition: "batch", Users: []string{"alice"}, NotAccounts: []string{"chem"},
+			Flags: []api.ResvFlag{api.ResvPurgeComp, api.ResvDaily, api.ResvIgnoreJobs, api.ResvFlex, api.ResvSpecNodes},
+			CPUs:  2, GPUs: 1, PurgeAfter: 300, Started: 1,
+			Parts: []api.ResvPart{{Node: "g1", CPUs: 2, MemMB: 1024, GPUs: 1, UsedCPUs: 1, UsedGPUs: 1}}}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "oscar", Reservation: api.Reservation{
+			Name: "golden_maint", StartTime: t0.Add(19 * time.Hour), EndTime: t0.Add(20 * time.Hour), Nodes: []string{"k1"},
+			NotUsers: []string{"bob"}, Accounts: []string{"geo"}, Flags: []api.ResvFlag{api.ResvMaint, api.ResvOverlap, api.ResvWeekly, api.ResvIgnoreJobs}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+			j := simple("reserved")
+			j.Reservation = "golden_cap"
+			return j
+		}()}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
+		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
 		// Multi-node requests and node features: a node reporting its
 		// features, a job asking for nodes by range, list and feature,
 		// an operator's features in place of the node's, then the node's
 		// again.
-		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "f1", CPUs: 4, MemMB: 4096,
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(27 * time.Hour), Info: api.NodeInfo{Name: "f1", CPUs: 4, MemMB: 4096,
 			Runner: "process", BootID: "boot-f", Features: []string{"intel", "ib"}}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(27 * time.Hour), FirstID: 180, Jobs: []JobSpec{func() JobSpec {
 			j := simple("wide")
 			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode = 2, 4, 0, 2
 			j.Exclusive, j.NodeList, j.Exclude, j.Constraint = true, "f1", "k1", "intel&[r1|r2]"
@@ -284,23 +335,23 @@ func goldenCommands() []struct {
 		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Reset: true, By: "oscar"}},
 		// A two-node job started whole (rank 0 on f1, rank 1 on f2), then
 		// f2 lost: f1 is told to stop the run, as NODE_FAIL.
-		{CmdRegisterNode, &RegisterNode{Now: t0.Add(18 * time.Hour), Info: api.NodeInfo{Name: "f2", CPUs: 4, MemMB: 8192,
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(28 * time.Hour), Info: api.NodeInfo{Name: "f2", CPUs: 4, MemMB: 8192,
 			Runner: "vm", BootID: "boot-f2", Inventory: goldenInventory(), OverheadMB: 16}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(28 * time.Hour), FirstID: 190, Jobs: []JobSpec{func() JobSpec {
 			j := simple("gang")
 			j.Nodes, j.NTasks = 2, 2
 			return j
 		}()}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second), Starts: []PlanStart{{JobID: 90, Node: "f1", CPUs: 1, MemMB: 256,
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(28*time.Hour + time.Second), Starts: []PlanStart{{JobID: 190, Node: "f1", CPUs: 1, MemMB: 256,
 			Parts: []PlanPart{{Node: "f2", CPUs: 1, MemMB: 256, OverheadMB: 16,
 				Placement: &api.Placement{CPUs: []int{1}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 90}}}}}}},
-		{CmdNodeDown, &NodeDown{Now: t0.Add(19 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(29 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
 		// A job's steps: one begun on f3 and ended, one begun and
 		// cancelled.
-		{CmdRegisterNode, &RegisterNode{Now: t0.Add(20 * time.Hour), Info: api.NodeInfo{Name: "f3", CPUs: 2, MemMB: 2048,
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(30 * time.Hour), Info: api.NodeInfo{Name: "f3", CPUs: 2, MemMB: 2048,
 			Runner: "process", BootID: "boot-f3"}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(20 * time.Hour), FirstID: 95, Jobs: []JobSpec{simple("steps")}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 95, Node: "f3", CPUs: 1, MemMB: 256}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(30 * time.Hour), FirstID: 195, Jobs: []JobSpec{simple("steps")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(30 * time.Hour), Starts: []PlanStart{{JobID: 195, Node: "f3", CPUs: 1, MemMB: 256}}}},
 	}
 	// The run just started is at the index of the entry above.
 	run := uint64(len(cmds))
@@ -308,11 +359,11 @@ func goldenCommands() []struct {
 		t CommandType
 		p any
 	}{
-		{CmdSteps, &Steps{Now: t0.Add(20*time.Hour + time.Second), Begin: []StepBegin{
-			{Job: 95, Run: run, Name: "hostname", Nodes: []string{"f3"}, NTasks: 2, CPUsPerTask: 1},
-			{Job: 95, Run: run, Name: "sleep", Nodes: []string{"f3"}, NTasks: 1}}}},
-		{CmdSteps, &Steps{Now: t0.Add(20*time.Hour + time.Minute), End: []StepEnd{{Job: 95, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
-			Cancel: []StepEnd{{Job: 95, Step: 1, Signal: 9}}, By: "alice"}},
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Second), Begin: []StepBegin{
+			{Job: 195, Run: run, Name: "hostname", Nodes: []string{"f3"}, NTasks: 2, CPUsPerTask: 1},
+			{Job: 195, Run: run, Name: "sleep", Nodes: []string{"f3"}, NTasks: 1}}}},
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Minute), End: []StepEnd{{Job: 195, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
+			Cancel: []StepEnd{{Job: 195, Step: 1, Signal: 9}}, By: "alice"}},
 	}...)
 }
 

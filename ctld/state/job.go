@@ -77,6 +77,9 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation).
+	Reservation string `json:"reservation,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
@@ -254,6 +257,10 @@ type Job struct {
 	// Allocs are the job's allocations, oldest first: the active ones and
 	// those of its earlier runs (kept until the job is purged).
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Migrations are the job's live migrations, oldest first (their
+	// records are in State.Migrations until the job is purged); the last
+	// one is under way while it is live.
+	Migrations []uint64 `json:"migrations,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -170,6 +170,10 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	if !r.State.Terminal() {
 		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
 	}
+	if a.Leaving {
+		s.endLeaving(j, a, r.State, r.Message, now, index)
+		return true
+	}
 	final := r.State
 	decides := a.Desired != AllocStop
 	switch {
@@ -181,17 +185,25 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
-	if decides {
+	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
+	if decides && j.Spec.MultiNode() {
 		s.stopRun(j, final, index)
 	}
 	s.finishRun(j, final, now)
-	if j.State != api.StatePending {
+	switch {
+	case j.State == api.StatePending:
+	case j.Spec.MultiNode():
 		// The batch script's node says how the job ended; another node's
 		// report says why only when its end ended the job.
 		if a.Rank == 0 {
 			j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		}
 		if r.Message != "" && (a.Rank == 0 || decides) {
+			j.Message = r.Message
+		}
+	case !j.State.Active():
+		j.ExitCode, j.Signal = r.ExitCode, r.Signal
+		if r.Message != "" {
 			j.Message = r.Message
 		}
 	}
