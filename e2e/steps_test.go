@@ -73,3 +73,35 @@ func TestStepsInABatchJob(t *testing.T) {
 		t.Errorf("steps: %+v", steps)
 	}
 }
+
+// stepsInJob runs two steps in a job of user's (in dir, on node, whatever
+// runs it): srun, a copy of the CLI in the job's submit directory (which
+// every runner shares with the job), launches each step's two tasks
+// through its node's step forwarder; the labelled output lands in the
+// job's output file, and srun exits with the worst task's status.
+func stepsInJob(t *testing.T, c *cluster, dir, user, node string) {
+	bin, err := os.ReadFile(corralBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "srun"), string(bin))
+	os.Chmod(filepath.Join(dir, "srun"), 0o755)
+	writeFile(t, filepath.Join(dir, "steps.sh"), "#!/bin/sh\n"+
+		"./srun -n 2 --label sh -c 'echo step $SLURM_STEP_ID task $SLURM_PROCID on $SLURMD_NODENAME'\n"+
+		"./srun -n 2 sh -c 'exit $((SLURM_PROCID + 3))'\necho worst=$?\n")
+	out, err := cliAs(t, c.addr, dir, user, "submit", "--parsable", "-n", "2", "--mem=256M", "-o", "steps.out", "steps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		t.Fatalf("submit printed %q", out)
+	}
+	waitJob(t, c.client(t), id, api.StateCompleted, 180*time.Second)
+	got := readFile(t, filepath.Join(dir, "steps.out"))
+	for _, want := range []string{"0: step 0 task 0 on " + node + "\n", "1: step 0 task 1 on " + node + "\n", "worst=4\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the job's output lacks %q:\n%s", want, got)
+		}
+	}
+}

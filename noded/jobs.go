@@ -331,6 +331,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
+	d.serveGuestSteps(lj)
 	d.recordSession(lj)
 	d.ensureKeeper()
 	if lj.rec.Kill != nil {

@@ -41,9 +41,10 @@ const (
 )
 
 // listenSteps starts the step forwarder on loopback, on the port an
-// earlier daemon used when it is free.
+// earlier daemon used when it is free; a runner whose guests reach the
+// node at an address of their own (GuestSteps) needs no loopback one.
 func (d *Daemon) listenSteps(ctx context.Context) error {
-	if d.cfg.StepListen == "" || d.cfg.Client == nil {
+	if d.cfg.Client == nil {
 		return nil
 	}
 	key, err := loadStepKey(filepath.Join(d.cfg.DataDir, "step.key"))
@@ -51,6 +52,13 @@ func (d *Daemon) listenSteps(ctx context.Context) error {
 		return fmt.Errorf("noded: the step forwarder's key: %w", err)
 	}
 	d.stepKey = key
+	if g, ok := d.runner.(GuestSteps); ok {
+		d.stepAddr = g.GuestStepURL()
+		return nil
+	}
+	if d.cfg.StepListen == "" {
+		return nil
+	}
 	addrFile := filepath.Join(d.cfg.DataDir, "step.addr")
 	want := d.cfg.StepListen
 	if old, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(want, ":0") {
@@ -118,7 +126,9 @@ func (d *Daemon) stepEnv(k jobKey) []string {
 	return []string{stepAddrEnv + "=" + d.stepAddr, stepTokenEnv + "=" + d.stepToken(k)}
 }
 
-// forwardStep checks a request from inside a job and forwards it.
+// forwardStep checks a request from inside a job on the loopback
+// forwarder, where its token says which run it comes from, and forwards
+// it.
 func (d *Daemon) forwardStep(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	k, ok := d.runOfToken(token)
@@ -130,12 +140,51 @@ func (d *Daemon) forwardStep(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, refuse(http.StatusUnauthorized, "node %s: no run of this node goes with the step token (%s); srun works inside a running job", d.cfg.Name, stepTokenEnv))
 		return
 	}
-	if err := stepRoute(r, k.ID); err != nil {
+	d.forwardJob(w, r, run)
+}
+
+// forwardJob forwards a request of job run's to the controllers, if it is
+// one of its step routes.
+func (d *Daemon) forwardJob(w http.ResponseWriter, r *http.Request, run *liveRun) {
+	if err := stepRoute(r, run.job.ID); err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	id := strconv.FormatUint(k.ID, 10)
+	id := strconv.FormatUint(run.job.ID, 10)
 	d.cfg.Client.Forward(w, r, http.Header{api.JobHeader: {id}, api.UserHeader: {run.job.Spec.User}})
+}
+
+// serveGuestSteps serves run lj's step requests where its guest reaches
+// the node, when its handle opens such a listener (StepServer): only that
+// guest reaches it, so the listener names the job. It stops with the run.
+func (d *Daemon) serveGuestSteps(lj *localJob) {
+	ss, ok := lj.handle.(StepServer)
+	if !ok || d.cfg.Client == nil {
+		return
+	}
+	ln, err := ss.ListenSteps()
+	if err != nil {
+		d.log.Warn("the job's guest cannot reach its step forwarder; srun will fail in it", "job", lj.key.ID, "err", err)
+		return
+	}
+	id, h := lj.key.ID, lj.handle
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var run *liveRun
+			if runs := d.runs.Load(); runs != nil {
+				run = (*runs)[id]
+			}
+			if run == nil {
+				writeAPIError(w, refuse(http.StatusConflict, "job %d does not run on node %s", id, d.cfg.Name))
+				return
+			}
+			d.forwardJob(w, r, run)
+		})}
+	go srv.Serve(ln)
+	go func() {
+		h.Wait()
+		srv.Close()
+	}()
 }
 
 // stepRoute says why a job's request may not go through the forwarder:
