@@ -370,3 +370,18 @@ func checkScript(text, path string) error {
 	}
 	return nil
 }
+
+// SplitCommand splits a command line of sbatch options followed by a
+// command and its arguments (salloc's and srun's form) into the options
+// and the command; an option the grammar does not know is an error.
+func SplitCommand(args []string) (options, command []string, err error) {
+	p, err := cliParser.Parse(args)
+	if err != nil {
+		return nil, nil, grammarError(err)
+	}
+	n := len(args) - len(p.Args)
+	if n > 0 && args[n-1] == "--" {
+		return args[: n-1 : n-1], p.Args, nil
+	}
+	return args[:n:n], p.Args, nil
+}

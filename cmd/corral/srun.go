@@ -44,7 +44,25 @@ var srunOptions = []getopt.Option{
 	valued('J', "job-name", "NAME", "the step's name (default: the command's)"),
 	valued('m', "distribution", "block|cyclic", "how tasks are laid out over the step's nodes (default: the job's, block)"),
 	valued(0, "mpi", "none", "MPI plug-in: none (PMI-2 is not offered yet)"),
+	// Outside a job srun gets an allocation first, with these of sbatch's
+	// options too.
+	valued('t', "time", "TIME", "outside a job: the allocation's time limit"),
+	valued('p', "partition", "PARTITION", "outside a job: the allocation's partition"),
+	valued(0, "mem", "SIZE", "outside a job: memory on each node of the allocation"),
+	valued(0, "mem-per-cpu", "SIZE", "outside a job: memory per CPU of the allocation"),
+	valued('A', "account", "ACCOUNT", "outside a job: the account to charge"),
+	valued('q', "qos", "QOS", "outside a job: the allocation's QoS"),
+	valued('w', "nodelist", "HOSTLIST", "outside a job: nodes the allocation must include"),
+	valued('x', "exclude", "HOSTLIST", "outside a job: nodes the allocation must not use"),
+	valued('C', "constraint", "LIST", "outside a job: node features the allocation needs"),
+	flag(0, "exclusive", "outside a job: whole nodes"),
+	valued(0, "gres", "LIST", "outside a job: generic resources on each node"),
 }
+
+// allocationOptions are srun's options that shape an allocation, passed to
+// it as sbatch takes them.
+var allocationOptions = []string{"ntasks", "nodes", "ntasks-per-node", "cpus-per-task", "time", "partition", "mem", "mem-per-cpu",
+	"account", "qos", "nodelist", "exclude", "constraint", "gres"}
 
 func runSrun(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "srun", getopt.StopAtNonOption, args, srunOptions...)
@@ -61,17 +79,6 @@ func runSrun(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return execInto(ctx, env, id, api.ExecRequest{Argv: o.args, Dir: o.get("chdir"), TTY: o.has("pty")})
 	}
-	jobText := o.get("jobid")
-	if jobText == "" {
-		jobText = firstEnv(env, "SLURM_JOB_ID", "CORRAL_JOB_ID")
-	}
-	if jobText == "" {
-		return fmt.Errorf("srun: run it inside a job (a batch script, or salloc), or name a running job with --jobid=JOB; submit batch work with sbatch")
-	}
-	id, err := parseOneJobID(jobText)
-	if err != nil {
-		return fmt.Errorf("srun: job %q: %w", jobText, err)
-	}
 	req, err := stepRequest(o)
 	if err != nil {
 		return err
@@ -79,13 +86,45 @@ func runSrun(ctx context.Context, env *cliEnv, args []string) error {
 	if m := o.get("mpi"); m != "" && m != "none" {
 		return fmt.Errorf("srun: --mpi=%s: corral offers no MPI plug-in yet (use --mpi=none)", m)
 	}
-	cl, err := stepClient(env)
-	if err != nil {
+	l := &launcher{env: env, argv: o.args, label: o.has("label"), dir: o.get("chdir"), pty: o.has("pty"),
+		cyclic: strings.HasPrefix(orString(o.get("distribution"), env.getenv("SLURM_DISTRIBUTION")), "cyclic")}
+	jobText := o.get("jobid")
+	if jobText == "" {
+		jobText = firstEnv(env, "SLURM_JOB_ID", "CORRAL_JOB_ID")
+	}
+	if jobText == "" {
+		// Outside any job: an allocation for this one step, given up
+		// when it ends.
+		a, err := allocate(ctx, env, "srun", allocationArgs(o), req.Name)
+		if err != nil {
+			return err
+		}
+		defer a.release(context.WithoutCancel(ctx))
+		l.cl, l.job = a.cl, a.job.ID
+		return l.run(ctx, req)
+	}
+	if l.job, err = parseOneJobID(jobText); err != nil {
+		return fmt.Errorf("srun: job %q: %w", jobText, err)
+	}
+	if l.cl, err = stepClient(env); err != nil {
 		return err
 	}
-	l := &launcher{env: env, cl: cl, job: id, argv: o.args, label: o.has("label"), dir: o.get("chdir"),
-		cyclic: strings.HasPrefix(orString(o.get("distribution"), env.getenv("SLURM_DISTRIBUTION")), "cyclic")}
 	return l.run(ctx, req)
+}
+
+// allocationArgs are sbatch's options for the allocation srun's options
+// ask for.
+func allocationArgs(o *optSet) []string {
+	var out []string
+	for _, name := range allocationOptions {
+		for _, v := range o.all[name] {
+			out = append(out, "--"+name+"="+v)
+		}
+	}
+	if o.has("exclusive") {
+		out = append(out, "--exclusive")
+	}
+	return out
 }
 
 // stepRequest reads srun's layout options.
@@ -142,7 +181,10 @@ type launcher struct {
 	label  bool
 	cyclic bool
 	dir    string
-	outMu  sync.Mutex
+	// pty runs the step's one task on a terminal: this one, in raw mode.
+	pty   bool
+	term  *rawTerminal
+	outMu sync.Mutex
 }
 
 // task is one task of the step: its rank, its node and its stream.
@@ -160,6 +202,16 @@ func (l *launcher) run(ctx context.Context, req api.StepRequest) error {
 	if l.dir == "" {
 		l.dir, _ = os.Getwd()
 	}
+	if l.pty && st.NTasks != 1 {
+		l.cl.EndStep(ctx, l.job, st.ID, api.StepEnd{State: api.StateFailed, ExitCode: 1})
+		return fmt.Errorf("srun: --pty gives one task a terminal; this step has %d (ask for -n 1)", st.NTasks)
+	}
+	if l.pty {
+		if t, err := makeRawTerminal(os.Stdin); err == nil {
+			l.term = t
+			defer t.restore()
+		}
+	}
 	tasks, err := l.start(ctx, st)
 	if err != nil {
 		for _, t := range tasks {
@@ -169,21 +221,32 @@ func (l *launcher) run(ctx context.Context, req api.StepRequest) error {
 		return err
 	}
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
 	go func() {
 		for sig := range sigs {
+			if sig == syscall.SIGWINCH {
+				if l.term != nil {
+					tasks[0].stream.Resize(l.term.size())
+				}
+				continue
+			}
 			for _, t := range tasks {
 				t.stream.Signal(api.SignalName(int(sig.(syscall.Signal))))
 			}
 		}
 	}()
+	go l.feed(tasks)
 	codes := make([]int, len(tasks))
 	var wg sync.WaitGroup
 	for i, t := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if l.pty {
+				codes[i] = l.relayTerminal(t)
+				return
+			}
 			codes[i] = l.relay(t)
 		}()
 	}
@@ -215,11 +278,19 @@ func (l *launcher) start(ctx context.Context, st *api.Step) ([]task, error) {
 	var tasks []task
 	for rank, node := range where {
 		req := api.ExecRequest{Argv: l.argv, Dir: l.dir, Env: l.taskEnv(st, rank, local[node], node)}
+		if l.pty {
+			req.TTY = true
+			if t := l.env.getenv("TERM"); t != "" {
+				req.Env = append(req.Env, "TERM="+t)
+			}
+			if l.term != nil {
+				req.Rows, req.Cols = l.term.size()
+			}
+		}
 		s, err := l.cl.ExecTask(ctx, l.job, st.Nodes[node], st.ID, req)
 		if err != nil {
 			return tasks, fmt.Errorf("srun: step %s: task %d on node %s: %w", st.Ref(), rank, st.Nodes[node], err)
 		}
-		s.CloseStdin()
 		tasks = append(tasks, task{rank: rank, local: local[node], node: node, stream: s})
 		local[node]++
 	}
@@ -242,6 +313,42 @@ func (l *launcher) taskEnv(st *api.Step, rank, local, node int) []string {
 		env = append(env, "SLURM_"+v[0]+"="+v[1], "CORRAL_"+v[0]+"="+v[1])
 	}
 	return env
+}
+
+// feed copies srun's standard input to every task (Slurm's --input=all),
+// then closes theirs.
+func (l *launcher) feed(tasks []task) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := l.env.stdin.Read(buf)
+		for _, t := range tasks {
+			if n > 0 {
+				t.stream.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			for _, t := range tasks {
+				t.stream.CloseStdin()
+			}
+			return
+		}
+	}
+}
+
+// relayTerminal copies a --pty task's terminal output here as it comes
+// and returns its exit status.
+func (l *launcher) relayTerminal(t task) int {
+	defer t.stream.Close()
+	err := relayOutput(l.env, t.stream)
+	var st exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &st):
+		return int(st)
+	}
+	fmt.Fprintf(l.env.stderr, "srun: %v\n", err)
+	return 1
 }
 
 // relay copies task t's output here, a line at a time (labelled under
