@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/pmi"
 )
 
 // TestStepsInABatchJob runs srun inside a batch script on a process-runner
@@ -102,6 +104,35 @@ func stepsInJob(t *testing.T, c *cluster, dir, user, node string) {
 	for _, want := range []string{"0: step 0 task 0 on " + node + "\n", "1: step 0 task 1 on " + node + "\n", "worst=4\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the job's output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestMPIHelloInABatchJob builds an MPI hello world with the host's MPICH
+// and runs it as a step of four ranks (srun's default --mpi=pmi2): every
+// rank reports its rank and the size, so the ranks found each other
+// through srun's PMI server.
+func TestMPIHelloInABatchJob(t *testing.T) {
+	mpicc, err := exec.LookPath("mpicc")
+	if err != nil {
+		t.Skip("mpicc is not installed (scripts/install-deps.sh installs MPICH)")
+	}
+	c := oneNodeCluster(t, "n1", "--cpus", "4")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "hello.c"), pmi.HelloSource)
+	if out, err := exec.Command(mpicc, "-o", filepath.Join(dir, "hello"), filepath.Join(dir, "hello.c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v: %s", err, out)
+	}
+	if err := os.Symlink(corralBin, filepath.Join(dir, "srun")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "mpi.sh"), "#!/bin/sh\n./srun ./hello\n")
+	id := submitParsable(t, c.addr, dir, "-n", "4", "-o", "mpi.out", "mpi.sh")
+	waitJob(t, c.client(t), id, api.StateCompleted, 120*time.Second)
+	out := readFile(t, filepath.Join(dir, "mpi.out"))
+	for rank := range 4 {
+		if want := "rank " + strconv.Itoa(rank) + " of 4 on "; !strings.Contains(out, want) {
+			t.Errorf("the job's output lacks %q:\n%s", want, out)
 		}
 	}
 }

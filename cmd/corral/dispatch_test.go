@@ -132,7 +132,7 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"salloc bad option":      {argv: []string{"salloc", "--bogus", "sh"}, code: 2, stderr: []string{"salloc: error:", "--bogus"}},
 		"srun bad -n":            {argv: []string{"srun", "--jobid=3", "-n", "x", "hostname"}, code: 1, stderr: []string{"--ntasks=x: give a whole number"}},
 		"srun no command":        {argv: []string{"srun", "-n", "2"}, code: 1, stderr: []string{"give a command to run"}},
-		"srun --mpi=pmi2":        {argv: []string{"srun", "--jobid=3", "--mpi=pmi2", "true"}, code: 1, stderr: []string{"no MPI plug-in yet"}},
+		"srun --mpi=pmix":        {argv: []string{"srun", "--jobid=3", "--mpi=pmix", "true"}, code: 1, stderr: []string{"not PMIx"}},
 		"srun --help":            {argv: []string{"srun", "--help"}, stdout: []string{"usage: srun [options]", "--jobid", "--overlap", "--pty"}, emptyError: true},
 		"cp without a job":       {argv: []string{"corral", "cp", "a", "b"}, code: 1, stderr: []string{"exactly one of the two must be in a job"}},
 		"cp both in jobs":        {argv: []string{"corral", "cp", "1:a", "2:b"}, code: 1, stderr: []string{"exactly one"}},

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"corral/api"
 	"corral/internal/getopt"
 	"corral/internal/hostlist"
+	"corral/internal/pmi"
 )
 
 // srun inside a job (SLURM_JOB_ID set) launches a step: it asks the
@@ -43,7 +46,7 @@ var srunOptions = []getopt.Option{
 	flag('l', "label", "put the task id in front of every line of output"),
 	valued('J', "job-name", "NAME", "the step's name (default: the command's)"),
 	valued('m', "distribution", "block|cyclic", "how tasks are laid out over the step's nodes (default: the job's, block)"),
-	valued(0, "mpi", "none", "MPI plug-in: none (PMI-2 is not offered yet)"),
+	valued(0, "mpi", "pmi2|none", "MPI plug-in: pmi2 (the default: a PMI server for the step's tasks, PMI-2 and PMI-1 wires) or none"),
 	// Outside a job srun gets an allocation first, with these of sbatch's
 	// options too.
 	valued('t', "time", "TIME", "outside a job: the allocation's time limit"),
@@ -83,10 +86,15 @@ func runSrun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if m := o.get("mpi"); m != "" && m != "none" {
-		return fmt.Errorf("srun: --mpi=%s: corral offers no MPI plug-in yet (use --mpi=none)", m)
+	mpi := orString(o.get("mpi"), orString(env.getenv("SLURM_MPI_TYPE"), "pmi2"))
+	switch mpi {
+	case "pmi2", "none":
+	case "pmix", "pmix_v3", "pmix_v4":
+		return fmt.Errorf("srun: --mpi=%s: corral offers PMI-2 (--mpi=pmi2, which MPICH and its derivatives use), not PMIx", mpi)
+	default:
+		return fmt.Errorf("srun: --mpi=%s: use pmi2 or none", mpi)
 	}
-	l := &launcher{env: env, argv: o.args, label: o.has("label"), dir: o.get("chdir"), pty: o.has("pty"),
+	l := &launcher{env: env, argv: o.args, label: o.has("label"), dir: o.get("chdir"), pty: o.has("pty"), pmi: mpi == "pmi2",
 		cyclic: strings.HasPrefix(orString(o.get("distribution"), env.getenv("SLURM_DISTRIBUTION")), "cyclic")}
 	jobText := o.get("jobid")
 	if jobText == "" {
@@ -182,9 +190,14 @@ type launcher struct {
 	cyclic bool
 	dir    string
 	// pty runs the step's one task on a terminal: this one, in raw mode.
-	pty   bool
-	term  *rawTerminal
-	outMu sync.Mutex
+	pty bool
+	// pmi offers the step's tasks a PMI server (--mpi=pmi2), pmiServer
+	// and pmiAddr once the step has one.
+	pmi       bool
+	pmiServer *pmi.Server
+	pmiAddr   string
+	term      *rawTerminal
+	outMu     sync.Mutex
 }
 
 // task is one task of the step: its rank, its node and its stream.
@@ -212,6 +225,13 @@ func (l *launcher) run(ctx context.Context, req api.StepRequest) error {
 			defer t.restore()
 		}
 	}
+	if l.pmi {
+		if err := l.servePMI(st); err != nil {
+			l.cl.EndStep(ctx, l.job, st.ID, api.StepEnd{State: api.StateFailed, ExitCode: 1})
+			return err
+		}
+		defer l.pmiServer.Close()
+	}
 	tasks, err := l.start(ctx, st)
 	if err != nil {
 		for _, t := range tasks {
@@ -237,6 +257,18 @@ func (l *launcher) run(ctx context.Context, req api.StepRequest) error {
 		}
 	}()
 	go l.feed(tasks)
+	if l.pmiServer != nil {
+		go func() {
+			// A rank that aborts (MPI_Abort) ends the step's other tasks.
+			<-l.pmiServer.Aborted()
+			if err := l.pmiServer.Err(); err != nil && !strings.Contains(err.Error(), "closed") {
+				fmt.Fprintf(l.env.stderr, "srun: step %s: %v\n", st.Ref(), err)
+				for _, t := range tasks {
+					t.stream.Signal("KILL")
+				}
+			}
+		}()
+	}
 	codes := make([]int, len(tasks))
 	var wg sync.WaitGroup
 	for i, t := range tasks {
@@ -278,6 +310,9 @@ func (l *launcher) start(ctx context.Context, st *api.Step) ([]task, error) {
 	var tasks []task
 	for rank, node := range where {
 		req := api.ExecRequest{Argv: l.argv, Dir: l.dir, Env: l.taskEnv(st, rank, local[node], node)}
+		if l.pmiServer != nil {
+			req.Env = append(req.Env, l.pmiServer.TaskEnv(l.pmiAddr, rank)...)
+		}
 		if l.pty {
 			req.TTY = true
 			if t := l.env.getenv("TERM"); t != "" {
@@ -313,6 +348,37 @@ func (l *launcher) taskEnv(st *api.Step, rank, local, node int) []string {
 		env = append(env, "SLURM_"+v[0]+"="+v[1], "CORRAL_"+v[0]+"="+v[1])
 	}
 	return env
+}
+
+// servePMI starts the step's PMI server: on loopback when every task runs
+// on this node (srun in a batch script of a one-node job, or in its VM),
+// else on every address, named by this host's name (CORRAL_PMI_HOST
+// overrides it), which the tasks' nodes reach.
+func (l *launcher) servePMI(st *api.Step) error {
+	here := firstEnv(l.env, "SLURMD_NODENAME", "CORRAL_NODENAME")
+	local := here != "" && !slices.ContainsFunc(st.Nodes, func(n string) bool { return n != here })
+	listen, host := "127.0.0.1:0", "127.0.0.1"
+	if !local {
+		listen = ":0"
+		if host = l.env.getenv("CORRAL_PMI_HOST"); host == "" {
+			host, _ = os.Hostname()
+		}
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("srun: step %s: the PMI server cannot listen: %w", st.Ref(), err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	l.pmiServer = pmi.NewServer(st.Ref(), api.TaskNodes(st.Tasks, l.cyclic))
+	l.pmiAddr = net.JoinHostPort(host, port)
+	go func() {
+		l.pmiServer.Serve(ln)
+	}()
+	go func() {
+		<-l.pmiServer.Aborted()
+		ln.Close()
+	}()
+	return nil
 }
 
 // feed copies srun's standard input to every task (Slurm's --input=all),
