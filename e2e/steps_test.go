@@ -30,7 +30,7 @@ func TestStepsInABatchJob(t *testing.T) {
 	script := "#!/bin/sh\n" +
 		srun + " -n 3 --label sh -c 'echo task $SLURM_PROCID of $SLURM_NTASKS step $SLURM_STEP_ID local $SLURM_LOCALID on $SLURMD_NODENAME'\n" +
 		srun + " -n 2 sh -c 'exit $SLURM_PROCID'\necho second=$?\n" +
-		srun + " sh -c 'touch " + marker + "; exec sleep 300'\necho third=$?\n"
+		srun + " sh -c 'touch " + marker + "; exec sleep 300'\necho third=$?\nsleep 8\n"
 	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,31 @@ func TestStepsInABatchJob(t *testing.T) {
 	if want := strconv.FormatUint(id, 10) + ".2"; ref != want {
 		t.Fatalf("squeue -s shows step %q, want %s", ref, want)
 	}
+	// sattach JOB.STEP streams the job's output while the step runs and
+	// returns when it ends.
+	attached := make(chan string, 1)
+	go func() {
+		out, err := cli(t, c.addr, dir, "attach", ref)
+		if err != nil {
+			out = err.Error()
+		}
+		attached <- out
+	}()
+	time.Sleep(2 * time.Second)
 	mustCLI(t, corralBin, c.addr, dir, "cancel", ref)
+	select {
+	case out := <-attached:
+		if !strings.Contains(out, "second=1") {
+			t.Errorf("attach %s printed %q, want the job's output so far", ref, out)
+		}
+		// The script sleeps on after the step: attach returned for the
+		// step, not the job.
+		if j, err := c.client(t).Job(t.Context(), id, true); err != nil || j.State != api.StateRunning {
+			t.Errorf("attach %s returned when the job had ended, not its step", ref)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("attach %s still runs 30 s after its step was cancelled", ref)
+	}
 	j := waitJob(t, c.client(t), id, api.StateCompleted, 60*time.Second)
 	out, err := os.ReadFile(filepath.Join(dir, "out.txt"))
 	if err != nil {
