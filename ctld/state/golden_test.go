@@ -318,6 +318,19 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
+		// Warm starts: a partition whose VMs all boot, a --no-warm job, and
+		// a run whose VM started warm.
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "cold", Warm: api.WarmNo}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "wm1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-wm"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 100, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("booted")
+			sp.NoWarm = true
+			return sp
+		}(), simple("restored")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19*time.Hour + time.Second), Starts: []PlanStart{{JobID: 101, Node: "wm1", CPUs: 1, MemMB: 256}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + time.Minute), Node: "wm1", BootID: "boot-wm", Reports: []api.JobReport{
+			{JobID: 101, StartIndex: 103, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
 		// Multi-node requests and node features: a node reporting its
 		// features, a job asking for nodes by range, list and feature,
 		// an operator's features in place of the node's, then the node's
