@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,15 @@ func TestStepsInABatchJob(t *testing.T) {
 		steps[2].State != api.StateCancelled || steps[0].NTasks != 3 {
 		t.Errorf("steps: %+v", steps)
 	}
+	// sacct lists the steps under the job's line and its batch step's (a
+	// step scancel cancelled records no signal: 0:0).
+	want := fmt.Sprintf("%d|COMPLETED|0:0\n%d.batch|COMPLETED|0:0\n%d.0|COMPLETED|0:0\n%d.1|FAILED|1:0\n%d.2|CANCELLED|0:0\n", id, id, id, id, id)
+	eventually(t, 20*time.Second, func() string {
+		if out := mustCLI(t, corralBin, c.addr, dir, "acct", "-P", "-n", "-j", strconv.FormatUint(id, 10), "-o", "JobID,State,ExitCode"); out != want {
+			return fmt.Sprintf("sacct printed\n%s\nwant\n%s", out, want)
+		}
+		return ""
+	})
 }
 
 // stepsInJob runs two steps in a job of user's (in dir, on node, whatever

@@ -12,13 +12,15 @@ import (
 // allocation) is a step, numbered from 0 per job, with the nodes of the
 // job's run it launched tasks on and, once it ended, how. The launcher
 // (srun) proposes a step's begin and end (Steps); the controller's
-// accounting writes ended steps as records of their own (sacct's 12.0).
+// accounting writes a run's ended steps in the run's record when the run
+// ends (sacct's 12.0 lines).
 // A step belongs to one run of its job: when the run ends, every step
 // still running ends with it.
 
 // Bounds on a job's steps, so one job cannot grow the replicated state
 // without end: at most MaxActiveSteps running at once, and of the ended
-// ones the newest MaxEndedSteps kept (accounting keeps them all).
+// ones the newest MaxEndedSteps kept (and so in the run's accounting
+// record: an earlier step of a job of more steps is not accounted).
 const (
 	MaxActiveSteps = 256
 	MaxEndedSteps  = 128
