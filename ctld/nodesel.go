@@ -81,23 +81,26 @@ func partitionFeatures(part *api.Partition, s *state.State) string {
 // rather than keeping a job that would wait for ever or run on a node it
 // did not ask for.
 func refuseUnplaced(i int, sp *api.JobSpec) error {
-	what := ""
-	switch lo, hi := sp.NodeRange(); {
-	case hi > 1:
-		what = fmt.Sprintf("a job of %d nodes", max(lo, hi))
+	const pass = "the scheduler of this release places each job on one node of its choosing"
+	if lo, hi := sp.NodeRange(); hi > 1 {
+		what := fmt.Sprintf("a job of %d nodes", lo)
 		if hi > lo {
 			what = fmt.Sprintf("a job of %d to %d nodes", lo, hi)
 		}
+		return refuse(i, "nodes", "%s: %s, so it cannot run %s yet; submit it on one node (-N 1, the default), where srun's steps share that node", what, pass, what)
+	}
+	opt := ""
+	switch {
 	case sp.NodeList != "":
-		what = "--nodelist"
+		opt = "--nodelist"
 	case sp.Exclude != "":
-		what = "--exclude"
+		opt = "--exclude"
 	case sp.Constraint != "":
-		what = "--constraint"
+		opt = "--constraint"
 	case sp.Exclusive:
-		what = "--exclusive"
+		opt = "--exclusive"
 	default:
 		return nil
 	}
-	return refuse(i, "nodes", "%s: the scheduler of this release places each job on one node of its choosing, so it would not honour %s; submit it without", what, what)
+	return refuse(i, "nodes", "%s: %s, so it would not honour %s; submit it without %s", opt, pass, opt, opt)
 }

@@ -40,14 +40,17 @@ func TestSubmitNodeSelection(t *testing.T) {
 		"more nodes than the partition's": {edit: func(s *api.JobSpec) { s.Nodes, s.NTasks = 2, 2 }, field: "nodes",
 			want: "Requested node configuration is not available: the job asks for 2 nodes; partition batch has 1"},
 		"a known node, not placed yet": {edit: func(s *api.JobSpec) { s.NodeList = "g1" }, field: "nodes",
-			want: "--nodelist: the scheduler of this release places each job on one node of its choosing, so it would not honour --nodelist"},
+			want: "--nodelist: the scheduler of this release places each job on one node of its choosing, so it would not honour --nodelist; submit it without --nodelist"},
 		"a known feature, not placed yet": {edit: func(s *api.JobSpec) { s.Constraint = "intel&ib" }, field: "nodes", want: "would not honour --constraint"},
 		"excluded, not placed yet":        {edit: func(s *api.JobSpec) { s.Exclude = "g1" }, field: "nodes", want: "would not honour --exclude"},
 		"exclusive, not placed yet":       {edit: func(s *api.JobSpec) { s.Exclusive = true }, field: "nodes", want: "would not honour --exclusive"},
 		"several nodes, not placed yet": {edit: func(s *api.JobSpec) {
 			s.Partition, s.Nodes, s.NodesMax, s.NTasks, s.NTasksPerNode = "later", 2, 3, 0, 1
 		},
-			field: "nodes", want: "a job of 2 to 3 nodes: the scheduler of this release places each job on one node"},
+			field: "nodes", want: "a job of 2 to 3 nodes: the scheduler of this release places each job on one node of its choosing, " +
+				"so it cannot run a job of 2 to 3 nodes yet; submit it on one node (-N 1, the default)"},
+		"two nodes, not placed yet": {edit: func(s *api.JobSpec) { s.Partition, s.Nodes, s.NTasks = "later", 2, 2 },
+			field: "nodes", want: "a job of 2 nodes: the scheduler"},
 	}
 	submitCases(t, base, tests)
 }
