@@ -146,6 +146,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		CPUs:       d.cfg.CPUs,
 		MemMB:      d.cfg.MemMB,
 		Partitions: d.cfg.Partitions,
+		Features:   d.cfg.Features,
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
 		Running:    slices.Clone(*d.running.Load()),
