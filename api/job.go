@@ -251,6 +251,11 @@ type JobSpec struct {
 	// runner shares the host's files over virtiofs, which QEMU cannot
 	// migrate, instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// MailType lists the events the job's notifications are sent for
+	// (sbatch --mail-type, canonical: see ParseMailType); MailUser is
+	// their recipient, the job's user when empty (--mail-user).
+	MailType []string `json:"mail_type,omitempty"`
+	MailUser string   `json:"mail_user,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.

@@ -124,6 +124,15 @@ type SchedConfig struct {
 	// accounting records after it ended (seconds; 0, the default, keeps
 	// them forever). Records older go with the next purge of finished jobs.
 	AccountingRetention int64 `json:"accounting_retention_s,omitempty"`
+	// MailProg is the program the leader runs for each job notification
+	// (Slurm's MailProg, invoked as PROG -s SUBJECT RECIPIENT): "" is the
+	// default, /usr/bin/mail where a controller has it, and "none" runs
+	// none. MailWebhook is a URL the leader POSTs each notification to as
+	// JSON ("" for none). MailDomain is added to a recipient without one
+	// (Slurm's MailDomain). See docs/mail.md.
+	MailProg    string `json:"mail_prog,omitempty"`
+	MailWebhook string `json:"mail_webhook,omitempty"`
+	MailDomain  string `json:"mail_domain,omitempty"`
 }
 
 // LicenseTotal returns the cluster's total of license name; 0 when it has

@@ -461,7 +461,13 @@ func validateSettings(settings [][2]string) error {
 	c.count("settings", len(settings), 64)
 	for _, kv := range settings {
 		c.text("settings", kv[0], 64)
-		c.text("settings", kv[1], 64)
+		// A mail program's path and a webhook's URL are longer than any
+		// number or name; their setters check them whole.
+		limit := 64
+		if len(kv[0]) > 4 && strings.EqualFold(kv[0][:4], "mail") {
+			limit = 4096
+		}
+		c.text("settings", kv[1], limit)
 	}
 	return c.err
 }

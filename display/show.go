@@ -286,6 +286,11 @@ func showJobFiles(k *kvWriter, j *api.Job) {
 	k.str("StdOut", stdoutOf(j))
 	k.newLine()
 	k.str("Comment", orNull(j.Spec.Comment))
+	if len(j.Spec.MailType) > 0 {
+		k.newLine()
+		k.str("MailUser", api.MailRecipient(j.Spec.MailUser, j.Spec.User, ""))
+		k.str("MailType", strings.Join(j.Spec.MailType, ","))
+	}
 	if j.Message != "" {
 		k.newLine()
 		k.str("Message", j.Message)

@@ -113,10 +113,13 @@ func TestShowJobLines(t *testing.T) {
 	migratable.Migratable = "yes"
 	pinned := runningJob()
 	pinned.Migratable, pinned.MigrationBlocker = "no", "it asked for --no-migrate: its files go over the fast share (virtiofs)"
+	mailed := pendingJob()
+	mailed.Spec.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit80}
 	lines := map[string]struct {
 		job  api.Job
 		want string
 	}{
+		"mail":                     {mailed, "   Comment=(null)\n   MailUser=bob MailType=BEGIN,END,TIME_LIMIT_80\n"},
 		"held job is not eligible": {held, "   SubmitTime=2024-03-01T09:59:00 EligibleTime=Unknown\n"},
 		"suspended time":           {susp, "   SuspendTime=2024-03-01T09:58:00 SecsSuspended=30\n"},
 		"suspended run time stops": {susp, "   RunTime=00:59:33 TimeLimit=02:00:00\n"},

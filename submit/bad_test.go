@@ -41,6 +41,10 @@ var badSubmissions = map[string]badSubmission{
 		want: "--hold takes no value", is: getopt.ErrUnexpectedValue},
 
 	// Malformed values.
+	"--mail-type unknown": {args: []string{"--mail-type=BEGIN,START", "job.sh"},
+		want: `--mail-type=BEGIN,START: unknown mail type "START"`, field: "--mail-type"},
+	"--mail-user like an option": {args: []string{"--mail-user=-oFoo", "job.sh"},
+		want: "--mail-user=-oFoo: must not start with '-'", field: "--mail-user"},
 	"--mem unit": {args: []string{"--mem=4X", "job.sh"},
 		want: `--mem=4X: unknown unit "X" (use K, M, G or T)`, exact: true, field: "--mem"},
 	"--mem-per-cpu unit": {args: []string{"--mem-per-cpu=4X", "job.sh"},

@@ -67,8 +67,6 @@ var otherOptions = []struct {
 	{0, "gres-flags", req, fateWarn, "corral places a job's GPUs on the NUMA nodes of its CPUs when it can, always"},
 	{0, "hint", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa); " + hintCPUs},
 	{'i', "input", req, fateRefuse, "the batch script's standard input is not connected to a file; redirect input inside the script"},
-	{0, "mail-type", req, fateWarn, "corral sends no mail; corral submit --wait, or polling the job, tells when it ends"},
-	{0, "mail-user", req, fateWarn, "corral sends no mail; corral submit --wait, or polling the job, tells when it ends"},
 	{0, "mcs-label", req, fateWarn, "corral has no MCS labels; tenants are walled off by account"},
 	{0, "mem-bind", req, fateWarn, "corral binds a job's memory to the NUMA nodes of its CPUs (--numa decides how strictly)"},
 	{0, "mem-per-gpu", req, fateRefuse, "use --mem or --mem-per-cpu"},

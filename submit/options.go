@@ -124,6 +124,23 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus-per-node", v, 1) }},
 	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},
 		apply: applyOpenMode},
+	{Option: getopt.Option{Long: "mail-type", Arg: req, ArgName: "TYPE,...", Help: "notify on job events: NONE, BEGIN, END, FAIL, REQUEUE, ALL, INVALID_DEPEND, TIME_LIMIT, TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50, ARRAY_TASKS (STAGE_OUT never occurs)"},
+		apply: func(b *builder, v string, _ bool) error {
+			types, err := api.ParseMailType(v)
+			if err != nil {
+				return optionError("--mail-type", v, nil, "%v", err)
+			}
+			b.spec.MailType = types
+			return nil
+		}},
+	{Option: getopt.Option{Long: "mail-user", Arg: req, ArgName: "USER", Help: "who gets the job's notifications (default: the submitting user)"},
+		apply: func(b *builder, v string, _ bool) error {
+			if why := api.MailUserProblem(v); why != "" {
+				return optionError("--mail-user", v, nil, "%s (give a user name or an address, e.g. --mail-user=alice@example.org)", why)
+			}
+			b.spec.MailUser = v
+			return nil
+		}},
 	{Option: getopt.Option{Long: "ignore-pbs", Help: "ignore #PBS lines in the script (corral reads none)"},
 		apply: func(*builder, string, bool) error { return nil }},
 	{Option: getopt.Option{Short: 'Q', Long: "quiet", Help: "print no warnings"},

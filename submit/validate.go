@@ -103,6 +103,20 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 var specChecks = []func(*api.JobSpec, time.Time) error{
 	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkMemory,
 	checkTimes, checkNice, checkGres, checkLicenses, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
+	checkMail,
+}
+
+// checkMail checks the notification request (--mail-type, --mail-user).
+func checkMail(sp *api.JobSpec, _ time.Time) error {
+	if err := api.CheckMailTypes(sp.MailType); err != nil {
+		return fieldErr("mail_type", strings.Join(sp.MailType, ","), ErrInvalid, "--mail-type: %v", err)
+	}
+	if sp.MailUser != "" {
+		if why := api.MailUserProblem(sp.MailUser); why != "" {
+			return fieldErr("mail_user", sp.MailUser, ErrInvalid, "--mail-user %s", why)
+		}
+	}
+	return nil
 }
 
 // checkWarnSignal checks the time-limit warning (--signal).

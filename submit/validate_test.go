@@ -39,6 +39,12 @@ var badSpecs = map[string]struct {
 	"nodes negative":         {func(s *api.JobSpec) { s.Nodes = -5 }, "nodes", "--nodes must be 1 (or 0, unset)"},
 	"nodes 2":                {func(s *api.JobSpec) { s.Nodes = 2 }, "nodes", "corral runs each job on one node"},
 
+	// Notifications.
+	"mail type unknown":    {func(s *api.JobSpec) { s.MailType = []string{"BEGAN"} }, "mail_type", `unknown mail type "BEGAN"`},
+	"mail type twice":      {func(s *api.JobSpec) { s.MailType = []string{"END", "END"} }, "mail_type", "given twice"},
+	"mail user option":     {func(s *api.JobSpec) { s.MailUser = "-t" }, "mail_user", "must not start with '-'"},
+	"mail user with space": {func(s *api.JobSpec) { s.MailUser = "a b@c" }, "mail_user", "may hold only letters"},
+
 	// Memory.
 	"mem negative":         {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},
 	"mem too large":        {func(s *api.JobSpec) { s.MemPerNode = 1<<40 + 1 }, "mem_per_node_mb", "1 EiB"},

@@ -39,6 +39,10 @@ const (
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
 	CmdRequeueJobs    CommandType = 27
+	// 28 to 49 are taken by other work; job notifications use 50 to 53.
+	CmdMailTimeEvents CommandType = 50
+	CmdClaimNotices   CommandType = 51
+	CmdNoticesDone    CommandType = 52
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -60,6 +60,16 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
 		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
 		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(2 * time.Hour), IDs: []uint64{1, 2}, Hold: true, By: "alice"}},
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailWebhook", "https://hooks.example/n"}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 20, Jobs: []JobSpec{func() JobSpec {
+			sp := mailSpec("mailed", api.MailBegin, api.MailTimeLimit50)
+			sp.TimeLimit = 100
+			return sp
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Starts: []PlanStart{{JobID: 20, Node: "k1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(3*time.Hour + time.Minute), Jobs: []uint64{20}}},
+		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(3*time.Hour + time.Minute), IDs: []uint64{1, 2}, By: "c1"}},
+		{CmdNoticesDone, &NoticesDone{Now: t0.Add(3*time.Hour + time.Minute), Marks: []NoticeMark{{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkMailProg}}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {

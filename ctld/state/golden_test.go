@@ -267,6 +267,22 @@ func goldenCommands() []struct {
 		// The health check drains node k1 and, passing, resumes it.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
+		// Job notifications: the mail settings, a job that asks for them,
+		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},
+			{"MailDomain", "example.org"}}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "ml1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-ml"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{func() JobSpec {
+			j := simple("mailed")
+			j.TimeLimit, j.MailUser = 600, "alice@lab.example"
+			j.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit50}
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17*time.Hour + time.Second), Starts: []PlanStart{{JobID: 80, Node: "ml1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(17*time.Hour + 301*time.Second), Jobs: []uint64{80}}},
+		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(17*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
+		{CmdNoticesDone, &NoticesDone{Now: t0.Add(17*time.Hour + 303*time.Second), Marks: []NoticeMark{
+			{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkWebhook, Failed: true}}}},
 	}
 }
 

@@ -60,6 +60,11 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// MailType lists the events the job's notifications are sent for, in
+	// api.MailTypes' order; MailUser is their recipient (the job's user
+	// when empty). See mail.go.
+	MailType []string `json:"mail_type,omitempty"`
+	MailUser string   `json:"mail_user,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
@@ -206,6 +211,9 @@ type Job struct {
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`
 	Restarts int    `json:"restarts,omitempty"`
+	// Mailed marks the notices sent at most once per run (the time-limit
+	// warnings, which a requeue clears) or once (INVALID_DEPEND).
+	Mailed uint8 `json:"mailed,omitempty"`
 
 	// Arrays: a submitted array is one record (ArrayJobID == ID) whose
 	// ArrayPending holds the tasks not started yet; each task that starts

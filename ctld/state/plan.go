@@ -249,6 +249,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 			if j.State != api.StatePending {
 				return "not pending"
 			}
+			s.noteInvalidDep(j)
 			return s.cancelJob(j, &CancelJobs{Now: c.Now, By: pc.Reason}, index)
 		})
 	}
@@ -367,6 +368,9 @@ func (s *State) planReason(r PlanReason) {
 	}
 	j := s.editJob(r.JobID)
 	j.Reason, j.EstStart, j.EstNode = r.Reason, r.Start, r.Node
+	if r.Reason == api.ReasonDependencyNeverSatisfied {
+		s.noteInvalidDep(j)
+	}
 	if r.Reason == api.ReasonInvalidJob {
 		// The scheduler cannot handle the job: hold it, so no pass
 		// tries again until someone releases it.

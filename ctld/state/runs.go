@@ -150,6 +150,7 @@ func (s *State) requeue(j *Job) {
 	}
 	j.State, j.Reason = api.StatePending, reason
 	j.Restarts++
+	j.Mailed &^= mailedTimeBits
 	j.StartTime, j.EndTime, j.EstStart, j.EstNode = time.Time{}, time.Time{}, time.Time{}, ""
 	j.ExitCode, j.Signal = 0, 0
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // command is one entry of the command table: how a type is named, how its
@@ -80,6 +81,11 @@ var commands = map[CommandType]command{
 	CmdNodeAttest:   def("NodeAttest", func(s *State, c *NodeAttest, _ uint64) any { return errOrNil(s.applyAttest(c)) }),
 	CmdUseJoinToken: def("UseJoinToken", func(s *State, c *UseJoinToken, _ uint64) any { return errOrNil(s.applyUseJoin(c)) }),
 	CmdRequeueJobs:  def("RequeueJobs", func(s *State, c *RequeueJobs, index uint64) any { return s.applyRequeue(c, index) }),
+	CmdMailTimeEvents: def("MailTimeEvents", func(s *State, c *MailTimeEvents, _ uint64) any {
+		return s.applyMailTimeEvents(c)
+	}),
+	CmdClaimNotices: def("ClaimNotices", func(s *State, c *ClaimNotices, _ uint64) any { return s.applyClaimNotices(c) }),
+	CmdNoticesDone:  def("NoticesDone", func(s *State, c *NoticesDone, _ uint64) any { return s.applyNoticesDone(c) }),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
@@ -143,9 +149,14 @@ func (s *State) Apply(index uint64, t CommandType, payload any) any {
 	if !ok {
 		panic(fmt.Sprintf("state: applying unknown command type %d", uint8(t)))
 	}
+	s.applying, s.now = true, time.Time{}
+	if st, ok := payload.(stampedAt); ok {
+		s.now = st.stamp()
+	}
 	// Index moves even when the apply panics (the controller contains
 	// that): the entry was applied, as far as it went.
 	defer func() {
+		s.applying = false
 		s.Index = index
 		s.tidyPending()
 		s.tidyNodeNames()
