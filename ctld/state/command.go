@@ -39,7 +39,7 @@ const (
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
 	CmdRequeueJobs    CommandType = 27
-	// 28 to 49 are taken by other work; job notifications use 50 to 53.
+	// Job notifications (mail.go) have the numbers from 50 to 53.
 	CmdMailTimeEvents CommandType = 50
 	CmdClaimNotices   CommandType = 51
 	CmdNoticesDone    CommandType = 52
