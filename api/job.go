@@ -27,20 +27,23 @@ const (
 	StateOutOfMemory JobState = "OUT_OF_MEMORY"
 	StateRequeued    JobState = "REQUEUED"
 	StateMigrating   JobState = "MIGRATING"
+	// StateDeadline: cancelled while pending because it could no longer
+	// end by its --deadline.
+	StateDeadline JobState = "DEADLINE"
 )
 
 // AllJobStates lists every state in display order.
 var AllJobStates = []JobState{
 	StatePending, StateRunning, StateSuspended, StateCompleting, StateCompleted,
 	StateFailed, StateCancelled, StateTimeout, StatePreempted, StateNodeFail,
-	StateOutOfMemory, StateRequeued, StateMigrating,
+	StateOutOfMemory, StateRequeued, StateMigrating, StateDeadline,
 }
 
 var shortStates = map[JobState]string{
 	StatePending: "PD", StateRunning: "R", StateSuspended: "S", StateCompleting: "CG",
 	StateCompleted: "CD", StateFailed: "F", StateCancelled: "CA", StateTimeout: "TO",
 	StatePreempted: "PR", StateNodeFail: "NF", StateOutOfMemory: "OOM", StateRequeued: "RQ",
-	StateMigrating: "MG",
+	StateMigrating: "MG", StateDeadline: "DL",
 }
 
 // Short returns squeue's compact state code (%t), e.g. "PD" or "R".
@@ -55,7 +58,7 @@ func (s JobState) Short() string {
 func (s JobState) Terminal() bool {
 	switch s {
 	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StatePreempted,
-		StateNodeFail, StateOutOfMemory:
+		StateNodeFail, StateOutOfMemory, StateDeadline:
 		return true
 	}
 	return false
@@ -118,6 +121,9 @@ const (
 	ReasonInvalidJob Reason = "InvalidJob"
 	// ReasonPartitionInactive: the job's partition is INACTIVE.
 	ReasonPartitionInactive Reason = "PartitionInactive"
+	// ReasonDeadline: the job was cancelled because it could no longer
+	// end by its --deadline (Slurm's DeadLine).
+	ReasonDeadline Reason = "DeadLine"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by
@@ -231,7 +237,10 @@ type JobSpec struct {
 	// DependencyNeverSatisfied.
 	KillOnInvalidDep bool `json:"kill_on_invalid_dep,omitempty"`
 	// Begin is the earliest start time; zero means now.
-	Begin   time.Time `json:"begin,omitempty"`
+	Begin time.Time `json:"begin,omitempty"`
+	// Deadline (sbatch --deadline) cancels the job, as DEADLINE, once it
+	// is pending and could no longer end by then; zero means none.
+	Deadline time.Time `json:"deadline,omitempty"`
 	Comment string    `json:"comment,omitempty"`
 	Nice    int       `json:"nice,omitempty"`
 

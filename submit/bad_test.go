@@ -41,6 +41,12 @@ var badSubmissions = map[string]badSubmission{
 		want: "--hold takes no value", is: getopt.ErrUnexpectedValue},
 
 	// Malformed values.
+	"--deadline passed": {args: []string{"--deadline=2020-01-01", "job.sh"},
+		want: "--deadline 2020-01-01T00:00:00Z has passed", field: "deadline"},
+	"--deadline before --begin": {args: []string{"--begin=now+2hours", "--deadline=now+1hour", "job.sh"},
+		want: "is not after --begin", field: "deadline"},
+	"--deadline form": {args: []string{"--deadline=soon", "job.sh"},
+		want: "--deadline=soon:", field: "--deadline"},
 	"--mail-type unknown": {args: []string{"--mail-type=BEGIN,START", "job.sh"},
 		want: `--mail-type=BEGIN,START: unknown mail type "START"`, field: "--mail-type"},
 	"--mail-user like an option": {args: []string{"--mail-user=-oFoo", "job.sh"},

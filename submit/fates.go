@@ -51,7 +51,6 @@ var otherOptions = []struct {
 	{0, "cores-per-socket", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by socket counts; " + hintCPUs},
 	{0, "cpu-freq", req, fateWarn, "a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set"},
 	{0, "cpus-per-gpu", req, fateRefuse, hintCPUs + " beside --gres=gpu:N"},
-	{0, "deadline", req, fateRefuse, "corral does not cancel a job that could not finish by a deadline; bound its run with --time"},
 	{0, "delay-boot", req, fateWarn, "nodes are never rebooted for a job"},
 	{'m', "distribution", req, fateRefuse, "a job runs on one node, so tasks have no distribution across nodes; corral places them by NUMA node (--numa)"},
 	{'x', "exclude", req, fateRefuse, "corral picks the node itself; " + hintPartition},

@@ -69,6 +69,15 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, _ string, _ bool) error { b.spec.Hold = true; return nil }},
 	{Option: getopt.Option{Short: 'b', Long: "begin", Arg: req, ArgName: "TIME", Help: "start no earlier than TIME, e.g. 16:00, 2024-05-01T08:00, now+1hour, tomorrow"},
 		apply: applyBegin},
+	{Option: getopt.Option{Long: "deadline", Arg: req, ArgName: "TIME", Help: "cancel the job (DEADLINE) if it could no longer end by TIME, in --begin's forms"},
+		apply: func(b *builder, v string, _ bool) error {
+			t, err := ParseDeadline(v, b.now)
+			if err != nil {
+				return err
+			}
+			b.spec.Deadline = t
+			return nil
+		}},
 	{Option: getopt.Option{Long: "comment", Arg: req, ArgName: "TEXT", Help: "free text stored with the job"},
 		apply: func(b *builder, v string, _ bool) error { b.spec.Comment = v; return nil }},
 	{Option: getopt.Option{Long: "nice", Arg: opt, ArgName: "N", Help: "lower the job's priority by N (default 100)"},

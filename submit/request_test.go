@@ -63,6 +63,7 @@ var optionCases = map[string]optionCase{
 		s.MailType, s.MailUser = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit80}, "bob@example.org"
 	}},
 	"--mail-type=NONE": {args: []string{"--mail-type=ALL", "--mail-type=NONE"}},
+	"--deadline":       {args: []string{"--deadline=now+2hours"}, spec: func(s *api.JobSpec) { s.Deadline = testNow.Add(2 * time.Hour) }},
 	"--gpus=2":         {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
 	"--gpus=h100:1":    {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},
 	"--gpus-per-task before -n": {args: []string{"--gpus-per-task=2", "-n", "3"}, spec: func(s *api.JobSpec) {

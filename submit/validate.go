@@ -397,6 +397,19 @@ func checkTimes(sp *api.JobSpec, now time.Time) error {
 				"the begin time must be after 1970 and at most 10 years ahead (before %s)", now.Add(MaxBeginAhead).Format(time.RFC3339))
 		}
 	}
+	if d := sp.Deadline; !d.IsZero() {
+		switch {
+		case !d.After(now):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline %s has passed (it is %s now): give a later time, e.g. --deadline=now+2hours", d.Format(time.RFC3339), now.Format(time.RFC3339))
+		case d.Before(time.Unix(0, 0)) || d.After(now.Add(MaxBeginAhead)):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline must be after 1970 and at most 10 years ahead (before %s)", now.Add(MaxBeginAhead).Format(time.RFC3339))
+		case !sp.Begin.IsZero() && !d.After(sp.Begin):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline %s is not after --begin %s: the job could never run", d.Format(time.RFC3339), sp.Begin.Format(time.RFC3339))
+		}
+	}
 	return nil
 }
 

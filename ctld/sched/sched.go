@@ -133,6 +133,9 @@ type Plan struct {
 	// Cancels lists jobs whose dependency can never be met and that asked
 	// to be cancelled then (--kill-on-invalid-dep=yes).
 	Cancels []uint64
+	// Deadlines lists pending jobs that could no longer end by their
+	// --deadline: they end DEADLINE.
+	Deadlines []uint64
 	// Preemptions are running jobs to cancel, requeue or suspend so that a
 	// job of a QoS allowed to preempt theirs can start; Resumes are jobs
 	// suspended by preemption whose CPUs are free again.
@@ -197,6 +200,15 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 		var r api.Reason
 		var wake time.Time
 		var prio int64
+		if !j.Spec.Deadline.IsZero() {
+			if late, at := pl.pastDeadline(j); late {
+				plan.Deadlines = append(plan.Deadlines, j.ID)
+				plan.Reasons[j.ID] = api.ReasonDeadline
+				continue
+			} else if plan.NextWake.IsZero() || at.Before(plan.NextWake) {
+				plan.NextWake = at
+			}
+		}
 		if err := contained(func() {
 			if r, wake = dp.notReady(j); r == "" {
 				prio = pp.of(j)
@@ -241,6 +253,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 		plan.Reservations = pl.reservations
 	}
 	slices.Sort(plan.Cancels)
+	slices.Sort(plan.Deadlines)
 	p.starts = plan.Starts
 	return plan
 }
@@ -289,4 +302,20 @@ type orderKey struct {
 	j    *state.Job
 	tier int
 	prio int64
+}
+
+// pastDeadline reports whether pending job j could no longer end by its
+// --deadline if it started now, as Slurm judges it: its time limit (or its
+// partition's default or maximum) from now ends after the deadline; a job
+// without any limit only once the deadline itself has passed. It also
+// returns a second past the last moment the job could still make it, when
+// the pass is to look again (NextWake).
+func (pl *placer) pastDeadline(j *state.Job) (bool, time.Time) {
+	now := time.Unix(0, pl.now)
+	limit := jobLimit(j, pl.partition(pl.partitionOf(j)))
+	if limit >= Horizon {
+		limit = 0
+	}
+	at := j.Spec.Deadline.Add(-limit)
+	return now.After(at), at.Add(time.Second)
 }

@@ -283,6 +283,15 @@ func goldenCommands() []struct {
 		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(17*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
 		{CmdNoticesDone, &NoticesDone{Now: t0.Add(17*time.Hour + 303*time.Second), Marks: []NoticeMark{
 			{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkWebhook, Failed: true}}}},
+		// A job with a --deadline it can no longer meet: the pass cancels
+		// it (DEADLINE).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+			j := simple("deadline")
+			j.TimeLimit, j.Deadline = 7200, t0.Add(19*time.Hour)
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second), Cancels: []PlanCancel{
+			{JobID: 90, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
 	}
 }
 

@@ -47,6 +47,7 @@ type JobSpec struct {
 	Hold             bool      `json:"hold,omitempty"`
 	KillOnInvalidDep bool      `json:"kill_on_invalid_dep,omitempty"`
 	Begin            time.Time `json:"begin,omitempty"`
+	Deadline         time.Time `json:"deadline,omitempty"`
 	Comment          string    `json:"comment,omitempty"`
 	Nice             int       `json:"nice,omitempty"`
 

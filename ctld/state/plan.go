@@ -41,6 +41,9 @@ type ApplyPlan struct {
 type PlanCancel struct {
 	JobID  uint64 `json:"job_id"`
 	Reason string `json:"reason"`
+	// Deadline cancels a job that could no longer end by its --deadline:
+	// it ends DEADLINE, reason DeadLine.
+	Deadline bool `json:"deadline,omitempty"`
 }
 
 // PlanStop preempts a running job for job By: cancel ends it PREEMPTED,
@@ -248,6 +251,11 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		s.planJob(pc.JobID, res, &res.Cancelled, func(j *Job) string {
 			if j.State != api.StatePending {
 				return "not pending"
+			}
+			if pc.Deadline {
+				s.stopJob(j, api.StateDeadline, c.Now, index)
+				j.Reason, j.Message = api.ReasonDeadline, "cancelled by "+pc.Reason
+				return ""
 			}
 			s.noteInvalidDep(j)
 			return s.cancelJob(j, &CancelJobs{Now: c.Now, By: pc.Reason}, index)

@@ -1,0 +1,54 @@
+package sched
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"corral/api"
+	"corral/ctld/state"
+)
+
+// TestDeadlines checks Slurm's --deadline rule: a pending job that could no
+// longer end by its deadline, started now with its time limit, is
+// cancelled (DEADLINE); one that still could waits as any job does, and the
+// pass is woken when it no longer could; a job without a limit is
+// cancelled only once its deadline has passed.
+func TestDeadlines(t *testing.T) {
+	deadline := func(d time.Duration) func(*state.Job) {
+		return func(j *state.Job) { j.Spec.Deadline = t0.Add(d) }
+	}
+	snap := at(t0).with(nodes(1).cpus(1)).
+		running("n1", time.Minute, job(9).limit(time.Hour)).
+		queue(
+			job(1).limit(2*time.Hour).with(deadline(time.Hour)),    // cannot end by it
+			job(2).limit(30*time.Minute).with(deadline(time.Hour)), // can; waits for n1
+			job(3).with(deadline(time.Minute)),                     // no limit: waits
+			job(4).with(deadline(-time.Second)).held(),             // no limit, passed, even held
+			job(5).limit(time.Hour).with(deadline(time.Hour)),      // exactly at the line: in time
+		).snapshot()
+	plan := Schedule(snap)
+	if !slices.Equal(plan.Deadlines, []uint64{1, 4}) {
+		t.Errorf("Deadlines = %v, want [1 4]", plan.Deadlines)
+	}
+	for id, want := range map[uint64]api.Reason{1: api.ReasonDeadline, 2: api.ReasonResources, 3: api.ReasonPriority, 4: api.ReasonDeadline} {
+		if got := plan.Reasons[id]; got != want {
+			t.Errorf("job %d: reason %s, want %s", id, got, want)
+		}
+	}
+	// Job 5 is late a second from now (the pass wakes then), job 3 (no
+	// limit) a minute from now, job 2 in 30 minutes.
+	if !plan.NextWake.Equal(t0.Add(time.Second)) {
+		t.Errorf("NextWake = %v, want %v", plan.NextWake, t0.Add(time.Second))
+	}
+	cmd := plan.Entry(t0, snap, 100)
+	var dl []uint64
+	for _, c := range cmd.Cancels {
+		if c.Deadline {
+			dl = append(dl, c.JobID)
+		}
+	}
+	if !slices.Equal(dl, []uint64{1, 4}) {
+		t.Errorf("the entry's deadline cancels are %v", dl)
+	}
+}
