@@ -265,7 +265,22 @@ type JobSpec struct {
 	// their recipient, the job's user when empty (--mail-user).
 	MailType []string `json:"mail_type,omitempty"`
 	MailUser string   `json:"mail_user,omitempty"`
+	// OpenMode is OpenModeAppend when the output files are appended to
+	// (sbatch --open-mode=append); "" truncates them.
+	OpenMode string `json:"open_mode,omitempty"`
+	// Input is the batch script's standard input (sbatch -i), a path
+	// pattern as Output's; "" is /dev/null.
+	Input string `json:"input,omitempty"`
+	// Rlimits are the submitting shell's soft resource limits that the
+	// job's processes get (sbatch --propagate), sorted by name.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// GetUserEnv adds the user's login environment on the node under the
+	// exported one (sbatch --get-user-env).
+	GetUserEnv bool `json:"get_user_env,omitempty"`
 }
+
+// OpenModeAppend is JobSpec.OpenMode for --open-mode=append.
+const OpenModeAppend = "append"
 
 // CPUs returns the number of CPUs the job asks for on its node.
 func (s *JobSpec) CPUs() int {

@@ -21,7 +21,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, MailType: sp.MailType, MailUser: sp.MailUser,
-		Deadline: sp.Deadline,
+		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -62,7 +62,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, MailType: sp.MailType, MailUser: sp.MailUser,
-		Deadline: sp.Deadline,
+		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 	}
 }
 

@@ -252,17 +252,28 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if err != nil {
 		return LaunchSpec{}, err
 	}
+	env := jc.env
+	if j.Spec.GetUserEnv {
+		env = withLoginEnv(env, jc.user, d.log)
+	}
+	stdin := submit.InputPath(j, d.cfg.Name)
+	if stdin != "" && !filepath.IsAbs(stdin) {
+		stdin = filepath.Join(jc.workDir, stdin)
+	}
 	return LaunchSpec{
-		Job:     j,
-		Dir:     lj.dir,
-		Env:     jc.env,
-		Stdout:  jc.stdout,
-		Stderr:  jc.stderr,
-		Script:  j.Spec.Script,
-		Args:    j.Spec.Args,
-		WorkDir: jc.workDir,
-		User:    jc.user,
-		Shares:  jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
+		Job:          j,
+		Dir:          lj.dir,
+		Env:          env,
+		Stdout:       jc.stdout,
+		Stderr:       jc.stderr,
+		AppendOutput: j.Spec.OpenMode == api.OpenModeAppend,
+		Stdin:        stdin,
+		Rlimits:      j.Spec.Rlimits,
+		Script:       j.Spec.Script,
+		Args:         j.Spec.Args,
+		WorkDir:      jc.workDir,
+		User:         jc.user,
+		Shares:       jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
 	}, nil
 }
 

@@ -131,8 +131,27 @@ var supportedOptions = []optionDef{
 		}},
 	{Option: getopt.Option{Long: "gpus-per-node", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs on the job's node: a job runs on one node, so the same as --gpus"},
 		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus-per-node", v, 1) }},
-	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},
+	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "append|truncate", Help: "how output files are opened: truncate (each run writes them anew, the default) or append"},
 		apply: applyOpenMode},
+	{Option: getopt.Option{Short: 'i', Long: "input", Arg: req, ArgName: "PATTERN", Help: "the batch script's standard input, a file (%j %x %u %N %A %a expand; default /dev/null)"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.spec.Input, "--input=in-%j.txt", v) }},
+	{Option: getopt.Option{Long: "propagate", Arg: opt, ArgName: "[LIMIT,...]", Help: "give the job this shell's soft resource limits: ALL (the default), NONE, or AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK"},
+		apply: func(b *builder, v string, _ bool) error {
+			names, err := api.ParsePropagate(v)
+			if err != nil {
+				return optionError("--propagate", v, nil, "%v", err)
+			}
+			b.propagate, b.propagateSet = names, true
+			return nil
+		}},
+	{Option: getopt.Option{Long: "get-user-env", Arg: opt, ArgName: "[TIMEOUT][S|L]", Help: "add the user's login environment on the node under the exported one"},
+		apply: func(b *builder, v string, _ bool) error {
+			if strings.Trim(strings.TrimRight(v, "SLsl"), "0123456789") != "" || len(v) > 12 {
+				return optionError("--get-user-env", v, nil, "give nothing, a timeout in seconds and/or S or L, e.g. --get-user-env=10L")
+			}
+			b.spec.GetUserEnv = true
+			return nil
+		}},
 	{Option: getopt.Option{Long: "mail-type", Arg: req, ArgName: "TYPE,...", Help: "notify on job events: NONE, BEGIN, END, FAIL, REQUEUE, ALL, INVALID_DEPEND, TIME_LIMIT, TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50, ARRAY_TASKS (STAGE_OUT never occurs)"},
 		apply: func(b *builder, v string, _ bool) error {
 			types, err := api.ParseMailType(v)
@@ -164,18 +183,18 @@ var supportedOptions = []optionDef{
 		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
 }
 
-// applyOpenMode takes --open-mode=truncate, what corral's nodes do; append
-// is refused: each run writes its output files anew, so appending would be
-// silently ignored.
-func applyOpenMode(_ *builder, v string, _ bool) error {
-	switch v {
+// applyOpenMode takes --open-mode=truncate (the default: each run writes
+// its output files anew) or append.
+func applyOpenMode(b *builder, v string, _ bool) error {
+	switch strings.ToLower(v) {
 	case "truncate", "t":
+		b.spec.OpenMode = ""
 		return nil
 	case "append", "a":
-		return optionError("--open-mode", v, ErrRefused,
-			"the node writes a job's output files anew for each run, so append would be silently ignored; write to a file of its own with -o, e.g. -o out-%%j.txt")
+		b.spec.OpenMode = api.OpenModeAppend
+		return nil
 	}
-	return optionError("--open-mode", v, nil, "use truncate")
+	return optionError("--open-mode", v, nil, "use append or truncate")
 }
 
 // applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does; R: (the

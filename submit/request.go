@@ -37,6 +37,10 @@ type Context struct {
 	// which raises a job's priority: the CLI sets it when its effective
 	// uid is 0 (the controller allows it for user root only).
 	Privileged bool
+	// Rlimit returns the submitting process's soft resource limit by
+	// Slurm's name (api.RlimitNames), for --propagate; false when it
+	// cannot be read. Nil reads none.
+	Rlimit func(name string) (uint64, bool)
 }
 
 // Request is a parsed submission.
@@ -100,6 +104,10 @@ type builder struct {
 	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
 	// --ntasks in finish.
 	gpusPerTask string
+	// propagate names the limits --propagate gives the job, read from
+	// Context.Rlimit in finish.
+	propagate    []string
+	propagateSet bool
 }
 
 // warn records that option has no effect under corral, and why; an option
@@ -230,6 +238,17 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 		return nil, err
 	}
 	b.spec.Env = env
+	if b.propagateSet {
+		b.spec.Rlimits = nil
+		for _, name := range b.propagate {
+			if c.Rlimit == nil {
+				break
+			}
+			if v, ok := c.Rlimit(name); ok {
+				b.spec.Rlimits = append(b.spec.Rlimits, api.Rlimit{Name: name, Value: v})
+			}
+		}
+	}
 	if b.spec.Nice < 0 && !c.Privileged {
 		return nil, optionError("--nice", strconv.Itoa(b.spec.Nice), nil,
 			"only root may give a negative nice, which raises the job's priority (this command does not run with effective uid 0); use 0 or more")

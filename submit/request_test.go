@@ -24,6 +24,11 @@ var sortedTestEnv = []string{"HOME=/home/alice", "PATH=/usr/bin", "USER=alice"}
 // files (paths relative to the submit directory or absolute).
 func testContext(files map[string]string) Context {
 	return Context{
+		// A shell that can read three of its limits.
+		Rlimit: func(name string) (uint64, bool) {
+			v, ok := map[string]uint64{"CORE": 0, "NOFILE": 1024, "STACK": api.RlimitUnlimited}[name]
+			return v, ok
+		},
 		Env:  testEnv,
 		Cwd:  "/home/alice/proj",
 		User: "alice",
@@ -62,10 +67,20 @@ var optionCases = map[string]optionCase{
 	"--mail-type": {args: []string{"--mail-type=end,begin,TIME_LIMIT_80", "--mail-user=bob@example.org"}, spec: func(s *api.JobSpec) {
 		s.MailType, s.MailUser = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit80}, "bob@example.org"
 	}},
-	"--mail-type=NONE": {args: []string{"--mail-type=ALL", "--mail-type=NONE"}},
-	"--deadline":       {args: []string{"--deadline=now+2hours"}, spec: func(s *api.JobSpec) { s.Deadline = testNow.Add(2 * time.Hour) }},
-	"--gpus=2":         {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
-	"--gpus=h100:1":    {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},
+	"--mail-type=NONE":          {args: []string{"--mail-type=ALL", "--mail-type=NONE"}},
+	"--open-mode=append":        {args: []string{"--open-mode=append"}, spec: func(s *api.JobSpec) { s.OpenMode = api.OpenModeAppend }},
+	"--open-mode=truncate wins": {args: []string{"--open-mode=a", "--open-mode=truncate"}},
+	"-i":                        {args: []string{"-i", "in-%j.txt"}, spec: func(s *api.JobSpec) { s.Input = "in-%j.txt" }},
+	"--get-user-env":            {args: []string{"--get-user-env=10L"}, spec: func(s *api.JobSpec) { s.GetUserEnv = true }},
+	"--propagate=NOFILE,STACK": {args: []string{"--propagate=nofile,RLIMIT_STACK"}, spec: func(s *api.JobSpec) {
+		s.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+	}},
+	"--propagate": {args: []string{"--propagate"}, spec: func(s *api.JobSpec) {
+		s.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+	}},
+	"--deadline":    {args: []string{"--deadline=now+2hours"}, spec: func(s *api.JobSpec) { s.Deadline = testNow.Add(2 * time.Hour) }},
+	"--gpus=2":      {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
+	"--gpus=h100:1": {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},
 	"--gpus-per-task before -n": {args: []string{"--gpus-per-task=2", "-n", "3"}, spec: func(s *api.JobSpec) {
 		s.NTasks, s.Gres = 3, []api.Gres{{Name: "gpu", Count: 6}}
 	}},

@@ -103,7 +103,24 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 var specChecks = []func(*api.JobSpec, time.Time) error{
 	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkMemory,
 	checkTimes, checkNice, checkGres, checkLicenses, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
-	checkMail,
+	checkMail, checkLaunch,
+}
+
+// checkLaunch checks how the node is to start the job: --open-mode, -i and
+// --propagate.
+func checkLaunch(sp *api.JobSpec, _ time.Time) error {
+	if sp.OpenMode != "" && sp.OpenMode != api.OpenModeAppend {
+		return fieldErr("open_mode", sp.OpenMode, ErrInvalid, "--open-mode must be append or truncate")
+	}
+	if sp.Input != "" {
+		if why := TextProblem(sp.Input, MaxPathBytes); why != "" {
+			return fieldErr("input", sp.Input, ErrInvalid, "--input %s", why)
+		}
+	}
+	if err := api.CheckRlimits(sp.Rlimits); err != nil {
+		return fieldErr("rlimits", "", ErrInvalid, "--propagate: %v", err)
+	}
+	return nil
 }
 
 // checkMail checks the notification request (--mail-type, --mail-user).

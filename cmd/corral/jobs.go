@@ -14,6 +14,7 @@ import (
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
+	"corral/internal/rlimit"
 	"corral/submit"
 )
 
@@ -43,6 +44,7 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	req, err := submit.Parse(args, submit.Context{
 		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), Privileged: os.Geteuid() == 0,
+		Rlimit: rlimit.Own,
 	})
 	if err != nil {
 		if errors.Is(err, submit.ErrHelp) {

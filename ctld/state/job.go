@@ -66,6 +66,12 @@ type JobSpec struct {
 	// when empty). See mail.go.
 	MailType []string `json:"mail_type,omitempty"`
 	MailUser string   `json:"mail_user,omitempty"`
+	// OpenMode, Input, Rlimits and GetUserEnv are how the node starts the
+	// job (see api.JobSpec).
+	OpenMode   string       `json:"open_mode,omitempty"`
+	Input      string       `json:"input,omitempty"`
+	Rlimits    []api.Rlimit `json:"rlimits,omitempty"`
+	GetUserEnv bool         `json:"get_user_env,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same

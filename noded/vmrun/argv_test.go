@@ -106,7 +106,7 @@ func TestPrepareOutputsTruncatesAndPairsStreams(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var q qemuFiles
 			defer q.close()
-			got, err := prepareOutputs(&q, tc.stdout, tc.stderr)
+			got, err := prepareOutputs(&q, tc.stdout, tc.stderr, false)
 			if err != nil || got != tc.want {
 				t.Errorf("prepareOutputs = %+v, %v; want %+v", got, err, tc.want)
 			}

@@ -86,7 +86,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 	}
 	var q qemuFiles
 	defer q.close()
-	out, _ := prepareOutputs(&q, spec.Stdout, "")
+	out, _ := prepareOutputs(&q, spec.Stdout, "", false)
 	a := vmArgs{img: img, accel: r.Accel(), cpus: 1, memMB: 512, f: f, out: out, node: "node1", net: n.net}
 	q.set(fdTap, n.net.tap)
 	if err := openQEMUFiles(&q, a); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"corral/api"
 	"corral/internal/ident"
 	"corral/vmimage"
 )
@@ -70,7 +71,10 @@ func lookupNobody(t *testing.T) ident.User {
 // which the host then sees, owned by the job's user. The job runs with the
 // user's uid; it cannot read a root-only host file or write into a
 // root-only host directory (EACCES), and what it writes outside its shared
-// paths stays in the guest.
+// paths stays in the guest. Its standard input is a file (sbatch -i,
+// opened in the guest as the user), it has the soft limits it was given
+// (--propagate, set by init's limit stub) and its output is appended to
+// what an earlier run left (--open-mode=append).
 func TestHostRootAsTheUser(t *testing.T) {
 	guestOnly(t)
 	r := testRunner(t)
@@ -91,8 +95,9 @@ func TestHostRootAsTheUser(t *testing.T) {
 set -u
 source ./lib.sh
 source ./missing.sh 2>/dev/null || true
-read -r a b < input.txt
+read -r a b
 nums=("$a" "$b")
+echo "limits $(ulimit -S -n) $(ulimit -S -c)"
 [[ "${nums[1]}" =~ ^[0-9]+$ ]] && echo "array ok ${#nums[@]}"
 python3 -c "import sys; print(int(sys.argv[1]) * int(sys.argv[2]))" "$a" "$b" > result.txt
 greet "$(id -un)"
@@ -106,6 +111,11 @@ touch ` + outside + `/x && echo guest-write-ok
 	spec.WorkDir = work
 	spec.Stdout = filepath.Join(work, "out.txt") // created as the user
 	spec.Shares = []string{work}
+	spec.Stdin = filepath.Join(work, "input.txt")
+	spec.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 77}}
+	spec.AppendOutput = true
+	os.WriteFile(spec.Stdout, []byte("an earlier run\n"), 0o644)
+	os.Chown(spec.Stdout, int(u.UID), int(u.GID))
 	spec.Env = append(spec.Env, "HOME="+u.Home, "USER="+u.Name)
 	v := start(t, r, spec)
 	res := waitResult(t, v, 60*time.Second)
@@ -113,7 +123,7 @@ touch ` + outside + `/x && echo guest-write-ok
 	if res.ExitCode != 0 || res.Message != "" {
 		t.Fatalf("result %+v, output:\n%s\nconsole: %s\nnfsd: %s", res, out, tailFile(filepath.Join(spec.Dir, consoleFile), 10, 2000), tailFile(filepath.Join(spec.Dir, nfsLogFile), 30, 4000))
 	}
-	want := []string{"array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
+	want := []string{"an earlier run\n", "limits 77 0", "array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
 		"Permission denied", "guest-write-ok"}
 	for _, w := range want {
 		if !strings.Contains(out, w) {

@@ -161,7 +161,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.
-	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr); return nil })
+	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr, spec.AppendOutput); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +400,7 @@ type outputs struct {
 // QEMU, which runs as an id of its own that could not open them, inherits
 // them open and writes with append=on, which leaves room for Slurm's
 // --open-mode=append, which is this truncation left out.
-func prepareOutputs(q *qemuFiles, out, errPath string) (outputs, error) {
+func prepareOutputs(q *qemuFiles, out, errPath string, appendMode bool) (outputs, error) {
 	if errPath == "" {
 		errPath = out
 	}
@@ -409,7 +409,7 @@ func prepareOutputs(q *qemuFiles, out, errPath string) (outputs, error) {
 		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
 			continue
 		}
-		fh, err := noded.OpenOutputFile(p)
+		fh, err := noded.OpenOutputFile(p, appendMode)
 		if err != nil {
 			return outputs{}, err
 		}
@@ -443,7 +443,10 @@ func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmi
 	if !hasPath {
 		env = append(append([]string(nil), env...), guestPath)
 	}
-	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs, Input: spec.Stdin}
+	for _, l := range spec.Rlimits {
+		p.Rlimits = append(p.Rlimits, vmimage.Rlimit{Name: l.Name, Value: l.Value})
+	}
 	if u := spec.User; u.Name != "" && u.UID != 0 {
 		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
 	}
