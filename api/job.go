@@ -241,8 +241,8 @@ type JobSpec struct {
 	// Deadline (sbatch --deadline) cancels the job, as DEADLINE, once it
 	// is pending and could no longer end by then; zero means none.
 	Deadline time.Time `json:"deadline,omitempty"`
-	Comment string    `json:"comment,omitempty"`
-	Nice    int       `json:"nice,omitempty"`
+	Comment  string    `json:"comment,omitempty"`
+	Nice     int       `json:"nice,omitempty"`
 
 	Gres []Gres `json:"gres,omitempty"`
 	// Licenses are the cluster licenses the job holds while it runs
