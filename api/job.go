@@ -277,15 +277,40 @@ type JobSpec struct {
 	// GetUserEnv adds the user's login environment on the node under the
 	// exported one (sbatch --get-user-env).
 	GetUserEnv bool `json:"get_user_env,omitempty"`
+	// Priority, when not 0, is the job's fixed priority instead of the
+	// multifactor one (sbatch --priority; operators and admins only).
+	Priority int64 `json:"priority,omitempty"`
+	// CPUsPerGPU is sbatch --cpus-per-gpu: the job asks for at least this
+	// many CPUs per GPU (the CLI sets CPUsPerTask from it).
+	CPUsPerGPU int `json:"cpus_per_gpu,omitempty"`
+	// Overcommit (sbatch -O) allocates CPUsPerTask CPUs for the job, as
+	// for one task, however many tasks it runs.
+	Overcommit bool `json:"overcommit,omitempty"`
+}
+
+// MaxPriority is the highest --priority (TOP), Slurm's 32-bit range less
+// its reserved values.
+const MaxPriority = 4294967293
+
+// GPUCount returns the whole GPUs and MIG slices a request asks for.
+func (s *JobSpec) GPUCount() int {
+	n := 0
+	for _, g := range s.Gres {
+		if g.Name == "gpu" {
+			n += g.Count
+		}
+	}
+	return n
 }
 
 // OpenModeAppend is JobSpec.OpenMode for --open-mode=append.
 const OpenModeAppend = "append"
 
-// CPUs returns the number of CPUs the job asks for on its node.
+// CPUs returns the number of CPUs the job asks for on its node: tasks ×
+// CPUs per task, or CPUs per task alone with Overcommit.
 func (s *JobSpec) CPUs() int {
 	t, c := s.NTasks, s.CPUsPerTask
-	if t < 1 {
+	if t < 1 || s.Overcommit {
 		t = 1
 	}
 	if c < 1 {

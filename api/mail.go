@@ -149,6 +149,16 @@ func init() {
 		c.MailWebhook = v
 		return nil
 	}
+	configKeys["ClusterName"] = func(c *SchedConfig, v string) error {
+		if strings.EqualFold(v, "none") {
+			v = ""
+		}
+		if v != "" && (len(v) > 64 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != "" || v[0] == '-') {
+			return fmt.Errorf("ClusterName=%s: give a name of at most 64 letters, digits, '.', '_' and '-'", v)
+		}
+		c.ClusterName = v
+		return nil
+	}
 	configKeys["MailDomain"] = func(c *SchedConfig, v string) error {
 		if v == "" || strings.EqualFold(v, "none") {
 			c.MailDomain = ""

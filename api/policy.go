@@ -131,6 +131,9 @@ type SchedConfig struct {
 	// JSON ("" for none). MailDomain is added to a recipient without one
 	// (Slurm's MailDomain). See docs/mail.md.
 	MailProg    string `json:"mail_prog,omitempty"`
+	// ClusterName is the cluster's name (Slurm's ClusterName): sbatch -M
+	// takes it, and --parsable then prints ID;NAME.
+	ClusterName string `json:"cluster_name,omitempty"`
 	MailWebhook string `json:"mail_webhook,omitempty"`
 	MailDomain  string `json:"mail_domain,omitempty"`
 }

@@ -37,6 +37,7 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 		}
 		return c.PrivateData
 	},
+	"ClusterName": func(c *api.SchedConfig) string { return noneIfEmpty(c.ClusterName) },
 	"MailProg": func(c *api.SchedConfig) string {
 		if c.MailProg == "" {
 			return "default"

@@ -20,6 +20,7 @@ func TestConfig(t *testing.T) {
 BillingWeightCPU=1
 BillingWeightGPU=10
 BillingWeightMem=0.125
+ClusterName=none
 DefMemPerCPU=512
 FairshareAlgorithm=fairtree
 Licenses=none

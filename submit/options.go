@@ -37,8 +37,15 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setCount(&b.spec.NTasks, "--ntasks", "-n 4", v) }},
 	{Option: getopt.Option{Short: 'c', Long: "cpus-per-task", Arg: req, ArgName: "N", Help: "CPUs per task (default 1)"},
 		apply: func(b *builder, v string, _ bool) error {
+			b.cpusPerTaskSet = true
 			return setCount(&b.spec.CPUsPerTask, "--cpus-per-task", "-c 4", v)
 		}},
+	{Option: getopt.Option{Long: "cpus-per-gpu", Arg: req, ArgName: "N", Help: "CPUs per GPU asked for: the job gets at least N × its GPUs CPUs (excludes -c)"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.CPUsPerGPU, "--cpus-per-gpu", "--cpus-per-gpu=8", v)
+		}},
+	{Option: getopt.Option{Short: 'O', Long: "overcommit", Help: "allocate CPUs as for one task: -c CPUs, however many tasks (-n) share them"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.Overcommit = true; return nil }},
 	{Option: getopt.Option{Short: 'N', Long: "nodes", Arg: req, ArgName: "N", Help: "number of nodes; only 1 is supported"},
 		apply: applyNodes},
 	{Option: getopt.Option{Long: "mem", Arg: req, ArgName: "SIZE", Help: "memory for the job, e.g. 4G (units K, M, G, T; default M)"},
@@ -78,6 +85,12 @@ var supportedOptions = []optionDef{
 			b.spec.Deadline = t
 			return nil
 		}},
+	{Option: getopt.Option{Long: "priority", Arg: req, ArgName: "N|TOP", Help: "a fixed priority for the job instead of the scheduler's factors (operators and administrators only)"},
+		apply: applyPriority},
+	{Option: getopt.Option{Long: "export-file", Arg: req, ArgName: "FILE|FD", Help: "add the NAME=value entries of FILE (or descriptor FD), NUL-separated, to the job's environment"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.exportFile, "--export-file=vars.env", v) }},
+	{Option: getopt.Option{Short: 'M', Long: "clusters", Arg: req, ArgName: "NAME", Help: "the cluster to submit to: this cluster's name (corral config set ClusterName=...); --parsable then prints ID;NAME"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.clusters, "--clusters", v, false) }},
 	{Option: getopt.Option{Long: "comment", Arg: req, ArgName: "TEXT", Help: "free text stored with the job"},
 		apply: func(b *builder, v string, _ bool) error { b.spec.Comment = v; return nil }},
 	{Option: getopt.Option{Long: "nice", Arg: opt, ArgName: "N", Help: "lower the job's priority by N (default 100)"},
@@ -435,5 +448,20 @@ func setCount(dst *int, field, example, v string) error {
 		return optionError(field, v, err, "must be a whole number between 1 and %d (e.g. %s)", MaxTasks, example)
 	}
 	*dst = n
+	return nil
+}
+
+// applyPriority reads --priority: a number from 1 to api.MaxPriority, or
+// TOP for the highest.
+func applyPriority(b *builder, v string, _ bool) error {
+	if strings.EqualFold(v, "TOP") {
+		b.spec.Priority = api.MaxPriority
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > api.MaxPriority {
+		return optionError("--priority", v, err, "give a priority from 1 to %d, or TOP (a held job is submitted with --hold)", int64(api.MaxPriority))
+	}
+	b.spec.Priority = n
 	return nil
 }

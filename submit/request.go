@@ -67,6 +67,9 @@ type Request struct {
 	// ScriptPath is the script path as the user gave it; empty for --wrap
 	// and for a script read from standard input.
 	ScriptPath string
+	// Cluster is -M/--clusters: the cluster the user named, which the CLI
+	// checks is this one's (and --parsable then prints ID;NAME).
+	Cluster string
 }
 
 // layer says where an option came from; a higher layer overrides a lower.
@@ -108,6 +111,11 @@ type builder struct {
 	// Context.Rlimit in finish.
 	propagate    []string
 	propagateSet bool
+	// cpusPerTaskSet says -c was given (it excludes --cpus-per-gpu);
+	// exportFile is --export-file; clusters is -M.
+	cpusPerTaskSet bool
+	exportFile     string
+	clusters       string
 }
 
 // warn records that option has no effect under corral, and why; an option
@@ -237,7 +245,15 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.exportFile != "" {
+		if env, err = withExportFile(env, b.exportFile, c); err != nil {
+			return nil, err
+		}
+	}
 	b.spec.Env = env
+	if err := b.cpusPerGPU(); err != nil {
+		return nil, err
+	}
 	if b.propagateSet {
 		b.spec.Rlimits = nil
 		for _, name := range b.propagate {
@@ -257,7 +273,7 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 		return nil, err
 	}
 	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, TestOnly: b.testOnly, ScriptPath: scriptPath,
-		Warnings: b.warnings, Quiet: b.quiet, Verbose: b.verbose}, nil
+		Warnings: b.warnings, Quiet: b.quiet, Verbose: b.verbose, Cluster: b.clusters}, nil
 }
 
 // script is the batch script and where it came from.

@@ -34,6 +34,9 @@ func testContext(files map[string]string) Context {
 		User: "alice",
 		Now:  testNow,
 		ReadFile: func(p string) ([]byte, error) {
+			if strings.HasSuffix(p, "/vars.env") {
+				return []byte("A=from file\x00B=two\nlines\x00"), nil
+			}
 			for name, text := range files {
 				if p == name || p == "/home/alice/proj/"+name {
 					return []byte(text), nil
@@ -78,6 +81,16 @@ var optionCases = map[string]optionCase{
 	"--propagate": {args: []string{"--propagate"}, spec: func(s *api.JobSpec) {
 		s.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
 	}},
+	"--priority":     {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
+	"--priority=TOP": {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
+	"-O":             {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
+	"--cpus-per-gpu": {args: []string{"--gpus=3", "-n", "2", "--cpus-per-gpu=5"}, spec: func(s *api.JobSpec) {
+		s.Gres, s.NTasks, s.CPUsPerTask, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 3}}, 2, 8, 5
+	}},
+	"--export-file": {args: []string{"--export-file=vars.env", "--export=NONE,A=1"}, spec: func(s *api.JobSpec) {
+		s.Env = []string{"A=from file", "B=two\nlines"}
+	}},
+	"-M":            {args: []string{"-M", "hpc1", "--parsable"}, req: func(r *Request) { r.Cluster, r.Parsable = "hpc1", true }},
 	"--deadline":    {args: []string{"--deadline=now+2hours"}, spec: func(s *api.JobSpec) { s.Deadline = testNow.Add(2 * time.Hour) }},
 	"--gpus=2":      {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
 	"--gpus=h100:1": {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},

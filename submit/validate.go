@@ -120,6 +120,19 @@ func checkLaunch(sp *api.JobSpec, _ time.Time) error {
 	if err := api.CheckRlimits(sp.Rlimits); err != nil {
 		return fieldErr("rlimits", "", ErrInvalid, "--propagate: %v", err)
 	}
+	if sp.Priority < 0 || sp.Priority > api.MaxPriority {
+		return fieldErr("priority", strconv.FormatInt(sp.Priority, 10), ErrInvalid, "--priority must be from 1 to %d (0: none)", int64(api.MaxPriority))
+	}
+	if n := sp.CPUsPerGPU; n != 0 {
+		switch gpus := sp.GPUCount(); {
+		case n < 0 || n > MaxCPUsPerTask:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu must be from 1 to %d", MaxCPUsPerTask)
+		case gpus == 0:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu needs GPUs: add --gpus=N or --gres=gpu:N")
+		case sp.CPUs() < gpus*n:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu=%d with %d GPUs needs %d CPUs; the job asks for %d", n, gpus, gpus*n, sp.CPUs())
+		}
+	}
 	return nil
 }
 

@@ -68,6 +68,11 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 			env.prog, display.Safe(sp.Name), display.Safe(sp.User), max(sp.NTasks, 1), max(sp.CPUsPerTask, 1), memText(sp), limitText(sp.TimeLimit),
 			orDefault(sp.Partition), orDefault(sp.QOS), orDefault(sp.Account), display.Safe(cmp.Or(sp.WorkDir, sp.SubmitDir)))
 	}
+	if req.Cluster != "" {
+		if err := checkCluster(ctx, cl, req.Cluster); err != nil {
+			return err
+		}
+	}
 	if req.TestOnly {
 		return testOnly(ctx, env, cl, req)
 	}
@@ -77,9 +82,13 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("submitting %s: %w", req.Spec.Name, err)
 	}
 	id := res[0].JobID
-	if req.Parsable {
+	switch {
+	case req.Parsable && req.Cluster != "":
+		// sbatch's "ID;CLUSTER" when a cluster was named (-M).
+		fmt.Fprintf(env.stdout, "%d;%s\n", id, req.Cluster)
+	case req.Parsable:
 		fmt.Fprintf(env.stdout, "%d\n", id)
-	} else {
+	default:
 		fmt.Fprintf(env.stdout, "Submitted batch job %d\n", id)
 	}
 	if !req.Wait {
@@ -360,4 +369,20 @@ func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 		return cl.ForgetNodeKey(ctx, o.args[1])
 	}
 	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason")})
+}
+
+// checkCluster checks that -M names this cluster (its ClusterName
+// setting), as sbatch refuses a cluster its database does not know.
+func checkCluster(ctx context.Context, cl *api.Client, name string) error {
+	pv, err := cl.Policy(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster's name for -M: %w", err)
+	}
+	if pv.Config.ClusterName == "" {
+		return fmt.Errorf("-M %s: this cluster has no name; an administrator gives it one with corral config set ClusterName=NAME, or drop -M", display.Safe(name))
+	}
+	if name != pv.Config.ClusterName {
+		return fmt.Errorf("-M %s: no such cluster: this is %s (corral runs one cluster per set of controllers)", display.Safe(name), display.Safe(pv.Config.ClusterName))
+	}
+	return nil
 }

@@ -52,3 +52,20 @@ func TestDeadlines(t *testing.T) {
 		t.Errorf("the entry's deadline cancels are %v", dl)
 	}
 }
+
+// TestFixedPriority: a job whose priority an operator fixed (--priority)
+// has that priority, whatever its factors, and is ordered by it.
+func TestFixedPriority(t *testing.T) {
+	snap := at(t0).with(nodes(1).cpus(1)).queue(
+		job(1).submitted(t0.Add(-72*time.Hour)),
+		job(2).with(func(j *state.Job) { j.Spec.Priority = api.MaxPriority }),
+		job(3).with(func(j *state.Job) { j.Spec.Priority = 1 }).submitted(t0.Add(-100*time.Hour)),
+	).snapshot()
+	plan := Schedule(snap)
+	if len(plan.Starts) != 1 || plan.Starts[0].JobID != 2 {
+		t.Fatalf("started %+v, want job 2 (priority TOP) first", plan.Starts)
+	}
+	if f := Priority(snap.Pending[2], snap, 1); f.Priority != 1 {
+		t.Errorf("job 3's priority is %d, want the fixed 1", f.Priority)
+	}
+}

@@ -292,6 +292,17 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second), Cancels: []PlanCancel{
 			{JobID: 90, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
+		// How the node starts a job (-i, --open-mode, --propagate,
+		// --get-user-env) and the request's other sbatch options
+		// (--priority, --cpus-per-gpu, -O).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 91, Jobs: []JobSpec{func() JobSpec {
+			j := simple("launch")
+			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
+			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+			j.Priority, j.CPUsPerGPU, j.Overcommit = 5000, 4, true
+			j.Gres = []api.Gres{{Name: "gpu", Count: 1}}
+			return j
+		}()}}},
 	}
 }
 

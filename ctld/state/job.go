@@ -72,6 +72,11 @@ type JobSpec struct {
 	Input      string       `json:"input,omitempty"`
 	Rlimits    []api.Rlimit `json:"rlimits,omitempty"`
 	GetUserEnv bool         `json:"get_user_env,omitempty"`
+	// Priority fixes the job's priority (--priority); CPUsPerGPU is
+	// --cpus-per-gpu; Overcommit (-O) allocates one task's CPUs.
+	Priority   int64 `json:"priority,omitempty"`
+	CPUsPerGPU int   `json:"cpus_per_gpu,omitempty"`
+	Overcommit bool  `json:"overcommit,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
@@ -81,7 +86,12 @@ type JobSpec struct {
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.
-func (s *JobSpec) CPUs() int { return max(s.NTasks, 1) * max(s.CPUsPerTask, 1) }
+func (s *JobSpec) CPUs() int {
+	if s.Overcommit {
+		return max(s.CPUsPerTask, 1)
+	}
+	return max(s.NTasks, 1) * max(s.CPUsPerTask, 1)
+}
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it
 // asked for none (the default per CPU applies).
