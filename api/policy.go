@@ -130,7 +130,7 @@ type SchedConfig struct {
 	// none. MailWebhook is a URL the leader POSTs each notification to as
 	// JSON ("" for none). MailDomain is added to a recipient without one
 	// (Slurm's MailDomain). See docs/mail.md.
-	MailProg    string `json:"mail_prog,omitempty"`
+	MailProg string `json:"mail_prog,omitempty"`
 	// ClusterName is the cluster's name (Slurm's ClusterName): sbatch -M
 	// takes it, and --parsable then prints ID;NAME.
 	ClusterName string `json:"cluster_name,omitempty"`
