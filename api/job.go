@@ -121,6 +121,15 @@ const (
 	ReasonInvalidJob Reason = "InvalidJob"
 	// ReasonPartitionInactive: the job's partition is INACTIVE.
 	ReasonPartitionInactive Reason = "PartitionInactive"
+	// ReasonReservation: the job waits for its reservation's window to
+	// open, or for room inside it.
+	ReasonReservation Reason = "Reservation"
+	// ReasonReservationDeleted: the reservation the job names was deleted
+	// (or ended); it cannot start until it names another (or none).
+	ReasonReservationDeleted Reason = "ReservationDeleted"
+	// ReasonReservedForMaint: the only nodes that could hold the job now
+	// are in a maintenance reservation it would overlap.
+	ReasonReservedForMaint Reason = "ReqNodeNotAvail, Reserved for maintenance"
 	// ReasonDeadline: the job was cancelled because it could no longer
 	// end by its --deadline (Slurm's DeadLine).
 	ReasonDeadline Reason = "DeadLine"
@@ -240,7 +249,7 @@ type JobSpec struct {
 	Begin time.Time `json:"begin,omitempty"`
 	// Deadline (sbatch --deadline) cancels the job, as DEADLINE, once it
 	// is pending and could no longer end by then; zero means none.
-	Deadline time.Time `json:"deadline,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
 	Comment  string    `json:"comment,omitempty"`
 	Nice     int       `json:"nice,omitempty"`
 
@@ -260,6 +269,10 @@ type JobSpec struct {
 	// runner shares the host's files over virtiofs, which QEMU cannot
 	// migrate, instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation): only inside it, on its nodes and within its
+	// window.
+	Reservation string `json:"reservation,omitempty"`
 	// MailType lists the events the job's notifications are sent for
 	// (sbatch --mail-type, canonical: see ParseMailType); MailUser is
 	// their recipient, the job's user when empty (--mail-user).
@@ -376,7 +389,10 @@ type Job struct {
 	// request, its partition's share and its node's runner; never stored.
 	Migratable       string `json:"migratable,omitempty"`
 	MigrationBlocker string `json:"migration_blocker,omitempty"`
-	Restarts         int    `json:"restarts,omitempty"`
+	// Migrations are the job's live migrations, oldest first: each one's
+	// nodes, phase and figures (only `corral show job` reads them).
+	Migrations []Migration `json:"migrations,omitempty"`
+	Restarts   int         `json:"restarts,omitempty"`
 	// StartIndex is the Raft index of the plan that started the job; the
 	// node daemon uses it to tell a new run of a requeued job from an old one.
 	StartIndex uint64 `json:"start_index,omitempty"`

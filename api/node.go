@@ -14,6 +14,11 @@ const (
 	NodeDrained   NodeState = "DRAINED"
 	NodeDraining  NodeState = "DRAINING"
 	NodeUnknown   NodeState = "UNKNOWN"
+	// NodeMaint is a node in a maintenance reservation that is in force
+	// (sinfo's maint); NodeReserved an idle node in another reservation
+	// that is in force (resv).
+	NodeMaint    NodeState = "MAINT"
+	NodeReserved NodeState = "RESERVED"
 )
 
 // NodeInfo is what a node daemon reports about itself when it registers.
@@ -63,6 +68,10 @@ type NodeInfo struct {
 	// after it registered, so that a restarted one re-adopts its jobs
 	// within their lease however slow the probe is.
 	Probing bool `json:"probing,omitempty"`
+	// Migrate says the daemon can be either side of a live migration (its
+	// runner can, and it serves the job API the stream comes in through):
+	// the controllers migrate no job to or from a node without it.
+	Migrate bool `json:"migrate,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -122,11 +131,19 @@ type Node struct {
 	// allocations themselves.
 	Jobs   []uint64 `json:"jobs,omitempty"`
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Reservations are the reservations whole of the node that are in
+	// force when the controllers answer, and Maint says one of them is a
+	// maintenance reservation. The controllers fill them in for each
+	// listing; the state does not keep them.
+	Reservations []string `json:"reservations,omitempty"`
+	Maint        bool     `json:"maint,omitempty"`
 }
 
 // State derives the sinfo state from the node's flags and load. A node
 // whose runner is still probing the host is UNKNOWN, as Slurm shows a node
-// whose slurmd has not finished registering.
+// whose slurmd has not finished registering. A node in a maintenance
+// reservation in force is MAINT, an idle one in another reservation in
+// force RESERVED, as sinfo shows them (maint, resv).
 func (n *Node) State() NodeState {
 	switch {
 	case n.Down:
@@ -137,6 +154,10 @@ func (n *Node) State() NodeState {
 		return NodeDrained
 	case n.Probing:
 		return NodeUnknown
+	case n.Maint:
+		return NodeMaint
+	case n.AllocCPUs == 0 && len(n.Reservations) > 0:
+		return NodeReserved
 	case n.AllocCPUs == 0:
 		return NodeIdle
 	case n.AllocCPUs >= n.CPUs:
@@ -161,6 +182,9 @@ type Allocation struct {
 	// ID names the allocation; reports of its end carry it.
 	ID  uint64 `json:"id,omitempty"`
 	Job Job    `json:"job"`
+	// Migration is set while the allocation takes part in a live
+	// migration (its source or its destination).
+	Migration *AllocMigration `json:"migration,omitempty"`
 }
 
 // Desired is a node's desired state at a Raft index.
@@ -206,6 +230,9 @@ type NodeStatus struct {
 	// Health is the result of the node's health check (noded
 	// --health-check, Slurm's HealthCheckProgram), when it ran one.
 	Health *HealthReport `json:"health,omitempty"`
+	// Migrations are the node's reports on the live migrations it takes
+	// part in (at most MaxMigrationReports).
+	Migrations []MigrationReport `json:"migrations,omitempty"`
 }
 
 // HealthReport is one run of a node's health check: whether it passed,

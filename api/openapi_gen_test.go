@@ -62,6 +62,7 @@ var filterParams = []param{
 	{"state", "string", "a job state (PENDING, RUNNING, ...; short forms as squeue takes them)", true},
 	{"partition", "string", "a partition", true},
 	{"account", "string", "an account", true},
+	{"reservation", "string", "an advance reservation the job names (squeue -R, scancel --reservation)", true},
 }
 
 var consistentParam = param{"consistent", "string", "present: the leader answers, after confirming its leadership", false}
@@ -100,6 +101,10 @@ var endpoints = []endpoint{
 	{method: "GET", path: "/v1/partitions", access: "users", summary: "Every partition.", query: []param{consistentParam}, resp: jsonBody([]Partition{})},
 	{method: "GET", path: "/v1/licenses", access: "users", summary: "The cluster's licenses and what running jobs hold (scontrol show lic).", query: []param{consistentParam}, resp: jsonBody([]LicenseUse{})},
 	{method: "POST", path: "/v1/partitions", access: "operators", summary: "Create, change or delete a partition.", req: jsonBody(PartitionRequest{}), resp: empty},
+	{method: "GET", path: "/v1/reservations", access: "users", summary: "Every advance reservation, with its window in force or next and whether it is in force (scontrol show reservation, sinfo -T).",
+		query: []param{consistentParam}, resp: jsonBody([]ReservationInfo{})},
+	{method: "POST", path: "/v1/reservations", access: "operators", summary: "Create, change or delete an advance reservation from scontrol's KEY=VALUE settings (docs/scheduling.md); answers its name.",
+		req: jsonBody(ReservationRequest{}), resp: jsonBody(ReservationResponse{})},
 	{method: "GET", path: "/v1/status", access: "anyone", summary: "The cluster's members, leader, term, Raft indexes, node and job counts.",
 		query: []param{{"hash", "string", "present: add a digest of the replicated state", false}}, resp: jsonBody(ClusterStatus{})},
 	{method: "POST", path: "/v1/internal/members", access: "members", summary: "A controller member announces its HTTP address (members only).",

@@ -124,6 +124,15 @@ type SchedConfig struct {
 	// accounting records after it ended (seconds; 0, the default, keeps
 	// them forever). Records older go with the next purge of finished jobs.
 	AccountingRetention int64 `json:"accounting_retention_s,omitempty"`
+	// MigrationDowntime (milliseconds), MigrationBandwidth (MiB a second)
+	// and MigrationMaxTime (seconds) bound a live migration's stream: the
+	// longest the guest may stand still at the source's last pass, the
+	// stream's rate, and its whole time before it is cancelled and the
+	// job runs on at the source. 0 takes the defaults (50 ms, 8192 MiB/s,
+	// 120 s; docs/migration.md).
+	MigrationDowntimeMS   int64 `json:"migration_downtime_ms,omitempty"`
+	MigrationBandwidthMiB int64 `json:"migration_bandwidth_mib,omitempty"`
+	MigrationMaxTimeS     int64 `json:"migration_max_time_s,omitempty"`
 	// MailProg is the program the leader runs for each job notification
 	// (Slurm's MailProg, invoked as PROG -s SUBJECT RECIPIENT): "" is the
 	// default, /usr/bin/mail where a controller has it, and "none" runs
@@ -242,6 +251,16 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 		return fmt.Errorf("SchedulerPolicy=%s: use easy, conservative or fcfs", v)
 	},
 	"RequestIDRetention": durField(func(c *SchedConfig) *int64 { return &c.RequestIDRetention }),
+	"MigrationDowntime":  msField(func(c *SchedConfig) *int64 { return &c.MigrationDowntimeMS }),
+	"MigrationBandwidth": func(c *SchedConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 1<<20 {
+			return fmt.Errorf("MigrationBandwidth=%s: give MiB a second, a whole number from 1 to %d (0: the default)", v, 1<<20)
+		}
+		c.MigrationBandwidthMiB = n
+		return nil
+	},
+	"MigrationMaxTime": durField(func(c *SchedConfig) *int64 { return &c.MigrationMaxTimeS }),
 	"Licenses": func(c *SchedConfig, v string) error {
 		if v == "" || strings.EqualFold(v, "none") {
 			c.Licenses = nil
@@ -344,6 +363,25 @@ func durField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
 			return fmt.Errorf("%q is more than 100 years", v)
 		}
 		*get(c) = int64(d / time.Second)
+		return nil
+	}
+}
+
+// msField reads milliseconds, or a Go duration such as 50ms, up to an hour.
+func msField(get func(*SchedConfig) *int64) func(*SchedConfig, string) error {
+	return func(c *SchedConfig, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			d, derr := time.ParseDuration(v)
+			if derr != nil {
+				return fmt.Errorf("%q is neither milliseconds nor a duration such as 50ms", v)
+			}
+			n = d.Milliseconds()
+		}
+		if n < 0 || n > 3600*1000 {
+			return fmt.Errorf("%q is not between 0 and an hour", v)
+		}
+		*get(c) = n
 		return nil
 	}
 }

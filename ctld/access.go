@@ -106,6 +106,8 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
 		{"GET /v1/licenses", usersRead, c.read(c.handleLicenses)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
+		{"GET /v1/reservations", usersRead, c.read(c.handleReservations)},
+		{"POST /v1/reservations", operators, c.write(c.handleReservation)},
 		{"GET /v1/status", anyone, c.handleStatus},
 		{"POST /v1/internal/members", members, c.write(c.handleSetMember)},
 		{"GET /v1/policy", usersRead, c.read(c.handlePolicy)},

@@ -184,6 +184,16 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 		earlier := map[qosKey]int{}
 		for i := range jobs {
 			sp := &jobs[i]
+			// As sbatch does: a job without -A is charged to the user's
+			// default account (here the first, by name, they belong to).
+			if sp.Account == "" {
+				sp.Account = s.DefaultAccount(sp.User)
+			}
+			// A job that names a reservation and no partition goes to
+			// the reservation's, as in Slurm.
+			if verr = checkJobReservation(i, sp, s, now, sp.Partition != ""); verr != nil {
+				return
+			}
 			if sp.Partition == "" {
 				sp.Partition = defaultPartitionName(parts)
 			}
@@ -191,11 +201,6 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 			// memory records the default, so it shows what it will get.
 			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
 				sp.MemPerCPU = s.Config.DefMemPerCPU
-			}
-			// As sbatch does: a job without -A is charged to the user's
-			// default account (here the first, by name, they belong to).
-			if sp.Account == "" {
-				sp.Account = s.DefaultAccount(sp.User)
 			}
 			if verr = c.validateSpec(i, sp, s, parts, now, fits, earlier); verr != nil {
 				return
@@ -248,7 +253,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		f.States = append(f.States, st)
 	}
 	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
-	f.QOS, f.Nodes = q["qos"], q["node"]
+	f.QOS, f.Nodes, f.Reservations = q["qos"], q["node"], q["reservation"]
 	return f, validateFilter(&f)
 }
 
@@ -259,7 +264,8 @@ func matches(j *state.Job, f *api.JobFilter) bool {
 		(len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 		(len(f.Partitions) == 0 || slices.Contains(f.Partitions, j.Spec.Partition)) &&
 		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account)) &&
-		(len(f.QOS) == 0 || slices.Contains(f.QOS, j.Spec.QOS))
+		(len(f.QOS) == 0 || slices.Contains(f.QOS, j.Spec.QOS)) &&
+		(len(f.Reservations) == 0 || slices.Contains(f.Reservations, j.Spec.Reservation))
 }
 
 // onNodes reports whether the view's job runs or ran on one of the nodes
@@ -440,6 +446,7 @@ func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) err
 		for _, name := range sortedKeys(s.Nodes) {
 			nodes = append(nodes, apiNode(s, s.Nodes[name]))
 		}
+		markReserved(s, nodes, c.clock.Now().UTC())
 	})
 	if nodes == nil {
 		nodes = []api.Node{}
@@ -456,8 +463,9 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 	var n *api.Node
 	c.fsm.Read(func(s *state.State) {
 		if rec := s.Nodes[name]; rec != nil {
-			v := apiNode(s, rec)
-			n = &v
+			v := []api.Node{apiNode(s, rec)}
+			markReserved(s, v, c.clock.Now().UTC())
+			n = &v[0]
 		}
 	})
 	if n == nil {

@@ -32,6 +32,9 @@ var reasonText = map[api.Reason]string{
 	api.ReasonPartitionDown:            "its partition is DOWN: it starts no jobs until an administrator sets it UP (scontrol update PartitionName=... State=UP)",
 	api.ReasonPartitionInactive:        "its partition is INACTIVE: it starts no jobs until an administrator sets it UP",
 	api.ReasonPartitionNodeLimit:       "it asks for more or fewer nodes than its partition's MaxNodes and MinNodes allow; it will not start there",
+	api.ReasonReservation:              "it runs only inside its reservation (--reservation), whose window has not opened, is too short for its time limit, or does not admit it",
+	api.ReasonReservationDeleted:       "the reservation it names (--reservation) was deleted or ended; it cannot start: cancel it and submit it again without --reservation, or with another",
+	api.ReasonReservedForMaint:         "the nodes that could hold it now are in a maintenance reservation its run would overlap; it starts when the maintenance ends, or sooner with a --time that ends before it",
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
@@ -107,6 +110,7 @@ func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string
 		say("No node of partition %s could hold it even when idle (%d CPUs, %d MiB): it stays pending until a larger node joins; cancel it or ask for less.",
 			j.Spec.Partition, j.Spec.CPUs(), sched.MemRequest(j, snap.DefMemPerCPU))
 	}
+	explainReservations(j, reason, snap, say)
 	if reason == api.ReasonInvalidJob {
 		why := plan.Invalid[j.ID]
 		if why == "" {

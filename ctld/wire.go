@@ -20,7 +20,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, MailType: sp.MailType, MailUser: sp.MailUser,
+		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit,
 	}
@@ -62,7 +62,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, MailType: sp.MailType, MailUser: sp.MailUser,
+		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit,
 	}

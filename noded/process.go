@@ -264,19 +264,27 @@ func checkWorkDir(dir string) error {
 	return nil
 }
 
-// OpenOutputFile creates or truncates (appends to, with appendMode) one
-// of a job's output files, as
+// OpenOutputFile creates or truncates one of a job's output files, as
 // Slurm does by default. Runners call it as the job's user (ident.User.Do),
 // so the file is the user's and a directory the user may not write to fails
 // the job. A missing directory is not created: it fails the
 // job with a message that says so. Every runner opens outputs through it,
 // so the message is the same whatever runs the job.
-func OpenOutputFile(p string, appendMode bool) (*os.File, error) {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if appendMode {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	}
-	f, err := os.OpenFile(p, flags, 0o666)
+func OpenOutputFile(p string) (*os.File, error) {
+	return openOutput(p, os.O_TRUNC)
+}
+
+// AppendOutputFile opens one of a job's output files for appending,
+// creating it when missing but never truncating it: the destination of a
+// live migration carries on the file the source wrote, so that the job's
+// output ends up once, in order. It is called as the job's user, as
+// OpenOutputFile is, and fails with the same messages.
+func AppendOutputFile(p string) (*os.File, error) {
+	return openOutput(p, os.O_APPEND)
+}
+
+func openOutput(p string, mode int) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|mode, 0o666)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -302,7 +310,11 @@ func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
 		errPath = outPath
 	}
 	open := func(p string) (f *os.File, err error) {
-		spec.User.Do(func() error { f, err = OpenOutputFile(p, spec.AppendOutput); return nil })
+		openFile := OpenOutputFile
+		if spec.AppendOutput {
+			openFile = AppendOutputFile
+		}
+		spec.User.Do(func() error { f, err = openFile(p); return nil })
 		return f, err
 	}
 	if stdout, err = open(outPath); err != nil {

@@ -51,6 +51,11 @@ type Allocation struct {
 	// not measured.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
+	// Leaving is set on an allocation a live migration gives up: the
+	// source once the job switched over to its destination, the
+	// destination of a migration that was aborted. Its end is not the
+	// job's (migrations.go).
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // AllocDesired is what the controllers want a node to do with a run.

@@ -39,6 +39,11 @@ const (
 	CmdUseJoinToken   CommandType = 25
 	CmdNodeAttest     CommandType = 26
 	CmdRequeueJobs    CommandType = 27
+	// 28 to 34 belong to live migration and checkpoints (migrations.go).
+	CmdMigrateJobs      CommandType = 28
+	CmdMigrationReports CommandType = 29
+	CmdExpireMigrations CommandType = 30
+	CmdCancelMigrations CommandType = 31
 	// Job notifications (mail.go) have the numbers from 50 to 53.
 	CmdMailTimeEvents CommandType = 50
 	CmdClaimNotices   CommandType = 51

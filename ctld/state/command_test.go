@@ -60,6 +60,36 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdUseJoinToken, &UseJoinToken{Now: t0, ID: "j1", Node: "n7"}},
 		{CmdNodeAttest, &NodeAttest{Now: t0, Node: "n1", OK: true, EK: "fp", AK: []byte{1}}},
 		{CmdRequeueJobs, &RequeueJobs{Now: t0.Add(2 * time.Hour), IDs: []uint64{1, 2}, Hold: true, By: "alice"}},
+		// Live migrations (migrations.go): job 10 moves from v1 to v2 and
+		// its source is released, job 11's drain migration is cancelled,
+		// job 12's request times out unplaced.
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: vmNode("v1", "bv1")}},
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: vmNode("v2", "bv2")}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 10, Jobs: []JobSpec{spec("m10"), spec("m11"), spec("m12")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Starts: []PlanStart{{JobID: 10, Node: "v1", CPUs: 1, MemMB: 256},
+			{JobID: 11, Node: "v1", CPUs: 1, MemMB: 256}, {JobID: 12, Node: "v2", CPUs: 1, MemMB: 256}}}},
+		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(3 * time.Hour), Requests: []MigrateRequest{{Job: 10, To: "v2", By: "alice", Token: "ta"},
+			{Job: 12, Token: "tc"}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Migrations: []PlanMigration{{JobID: 10, From: "v1", To: "v2", Migration: 1, CPUs: 1, MemMB: 256},
+			{JobID: 11, From: "v1", To: "v2", Cause: "drain", By: "v1", Token: "tb", CPUs: 1, MemMB: 256}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(3 * time.Hour), Node: "v2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 7, Event: "prepared"}, {Migration: 3, Alloc: 8, Event: "prepared"}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(3 * time.Hour), Node: "v1", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 4, Event: "streaming"}, {Migration: 1, Alloc: 4, Event: "sent", TotalMS: 120, StopMS: 4, Bytes: 1 << 20}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(3 * time.Hour), Node: "v2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 7, Event: "loaded"}, {Migration: 1, Alloc: 7, Event: "resumed", SwitchMS: 9}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(3 * time.Hour), Node: "v1", BootID: "bv1", Reports: []api.JobReport{
+			{Alloc: 4, JobID: 10, StartIndex: 35, State: api.StateCancelled, Signal: 9}}}},
+		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(3 * time.Hour), Jobs: []uint64{11}, By: "alice"}},
+		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(3*time.Hour + 2*time.Minute)}},
+		{CmdPutReservation, &PutReservation{Now: t0, Create: true, By: "root", Reservation: api.Reservation{Name: "gone",
+			StartTime: t0.Add(time.Hour), EndTime: t0.Add(2 * time.Hour), Nodes: []string{"n1"}, Users: []string{"alice"},
+			Flags: []api.ResvFlag{api.ResvIgnoreJobs, api.ResvMaint}}}},
+		{CmdPutReservation, &PutReservation{Now: t0, Create: true, By: "root", Reservation: api.Reservation{Name: "cap",
+			StartTime: t0.Add(time.Hour), EndTime: t0.Add(2 * time.Hour), Nodes: []string{"n2"}, Accounts: []string{"phys"},
+			NotUsers: []string{"bob"}, Flags: []api.ResvFlag{api.ResvDaily, api.ResvPurgeComp, api.ResvIgnoreJobs},
+			PurgeAfter: 60, CPUs: 1, Parts: []api.ResvPart{{Node: "n2", CPUs: 1, MemMB: 2048}}}}},
+		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(3 * time.Hour), Names: []string{"gone", "cap"}}},
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailWebhook", "https://hooks.example/n"}}}},
 		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 20, Jobs: []JobSpec{func() JobSpec {
 			sp := mailSpec("mailed", api.MailBegin, api.MailTimeLimit50)

@@ -267,35 +267,86 @@ func goldenCommands() []struct {
 		// The health check drains node k1 and, passing, resumes it.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", Drain: true, Reason: "health check failed: /scratch is full", By: api.HealthCheckUser, Health: true}},
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(16 * time.Hour), Node: "k1", By: api.HealthCheckUser, Health: true}},
+		// Live migration: its settings; two vm nodes that can migrate; job
+		// 80 moved from w1 to w2 (requested, placed with a placement,
+		// reported through the switch, its source released); job 81's
+		// drain migration, placed by a pass, failing at the destination;
+		// job 82's request cancelled; job 81's second one timing out.
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MigrationDowntime", "30ms"}, {"MigrationBandwidth", "1024"}, {"MigrationMaxTime", "60"}}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "w1", CPUs: 4, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w1", APIAddr: "https://w1:7100", Accel: "tcg", Migrate: true}}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "w2", CPUs: 4, MemMB: 8192, Runner: "vm",
+			BootID: "boot-w2", APIAddr: "https://w2:7100", Accel: "tcg", Migrate: true, Inventory: goldenInventory()}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{simple("mv"), simple("dr"), simple("late")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17 * time.Hour), Starts: []PlanStart{{JobID: 80, Node: "w1", CPUs: 1, MemMB: 256},
+			{JobID: 81, Node: "w1", CPUs: 1, MemMB: 256}, {JobID: 82, Node: "w1", CPUs: 1, MemMB: 256}}}},
+		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17 * time.Hour), Requests: []MigrateRequest{{Job: 80, To: "w2", By: "alice", Token: "gt-80"},
+			{Job: 82, Token: "gt-82"}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17*time.Hour + time.Second), Migrations: []PlanMigration{
+			{JobID: 80, From: "w1", To: "w2", Migration: 1, CPUs: 1, MemMB: 256,
+				Placement: &api.Placement{CPUs: []int{0}, NUMANodes: []int{0}, Mem: []api.NodeAmount{{Node: 0, MB: 256}}, Score: 100}},
+			{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81", CPUs: 1, MemMB: 256, OverheadMB: 64}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 2*time.Second), Node: "w2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 12, Event: "prepared"}, {Migration: 3, Alloc: 13, Event: "prepared"}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 3*time.Second), Node: "w1", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 9, Event: "streaming"}, {Migration: 1, Alloc: 9, Event: "sent", TotalMS: 150, StopMS: 6, Bytes: 1 << 24}}}},
+		{CmdMigrationReports, &MigrationReports{Now: t0.Add(17*time.Hour + 4*time.Second), Node: "w2", Reports: []api.MigrationReport{
+			{Migration: 1, Alloc: 12, Event: "loaded"}, {Migration: 1, Alloc: 12, Event: "resumed", SwitchMS: 11},
+			{Migration: 3, Alloc: 13, Event: "failed", Message: "QEMU could not load the job's state"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(17*time.Hour + 5*time.Second), Node: "w1", BootID: "boot-w1", Reports: []api.JobReport{
+			{Alloc: 9, JobID: 80, StartIndex: 85, State: api.StateCancelled, Signal: 9}}}},
+		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17*time.Hour + 6*time.Second), Requests: []MigrateRequest{{Job: 81, Token: "gt-81b", By: "bob"}}}},
+		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(17*time.Hour + 7*time.Second), Jobs: []uint64{82}, By: "alice"}},
+		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(17*time.Hour + 2*time.Minute)}},
+		// Advance reservations: a consumable capacity block of node g1
+		// (2 CPUs, a GPU) for alice outside account chem, repeating
+		// daily; a maintenance window of node k1; a job that names the
+		// first; the second deleted and the first expired.
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "root", Reservation: api.Reservation{
+			Name: "golden_cap", StartTime: t0.Add(20 * time.Hour), EndTime: t0.Add(21 * time.Hour), Nodes: []string{"g1"},
+			Partition: "batch", Users: []string{"alice"}, NotAccounts: []string{"chem"},
+			Flags: []api.ResvFlag{api.ResvPurgeComp, api.ResvDaily, api.ResvIgnoreJobs, api.ResvFlex, api.ResvSpecNodes},
+			CPUs:  2, GPUs: 1, PurgeAfter: 300, Started: 1,
+			Parts: []api.ResvPart{{Node: "g1", CPUs: 2, MemMB: 1024, GPUs: 1, UsedCPUs: 1, UsedGPUs: 1}}}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "oscar", Reservation: api.Reservation{
+			Name: "golden_maint", StartTime: t0.Add(19 * time.Hour), EndTime: t0.Add(20 * time.Hour), Nodes: []string{"k1"},
+			NotUsers: []string{"bob"}, Accounts: []string{"geo"}, Flags: []api.ResvFlag{api.ResvMaint, api.ResvOverlap, api.ResvWeekly, api.ResvIgnoreJobs}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+			j := simple("reserved")
+			j.Reservation = "golden_cap"
+			return j
+		}()}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
+		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
 		// Job notifications: the mail settings, a job that asks for them,
 		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},
 			{"MailDomain", "example.org"}}, By: "root"}},
-		{CmdRegisterNode, &RegisterNode{Now: t0.Add(17 * time.Hour), Info: api.NodeInfo{Name: "ml1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-ml"}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(17 * time.Hour), FirstID: 80, Jobs: []JobSpec{func() JobSpec {
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(37 * time.Hour), Info: api.NodeInfo{Name: "ml1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-ml"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(37 * time.Hour), FirstID: 100, Jobs: []JobSpec{func() JobSpec {
 			j := simple("mailed")
 			j.TimeLimit, j.MailUser = 600, "alice@lab.example"
 			j.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit50}
 			return j
 		}()}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(17*time.Hour + time.Second), Starts: []PlanStart{{JobID: 80, Node: "ml1", CPUs: 1, MemMB: 256}}}},
-		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(17*time.Hour + 301*time.Second), Jobs: []uint64{80}}},
-		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(17*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
-		{CmdNoticesDone, &NoticesDone{Now: t0.Add(17*time.Hour + 303*time.Second), Marks: []NoticeMark{
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(37*time.Hour + time.Second), Starts: []PlanStart{{JobID: 100, Node: "ml1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(37*time.Hour + 301*time.Second), Jobs: []uint64{100}}},
+		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(37*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
+		{CmdNoticesDone, &NoticesDone{Now: t0.Add(37*time.Hour + 303*time.Second), Marks: []NoticeMark{
 			{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkWebhook, Failed: true}}}},
 		// A job with a --deadline it can no longer meet: the pass cancels
 		// it (DEADLINE).
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(38 * time.Hour), FirstID: 110, Jobs: []JobSpec{func() JobSpec {
 			j := simple("deadline")
-			j.TimeLimit, j.Deadline = 7200, t0.Add(19*time.Hour)
+			j.TimeLimit, j.Deadline = 7200, t0.Add(39*time.Hour)
 			return j
 		}()}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second), Cancels: []PlanCancel{
-			{JobID: 90, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(38*time.Hour + time.Second), Cancels: []PlanCancel{
+			{JobID: 110, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
 		// How the node starts a job (-i, --open-mode, --propagate,
 		// --get-user-env) and the request's other sbatch options
 		// (--priority, --cpus-per-gpu, -O).
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 91, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 111, Jobs: []JobSpec{func() JobSpec {
 			j := simple("launch")
 			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
 			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}

@@ -27,6 +27,13 @@ func TestHashCoversEveryField(t *testing.T) {
 	w := &fieldWalker{t: t, hash: s.Hash}
 	w.value(reflect.ValueOf(&s.NextJobID).Elem(), "NextJobID")
 	w.value(reflect.ValueOf(&s.NextAllocID).Elem(), "NextAllocID")
+	w.value(reflect.ValueOf(&s.NextMigrationID).Elem(), "NextMigrationID")
+	for _, id := range slices.Sorted(maps.Keys(s.Migrations)) {
+		w.value(reflect.ValueOf(s.Migrations[id]).Elem(), fmt.Sprintf("Migrations[%d]", id))
+	}
+	if len(s.Migrations) == 0 {
+		t.Fatal("the state holds no migrations; the log makes some")
+	}
 	w.value(reflect.ValueOf(&s.Index).Elem(), "Index")
 	w.value(reflect.ValueOf(&s.Config).Elem(), "Config")
 	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
@@ -62,6 +69,12 @@ func TestHashCoversEveryField(t *testing.T) {
 	}
 	for _, n := range sortedKeys(s.Attestations) {
 		w.value(reflect.ValueOf(s.Attestations[n]).Elem(), "Attestations["+n+"]")
+	}
+	for _, n := range sortedKeys(s.Reservations) {
+		w.value(reflect.ValueOf(s.Reservations[n]).Elem(), "Reservations["+n+"]")
+	}
+	if len(s.Reservations) == 0 {
+		t.Fatal("the state holds no reservations; the log makes one")
 	}
 	if len(s.Attestations) == 0 {
 		t.Fatal("the state holds no attestations; the log makes some")
@@ -116,8 +129,8 @@ func TestHashCoversEveryField(t *testing.T) {
 	// Every exported field of State is walked above or is an index
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
-	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index",
+	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Migrations", "NextMigrationID", "Requests", "Members", "Config",
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index", "Reservations",
 		"Notices", "NextNoticeID", "NoticesDropped"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"corral/api"
+	"corral/migrate"
 )
 
 // CheckInvariants says what is wrong with the state's allocations, or nil:
@@ -104,6 +105,36 @@ func (s *State) checkNode(n *Node) error {
 	return nil
 }
 
+// checkMigration checks a job's migration under way against its
+// allocations: a source (and a placed destination) active and not given up
+// before the switch; and that every allocation given up (Leaving) is the
+// source of a switched-over migration of the job or the destination of an
+// aborted one.
+func (s *State) checkMigration(j *Job) error {
+	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
+		for _, id := range []uint64{m.Source, m.Dest} {
+			if a := s.Allocs[id]; id != 0 && (a == nil || !a.Active() || a.Leaving) {
+				return fmt.Errorf("job %d's migration %d (%s) has allocation %d, which is not active and its own", j.ID, m.ID, m.Phase, id)
+			}
+		}
+	}
+	for _, a := range s.activeAllocs(j) {
+		if !a.Leaving {
+			continue
+		}
+		given := false
+		for _, id := range j.Migrations {
+			m := s.Migrations[id]
+			given = given || m != nil && (m.Source == a.ID && !m.Phase.BeforeSwitch() && m.Phase != migrate.Aborted ||
+				m.Dest == a.ID && m.Phase == migrate.Aborted)
+		}
+		if !given {
+			return fmt.Errorf("job %d's allocation %d is given up by no migration of the job", j.ID, a.ID)
+		}
+	}
+	return nil
+}
+
 // checkJob checks that a job's state agrees with its allocations.
 func (s *State) checkJob(j *Job) error {
 	for _, id := range j.Allocs {
@@ -111,8 +142,13 @@ func (s *State) checkJob(j *Job) error {
 			return fmt.Errorf("job %d lists allocation %d, which is not one of its own", j.ID, id)
 		}
 	}
-	active := s.activeAllocs(j)
-	want, ok := jobState(active)
+	want, ok := jobState(s.runningAllocs(j))
+	if ok && want == api.StateRunning && s.LiveMigration(j) != nil {
+		want = api.StateMigrating
+	}
+	if err := s.checkMigration(j); err != nil {
+		return err
+	}
 	switch {
 	case ok && j.State != want:
 		return fmt.Errorf("job %d is %s; its active allocations make it %s", j.ID, j.State, want)

@@ -47,7 +47,7 @@ type JobSpec struct {
 	Hold             bool      `json:"hold,omitempty"`
 	KillOnInvalidDep bool      `json:"kill_on_invalid_dep,omitempty"`
 	Begin            time.Time `json:"begin,omitempty"`
-	Deadline         time.Time `json:"deadline,omitempty"`
+	Deadline         time.Time `json:"deadline,omitzero"`
 	Comment          string    `json:"comment,omitempty"`
 	Nice             int       `json:"nice,omitempty"`
 
@@ -61,6 +61,9 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation).
+	Reservation string `json:"reservation,omitempty"`
 	// MailType lists the events the job's notifications are sent for, in
 	// api.MailTypes' order; MailUser is their recipient (the job's user
 	// when empty). See mail.go.
@@ -243,6 +246,10 @@ type Job struct {
 	// Allocs are the job's allocations, oldest first: the active ones and
 	// those of its earlier runs (kept until the job is purged).
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Migrations are the job's live migrations, oldest first (their
+	// records are in State.Migrations until the job is purged); the last
+	// one is under way while it is live.
+	Migrations []uint64 `json:"migrations,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -152,7 +152,8 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 	if final != api.StatePending {
 		j.EndTime = now
 	}
-	active := s.activeAllocs(j)
+	s.abortForStop(j, final, now, index)
+	active := s.runningAllocs(j)
 	if len(active) == 0 {
 		j.State, j.Reason = final, api.ReasonNone
 		return

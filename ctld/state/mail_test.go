@@ -44,7 +44,7 @@ func start(id uint64, at time.Time) *ApplyPlan {
 	return &ApplyPlan{Now: at, Starts: []PlanStart{{JobID: id, Node: "n1", CPUs: 1, MemMB: 64}}}
 }
 
-func report(at time.Time, id, startIndex uint64, st api.JobState, exit int) *JobReports {
+func jobReport(at time.Time, id, startIndex uint64, st api.JobState, exit int) *JobReports {
 	return &JobReports{Now: at, Node: "n1", BootID: "b1", Reports: []api.JobReport{{JobID: id, StartIndex: startIndex, State: st, ExitCode: exit}}}
 }
 
@@ -74,17 +74,17 @@ func TestNoticesOfEachEvent(t *testing.T) {
 	next(CmdSuspendJobs, &SuspendJobs{Now: t0.Add(70 * time.Second), IDs: []uint64{1}, Suspend: false})
 	early := next(CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(90 * time.Second), Jobs: []uint64{1}})
 	both := next(CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(106 * time.Second), Jobs: []uint64{1}})
-	next(CmdJobReports, report(t0.Add(115*time.Second), 1, 3, api.StateTimeout, 0))
-	next(CmdJobReports, report(t0.Add(6*time.Second), 2, 3, api.StateFailed, 3))
+	next(CmdJobReports, jobReport(t0.Add(115*time.Second), 1, 3, api.StateTimeout, 0))
+	next(CmdJobReports, jobReport(t0.Add(6*time.Second), 2, 3, api.StateFailed, 3))
 	next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(7 * time.Second), Reasons: []PlanReason{{JobID: 5, Reason: api.ReasonDependencyNeverSatisfied}}})
 	// The pass cancels it later (--kill-on-invalid-dep): no second notice.
 	next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(8 * time.Second), Cancels: []PlanCancel{{JobID: 5, Reason: "invalid dependency"}}})
 	next(CmdRequeueJobs, &RequeueJobs{Now: t0.Add(65 * time.Second), IDs: []uint64{3}})
-	next(CmdJobReports, report(t0.Add(66*time.Second), 3, 3, api.StateCancelled, 0))
-	next(CmdJobReports, report(t0.Add(67*time.Second), 4, 3, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(66*time.Second), 3, 3, api.StateCancelled, 0))
+	next(CmdJobReports, jobReport(t0.Add(67*time.Second), 4, 3, api.StateCompleted, 0))
 	next(CmdApplyPlan, start(3, t0.Add(70*time.Second)))
 	next(CmdCancelJobs, &CancelJobs{Now: t0.Add(71 * time.Second), IDs: []uint64{3}})
-	next(CmdJobReports, report(t0.Add(72*time.Second), 3, 17, api.StateCancelled, 0))
+	next(CmdJobReports, jobReport(t0.Add(72*time.Second), 3, 17, api.StateCancelled, 0))
 
 	want := []string{
 		"1 BEGIN: Slurm Job_id=1 Name=all Began, Queued time 00:00:05",
@@ -125,10 +125,10 @@ func TestNoticesOfArrays(t *testing.T) {
 		{JobID: 1, Node: "n1", CPUs: 1, MemMB: 64, Array: true, Task: 1},
 		{JobID: 2, Node: "n1", CPUs: 1, MemMB: 64, Array: true, Task: 0, NewID: 4},
 		{JobID: 2, Node: "n1", CPUs: 1, MemMB: 64, Array: true, Task: 1}}})
-	next(CmdJobReports, report(t0.Add(2*time.Second), 3, 4, api.StateCompleted, 0))
-	next(CmdJobReports, report(t0.Add(3*time.Second), 1, 4, api.StateFailed, 2))
-	next(CmdJobReports, report(t0.Add(4*time.Second), 4, 4, api.StateCompleted, 0))
-	next(CmdJobReports, report(t0.Add(4*time.Second), 2, 4, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(2*time.Second), 3, 4, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(3*time.Second), 1, 4, api.StateFailed, 2))
+	next(CmdJobReports, jobReport(t0.Add(4*time.Second), 4, 4, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(4*time.Second), 2, 4, api.StateCompleted, 0))
 	want := []string{
 		"1_* BEGIN: Slurm Array Summary Job_id=1_* (1) Name=whole Began",
 		"2_0 BEGIN: Slurm Array Task Job_id=2_0 (4) Name=each Began, Queued time 00:00:01",
@@ -174,7 +174,7 @@ func TestNoNoticeWithoutSinks(t *testing.T) {
 	for i := range MaxNotices {
 		r.s.Notices[uint64(i+1000)] = &Notice{ID: uint64(i + 1000)}
 	}
-	next(CmdJobReports, report(t0.Add(2*time.Second), 1, 4, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(2*time.Second), 1, 4, api.StateCompleted, 0))
 	r.s.Notices = nil
 	next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 2, Jobs: []JobSpec{mailSpec("b", api.MailBegin, api.MailEnd)}})
 	next(CmdApplyPlan, start(2, t0.Add(3*time.Second)))
@@ -187,7 +187,7 @@ func TestNoNoticeWithoutSinks(t *testing.T) {
 		full[uint64(i+1000)] = &Notice{ID: uint64(i + 1000)}
 	}
 	r.s.Notices = full
-	next(CmdJobReports, report(t0.Add(4*time.Second), 2, 8, api.StateCompleted, 0))
+	next(CmdJobReports, jobReport(t0.Add(4*time.Second), 2, 8, api.StateCompleted, 0))
 	expect(t, map[string][2]any{"dropped when full": {r.s.NoticesDropped, uint64(1)}})
 }
 
@@ -235,7 +235,7 @@ func init() {
 		next(CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailWebhook", "https://hooks.example/a"}}})
 		next(CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{mailSpec("a", api.MailBegin, api.MailEnd)}})
 		next(CmdApplyPlan, start(1, t0.Add(time.Second)))
-		next(CmdJobReports, report(t0.Add(2*time.Second), 1, 4, api.StateCompleted, 0))
+		next(CmdJobReports, jobReport(t0.Add(2*time.Second), 1, 4, api.StateCompleted, 0))
 		gone := next(CmdNoticesDone, &NoticesDone{Now: t0, Marks: []NoticeMark{{ID: 1, Sinks: SinkMailProg}, {ID: 2, Sinks: SinkMailProg | SinkWebhook}, {ID: 9, Sinks: 1}}})
 		half := r.s.Notices[1]
 		again := next(CmdNoticesDone, &NoticesDone{Now: t0, Marks: []NoticeMark{{ID: 1, Sinks: SinkWebhook, Failed: true}}})
@@ -254,7 +254,7 @@ func init() {
 func requeueClears(t *testing.T, next func(CommandType, any) any, r *replica) bool {
 	t.Helper()
 	next(CmdRequeueJobs, &RequeueJobs{Now: t0.Add(9 * time.Second), IDs: []uint64{1}})
-	next(CmdJobReports, report(t0.Add(9*time.Second), 1, 3, api.StateCancelled, 0))
+	next(CmdJobReports, jobReport(t0.Add(9*time.Second), 1, 3, api.StateCancelled, 0))
 	return r.s.Jobs[1].State == api.StatePending && r.s.Jobs[1].Mailed == 0
 }
 

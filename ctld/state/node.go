@@ -31,6 +31,9 @@ type Node struct {
 	// Key is the fingerprint of the key the node's daemon registers with
 	// (RegisterNode.Key).
 	Key string `json:"key,omitempty"`
+	// Migrate says the daemon can be either side of a live migration
+	// (api.NodeInfo.Migrate).
+	Migrate bool `json:"migrate,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -74,6 +77,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
+		Migrate: info.Migrate,
 	}
 }
 

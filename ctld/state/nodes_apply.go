@@ -151,6 +151,10 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	if !r.State.Terminal() {
 		r.State, r.Message = api.StateFailed, joinNonEmpty(r.Message, fmt.Sprintf("node %s reported the run %q, which is not an end", node, r.State))
 	}
+	if a.Leaving {
+		s.endLeaving(j, a, r.State, r.Message, now, index)
+		return true
+	}
 	final := r.State
 	switch {
 	case a.Desired == AllocStop && a.StopAs != "":
@@ -161,8 +165,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
 	s.finishRun(j, final, now)
-	if j.State != api.StatePending {
+	if !j.State.Active() && j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		if r.Message != "" {
 			j.Message = r.Message

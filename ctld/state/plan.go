@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/migrate"
 )
 
 // ApplyPlan commits one scheduling pass, whole, as one entry: the jobs it
@@ -30,9 +31,10 @@ type ApplyPlan struct {
 	Resumes []uint64     `json:"resumes,omitempty"`
 	Starts  []PlanStart  `json:"starts,omitempty"`
 	Reasons []PlanReason `json:"reasons,omitempty"`
-	// Migrations are moves of running jobs to other nodes; this build
-	// applies none (each is rejected), so that a log written by a later
-	// one stops no replica.
+	// Migrations are moves of running jobs to other nodes: requested
+	// migrations the pass placed, and those it begins itself (a drained
+	// node's jobs, a preemption's victims). They apply after the node by
+	// node part, each checked then (migrations.go).
 	Migrations []PlanMigration `json:"migrations,omitempty"`
 }
 
@@ -88,11 +90,24 @@ type PlanReason struct {
 	Message string `json:"message,omitempty"`
 }
 
-// PlanMigration moves a running job's allocation to another node.
+// PlanMigration moves a running job's allocation to another node: the
+// destination gets a new allocation of CPUs, MemMB (and OverheadMB) and
+// Placement there.
 type PlanMigration struct {
 	JobID uint64 `json:"job_id"`
 	From  string `json:"from"`
 	To    string `json:"to"`
+	// Migration is the requested migration placed; 0 for one the pass
+	// begins itself, for Cause, asked By (the drained node, the
+	// preemptor), with the stream Token the leader stamped.
+	Migration  uint64         `json:"migration,omitempty"`
+	Cause      migrate.Cause  `json:"cause,omitempty"`
+	By         string         `json:"by,omitempty"`
+	Token      string         `json:"token,omitempty"`
+	CPUs       int            `json:"cpus,omitempty"`
+	MemMB      int64          `json:"mem_mb,omitempty"`
+	OverheadMB int64          `json:"overhead_mb,omitempty"`
+	Placement  *api.Placement `json:"placement,omitempty"`
 }
 
 // PlanResult says what a plan did, and what it skipped because the state
@@ -107,6 +122,8 @@ type PlanResult struct {
 	Resumed   []uint64
 	Cancelled []uint64
 	Skipped   []uint64
+	// Migrated lists the jobs whose migration the plan placed.
+	Migrated []uint64
 	// Lent is set when a stop lent CPUs to a preemptor: they are free
 	// now, so another pass may start a job.
 	Lent bool
@@ -281,7 +298,7 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 		}
 	}
 	for _, m := range c.Migrations {
-		res.Skipped = append(res.Skipped, m.JobID)
+		s.planMigration(m, c.Now, index, res)
 	}
 	for _, r := range c.Reasons {
 		s.planReason(r)
@@ -356,11 +373,20 @@ func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanRe
 		res.Rejected = append(res.Rejected, st.JobID)
 		return
 	}
+	if len(s.Reservations) > 0 {
+		if why := s.resvStartProblem(s.Jobs[st.JobID], st.Node, now); why != "" {
+			res.Rejected = append(res.Rejected, st.JobID)
+			return
+		}
+	}
 	j := s.editJob(st.JobID)
 	if st.Array {
 		j = s.splitTask(j, st.Task, st.NewID)
 	}
 	s.newAlloc(j, st, now, index)
+	if j.Spec.Reservation != "" {
+		s.noteResvStart(j, st)
+	}
 	j.State, j.Reason = api.StateRunning, api.ReasonNone
 	j.StartTime, j.EstStart, j.EstNode, j.EndTime = now, time.Time{}, "", time.Time{}
 	j.ExitCode, j.Signal, j.Message = 0, 0, ""

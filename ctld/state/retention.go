@@ -272,6 +272,9 @@ func (s *State) removeJob(j *Job, p *purge) {
 	for _, id := range j.Allocs {
 		delete(s.Allocs, id)
 	}
+	for _, id := range j.Migrations {
+		delete(s.Migrations, id)
+	}
 	s.releaseStrings(j.Spec)
 	if j.ArrayJobID == 0 {
 		return

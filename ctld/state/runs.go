@@ -35,11 +35,17 @@ func (s *State) LastAlloc(j *Job) *Allocation {
 func (s *State) ActiveAllocs(j *Job) []*Allocation { return s.activeAllocs(j) }
 
 // deriveState sets a job's state from its active allocations, when it has
-// any.
+// any (those a migration gives up left out): a running job with a live
+// migration under way is MIGRATING.
 func (s *State) deriveState(j *Job) {
-	if st, ok := jobState(s.activeAllocs(j)); ok {
-		j.State = st
+	st, ok := jobState(s.runningAllocs(j))
+	if !ok {
+		return
 	}
+	if st == api.StateRunning && s.LiveMigration(j) != nil {
+		st = api.StateMigrating
+	}
+	j.State = st
 }
 
 // changeAlloc stores a changed copy of allocation a and marks its node's
@@ -105,8 +111,11 @@ func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index
 // finishRun gives job j (a private copy) the outcome of its run once its
 // last active allocation ended: final, or PENDING again for another run
 // when it is requeued.
+//
+// Allocations a migration gives up (Leaving) do not keep the job going:
+// their guest has moved on, or never ran.
 func (s *State) finishRun(j *Job, final api.JobState, now time.Time) {
-	if len(s.activeAllocs(j)) > 0 {
+	if len(s.runningAllocs(j)) > 0 {
 		s.deriveState(j)
 		return
 	}
@@ -128,6 +137,10 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 		s.endAlloc(a, api.StateNodeFail, now, index)
 		return
 	}
+	if a.Leaving {
+		s.endLeaving(j, a, api.StateNodeFail, msg, now, index)
+		return
+	}
 	final := api.StateNodeFail
 	switch {
 	case a.Desired == AllocStop && a.StopAs != "":
@@ -135,9 +148,30 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 	case j.Spec.Requeue:
 		final = api.StatePending
 	}
-	s.endAlloc(a, api.StateNodeFail, now, index)
+	ended := s.endAlloc(a, api.StateNodeFail, now, index)
+	s.migrationAllocEnded(j, ended, msg, now, index)
 	s.finishRun(j, final, now)
-	j.Message = msg
+	if !j.State.Active() {
+		// The job ended (or went back to the queue) with this run; a job
+		// that runs on elsewhere (its migration was aborted) keeps its
+		// message.
+		j.Message = msg
+	}
+	s.putJob(j)
+}
+
+// endLeaving ends an allocation a migration gives up (see Allocation's
+// Leaving), reported or lost as ended: the source of a switched-over
+// migration ends MIGRATED (its guest runs on at the destination) and
+// releases the migration, the destination of an aborted one ends as its
+// node said. Neither is the job's outcome.
+func (s *State) endLeaving(j *Job, a *Allocation, ended api.JobState, why string, now time.Time, index uint64) {
+	if a.StopAs == api.StateMigrated {
+		ended = api.StateMigrated
+	}
+	c := s.endAlloc(a, ended, now, index)
+	s.migrationAllocEnded(j, c, why, now, index)
+	s.deriveState(j)
 	s.putJob(j)
 }
 

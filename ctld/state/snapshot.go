@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/migrate"
 )
 
 // snapshotFormat is the version written in every snapshot header. Bump it
@@ -28,10 +29,11 @@ import (
 const snapshotFormat = 3
 
 type snapshotHeader struct {
-	Format      int    `json:"format"`
-	Index       uint64 `json:"index"`
-	NextJobID   uint64 `json:"next_job_id"`
-	NextAllocID uint64 `json:"next_alloc_id,omitempty"`
+	Format          int    `json:"format"`
+	Index           uint64 `json:"index"`
+	NextJobID       uint64 `json:"next_job_id"`
+	NextAllocID     uint64 `json:"next_alloc_id,omitempty"`
+	NextMigrationID uint64 `json:"next_migration_id,omitempty"`
 	// NextNoticeID and NoticesDropped are the outbox's counters (mail.go).
 	NextNoticeID   uint64 `json:"next_notice_id,omitempty"`
 	NoticesDropped uint64 `json:"notices_dropped,omitempty"`
@@ -42,13 +44,15 @@ type snapshotHeader struct {
 type snapshotRecord struct {
 	// Blob records come first (texts, then environments), so that the
 	// jobs after them find the blobs they name.
-	Blob       *BlobRecord       `json:"blob,omitempty"`
-	Job        *Job              `json:"job,omitempty"`
-	Alloc      *Allocation       `json:"alloc,omitempty"`
-	Node       *Node             `json:"node,omitempty"`
-	Request    *requestRecord    `json:"request,omitempty"`
-	RequestGen *requestGenRecord `json:"request_gen,omitempty"`
-	Member     *memberRecord     `json:"member,omitempty"`
+	Blob  *BlobRecord `json:"blob,omitempty"`
+	Job   *Job        `json:"job,omitempty"`
+	Alloc *Allocation `json:"alloc,omitempty"`
+	// Migration records come after the allocations.
+	Migration  *migrate.Migration `json:"migration,omitempty"`
+	Node       *Node              `json:"node,omitempty"`
+	Request    *requestRecord     `json:"request,omitempty"`
+	RequestGen *requestGenRecord  `json:"request_gen,omitempty"`
+	Member     *memberRecord      `json:"member,omitempty"`
 	// Audit records come after the members, oldest first.
 	Audit *AuditRecord `json:"audit,omitempty"`
 	// Notice records (the outbox) come after the audit records, by id.
@@ -97,6 +101,8 @@ type policyRecord struct {
 	AuditHeads map[string]AuditHead `json:"audit_heads,omitempty"`
 	// Attestations are the nodes' last TPM attestations.
 	Attestations map[string]*Attestation `json:"attestations,omitempty"`
+	// Reservations are the advance reservations, by name.
+	Reservations []api.Reservation `json:"reservations,omitempty"`
 }
 
 type usageRecord struct {
@@ -121,6 +127,9 @@ func policyOf(s *State) *policyRecord {
 	}
 	for _, n := range sortedKeys(s.Partitions) {
 		p.Partitions = append(p.Partitions, *s.Partitions[n])
+	}
+	for _, n := range sortedKeys(s.Reservations) {
+		p.Reservations = append(p.Reservations, *s.Reservations[n])
 	}
 	for _, n := range sortedKeys(s.QOS) {
 		p.QOS = append(p.QOS, *s.QOS[n])
@@ -162,6 +171,9 @@ func restorePolicy(s *State, p *policyRecord) {
 	for i := range p.Partitions {
 		s.Partitions[p.Partitions[i].Name] = &p.Partitions[i]
 	}
+	for i := range p.Reservations {
+		s.Reservations[p.Reservations[i].Name] = &p.Reservations[i]
+	}
 	s.Seeded = p.Seeded
 	for i := range p.Users {
 		u := &p.Users[i]
@@ -188,14 +200,15 @@ func restorePolicy(s *State, p *policyRecord) {
 // its read lock and writes it later, while entries keep being applied.
 // Copying the maps of pointers is enough: the records are never mutated.
 type Snapshot struct {
-	header   snapshotHeader
-	policy   *policyRecord
-	blobs    []BlobRecord
-	jobs     []*Job
-	allocs   []*Allocation
-	nodes    []*Node
-	requests *RequestIDs
-	members  map[string]string
+	header     snapshotHeader
+	policy     *policyRecord
+	blobs      []BlobRecord
+	jobs       []*Job
+	allocs     []*Allocation
+	migrations []*migrate.Migration
+	nodes      []*Node
+	requests   *RequestIDs
+	members    map[string]string
 	// audit shares the state's array: the apply only appends past its
 	// length, and forgetting copies.
 	audit   []AuditRecord
@@ -206,7 +219,7 @@ type Snapshot struct {
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{
 		header: snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID, NextAllocID: s.NextAllocID,
-			NextNoticeID: s.NextNoticeID, NoticesDropped: s.NoticesDropped},
+			NextMigrationID: s.NextMigrationID, NextNoticeID: s.NextNoticeID, NoticesDropped: s.NoticesDropped},
 		jobs:     make([]*Job, 0, len(s.Jobs)),
 		allocs:   make([]*Allocation, 0, len(s.Allocs)),
 		nodes:    make([]*Node, 0, len(s.Nodes)),
@@ -221,6 +234,9 @@ func (s *State) Snapshot() *Snapshot {
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Allocs)) {
 		snap.allocs = append(snap.allocs, s.Allocs[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Migrations)) {
+		snap.migrations = append(snap.migrations, s.Migrations[id])
 	}
 	for _, name := range sortedKeys(s.Nodes) {
 		snap.nodes = append(snap.nodes, s.Nodes[name])
@@ -251,6 +267,11 @@ func (s *Snapshot) Write(w io.Writer) error {
 	}
 	for _, a := range s.allocs {
 		if err := enc.Encode(snapshotRecord{Alloc: a}); err != nil {
+			return err
+		}
+	}
+	for _, m := range s.migrations {
+		if err := enc.Encode(snapshotRecord{Migration: m}); err != nil {
 			return err
 		}
 	}
@@ -308,6 +329,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	}
 	s := New()
 	s.Index, s.NextJobID, s.NextAllocID = h.Index, h.NextJobID, max(h.NextAllocID, 1)
+	s.NextMigrationID = h.NextMigrationID
 	s.NextNoticeID, s.NoticesDropped = h.NextNoticeID, h.NoticesDropped
 	switch h.Format {
 	case snapshotFormat:
@@ -361,6 +383,10 @@ func (s *State) readRecords(dec *json.Decoder) error {
 		case rec.Alloc != nil:
 			rec.Alloc.Node = s.intern(rec.Alloc.Node)
 			s.Allocs[rec.Alloc.ID] = rec.Alloc
+		case rec.Migration != nil:
+			m := rec.Migration
+			m.From, m.To, m.Want = s.intern(m.From), s.intern(m.To), s.intern(m.Want)
+			s.Migrations[m.ID] = m
 		case rec.Node != nil:
 			rec.Node.Name = s.intern(rec.Node.Name)
 			s.Nodes[rec.Node.Name] = rec.Node
@@ -383,7 +409,7 @@ func (s *State) readRecords(dec *json.Decoder) error {
 		case rec.Policy != nil:
 			restorePolicy(s, rec.Policy)
 		default:
-			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (blob, job, alloc, node, request, request_gen, member, audit, notice, policy)", line)
+			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (blob, job, alloc, migration, node, request, request_gen, member, audit, notice, policy)", line)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/migrate"
 )
 
 // State is the replicated cluster state. Only Apply changes it; the
@@ -22,6 +23,11 @@ type State struct {
 	// NextAllocID is the id the next allocation gets; the apply assigns
 	// them, in plan order, so every replica assigns the same.
 	NextAllocID uint64
+	// Migrations holds every live migration of the jobs in Jobs, under
+	// way or ended (migrations.go); one leaves with its job.
+	// NextMigrationID is the id the next one gets (0 means 1).
+	Migrations      map[uint64]*migrate.Migration
+	NextMigrationID uint64
 	// Requests remembers, per user, the job each client request id
 	// created, for RequestIDRetention (requests.go).
 	Requests *RequestIDs
@@ -61,6 +67,10 @@ type State struct {
 	auditHeads map[string]AuditHead
 	// Attestations are the nodes' last TPM attestations, by node.
 	Attestations map[string]*Attestation
+	// Reservations are the advance reservations, by name
+	// (reservations.go). A change stores a new record, never writes into
+	// one.
+	Reservations map[string]*api.Reservation
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 	// Notices is the outbox of job notifications not yet delivered, by
@@ -122,6 +132,7 @@ func New() *State {
 	return &State{
 		Jobs:         make(map[uint64]*Job),
 		Allocs:       make(map[uint64]*Allocation),
+		Migrations:   make(map[uint64]*migrate.Migration),
 		Nodes:        make(map[string]*Node),
 		NextJobID:    1,
 		NextAllocID:  1,
@@ -140,6 +151,7 @@ func New() *State {
 		Roles:        make(map[string]*api.RoleGrant),
 		auditHeads:   make(map[string]AuditHead),
 		Attestations: make(map[string]*Attestation),
+		Reservations: make(map[string]*api.Reservation),
 		blobs:        make(map[blobKey]*Blob),
 		interned:     make(map[string]string),
 		internRefs:   make(map[*byte]int32),

@@ -81,6 +81,22 @@ var commands = map[CommandType]command{
 	CmdNodeAttest:   def("NodeAttest", func(s *State, c *NodeAttest, _ uint64) any { return errOrNil(s.applyAttest(c)) }),
 	CmdUseJoinToken: def("UseJoinToken", func(s *State, c *UseJoinToken, _ uint64) any { return errOrNil(s.applyUseJoin(c)) }),
 	CmdRequeueJobs:  def("RequeueJobs", func(s *State, c *RequeueJobs, index uint64) any { return s.applyRequeue(c, index) }),
+	CmdMigrateJobs:  def("MigrateJobs", func(s *State, c *MigrateJobs, index uint64) any { return s.applyMigrate(c, index) }),
+	CmdMigrationReports: def("MigrationReports", func(s *State, c *MigrationReports, index uint64) any {
+		return s.applyMigrationReports(c, index)
+	}),
+	CmdExpireMigrations: def("ExpireMigrations", func(s *State, c *ExpireMigrations, index uint64) any {
+		return s.applyExpireMigrations(c, index)
+	}),
+	CmdCancelMigrations: def("CancelMigrations", func(s *State, c *CancelMigrations, index uint64) any {
+		return s.applyCancelMigrations(c, index)
+	}),
+	CmdPutReservation: def("PutReservation", func(s *State, c *PutReservation, _ uint64) any {
+		return errOrNil(s.applyPutReservation(c))
+	}),
+	CmdExpireReservations: def("ExpireReservations", func(s *State, c *ExpireReservations, _ uint64) any {
+		return s.applyExpireReservations(c)
+	}),
 	CmdMailTimeEvents: def("MailTimeEvents", func(s *State, c *MailTimeEvents, _ uint64) any {
 		return s.applyMailTimeEvents(c)
 	}),

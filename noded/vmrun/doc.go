@@ -56,6 +56,33 @@
 // real loopback migration). Requests of a broken session fail; the guest
 // abandons them too. The protocol is vmimage's ("The guest agent").
 //
+// A VM can also take its guest from a QEMU migration stream instead of
+// booting it (incoming.go): startOpts.incoming starts the same job's QEMU
+// with the same device model and -incoming (a stream file the daemon
+// opened, handed over as a descriptor, or "defer": a stream handed over
+// later on QMP), with the image's base initramfs as -initrd and, for a
+// live migration's destination, the job's output files opened for
+// appending, its vCPUs held stopped (-S) and its source's handle keys
+// (given at start, or arriving with the stream: Incoming.HoldShare holds
+// the file server until then). QMP sessions that pass a descriptor
+// (getfd) go through one small client of QMP's line protocol (qmpConn,
+// outgoing.go); VM.saveState writes a VM's stream to a file the daemon
+// opened.
+//
+// Live migration (noded.LiveMigrator, noded.MigrationSource,
+// noded.MigrationDestination) is built on that: Runner.StartIncoming
+// (destination.go) starts the destination with -incoming defer and -S and
+// starts QEMU's incoming migration on its end of a socket pair; VM.Receive
+// takes the source's prelude (its handle keys), starts the held file
+// server with them and copies the stream into the socket pair, so QEMU
+// listens on no address and opens no file; the VM stays stopped after the
+// load until the daemon continues it. VM.MigrateOut (migrate.go) raises
+// the bandwidth, sets the downtime limit and auto-converge, starts QEMU's
+// migration on a socket pair and copies it to the daemon's stream, with a
+// bound on the whole; ResumeAfterMigration cancels or undoes one that was
+// aborted (cont from postmigrate). The daemons carry the stream between
+// nodes (noded's migration.go).
+//
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
 // *VM, which also offer Pause, Continue and Paused for suspend/resume,
 // VCPUThreads for pinning, and Exec, Signal, ReadFile and WriteFile.

@@ -91,7 +91,7 @@ func outermost(paths []string) []string {
 
 // prepareNFS creates the VM's network namespace, its tap device and the
 // server's listener; the server starts once QEMU runs (startNFS).
-func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) (*nfsServer, error) {
+func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, keys *handleKeys) (*nfsServer, error) {
 	gn, err := newGuestNet(dir)
 	if err != nil {
 		return nil, err
@@ -111,18 +111,35 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS) 
 	if u.Name == "" {
 		u = ident.User{Name: "root", Groups: []uint32{0}}
 	}
-	// The job's handle key: every server of the job (a restarted one, the
-	// one on the node the VM migrates to) gets this same configuration.
-	key := make([]byte, nfsd.HandleKeyLen)
-	if _, err := rand.Read(key); err != nil {
-		ln.Close()
-		gn.remove()
-		return nil, fmt.Errorf("the VM's file server: a handle key: %w", err)
+	if keys == nil {
+		k, err := newHandleKeys()
+		if err != nil {
+			ln.Close()
+			gn.remove()
+			return nil, err
+		}
+		keys = &k
 	}
 	return &nfsServer{
 		log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir, net: gn, ln: ln,
-		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: key},
+		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: keys.job},
 	}, nil
+}
+
+// handleKeys are the handle keys of a VM's file servers (nfsd.Config).
+// Every server of the job (a restarted one, the one on the node the VM
+// migrates to) gets the same.
+type handleKeys struct {
+	job []byte
+}
+
+// newHandleKeys makes a job's keys.
+func newHandleKeys() (handleKeys, error) {
+	key := make([]byte, nfsd.HandleKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return handleKeys{}, fmt.Errorf("the VM's file server: a handle key: %w", err)
+	}
+	return handleKeys{job: key}, nil
 }
 
 // nfsArgv is the file server's command: Config.NFSServer, or this
@@ -317,21 +334,34 @@ func (n *nfsServer) PID() int {
 // dir: nil when the VM has none. When the VM still runs (vmAlive) the
 // server is adopted, or restarted if it died meanwhile; otherwise what is
 // left of it is stopped and removed.
-func (r *Runner) recoverNFS(dir string, vmAlive bool) *nfsServer {
+//
+// A migration's destination whose server was held back (holdNFS: no
+// server record yet, but its namespace) comes back held (held set) while
+// the VM runs, and is removed otherwise.
+func (r *Runner) recoverNFS(dir string, vmAlive bool) (n *nfsServer, held bool) {
 	var st nfsState
-	if err := procref.ReadJSON(filepath.Join(dir, nfsStateFile), &st); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			r.log.Warn("cannot read the VM's file server record", "dir", dir, "err", err)
-		}
-		return nil
+	err := procref.ReadJSON(filepath.Join(dir, nfsStateFile), &st)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.log.Warn("cannot read the VM's file server record", "dir", dir, "err", err)
+		return nil, false
 	}
-	n := &nfsServer{log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir}
+	noServer := err != nil
+	n = &nfsServer{log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir}
 	if ns, err := vmnet.Open(filepath.Join(dir, netnsFile)); err == nil {
 		n.net = &guestNet{ns: ns, out: r.recoverOutbound(dir, ns, vmAlive)}
+	} else if noServer {
+		return nil, false
 	}
 	var conf nfsd.ProcessConfig
 	if err := procref.ReadJSON(filepath.Join(dir, nfsConfFile), &conf); err == nil {
 		n.conf = conf
+	}
+	if noServer {
+		if !vmAlive {
+			n.stop()
+			return nil, false
+		}
+		return n, true
 	}
 	p, err := procref.Open(st.PID, st.Start, false)
 	if !vmAlive {
@@ -340,21 +370,21 @@ func (r *Runner) recoverNFS(dir string, vmAlive bool) *nfsServer {
 			go func() { p.Wait(); close(n.exited) }()
 		}
 		n.stop()
-		return nil
+		return nil, false
 	}
 	if n.net == nil {
 		r.log.Error("the VM's network namespace is gone: its file server cannot be restarted", "dir", dir)
-		return n
+		return n, false
 	}
 	if err != nil {
 		// Died while no daemon watched: start it again at once.
 		n.exited = make(chan struct{})
 		close(n.exited)
 		go n.supervise()
-		return n
+		return n, false
 	}
 	n.adopt(p)
-	return n
+	return n, false
 }
 
 // startNFS starts the VM's file server and ties it to the VM: it is
@@ -384,13 +414,69 @@ func (v *VM) attachNFS(n *nfsServer) {
 	}
 }
 
-// stopNFS stops the VM's file server, once QEMU has exited.
+// stopNFS stops the VM's file server, once QEMU has exited, or removes
+// the one a migration destination held back (its namespace).
 func (v *VM) stopNFS() {
 	v.nfsMu.Lock()
 	v.gone = true
-	n := v.nfs
+	n, held := v.nfs, v.heldNFS
+	v.heldNFS = nil
 	v.nfsMu.Unlock()
 	n.stop()
+	held.stop()
+}
+
+// holdNFS keeps a migration destination's file server, prepared (its
+// namespace, tap and listener exist) but not started: it must serve with
+// the source's handle key (startHeldNFS). Its configuration is written
+// now, without the key, so that a daemon restarted meanwhile finds the
+// namespace to remove.
+func (v *VM) holdNFS(n *nfsServer) {
+	n.conf.VMPID, n.conf.VMStart = v.st.PID, v.st.Start
+	conf := n.conf
+	conf.HandleKey = nil
+	if err := procref.WriteJSON(filepath.Join(n.dir, nfsConfFile), conf); err != nil {
+		v.log.Warn("cannot record the held file server's configuration", "err", err)
+	}
+	v.nfsMu.Lock()
+	gone := v.gone
+	if !gone {
+		v.heldNFS = n
+	}
+	v.nfsMu.Unlock()
+	if gone {
+		n.stop()
+	}
+}
+
+// startHeldNFS starts a migration destination's held file server with the
+// source's handle key, so that the file handles the guest holds keep
+// naming the same files. A VM without a held server has nothing to start.
+func (v *VM) startHeldNFS(key []byte) error {
+	v.nfsMu.Lock()
+	n := v.heldNFS
+	v.heldNFS = nil
+	v.nfsMu.Unlock()
+	if n == nil {
+		return nil
+	}
+	if len(key) != nfsd.HandleKeyLen {
+		n.stop()
+		return fmt.Errorf("the migration's source sent a file handle key of %d bytes, want %d: its file server and this one would not agree on the guest's files", len(key), nfsd.HandleKeyLen)
+	}
+	n.conf.HandleKey = key
+	return v.startNFS(n, v.grp)
+}
+
+// handleKey returns the key the VM's file server derives file handles
+// with, nil when it has none: a migration's destination serves with it.
+func (v *VM) handleKey() []byte {
+	v.nfsMu.Lock()
+	defer v.nfsMu.Unlock()
+	if v.nfs == nil {
+		return nil
+	}
+	return v.nfs.conf.HandleKey
 }
 
 // NFSServerPID returns the pid of the VM's running file server, 0 when it

@@ -2,7 +2,6 @@ package vmrun
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/digitalocean/go-qemu/qmp"
 
+	"corral/noded"
 	"corral/vmimage"
 )
 
@@ -126,10 +126,11 @@ func assertMigratable(t *testing.T, v *VM) {
 
 // TestLiveMigrationKeepsTheSharedFile migrates a running default job VM on
 // loopback (QEMU names no blocker for it) while it appends a line every
-// 50 ms to a file on its shared path: a second QEMU with the same devices (its own state directory,
-// network namespace, tap device and file server, as on another node) and
-// -incoming, QMP migrate with raised bandwidth. The job ends on the
-// destination with nothing lost, duplicated or reordered, and no error.
+// 50 ms to a file on its shared path, to a destination with its own state
+// directory, network namespace, tap device and file server (as on another
+// node), started by StartIncoming. The job ends on the destination with
+// nothing lost, duplicated or reordered, and no error: the destination's
+// server takes the source's handle key from the prelude.
 func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 	guestOnly(t)
 	r := testRunner(t)
@@ -142,62 +143,40 @@ func TestLiveMigrationKeepsTheSharedFile(t *testing.T) {
 	waitFor(t, "the first appends", 60*time.Second, func() bool { return lineCount(log) >= 15 })
 	assertMigratable(t, src)
 
-	dst, sock := startDestination(t, r, src, [2]string{spec.Stdout, spec.Stderr})
-	qmpRaw(t, src.st.QMP, `{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":4294967296,"downtime-limit":100}}`)
-	at := lineCount(log)
-	qmpRaw(t, src.st.QMP, `{"execute":"migrate","arguments":{"uri":"tcp:`+sock+`"}}`)
-	var info struct {
-		Return struct {
-			Status   string `json:"status"`
-			Total    int64  `json:"total-time"`
-			Downtime int64  `json:"downtime"`
-			Error    string `json:"error-desc"`
-		} `json:"return"`
+	h, err := r.StartIncoming(context.Background(), withDir(spec, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	waitFor(t, "the migration", 60*time.Second, func() bool {
-		json.Unmarshal(qmpRaw(t, src.st.QMP, `{"execute":"query-migrate"}`), &info)
-		if info.Return.Status == "failed" {
-			t.Fatalf("migration failed: %s", info.Return.Error)
-		}
-		return info.Return.Status == "completed"
-	})
-	src.Kill(0) // it waits in postmigrate
+	dst := h.(*VM)
+	t.Cleanup(func() { dst.Kill(0); <-dst.done })
+	if dst.NFSServerPID() != 0 {
+		t.Error("the destination's file server runs before the source's handle key arrived")
+	}
+	at := lineCount(log)
+	stats, serr, rerr := migrate(t, src, dst, migrationParams)
+	if serr != nil || rerr != nil {
+		t.Fatalf("migration: source %v, destination %v", serr, rerr)
+	}
+	if !bytesEqual(dst.handleKey(), src.handleKey()) {
+		t.Error("the destination's file server does not serve with the source's handle key")
+	}
+	switchOver(t, src, dst)
 	res := waitResult(t, dst, 90*time.Second)
 	out, errOut := readFile(t, spec.Stdout), readFile(t, spec.Stderr)
 	if res.ExitCode != 0 || !strings.Contains(out, "appended") || errOut != "" {
 		t.Fatalf("destination's result %+v, stdout %q, stderr %q; console: %s", res, out, errOut, tailFile(dst.f.console, 60, 6000))
 	}
 	checkLines(t, log, n)
-	t.Logf("migrated after %d lines: total %d ms, downtime %d ms; all %d lines there", at, info.Return.Total, info.Return.Downtime, n)
+	t.Logf("migrated after %d lines: total %s, downtime %s; all %d lines there", at, stats.Total, stats.Downtime, n)
 }
 
-// startDestination starts, in a state directory of its own, the QEMU a
-// migration of src goes to: src's command line with that directory's
-// files, a tap device in a namespace of its own, -incoming on a TCP port of
-// the loopback; and its file server. It returns the VM and the address.
-func startDestination(t *testing.T, r *Runner, src *VM, outs [2]string) (*VM, string) {
-	t.Helper()
-	dir := t.TempDir()
-	var srcConf = src.nfs.conf
-	gn, err := newGuestNet(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := listenerFile(gn.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The migration stream comes over TCP: QEMU's id could not create a
-	// socket in the state directory, which is the daemon's.
-	sock := "127.0.0.1:" + freePort(t)
-	v := launchDestination(t, r, src, dir, [2]string{outs[0], outs[1]}, gn.tap, "tcp:"+sock)
-	gn.closeTap()
-	n := &nfsServer{log: r.log, argv: r.nfsArgv(), dir: dir, net: gn, ln: ln, conf: srcConf}
-	if err := v.startNFS(n, nil); err != nil {
-		t.Fatal(err)
-	}
-	return v, sock
+// withDir returns spec with another state directory.
+func withDir(spec noded.LaunchSpec, dir string) noded.LaunchSpec {
+	spec.Dir = dir
+	return spec
 }
+
+func bytesEqual(a, b []byte) bool { return len(a) > 0 && string(a) == string(b) }
 
 // qmpRaw runs one QMP command given as JSON and returns its reply.
 func qmpRaw(t *testing.T, sock, cmd string) []byte {

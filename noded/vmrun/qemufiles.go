@@ -28,6 +28,7 @@ const (
 	fdQMP                 // DIR/qmp.sock, a listening socket
 	fdAgent               // DIR/agent.sock, a listening socket
 	fdVirtiofs            // a connection to virtiofsd's socket
+	fdIncoming            // a migration stream to load (incoming.go)
 	fdEnd
 )
 
@@ -87,12 +88,17 @@ func openQEMUFiles(q *qemuFiles, a vmArgs) error {
 	if fi, err := k.Stat(); err == nil && os.Geteuid() == 0 && fi.Mode().Perm()&0o004 == 0 {
 		return fmt.Errorf("guest image %s: its kernel %s (mode %o) is not readable by everyone, and the VM's QEMU runs as an unprivileged uid of its own: chmod a+r it", a.img.Name, a.img.Kernel, fi.Mode().Perm())
 	}
+	if a.baseInitrd {
+		if fi, err := os.Stat(a.img.Initrd); err == nil && os.Geteuid() == 0 && fi.Mode().Perm()&0o004 == 0 {
+			return fmt.Errorf("guest image %s: its initramfs %s (mode %o) is not readable by everyone, and the VM's QEMU runs as an unprivileged uid of its own: chmod a+r it", a.img.Name, a.img.Initrd, fi.Mode().Perm())
+		}
+	}
 	files := []struct {
 		fd   int
 		path string
 		flag int
 	}{
-		{fdInitrd, a.f.initrd, os.O_RDONLY},
+		{fdInitrd, a.initrdPath(), os.O_RDONLY},
 		{fdConsole, a.f.console, os.O_WRONLY | os.O_CREATE | os.O_APPEND},
 		{fdControl, a.f.control, os.O_WRONLY | os.O_CREATE | os.O_APPEND},
 	}

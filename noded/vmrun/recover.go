@@ -39,7 +39,11 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 		switch {
 		case err == nil:
 			v := r.reattach(f, st, p)
-			v.attachNFS(r.recoverNFS(abs, true))
+			if n, held := r.recoverNFS(abs, true); held {
+				v.holdNFS(n)
+			} else {
+				v.attachNFS(n)
+			}
 			return v, nil, nil
 		case !errors.Is(err, os.ErrProcessDone):
 			// Not known to be gone (out of descriptors, say): not ErrGone.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,6 +79,9 @@ type vmState struct {
 	// As is whom QEMU runs as (identity.go); its uid stays taken while
 	// the VM runs, across daemon restarts.
 	As qemuIdentity `json:"qemu_as"`
+	// Incoming says QEMU was started as a live migration's destination
+	// (destination.go): stopped until the daemon continues it.
+	Incoming bool `json:"incoming,omitempty"`
 }
 
 // vmFiles are the absolute paths of one VM's files.
@@ -118,6 +122,13 @@ type startOpts struct {
 	group bool
 	// agent attaches the guest agent's port when the image runs an agent.
 	agent bool
+	// keys are the NFS file server's handle keys: nil makes the job's
+	// fresh; a live migration's destination takes its source's.
+	keys *handleKeys
+	// incoming, when set, makes QEMU load the guest from a migration
+	// stream instead of booting it (incoming.go); the caller waits for
+	// the stream (VM.waitIncoming).
+	incoming *Incoming
 }
 
 func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) (*VM, error) {
@@ -161,7 +172,10 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.
-	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr, spec.AppendOutput); return nil })
+	// A migration's destination carries on the source's files; a job that
+	// asked --open-mode=append adds to what earlier runs wrote.
+	appending := o.incoming != nil && o.incoming.Appending || spec.AppendOutput
+	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr, appending); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +189,20 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := checkNetwork(spec.Network, gfs); err != nil {
 		return nil, err
 	}
-	if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
+	if o.incoming == nil {
+		if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
+			return nil, err
+		}
+	} else if err := o.incoming.check(); err != nil {
 		return nil, err
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
-		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent}
-	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs)
+		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent,
+		baseInitrd: o.incoming != nil}
+	if err := q.setIncoming(o.incoming); err != nil {
+		return nil, err
+	}
+	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs, o.keys)
 	if err != nil {
 		os.Remove(f.initrd)
 		return nil, err
@@ -192,11 +214,15 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 			grp = nil
 		}
 	}
-	v, err := r.launch(r.argv(a), &q, f, img.Name, accel, groupName(dir), grp, a.agent, as)
+	v, err := r.launch(append(r.argv(a), o.incoming.args()...), &q, f, img.Name, accel, groupName(dir), grp, a.agent, as)
 	q.close()        // QEMU holds its own descriptors
 	a.net.closeTap() // and its own tap device
 	launched = err == nil
-	if err == nil && nfs != nil {
+	if err == nil && nfs != nil && o.incoming != nil && o.incoming.HoldShare {
+		// The guest's file handles must stay valid: the server starts
+		// with the source's key, which comes with the stream (Receive).
+		v.holdNFS(nfs)
+	} else if err == nil && nfs != nil {
 		if err = v.startNFS(nfs, grp); err != nil {
 			killProc(v.proc)
 			<-v.done
@@ -246,7 +272,7 @@ func (r *Runner) vmIdentity(dir, accel string, job *api.Job) (qemuIdentity, erro
 // network namespace, tap device and listener; its server starts once QEMU
 // runs) and opens what QEMU inherits into q. On an error nothing of it is
 // left.
-func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS) (*exec.Cmd, *nfsServer, error) {
+func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS, keys *handleKeys) (*exec.Cmd, *nfsServer, error) {
 	var vfsd *exec.Cmd
 	var nfs *nfsServer
 	var err error
@@ -255,7 +281,7 @@ func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gf
 		a.virtiofs = true
 		vfsd, err = startVirtiofsd(a.f)
 	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
-		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs); err == nil {
+		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs, keys); err == nil {
 			a.net = nfs.net
 		}
 	}
@@ -394,13 +420,15 @@ type outputs struct {
 }
 
 // prepareOutputs creates and truncates the output files, as Slurm does by
-// default, and puts them in q for QEMU (fdStdout, fdStderr). The daemon
+// default, and puts them in q for QEMU (fdStdout, fdStderr); appending
+// opens them without truncating (a live migration's destination goes on
+// writing what its source wrote). The daemon
 // opens them, as the job's user, so that a missing directory or one the
 // user may not write to fails the job with the process runner's message;
 // QEMU, which runs as an id of its own that could not open them, inherits
 // them open and writes with append=on, which leaves room for Slurm's
 // --open-mode=append, which is this truncation left out.
-func prepareOutputs(q *qemuFiles, out, errPath string, appendMode bool) (outputs, error) {
+func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs, error) {
 	if errPath == "" {
 		errPath = out
 	}
@@ -409,7 +437,11 @@ func prepareOutputs(q *qemuFiles, out, errPath string, appendMode bool) (outputs
 		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
 			continue
 		}
-		fh, err := noded.OpenOutputFile(p, appendMode)
+		open := noded.OpenOutputFile
+		if appending {
+			open = noded.AppendOutputFile
+		}
+		fh, err := open(p)
 		if err != nil {
 			return outputs{}, err
 		}
@@ -490,6 +522,18 @@ type vmArgs struct {
 	net *guestNet
 	// agent adds the guest agent's port (agentArgs).
 	agent bool
+	// baseInitrd gives QEMU the image's base initramfs as -initrd instead
+	// of the job's initrd: a VM that loads its guest from a migration
+	// stream boots nothing (incoming.go).
+	baseInitrd bool
+}
+
+// initrdPath is the file QEMU reads as -initrd.
+func (a vmArgs) initrdPath() string {
+	if a.baseInitrd {
+		return a.img.Initrd
+	}
+	return a.f.initrd
 }
 
 // hostnameRE is what corral.hostname may hold: it goes on the kernel
@@ -603,7 +647,7 @@ func (r *Runner) launch(argv []string, q *qemuFiles, f vmFiles, image, accel, gr
 		p, err = procref.Open(pid, start, true)
 	}
 	st := vmState{PID: pid, Start: start, BootID: procref.BootID(), QMP: f.qmp, Initrd: f.initrd,
-		Image: image, Accel: accel, Argv: argv, As: as}
+		Image: image, Accel: accel, Argv: argv, As: as, Incoming: slices.Contains(argv, "-incoming")}
 	if grp != nil {
 		st.Cgroup = group
 	}

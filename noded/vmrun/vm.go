@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"sort"
@@ -44,6 +45,14 @@ type VM struct {
 	nfsMu sync.Mutex
 	nfs   *nfsServer
 	gone  bool
+	// heldNFS is a migration destination's file server, prepared but
+	// not started until the source's handle key arrives (Receive); nil
+	// otherwise. It is guarded by nfsMu too.
+	heldNFS *nfsServer
+	// in is the daemon's end of a migration destination's stream, until
+	// Receive takes it (destination.go); nil otherwise.
+	inMu sync.Mutex
+	in   net.Conn
 	// agent reaches the guest agent; nil when the VM has none.
 	agent *agentClient
 	// release frees QEMU's id (identity.go) once QEMU is gone.
@@ -92,6 +101,12 @@ func (v *VM) watch() {
 	}
 	v.proc.Close()
 	v.stopNFS()
+	v.inMu.Lock()
+	if v.in != nil {
+		v.in.Close()
+		v.in = nil
+	}
+	v.inMu.Unlock()
 	res, ok := finalResult(v.f)
 	if !ok {
 		// The daemon logs and reports the message; the probe expects it.
