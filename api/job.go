@@ -299,6 +299,9 @@ type JobSpec struct {
 	// Overcommit (sbatch -O) allocates CPUsPerTask CPUs for the job, as
 	// for one task, however many tasks it runs.
 	Overcommit bool `json:"overcommit,omitempty"`
+	// MemAll (sbatch --mem=0) gives the job all of its node's memory;
+	// MemPerNode and MemPerCPU are then 0.
+	MemAll bool `json:"mem_all,omitempty"`
 }
 
 // MaxPriority is the highest --priority (TOP), Slurm's 32-bit range less

@@ -22,7 +22,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
-		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit,
+		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -64,7 +64,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
-		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit,
+		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 	}
 }
 

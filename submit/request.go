@@ -135,16 +135,16 @@ func (b *builder) setMemory(field, v string) error {
 	if err != nil {
 		return wrapValueError(field, v, err)
 	}
-	if mib == 0 {
-		return optionError(field, v, ErrUnsupported,
-			"0 (all of a node's memory) is not a size corral takes: a job gets the memory it asks for, so give an amount, e.g. %s=4G", field)
-	}
 	if field == "--mem" {
 		if b.memPerCPULayer == b.layer {
 			return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
 		}
-		b.spec.MemPerNode, b.memLayer = mib, b.layer
+		// 0 is Slurm's "all of the node's memory".
+		b.spec.MemPerNode, b.spec.MemAll, b.memLayer = mib, mib == 0, b.layer
 		return nil
+	}
+	if mib == 0 {
+		return optionError(field, v, nil, "give an amount per CPU, e.g. --mem-per-cpu=2G; --mem=0 asks for all of a node's memory")
 	}
 	if b.memLayer == b.layer {
 		return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
@@ -160,7 +160,7 @@ func (b *builder) resolveMemory() {
 	case b.memLayer > b.memPerCPULayer:
 		b.spec.MemPerCPU = 0
 	default:
-		b.spec.MemPerNode = 0
+		b.spec.MemPerNode, b.spec.MemAll = 0, false
 	}
 }
 

@@ -81,9 +81,11 @@ var optionCases = map[string]optionCase{
 	"--propagate": {args: []string{"--propagate"}, spec: func(s *api.JobSpec) {
 		s.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
 	}},
-	"--priority":     {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
-	"--priority=TOP": {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
-	"-O":             {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
+	"--mem=0":          {args: []string{"--mem=0"}, spec: func(s *api.JobSpec) { s.MemAll = true }},
+	"--mem=0 replaced": {args: []string{"--mem=0", "--mem=2G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 2048 }},
+	"--priority":       {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
+	"--priority=TOP":   {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
+	"-O":               {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
 	"--cpus-per-gpu": {args: []string{"--gpus=3", "-n", "2", "--cpus-per-gpu=5"}, spec: func(s *api.JobSpec) {
 		s.Gres, s.NTasks, s.CPUsPerTask, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 3}}, 2, 8, 5
 	}},

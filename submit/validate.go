@@ -409,6 +409,8 @@ func checkMemory(sp *api.JobSpec, _ time.Time) error {
 	switch {
 	case sp.MemPerNode > 0 && sp.MemPerCPU > 0:
 		return fieldErr("mem_per_cpu_mb", strconv.FormatInt(sp.MemPerCPU, 10), ErrInvalid, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
+	case sp.MemAll && (sp.MemPerNode > 0 || sp.MemPerCPU > 0):
+		return fieldErr("mem_all", "true", ErrInvalid, "--mem=0 (all of a node's memory) excludes a memory amount; give one or the other")
 	case sp.MemPerCPU > MaxMemoryMiB/int64(sp.CPUs()):
 		return fieldErr("mem_per_cpu_mb", strconv.FormatInt(sp.MemPerCPU, 10), ErrInvalid,
 			"mem_per_cpu × %d CPUs is more than %d MiB (1 EiB)", sp.CPUs(), int64(MaxMemoryMiB))

@@ -353,7 +353,7 @@ func (a *advance) maintBlocks(pl *placer, part string, cpus int, mem, dur int64)
 	blocked := false
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if !a.maintDuring(i, pl.now, pl.now+dur) {
@@ -451,7 +451,7 @@ func (pl *placer) placeMember(j *state.Job, plan *Plan, task int, part string, r
 		}
 		rn := h.nodes[i]
 		n := &pl.free.nodes[i]
-		need := mem + n.overhead
+		need := n.need(mem)
 		if !n.usable || n.cpus < cpus || n.mem < need || !slices.Contains(n.partitions, part) ||
 			!rn.room.fits(pl.now, end, cpus, need) || !fitsWith(pl.profiles[i], rn.room, pl.now, end, cpus, need) {
 			continue
@@ -494,7 +494,7 @@ func (pl *placer) estimateMember(j *state.Job, r *api.Reservation, h *resvHeld, 
 		if !n.usable || n.totalCPUs < req.CPUs {
 			continue
 		}
-		at, ok := h.nodes[i].room.earliest(pl.now, dur, req.CPUs, req.MemMB+n.overhead)
+		at, ok := h.nodes[i].room.earliest(pl.now, dur, req.CPUs, n.need(req.MemMB))
 		if ok && at+dur <= pl.adv.far && (best < 0 || at < bestAt) {
 			best, bestAt = i, at
 		}
@@ -519,12 +519,12 @@ func (pl *placer) startMember(j *state.Job, plan *Plan, task, i, k, cpus int, me
 	a := pl.adv
 	n := &pl.free.nodes[i]
 	rn := a.held[k].nodes[i]
-	pl.take(i, pl.now, end, cpus, mem+n.overhead)
+	pl.take(i, pl.now, end, cpus, n.need(mem))
 	until := end
 	if a.list[k].Consumable() {
 		until = a.far
 	}
-	a.segs = rn.room.takeUpTo(pl.now, until, cpus, mem+n.overhead, a.segs[:0])
+	a.segs = rn.room.takeUpTo(pl.now, until, cpus, n.need(mem), a.segs[:0])
 	p := pl.profiles[i]
 	for _, g := range a.segs {
 		p.take(g.start, g.end, -g.cpus, -g.mem)
@@ -536,7 +536,7 @@ func (pl *placer) startMember(j *state.Job, plan *Plan, task, i, k, cpus int, me
 	}
 	pl.countQOS(j, cpus)
 	pl.lic.take(j.Spec.Licenses)
-	plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead,
+	plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: n.need(mem) - n.overhead, OverheadMB: n.overhead,
 		Array: task >= 0, Task: max(task, 0), Placement: placement})
 	delete(plan.Reasons, j.ID)
 }

@@ -33,6 +33,19 @@ type nodeFree struct {
 	inv      *api.Inventory
 }
 
+// MemAll is MemRequest's answer for a job that asks for all of a node's
+// memory (sbatch --mem=0).
+const MemAll = -1
+
+// need is what a job asking for mem (MiB, or MemAll) takes of this node's
+// memory, the runner's overhead included: with MemAll, all of it.
+func (n *nodeFree) need(mem int64) int64 {
+	if mem == MemAll {
+		return n.totalMem
+	}
+	return mem + n.overhead
+}
+
 func newCapacity(nodes []*state.Node) *capacity {
 	c := &capacity{}
 	c.reset(nodes)
@@ -66,7 +79,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= mem+n.overhead {
+		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= n.need(mem) {
 			return true
 		}
 	}
@@ -90,7 +103,7 @@ func CouldEverFit(s *Snapshot, j *state.Job) bool {
 func (c *capacity) firstFit(part string, cpus int, mem int64) (string, int64) {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if n.usable && n.cpus >= cpus && n.mem >= mem+n.overhead && slices.Contains(n.partitions, part) {
+		if n.usable && n.cpus >= cpus && n.mem >= n.need(mem) && slices.Contains(n.partitions, part) {
 			return n.name, n.overhead
 		}
 	}

@@ -69,3 +69,32 @@ func TestFixedPriority(t *testing.T) {
 		t.Errorf("job 3's priority is %d, want the fixed 1", f.Priority)
 	}
 }
+
+// TestMemAll: a job asking for all of a node's memory (--mem=0) starts
+// only on a node whose memory is all free, and is given all of it less
+// the runner's overhead; on a node with a topology its placement holds
+// every NUMA node's memory.
+func TestMemAll(t *testing.T) {
+	all := func(j *state.Job) { j.Spec.MemAll = true }
+	snap := at(t0).with(nodes(2).cpus(4).mem(8192)).
+		running("n1", time.Minute, job(9).mem(1024).limit(time.Hour)).
+		queue(job(1).with(all).limit(time.Hour)).snapshot()
+	snap.Nodes[1].OverheadMB = 64
+	plan := Schedule(snap)
+	if len(plan.Starts) != 1 || plan.Starts[0].Node != "n2" || plan.Starts[0].MemMB != 8192-64 || plan.Starts[0].OverheadMB != 64 {
+		t.Fatalf("starts %+v; want job 1 on n2 with 8128 MiB (8 GiB less the 64 MiB overhead)", plan.Starts)
+	}
+	// With both nodes partly used it waits, with a reservation at n1's
+	// job's end.
+	snap = at(t0).with(nodes(2).cpus(4).mem(8192)).
+		running("n1", time.Minute, job(9).mem(1024).limit(time.Hour)).
+		running("n2", time.Minute, job(8).mem(512).limit(2*time.Hour)).
+		queue(job(1).with(all).limit(time.Hour), job(2).mem(1024).limit(time.Minute)).snapshot()
+	plan = Schedule(snap)
+	if len(plan.Starts) != 1 || plan.Starts[0].JobID != 2 {
+		t.Errorf("starts %+v; want only job 2, which backfills", plan.Starts)
+	}
+	if r := plan.Reservations[1]; r.Node != "n1" || !r.Start.Equal(t0.Add(59*time.Minute)) {
+		t.Errorf("job 1's reservation %+v; want n1 when job 9 ends", r)
+	}
+}

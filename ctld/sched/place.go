@@ -100,7 +100,7 @@ type shape struct {
 // wherever s failed.
 func (s shape) covers(o shape) bool {
 	a, b := s.in, o.in
-	return s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
+	return (s.mem < 0) == (o.mem < 0) && s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
 		a.GPUType == b.GPUType && a.MIGProfile == b.MIGProfile && a.NUMA == b.NUMA &&
 		b.GPUs >= a.GPUs && b.MIG >= a.MIG && b.VFs >= a.VFs && hugeCovers(a.Hugepages, b.Hugepages)
 }
@@ -149,7 +149,7 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 		}
 		part := pl.partitionOf(j)
 		n := &pl.free.nodes[i]
-		k := kept{node: i, start: max(r.Start.UnixNano(), pl.now), cpus: j.Spec.CPUs(), mem: MemRequest(j, pl.s.DefMemPerCPU) + n.overhead}
+		k := kept{node: i, start: max(r.Start.UnixNano(), pl.now), cpus: j.Spec.CPUs(), mem: n.need(MemRequest(j, pl.s.DefMemPerCPU))}
 		k.end = k.start + int64(jobLimit(j, pl.parts[part]))
 		p := pl.profile(i)
 		p.take(k.start, k.end, k.cpus, k.mem)
@@ -267,13 +267,13 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	dur := int64(jobLimit(j, partition))
 	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
-		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
+		pl.take(i, pl.now, pl.now+dur, cpus, n.need(mem))
 		pl.countQOS(j, cpus)
 		pl.lic.take(j.Spec.Licenses)
 		if placement != nil {
 			pl.usedOf(i).Add(placement, 1)
 		}
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead,
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: n.need(mem) - n.overhead, OverheadMB: n.overhead,
 			Array: task >= 0, Task: max(task, 0), Placement: placement})
 		delete(plan.Reasons, j.ID)
 		return true
@@ -303,7 +303,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	if i, at := pl.earliest(part, cpus, mem, dur); i >= 0 {
-		pl.take(i, at, at+dur, cpus, mem+pl.free.nodes[i].overhead)
+		pl.take(i, at, at+dur, cpus, pl.free.nodes[i].need(mem))
 		pl.reserved[i] = true
 		if pl.estimates == nil {
 			pl.estimates = map[uint64]time.Time{}
@@ -392,12 +392,12 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		if pl.claimed[i] {
 			continue
 		}
-		if n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if n.cpus < cpus || n.mem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		// Without a reservation a node's free resources only grow, so
 		// fitting now is fitting for the whole run.
-		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead)) {
+		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, n.need(mem))) {
 			continue
 		}
 		if hasTopology(n.inv) || r.needsInventory() {
@@ -411,6 +411,9 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			used := pl.usedOf(i)
 			if pl.adv != nil && r.GPUs > 0 {
 				used = pl.adv.heldGPUs(i, n.inv, used, pl.now, pl.now+dur, -1)
+			}
+			if mem < 0 {
+				r.MemMB = n.need(mem) - n.overhead // --mem=0: all of this node's
 			}
 			if !mayFit(n.inv, used, r) {
 				continue
@@ -531,10 +534,10 @@ func (pl *placer) earliest(part string, cpus int, mem, dur int64) (int, int64) {
 	best, bestAt := -1, int64(0)
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
-		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, mem+n.overhead)
+		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, n.need(mem))
 		if ok && (best < 0 || at < bestAt) {
 			best, bestAt = i, at
 		}

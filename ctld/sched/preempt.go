@@ -123,7 +123,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 	var best *choice
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if pl.adv != nil && pl.adv.holdsDuring(i, pl.now, pl.now+int64(jobLimit(j, pl.partition(part)))) {
@@ -146,7 +146,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 			}
 			cands = append(cands, r)
 		}
-		if len(cands) == 0 && (freeCPUs < cpus || freeMem < mem+n.overhead) {
+		if len(cands) == 0 && (freeCPUs < cpus || freeMem < n.need(mem)) {
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
@@ -157,7 +157,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		slices.SortFunc(cands, func(a, b Run) int { return qos.CompareVictims(victim(a), victim(b)) })
 		c := choice{node: i}
 		for _, r := range cands {
-			if freeCPUs >= cpus && freeMem >= mem+n.overhead {
+			if freeCPUs >= cpus && freeMem >= n.need(mem) {
 				break
 			}
 			c.victims = append(c.victims, r)
@@ -168,7 +168,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
 			}
 		}
-		if freeCPUs < cpus || freeMem < mem+n.overhead {
+		if freeCPUs < cpus || freeMem < n.need(mem) {
 			continue // not enough even with every candidate gone
 		}
 		if best == nil || c.prio < best.prio || c.prio == best.prio && c.lost < best.lost {

@@ -161,8 +161,12 @@ type Preemption struct {
 	Mode      api.PreemptMode
 }
 
-// MemRequest returns the memory a job is allocated on its node.
+// MemRequest returns the memory a job is allocated on its node; MemAll for
+// one that asks for all of it (--mem=0).
 func MemRequest(j *state.Job, defPerCPU int64) int64 {
+	if j.Spec.MemAll {
+		return MemAll
+	}
 	if m := j.Spec.MemMB(); m > 0 {
 		return m
 	}

@@ -350,7 +350,7 @@ func goldenCommands() []struct {
 			j := simple("launch")
 			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
 			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
-			j.Priority, j.CPUsPerGPU, j.Overcommit = 5000, 4, true
+			j.Priority, j.CPUsPerGPU, j.Overcommit, j.MemAll = 5000, 4, true, true
 			j.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 			return j
 		}()}}},

@@ -80,6 +80,8 @@ type JobSpec struct {
 	Priority   int64 `json:"priority,omitempty"`
 	CPUsPerGPU int   `json:"cpus_per_gpu,omitempty"`
 	Overcommit bool  `json:"overcommit,omitempty"`
+	// MemAll (--mem=0) gives the job all of its node's memory.
+	MemAll bool `json:"mem_all,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
