@@ -98,3 +98,30 @@ func TestMemAll(t *testing.T) {
 		t.Errorf("job 1's reservation %+v; want n1 when job 9 ends", r)
 	}
 }
+
+// TestTopNice: scontrol top deals the jobs' priorities out again with the
+// targets first, in the order given; each job's nice moves by its
+// priority's change, so the sum is kept.
+func TestTopNice(t *testing.T) {
+	jobs := []TopJob{{ID: 1, Priority: 900, Nice: 0}, {ID: 2, Priority: 800, Nice: 0}, {ID: 3, Priority: 700, Nice: 10}, {ID: 4, Priority: 700, Nice: 0}}
+	got := TopNice(jobs, []uint64{4, 2})
+	// New order 4, 2, 1, 3 takes 900, 800, 700, 700.
+	want := map[uint64]int{4: -200, 1: 200}
+	if len(got) != len(want) || got[4] != want[4] || got[1] != want[1] {
+		t.Errorf("TopNice = %v, want %v", got, want)
+	}
+	sum := 0
+	for _, j := range jobs {
+		n, changed := got[j.ID]
+		if !changed {
+			n = j.Nice
+		}
+		sum += n
+	}
+	if sum != 10 {
+		t.Errorf("the nice values sum to %d, want 10 as before", sum)
+	}
+	if len(TopNice(jobs, []uint64{1})) != 0 {
+		t.Error("topping the top job changed something")
+	}
+}

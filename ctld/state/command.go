@@ -48,6 +48,8 @@ const (
 	CmdMailTimeEvents CommandType = 50
 	CmdClaimNotices   CommandType = 51
 	CmdNoticesDone    CommandType = 52
+	// scontrol top (top.go).
+	CmdTopJobs CommandType = 53
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

@@ -100,6 +100,7 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(3*time.Hour + time.Minute), Jobs: []uint64{20}}},
 		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(3*time.Hour + time.Minute), IDs: []uint64{1, 2}, By: "c1"}},
 		{CmdNoticesDone, &NoticesDone{Now: t0.Add(3*time.Hour + time.Minute), Marks: []NoticeMark{{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkMailProg}}}},
+		{CmdTopJobs, &TopJobs{Now: t0.Add(4 * time.Hour), Nice: []JobNice{{ID: 3, Nice: -10}, {ID: 99, Nice: 2}}, By: "alice"}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {

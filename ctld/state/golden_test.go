@@ -354,6 +354,8 @@ func goldenCommands() []struct {
 			j.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 			return j
 		}()}}},
+		// scontrol top: job 111 before job 100's array mates.
+		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 111, Nice: -50}, {ID: 100, Nice: 50}}, By: "alice"}},
 	}
 }
 

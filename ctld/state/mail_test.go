@@ -192,6 +192,19 @@ func TestNoNoticeWithoutSinks(t *testing.T) {
 }
 
 func init() {
+	applyTests[CmdTopJobs] = func(t *testing.T) {
+		r, next := scene(t)
+		before := r.s.Jobs[3].Spec
+		res := next(CmdTopJobs, &TopJobs{Now: t0, Nice: []JobNice{{ID: 3, Nice: -40}, {ID: 1, Nice: 5}, {ID: 4, Nice: 99999}, {ID: 9, Nice: 1}}, By: "alice"}).(*IDsResult)
+		expect(t, map[string][2]any{
+			"pending one set":     {r.s.Jobs[3].Spec.Nice, -40},
+			"bounded":             {r.s.Jobs[4].Spec.Nice, 10000},
+			"running one refused": {strings.Contains(res.Errors[1], "only pending jobs"), true},
+			"unknown one refused": {strings.Contains(res.Errors[9], "no such job"), true},
+			"spec copied":         {before.Nice, 0},
+			"changed":             {len(res.Changed), 2},
+		})
+	}
 	applyTests[CmdMailTimeEvents] = func(t *testing.T) {
 		r, next := mailScene(t)
 		sp := mailSpec("w", api.MailTimeLimit80)

@@ -102,6 +102,7 @@ var commands = map[CommandType]command{
 	}),
 	CmdClaimNotices: def("ClaimNotices", func(s *State, c *ClaimNotices, _ uint64) any { return s.applyClaimNotices(c) }),
 	CmdNoticesDone:  def("NoticesDone", func(s *State, c *NoticesDone, _ uint64) any { return s.applyNoticesDone(c) }),
+	CmdTopJobs:      def("TopJobs", func(s *State, c *TopJobs, _ uint64) any { return s.applyTop(c) }),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
