@@ -100,6 +100,7 @@ func TestSubmitStateChecks(t *testing.T) {
 		"root may be negative":    {edit: func(s *api.JobSpec) { s.User, s.Nice = "root", -10 }},
 		"negative nice, not root": {edit: func(s *api.JobSpec) { s.Nice = -10 }, field: "nice", want: "only root may give a negative nice"},
 		"root may fix a priority": {edit: func(s *api.JobSpec) { s.User, s.Priority = "root", 7000 }},
+		"all of a node's memory":  {edit: func(s *api.JobSpec) { s.MemAll = true }},
 		"--priority, not root": {edit: func(s *api.JobSpec) { s.Priority = 7000 }, field: "priority",
 			want: "only operators and administrators may set a job's priority"},
 		"--cpus-per-gpu short of CPUs": {edit: func(s *api.JobSpec) { s.Gres, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 2}}, 4 }, field: "cpus_per_gpu",

@@ -46,7 +46,7 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	req, err := submit.Parse(args, submit.Context{
 		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), Privileged: os.Geteuid() == 0,
-		Rlimit: rlimit.Own,
+		Rlimit: rlimit.Submitter,
 	})
 	if err != nil {
 		if errors.Is(err, submit.ErrHelp) {

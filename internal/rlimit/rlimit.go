@@ -1,6 +1,6 @@
 // Package rlimit maps Slurm's resource limit names (AS, CORE, CPU, DATA,
 // FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK) to Linux's and reads and sets
-// soft limits by them: the CLI reads the submitting shell's with Own for
+// soft limits by them: the CLI reads the submitting shell's with Submitter for
 // sbatch --propagate, the process runner sets a job's first process's with
 // Set, and the guest's init its job's. It never decides which limits a job
 // gets, and imports nothing of corral's so the guest's init stays small.
@@ -8,6 +8,7 @@ package rlimit
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,15 +23,21 @@ var resources = map[string]int{
 	"NPROC": unix.RLIMIT_NPROC, "RSS": unix.RLIMIT_RSS, "STACK": unix.RLIMIT_STACK,
 }
 
-// Own returns this process's soft limit name: for the CLI, the limit of the
-// shell that ran it, which it inherited. False when name is unknown or the
-// limit cannot be read.
-func Own(name string) (uint64, bool) {
+// Submitter returns the soft limit name of the process that ran this one:
+// for the CLI, the submitting shell's. It reads the parent's rather than
+// its own because the Go runtime raises its own NOFILE soft limit at start
+// (and gives its children the original back): the parent still has what
+// the user set. It falls back to this process's own limit when the
+// parent's cannot be read. False when name is unknown.
+func Submitter(name string) (uint64, bool) {
 	res, ok := resources[name]
 	if !ok {
 		return 0, false
 	}
 	var l unix.Rlimit
+	if unix.Prlimit(os.Getppid(), res, nil, &l) == nil {
+		return l.Cur, true
+	}
 	if unix.Getrlimit(res, &l) != nil {
 		return 0, false
 	}
