@@ -127,7 +127,12 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
 		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
 		{"GET /v1/accounting/usage", usersRead, c.read(c.handleAccountingUsage)},
+		{"GET /v1/accounting/cluster", usersRead, c.read(c.handleAccountingCluster)},
+		{"GET /v1/accounting/series", usersRead, c.read(c.handleAccountingSeries)},
 		{"GET /v1/internal/accounting/records", members, c.read(c.handleAccountingRecords)},
+		{"GET /ui/", usersRead, c.read(c.handleUIOverview)},
+		{"GET /ui/jobs/{id}", usersRead, c.read(c.handleUIJob)},
+		{"GET /ui/usage.svg", usersRead, c.read(c.handleUIUsage)},
 	}
 }
 

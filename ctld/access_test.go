@@ -261,7 +261,12 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"GET", "/v1/accounting/jobs?all=1", nil, allUsers},
 		{"GET", "/v1/accounting/summary", nil, opsAdmin},
 		{"GET", "/v1/accounting/usage", nil, allUsers},
+		{"GET", "/v1/accounting/cluster", nil, allUsers},
+		{"GET", "/v1/accounting/series", nil, allUsers},
 		{"GET", "/v1/internal/accounting/records", nil, nobody},
+		{"GET", "/ui/", nil, allUsers},
+		{"GET", "/ui/jobs/" + j1, nil, []string{pUserA, pCoord, pOperator, pAdmin}},
+		{"GET", "/ui/usage.svg", nil, allUsers},
 		{"POST", "/v1/tokens", map[string]any{"description": "matrix"}, allUsers},
 		{"POST", "/v1/roles", map[string]any{"grant": map[string]any{"user": "erin", "role": "operator"}}, adminOnly},
 		// Last: it ends job 2 for the first principal let through.

@@ -54,6 +54,10 @@ func (c *Controller) read(h func(http.ResponseWriter, *http.Request) error) http
 }
 
 func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	if isUI(r) {
+		c.writeUIError(w, r, err)
+		return
+	}
 	var fe *fieldError
 	var he *httpError
 	switch {
@@ -405,9 +409,20 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 // array ("12_5"). A task not started yet is answered with the array's
 // pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	ref, err := api.ParseJobRef(r.PathValue("id"))
+	view, err := c.showJob(principalFrom(r), r.PathValue("id"))
 	if err != nil {
-		return &fieldError{Field: "id", Msg: err.Error()}
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+// showJob is job id as p may see it (scontrol show job), with its
+// priority and migration; another tenant's job is not found.
+func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
+	ref, err := api.ParseJobRef(id)
+	if err != nil {
+		return nil, &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *state.Job
 	var v jobView
@@ -420,7 +435,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 			j = s.Jobs[ref.ID]
 		}
 		if j != nil {
-			if v = viewOf(s, j, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+			if v = viewOf(s, j, viewerOf(s, p)); v.lvl == hidden {
 				j = nil // another tenant's job does not exist for the caller
 			}
 		}
@@ -428,16 +443,15 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	})
 	switch {
 	case j == nil && ref.HasTask:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
 	case j == nil && ref.ID < next && minAge > 0:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job: a finished job leaves the controllers MinJobAge (%s) after it ends", ref.ID, time.Duration(minAge)*time.Second)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job: a finished job leaves the controllers MinJobAge (%s) after it ends", ref.ID, time.Duration(minAge)*time.Second)}
 	case j == nil:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
 	view := withPriority(v, c.priorityFunc(c.clock.Now()))
 	c.migrationFunc()(view)
-	writeJSON(w, http.StatusOK, view)
-	return nil
+	return view, nil
 }
 
 func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {

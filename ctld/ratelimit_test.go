@@ -218,6 +218,8 @@ func TestRouteCostClasses(t *testing.T) {
 		"GET /metrics": costFree, "GET /v1/openapi.json": costFree,
 		"GET /v1/accounting/jobs": costList, "GET /v1/accounting/summary": costFree, "GET /v1/accounting/usage": costFree,
 		"GET /v1/internal/accounting/records": costFree,
+		"GET /v1/accounting/cluster":          costList, "GET /v1/accounting/series": costList,
+		"GET /ui/": costList, "GET /ui/jobs/{id}": costFree, "GET /ui/usage.svg": costList,
 	}
 	c := &Controller{}
 	for _, rt := range append(c.routeTable(), c.jobIORouteTable()...) {

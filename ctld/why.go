@@ -38,9 +38,20 @@ var reasonText = map[api.Reason]string{
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
-	ref, err := api.ParseJobRef(r.PathValue("id"))
+	why, err := c.why(principalFrom(r), r.PathValue("id"))
 	if err != nil {
-		return badRequest("%v", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, why)
+	return nil
+}
+
+// why explains job id's state to p (corral why); another tenant's job is
+// not found.
+func (c *Controller) why(p principal, id string) (api.Why, error) {
+	ref, err := api.ParseJobRef(id)
+	if err != nil {
+		return api.Why{}, badRequest("%v", err)
 	}
 	now := c.clock.Now().UTC()
 	var rec *state.Job
@@ -52,13 +63,13 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 			rec = s.Jobs[ref.ID]
 		}
 		if rec != nil {
-			if v = viewOf(s, rec, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+			if v = viewOf(s, rec, viewerOf(s, p)); v.lvl == hidden {
 				rec = nil // another tenant's job does not exist for the caller
 			}
 		}
 	})
 	if rec == nil {
-		return notFound("job %s: no such job", r.PathValue("id"))
+		return api.Why{}, notFound("job %s: no such job", id)
 	}
 	aj := v.api()
 	j := &aj
@@ -78,8 +89,7 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 	default:
 		say("Job %s is %s (ended %s). %s", j.Ref(), j.State, j.EndTime.Format(time.RFC3339), j.Message)
 	}
-	writeJSON(w, http.StatusOK, why)
-	return nil
+	return why, nil
 }
 
 // explainPending runs a pass on the current state (without committing it)
