@@ -302,6 +302,49 @@ type JobSpec struct {
 	// MemAll (sbatch --mem=0) gives the job all of its node's memory;
 	// MemPerNode and MemPerCPU are then 0.
 	MemAll bool `json:"mem_all,omitempty"`
+	// Hint, ThreadsPerCore and NTasksPerCore are sbatch --hint,
+	// --threads-per-core and --ntasks-per-core: with nomultithread,
+	// compute_bound or memory_bound, or one thread or task per core, the
+	// job runs on one thread of each core it gets and holds the others
+	// idle; memory_bound also spreads it over NUMA nodes (OneThreadPerCore).
+	Hint           string `json:"hint,omitempty"`
+	ThreadsPerCore int    `json:"threads_per_core,omitempty"`
+	NTasksPerCore  int    `json:"ntasks_per_core,omitempty"`
+	// MemBind is sbatch --mem-bind as given; MemNodes are the NUMA nodes
+	// its map_mem or mask_mem names (the job's memory and CPUs come from
+	// those only); its none, local and prefer set NUMA.
+	MemBind  string `json:"mem_bind,omitempty"`
+	MemNodes []int  `json:"mem_nodes,omitempty"`
+}
+
+// Hints sbatch --hint takes.
+const (
+	HintMultithread   = "multithread"
+	HintNoMultithread = "nomultithread"
+	HintComputeBound  = "compute_bound"
+	HintMemoryBound   = "memory_bound"
+)
+
+// OneThreadPerCore reports whether the job runs on one thread of each
+// core it gets (see Hint).
+func (s *JobSpec) OneThreadPerCore() bool {
+	return oneThreadPerCore(s.Hint, s.ThreadsPerCore, s.NTasksPerCore, s.CPUsPerTask)
+}
+
+func oneThreadPerCore(hint string, threads, tasksPerCore, cpusPerTask int) bool {
+	switch {
+	case hint == HintNoMultithread || hint == HintComputeBound || hint == HintMemoryBound:
+		return true
+	case threads == 1:
+		return true
+	}
+	return tasksPerCore == 1 && cpusPerTask <= 1
+}
+
+// OneThreadPerCore is JobSpec.OneThreadPerCore for the state's copy of a
+// request, which holds the same fields.
+func OneThreadPerCore(hint string, threads, tasksPerCore, cpusPerTask int) bool {
+	return oneThreadPerCore(hint, threads, tasksPerCore, cpusPerTask)
 }
 
 // MaxPriority is the highest --priority (TOP), Slurm's 32-bit range less

@@ -23,6 +23,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
+		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -65,6 +66,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation, MailType: sp.MailType, MailUser: sp.MailUser,
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
+		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
 	}
 }
 

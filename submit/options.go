@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,28 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error {
 			return setCount(&b.spec.CPUsPerGPU, "--cpus-per-gpu", "--cpus-per-gpu=8", v)
 		}},
+	{Option: getopt.Option{Long: "hint", Arg: req, ArgName: "TYPE", Help: "nomultithread or compute_bound (one thread per core, the others held idle), memory_bound (that, spread over NUMA nodes), or multithread (the default)"},
+		apply: func(b *builder, v string, _ bool) error {
+			switch h := strings.ToLower(v); h {
+			case api.HintNoMultithread, api.HintComputeBound, api.HintMemoryBound:
+				b.spec.Hint = h
+			case api.HintMultithread:
+				b.spec.Hint = ""
+			default:
+				return optionError("--hint", v, nil, "use nomultithread, multithread, compute_bound or memory_bound")
+			}
+			return nil
+		}},
+	{Option: getopt.Option{Long: "threads-per-core", Arg: req, ArgName: "N", Help: "threads per core the job uses: 1 runs it on one thread of each core, the others held idle"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.ThreadsPerCore, "--threads-per-core", "--threads-per-core=1", v)
+		}},
+	{Option: getopt.Option{Long: "ntasks-per-core", Arg: req, ArgName: "N", Help: "tasks per core: 1 (with one CPU per task) gives each task a core of its own"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.NTasksPerCore, "--ntasks-per-core", "--ntasks-per-core=1", v)
+		}},
+	{Option: getopt.Option{Long: "mem-bind", Arg: req, ArgName: "[quiet|verbose,]TYPE", Help: "where the job's memory is: none, local or rank (its CPUs' NUMA nodes only), prefer, map_mem:NODES or mask_mem:MASKS (those NUMA nodes)"},
+		apply: applyMemBind},
 	{Option: getopt.Option{Short: 'O', Long: "overcommit", Help: "allocate CPUs as for one task: -c CPUs, however many tasks (-n) share them"},
 		apply: func(b *builder, _ string, _ bool) error { b.spec.Overcommit = true; return nil }},
 	{Option: getopt.Option{Short: 'N', Long: "nodes", Arg: req, ArgName: "N", Help: "number of nodes; only 1 is supported"},
@@ -471,4 +494,74 @@ func applyPriority(b *builder, v string, _ bool) error {
 	}
 	b.spec.Priority = n
 	return nil
+}
+
+// MaxNUMANodeID bounds a NUMA node named by --mem-bind.
+const MaxNUMANodeID = 1023
+
+// applyMemBind reads --mem-bind=[{quiet|verbose},]TYPE onto corral's NUMA
+// placement: none (memory anywhere: --numa=none), local and rank (only the
+// NUMA nodes of the job's CPUs: --numa=strict), prefer (--numa=prefer),
+// map_mem:N,... and mask_mem:M,... (only those NUMA nodes, CPUs and memory
+// alike, strictly); sort and nosort (kernel page orderings) change nothing.
+func applyMemBind(b *builder, v string, _ bool) error {
+	rest := v
+	for _, p := range []string{"quiet,", "verbose,", "v,", "q,"} {
+		rest = strings.TrimPrefix(rest, p)
+	}
+	kind, list, _ := strings.Cut(rest, ":")
+	bad := func(why string) error {
+		return optionError("--mem-bind", v, nil, "%s (use none, local, rank, prefer, map_mem:0,1 or mask_mem:0x3)", why)
+	}
+	b.spec.MemBind, b.spec.MemNodes = v, nil
+	switch strings.ToLower(kind) {
+	case "none", "no":
+		b.spec.NUMA = api.NUMANone
+	case "local", "rank":
+		b.spec.NUMA = api.NUMAStrict
+	case "prefer", "p":
+		b.spec.NUMA = api.NUMAPrefer
+	case "sort", "nosort", "quiet", "verbose":
+	case "map_mem", "map-mem", "mask_mem", "mask-mem":
+		nodes, err := memNodes(strings.HasPrefix(kind, "mask"), list)
+		if err != nil {
+			return bad(err.Error())
+		}
+		b.spec.MemNodes, b.spec.NUMA = nodes, api.NUMAStrict
+	default:
+		return bad("unknown type " + strconv.Quote(kind))
+	}
+	return nil
+}
+
+// memNodes reads the NUMA nodes of map_mem (ids) or mask_mem (masks),
+// sorted and each once.
+func memNodes(masks bool, list string) ([]int, error) {
+	var out []int
+	for item := range strings.SplitSeq(list, ",") {
+		if masks {
+			m, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(item), "0x"), 16, 64)
+			if err != nil || m == 0 {
+				return nil, fmt.Errorf("%q is not a NUMA node mask", item)
+			}
+			for bit := 0; bit < 64; bit++ {
+				if m&(1<<bit) != 0 && !slices.Contains(out, bit) {
+					out = append(out, bit)
+				}
+			}
+			continue
+		}
+		n, err := strconv.Atoi(item)
+		if err != nil || n < 0 || n > MaxNUMANodeID {
+			return nil, fmt.Errorf("%q is not a NUMA node id from 0 to %d", item, MaxNUMANodeID)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no NUMA nodes named")
+	}
+	slices.Sort(out)
+	return out, nil
 }

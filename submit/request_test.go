@@ -81,11 +81,20 @@ var optionCases = map[string]optionCase{
 	"--propagate": {args: []string{"--propagate"}, spec: func(s *api.JobSpec) {
 		s.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
 	}},
-	"--mem=0":          {args: []string{"--mem=0"}, spec: func(s *api.JobSpec) { s.MemAll = true }},
-	"--mem=0 replaced": {args: []string{"--mem=0", "--mem=2G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 2048 }},
-	"--priority":       {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
-	"--priority=TOP":   {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
-	"-O":               {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
+	"--mem=0":              {args: []string{"--mem=0"}, spec: func(s *api.JobSpec) { s.MemAll = true }},
+	"--mem=0 replaced":     {args: []string{"--mem=0", "--mem=2G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 2048 }},
+	"--hint=nomultithread": {args: []string{"--hint=nomultithread"}, spec: func(s *api.JobSpec) { s.Hint = api.HintNoMultithread }},
+	"--threads-per-core":   {args: []string{"--threads-per-core=1", "--ntasks-per-core=1"}, spec: func(s *api.JobSpec) { s.ThreadsPerCore, s.NTasksPerCore = 1, 1 }},
+	"--mem-bind=local":     {args: []string{"--mem-bind=verbose,local"}, spec: func(s *api.JobSpec) { s.MemBind, s.NUMA = "verbose,local", api.NUMAStrict }},
+	"--mem-bind=map_mem": {args: []string{"--mem-bind=map_mem:3,1"}, spec: func(s *api.JobSpec) {
+		s.MemBind, s.NUMA, s.MemNodes = "map_mem:3,1", api.NUMAStrict, []int{1, 3}
+	}},
+	"--mem-bind=mask_mem": {args: []string{"--mem-bind=mask_mem:0x5"}, spec: func(s *api.JobSpec) {
+		s.MemBind, s.NUMA, s.MemNodes = "mask_mem:0x5", api.NUMAStrict, []int{0, 2}
+	}},
+	"--priority":     {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
+	"--priority=TOP": {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
+	"-O":             {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
 	"--cpus-per-gpu": {args: []string{"--gpus=3", "-n", "2", "--cpus-per-gpu=5"}, spec: func(s *api.JobSpec) {
 		s.Gres, s.NTasks, s.CPUsPerTask, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 3}}, 2, 8, 5
 	}},

@@ -120,6 +120,25 @@ func checkLaunch(sp *api.JobSpec, _ time.Time) error {
 	if err := api.CheckRlimits(sp.Rlimits); err != nil {
 		return fieldErr("rlimits", "", ErrInvalid, "--propagate: %v", err)
 	}
+	switch sp.Hint {
+	case "", api.HintNoMultithread, api.HintComputeBound, api.HintMemoryBound:
+	default:
+		return fieldErr("hint", sp.Hint, ErrInvalid, "--hint must be nomultithread, compute_bound or memory_bound")
+	}
+	if sp.ThreadsPerCore < 0 || sp.ThreadsPerCore > 1024 || sp.NTasksPerCore < 0 || sp.NTasksPerCore > MaxTasks {
+		return fieldErr("threads_per_core", strconv.Itoa(sp.ThreadsPerCore), ErrInvalid, "--threads-per-core must be from 1 to 1024 and --ntasks-per-core from 1 to %d", MaxTasks)
+	}
+	if len(sp.MemNodes) > 64 || !slices.IsSorted(sp.MemNodes) || len(sp.MemNodes) > 0 && (sp.MemNodes[0] < 0 || sp.MemNodes[len(sp.MemNodes)-1] > MaxNUMANodeID) {
+		return fieldErr("mem_nodes", "", ErrInvalid, "--mem-bind names at most 64 NUMA nodes, ids from 0 to %d, sorted", MaxNUMANodeID)
+	}
+	for i := 1; i < len(sp.MemNodes); i++ {
+		if sp.MemNodes[i] == sp.MemNodes[i-1] {
+			return fieldErr("mem_nodes", strconv.Itoa(sp.MemNodes[i]), ErrInvalid, "--mem-bind names NUMA node %d twice", sp.MemNodes[i])
+		}
+	}
+	if why := TextProblem(sp.MemBind, MaxNameBytes); why != "" {
+		return fieldErr("mem_bind", sp.MemBind, ErrInvalid, "--mem-bind %s", why)
+	}
 	if sp.Priority < 0 || sp.Priority > api.MaxPriority {
 		return fieldErr("priority", strconv.FormatInt(sp.Priority, 10), ErrInvalid, "--priority must be from 1 to %d (0: none)", int64(api.MaxPriority))
 	}

@@ -102,6 +102,7 @@ func (s shape) covers(o shape) bool {
 	a, b := s.in, o.in
 	return (s.mem < 0) == (o.mem < 0) && s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
 		a.GPUType == b.GPUType && a.MIGProfile == b.MIGProfile && a.NUMA == b.NUMA &&
+		a.WholeCores == b.WholeCores && a.Spread == b.Spread && slices.Equal(a.MemNodes, b.MemNodes) &&
 		b.GPUs >= a.GPUs && b.MIG >= a.MIG && b.VFs >= a.VFs && hugeCovers(a.Hugepages, b.Hugepages)
 }
 
@@ -267,7 +268,11 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	dur := int64(jobLimit(j, partition))
 	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
 		n := &pl.free.nodes[i]
-		pl.take(i, pl.now, pl.now+dur, cpus, n.need(mem))
+		held := cpus
+		if placement != nil {
+			held += len(placement.Idle) // the idle threads of its cores
+		}
+		pl.take(i, pl.now, pl.now+dur, held, n.need(mem))
 		pl.countQOS(j, cpus)
 		pl.lic.take(j.Spec.Licenses)
 		if placement != nil {
@@ -392,7 +397,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		if pl.claimed[i] {
 			continue
 		}
-		if n.cpus < cpus || n.mem < n.need(mem) || !slices.Contains(n.partitions, part) {
+		if n.cpus < wholeCoreCPUs(n.inv, cpus, r.WholeCores) || n.mem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		// Without a reservation a node's free resources only grow, so
@@ -460,13 +465,16 @@ func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
 	if !r.needsInventory() {
 		return ""
 	}
-	k := requestKey{part, r.CPUs, r.MemMB, r.GPUs, r.GPUType, r.MIG, r.MIGProfile, r.VFs, r.NUMA, fmt.Sprint(r.Hugepages)}
+	k := requestKey{part, r.CPUs, r.MemMB, r.GPUs, r.GPUType, r.MIG, r.MIGProfile, r.VFs, r.NUMA, fmt.Sprint(r.Hugepages, r.WholeCores, r.MemNodes)}
 	if reason, ok := pl.never[k]; ok {
 		return reason
 	}
 	reason := api.ReasonHugepagesUnavailable
-	if r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 {
+	switch {
+	case r.GPUs > 0 || r.MIG > 0 || r.VFs > 0:
 		reason = api.ReasonGresUnavailable
+	case len(r.Hugepages) == 0:
+		reason = api.ReasonBadConstraints // --mem-bind names NUMA nodes no node has
 	}
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
@@ -591,4 +599,19 @@ func (pl *placer) profile(i int) profile {
 	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
 	pl.spare[i] = nil
 	return pl.profiles[i]
+}
+
+// wholeCoreCPUs is how many of a node's CPUs a request for cpus takes: with
+// wholeCores (one thread per core), every thread of the cores it gets, on
+// a node whose topology says how many a core has; else cpus.
+func wholeCoreCPUs(inv *api.Inventory, cpus int, wholeCores bool) int {
+	if !wholeCores || !hasTopology(inv) {
+		return cpus
+	}
+	for _, n := range inv.Topology.Nodes {
+		if len(n.CPUs) > 0 {
+			return cpus * (1 + len(n.CPUs[0].Siblings))
+		}
+	}
+	return cpus
 }

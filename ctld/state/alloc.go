@@ -103,6 +103,15 @@ func (a *Allocation) HeldCPUs() int {
 	if !a.Active() || a.CPUsLent {
 		return 0
 	}
+	return a.ownCPUs()
+}
+
+// ownCPUs is what the run holds of its node's CPUs when they are not
+// lent: its own and the idle threads of its cores (Placement.Idle).
+func (a *Allocation) ownCPUs() int {
+	if a.Placement != nil {
+		return a.CPUs + len(a.Placement.Idle)
+	}
 	return a.CPUs
 }
 
@@ -156,6 +165,9 @@ func (u *Used) Add(p *api.Placement, sign int64) {
 	for _, c := range p.CPUs {
 		u.CPUs[c] = sign > 0
 	}
+	for _, c := range p.Idle {
+		u.CPUs[c] = sign > 0
+	}
 	for _, m := range p.Mem {
 		u.Mem[m.Node] += sign * m.MB
 	}
@@ -175,7 +187,7 @@ func (u *Used) AddAlloc(a *Allocation) {
 	}
 	p := *a.Placement
 	if a.CPUsLent {
-		p.CPUs = nil
+		p.CPUs, p.Idle = nil, nil
 	}
 	u.Add(&p, 1)
 }

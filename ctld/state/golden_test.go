@@ -351,9 +351,19 @@ func goldenCommands() []struct {
 			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
 			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
 			j.Priority, j.CPUsPerGPU, j.Overcommit, j.MemAll = 5000, 4, true, true
+			j.Hint, j.ThreadsPerCore, j.NTasksPerCore, j.MemBind, j.MemNodes = api.HintMemoryBound, 1, 1, "map_mem:1", []int{1}
 			j.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 			return j
 		}()}}},
+		// A start on one thread of a core, the other held idle
+		// (--hint=nomultithread).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 112, Jobs: []JobSpec{func() JobSpec {
+			j := simple("wholecore")
+			j.Hint = api.HintNoMultithread
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 112, Node: "g1", CPUs: 1, MemMB: 256, OverheadMB: 64,
+			Placement: &api.Placement{CPUs: []int{1}, Idle: []int{3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 100}}}}},
 		// scontrol top: job 111 before job 100's array mates.
 		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 111, Nice: -50}, {ID: 100, Nice: 50}}, By: "alice"}},
 	}

@@ -82,6 +82,13 @@ type JobSpec struct {
 	Overcommit bool  `json:"overcommit,omitempty"`
 	// MemAll (--mem=0) gives the job all of its node's memory.
 	MemAll bool `json:"mem_all,omitempty"`
+	// Hint, ThreadsPerCore, NTasksPerCore, MemBind and MemNodes say how
+	// the job's CPUs and memory are placed in its node (see api.JobSpec).
+	Hint           string `json:"hint,omitempty"`
+	ThreadsPerCore int    `json:"threads_per_core,omitempty"`
+	NTasksPerCore  int    `json:"ntasks_per_core,omitempty"`
+	MemBind        string `json:"mem_bind,omitempty"`
+	MemNodes       []int  `json:"mem_nodes,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
@@ -96,6 +103,12 @@ func (s *JobSpec) CPUs() int {
 		return max(s.CPUsPerTask, 1)
 	}
 	return max(s.NTasks, 1) * max(s.CPUsPerTask, 1)
+}
+
+// OneThreadPerCore reports whether the job runs on one thread of each
+// core it gets (api.JobSpec.OneThreadPerCore).
+func (s *JobSpec) OneThreadPerCore() bool {
+	return api.OneThreadPerCore(s.Hint, s.ThreadsPerCore, s.NTasksPerCore, s.CPUsPerTask)
 }
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it

@@ -164,7 +164,11 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	if st.OverheadMB < n.OverheadMB {
 		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, st.OverheadMB)
 	}
-	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
+	held := st.CPUs
+	if st.Placement != nil {
+		held += len(st.Placement.Idle)
+	}
+	if int64(n.FreeCPUs())-u[0] < int64(held) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
 		return fmt.Sprintf("node %s lacks resources", n.Name)
 	}
 	if st.CPUs < j.Spec.CPUs() {
@@ -207,7 +211,7 @@ func (s *State) checkPlacement(n *Node, p *api.Placement) string {
 			huge[[2]int64{int64(node.ID), size}] = h.Free
 		}
 	}
-	for _, c := range p.CPUs {
+	for _, c := range slices.Concat(p.CPUs, p.Idle) {
 		if !cpus[c] || used.CPUs[c] {
 			return fmt.Sprintf("CPU %d of node %s is missing or held", c, n.Name)
 		}
