@@ -318,35 +318,48 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
+		// Warm starts: a partition whose VMs all boot, a --no-warm job, and
+		// a run whose VM started warm.
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "cold", Warm: api.WarmNo}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "wm1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-wm"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 100, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("booted")
+			sp.NoWarm = true
+			return sp
+		}(), simple("restored")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19*time.Hour + time.Second), Starts: []PlanStart{{JobID: 101, Node: "wm1", CPUs: 1, MemMB: 256}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + time.Minute), Node: "wm1", BootID: "boot-wm", Reports: []api.JobReport{
+			{JobID: 101, StartIndex: 103, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
 		// Job notifications: the mail settings, a job that asks for them,
 		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},
 			{"MailDomain", "example.org"}}, By: "root"}},
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(37 * time.Hour), Info: api.NodeInfo{Name: "ml1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-ml"}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(37 * time.Hour), FirstID: 100, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(37 * time.Hour), FirstID: 200, Jobs: []JobSpec{func() JobSpec {
 			j := simple("mailed")
 			j.TimeLimit, j.MailUser = 600, "alice@lab.example"
 			j.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit50}
 			return j
 		}()}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(37*time.Hour + time.Second), Starts: []PlanStart{{JobID: 100, Node: "ml1", CPUs: 1, MemMB: 256}}}},
-		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(37*time.Hour + 301*time.Second), Jobs: []uint64{100}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(37*time.Hour + time.Second), Starts: []PlanStart{{JobID: 200, Node: "ml1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(37*time.Hour + 301*time.Second), Jobs: []uint64{200}}},
 		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(37*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
 		{CmdNoticesDone, &NoticesDone{Now: t0.Add(37*time.Hour + 303*time.Second), Marks: []NoticeMark{
 			{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkWebhook, Failed: true}}}},
 		// A job with a --deadline it can no longer meet: the pass cancels
 		// it (DEADLINE).
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(38 * time.Hour), FirstID: 110, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(38 * time.Hour), FirstID: 210, Jobs: []JobSpec{func() JobSpec {
 			j := simple("deadline")
 			j.TimeLimit, j.Deadline = 7200, t0.Add(39*time.Hour)
 			return j
 		}()}}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(38*time.Hour + time.Second), Cancels: []PlanCancel{
-			{JobID: 110, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
+			{JobID: 210, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
 		// How the node starts a job (-i, --open-mode, --propagate,
 		// --get-user-env) and the request's other sbatch options
 		// (--priority, --cpus-per-gpu, -O).
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 111, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 211, Jobs: []JobSpec{func() JobSpec {
 			j := simple("launch")
 			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
 			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
@@ -357,15 +370,15 @@ func goldenCommands() []struct {
 		}()}}},
 		// A start on one thread of a core, the other held idle
 		// (--hint=nomultithread).
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 112, Jobs: []JobSpec{func() JobSpec {
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 212, Jobs: []JobSpec{func() JobSpec {
 			j := simple("wholecore")
 			j.Hint = api.HintNoMultithread
 			return j
 		}()}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 112, Node: "g1", CPUs: 1, MemMB: 256, OverheadMB: 64,
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 212, Node: "g1", CPUs: 1, MemMB: 256, OverheadMB: 64,
 			Placement: &api.Placement{CPUs: []int{1}, Idle: []int{3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 100}}}}},
-		// scontrol top: job 111 before job 100's array mates.
-		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 111, Nice: -50}, {ID: 100, Nice: 50}}, By: "alice"}},
+		// scontrol top: job 211 before job 200's array mates.
+		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 211, Nice: -50}, {ID: 200, Nice: 50}}, By: "alice"}},
 	}
 }
 
