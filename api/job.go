@@ -318,6 +318,9 @@ type JobSpec struct {
 	// those only); its none, local and prefer set NUMA.
 	MemBind  string `json:"mem_bind,omitempty"`
 	MemNodes []int  `json:"mem_nodes,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (sbatch --tmp,
+	// MiB) out of its node's TmpMB.
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 }
 
 // Hints sbatch --hint takes.

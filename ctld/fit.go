@@ -37,6 +37,7 @@ type fitKey struct {
 	gres string
 	huge string
 	numa string
+	tmp  int64
 }
 
 // newFitChecker returns a checker for one request; s must stay readable
@@ -67,7 +68,7 @@ func (f *fitChecker) check(i int, sp *api.JobSpec, p *api.Partition) error {
 	spec := stateSpec(sp)
 	j := &state.Job{Spec: &spec}
 	req := sched.RequestOf(j, f.def)
-	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA}
+	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA, tmp: sp.TmpMB}
 	why, seen := f.memo[k]
 	if !seen {
 		why = f.why(j, p.Name, req)
@@ -99,6 +100,17 @@ func (f *fitChecker) why(j *state.Job, part string, req sched.NodeRequest) error
 	}
 	if len(nodes) == 0 {
 		return nil
+	}
+	if req.TmpMB > 0 {
+		most, at := int64(0), ""
+		for _, n := range nodes {
+			if n.TmpMB > most {
+				most, at = n.TmpMB, n.Name
+			}
+		}
+		if most < req.TmpMB {
+			return &unfitError{field: "tmp_mb", msg: fmt.Sprintf("the job asks for %d MiB of scratch space (--tmp); the largest node of partition %s (%s) has %d MiB", req.TmpMB, part, orNone(at), most)}
+		}
 	}
 	devices := req.GPUs > 0 || req.MIG > 0 || req.VFs > 0 || len(req.Hugepages) > 0
 	if sched.CouldEverFit(snap, j) {
@@ -222,4 +234,11 @@ func inventoryTotals(inv *api.Inventory) (gpus, migs, vfs int, huge2M, huge1G in
 		}
 	}
 	return
+}
+
+func orNone(name string) string {
+	if name == "" {
+		return "none reports any"
+	}
+	return name
 }

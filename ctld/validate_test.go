@@ -101,6 +101,8 @@ func TestSubmitStateChecks(t *testing.T) {
 		"negative nice, not root": {edit: func(s *api.JobSpec) { s.Nice = -10 }, field: "nice", want: "only root may give a negative nice"},
 		"root may fix a priority": {edit: func(s *api.JobSpec) { s.User, s.Priority = "root", 7000 }},
 		"all of a node's memory":  {edit: func(s *api.JobSpec) { s.MemAll = true }},
+		"more scratch space than any node": {edit: func(s *api.JobSpec) { s.TmpMB = 100 }, field: "tmp_mb",
+			want: "Requested node configuration is not available: the job asks for 100 MiB of scratch space (--tmp); the largest node of partition batch (none reports any) has 0 MiB"},
 		"--priority, not root": {edit: func(s *api.JobSpec) { s.Priority = 7000 }, field: "priority",
 			want: "only operators and administrators may set a job's priority"},
 		"--cpus-per-gpu short of CPUs": {edit: func(s *api.JobSpec) { s.Gres, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 2}}, 4 }, field: "cpus_per_gpu",

@@ -24,6 +24,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
+		TmpMB: sp.TmpMB,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -67,6 +68,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
+		TmpMB: sp.TmpMB,
 	}
 }
 
@@ -131,9 +133,10 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB,
 		},
-		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
+		AllocTmpMB: n.AllocTmpMB,
+		Down:       n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
 		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,
 	}

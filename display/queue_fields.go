@@ -112,7 +112,9 @@ func init() {
 		'C': {header: "CPUS", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
 			return strconv.AppendInt(dst, int64(cpusOf(j)), 10)
 		}},
-		'd': {header: "MIN_TMP_DISK", value: fixed("0")},
+		'd': {header: "MIN_TMP_DISK", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
+			return strconv.AppendInt(dst, j.Spec.TmpMB, 10)
+		}},
 		'D': {header: "NODES", value: fixed("1")},
 		'e': {header: "END_TIME", value: valueEndTime},
 		'E': {header: "DEPENDENCY", value: str(func(j *api.Job) string { return orNull(dependencyOf(j)) })},

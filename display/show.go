@@ -245,7 +245,8 @@ func showJobResources(k *kvWriter, j *api.Job) {
 		k.key("MinMemoryNode")
 		k.buf = appendMemMB(k.buf, memOf(j))
 	}
-	k.str("MinTmpDiskNode", "0")
+	k.key("MinTmpDiskNode")
+	k.buf = appendMemMB(k.buf, j.Spec.TmpMB)
 	k.newLine()
 	k.str("Gres", orNull(string(appendGres(nil, j.Spec.Gres))))
 	k.str("Licenses", orNull(api.FormatLicenses(j.Spec.Licenses)))
@@ -356,7 +357,7 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	k.newLine()
 	k.str("State", nodeStateFull(n))
 	k.str("ThreadsPerCore", "1")
-	k.str("TmpDisk", "0")
+	k.int("TmpDisk", n.TmpMB)
 	k.str("Weight", "1")
 	k.newLine()
 	k.str("Partitions", orNull(strings.Join(n.Partitions, ",")))

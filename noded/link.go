@@ -137,6 +137,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		Name:       d.cfg.Name,
 		CPUs:       d.cfg.CPUs,
 		MemMB:      d.cfg.MemMB,
+		TmpMB:      d.cfg.TmpMB,
 		Partitions: d.cfg.Partitions,
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,

@@ -80,7 +80,6 @@ var otherOptions = []struct {
 	{0, "switches", req, fateWarn, "a job runs on one node, so it spans no switches"},
 	{0, "thread-spec", req, fateRefuse, "corral reserves no threads for system use per job; " + hintCPUs},
 	{0, "time-min", req, fateWarn, "corral never shortens a job's time limit to start it sooner; --time is its limit"},
-	{0, "tmp", req, fateRefuse, "node-local disk is not a resource corral schedules; the job would start where the space may be missing"},
 	{0, "tres-bind", req, fateWarn, "corral binds a job's devices to the NUMA nodes of its CPUs when it can, always"},
 	{0, "tres-per-task", req, fateRefuse, hintGPUs},
 	{0, "uid", req, fateRefuse, "a job runs as the user the controllers authenticated"},

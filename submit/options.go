@@ -45,6 +45,15 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error {
 			return setCount(&b.spec.CPUsPerGPU, "--cpus-per-gpu", "--cpus-per-gpu=8", v)
 		}},
+	{Option: getopt.Option{Long: "tmp", Arg: req, ArgName: "SIZE", Help: "node-local scratch space the job holds, e.g. 10G (units K, M, G, T; default M)"},
+		apply: func(b *builder, v string, _ bool) error {
+			mib, err := ParseMemory(v)
+			if err != nil {
+				return wrapValueError("--tmp", v, err)
+			}
+			b.spec.TmpMB = mib
+			return nil
+		}},
 	{Option: getopt.Option{Long: "hint", Arg: req, ArgName: "TYPE", Help: "nomultithread or compute_bound (one thread per core, the others held idle), memory_bound (that, spread over NUMA nodes), or multithread (the default)"},
 		apply: func(b *builder, v string, _ bool) error {
 			switch h := strings.ToLower(v); h {

@@ -120,6 +120,9 @@ func checkLaunch(sp *api.JobSpec, _ time.Time) error {
 	if err := api.CheckRlimits(sp.Rlimits); err != nil {
 		return fieldErr("rlimits", "", ErrInvalid, "--propagate: %v", err)
 	}
+	if sp.TmpMB < 0 || sp.TmpMB > MaxMemoryMiB {
+		return fieldErr("tmp_mb", strconv.FormatInt(sp.TmpMB, 10), ErrInvalid, "--tmp must be from 0 to %d MiB", int64(MaxMemoryMiB))
+	}
 	switch sp.Hint {
 	case "", api.HintNoMultithread, api.HintComputeBound, api.HintMemoryBound:
 	default:

@@ -341,10 +341,10 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
 	t.Run("licenses", func(t *testing.T) { testLicenses(t, f) })
 	t.Run("sbatch option fates", func(t *testing.T) {
-		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
+		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--gpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
 			r.stderr != "sbatch: warning: --cpu-freq: a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set\n"+
-				"sbatch: warning: --mail-type: corral sends no mail; corral submit --wait, or polling the job, tells when it ends\n" {
+				"sbatch: warning: --gpu-freq: a job's GPUs are passed through to its VM, which may not set their clocks\n" {
 			t.Errorf("sbatch with warned options: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 		if r := runCLI(t, ctx, addr, "sbatch", "-Q", "--cpu-freq=high", "-H", "--wrap", "true"); r.code != 0 || r.stderr != "" {

@@ -29,6 +29,8 @@ type nodeFree struct {
 	totalMem   int64
 	// overhead is the runner's own memory per job on this node.
 	overhead int64
+	// tmp is the node's free scratch space (--tmp), totalTmp all of it.
+	tmp, totalTmp int64
 	usable   bool
 	inv      *api.Inventory
 }
@@ -67,7 +69,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = append(c.nodes, nodeFree{
 			name: n.Name, partitions: parts,
 			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
-			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB,
+			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB, tmp: n.TmpMB - n.AllocTmpMB, totalTmp: n.TmpMB,
 			usable: !n.Down && !n.Drain && !n.Probing, inv: n.Inventory,
 		})
 	}
@@ -80,6 +82,17 @@ func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
 	for i := range c.nodes {
 		n := &c.nodes[i]
 		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= n.need(mem) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyHasTmp reports whether some node of the partition has tmp MiB of
+// scratch space in all (--tmp).
+func (c *capacity) anyHasTmp(part string, tmp int64) bool {
+	for i := range c.nodes {
+		if n := &c.nodes[i]; slices.Contains(n.partitions, part) && n.totalTmp >= tmp {
 			return true
 		}
 	}

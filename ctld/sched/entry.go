@@ -67,7 +67,7 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 		cmd.Starts = make([]state.PlanStart, 0, len(p.Starts))
 	}
 	for _, st := range p.Starts {
-		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
+		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, TmpMB: st.TmpMB, Placement: st.Placement}
 		if st.Array {
 			ps.Array, ps.Task, ps.NewID = true, st.Task, next
 			next++

@@ -34,6 +34,8 @@ type NodeRequest struct {
 	// MemNodes, when set, are the only NUMA nodes (by id) the job's
 	// memory and CPUs may come from (--mem-bind=map_mem:LIST).
 	MemNodes []int
+	// TmpMB is the node's scratch space the job holds (--tmp).
+	TmpMB int64
 }
 
 // RequestOf reads a job's in-node request from its spec: --gres=gpu[:type]:N
@@ -42,7 +44,7 @@ type NodeRequest struct {
 func RequestOf(j *state.Job, defMemPerCPU int64) NodeRequest {
 	sp := j.Spec
 	r := NodeRequest{CPUs: sp.CPUs(), MemMB: MemRequest(j, defMemPerCPU), Hugepages: sp.Hugepages, NUMA: sp.NUMA,
-		WholeCores: sp.OneThreadPerCore(), Spread: sp.Hint == api.HintMemoryBound, MemNodes: sp.MemNodes}
+		WholeCores: sp.OneThreadPerCore(), Spread: sp.Hint == api.HintMemoryBound, MemNodes: sp.MemNodes, TmpMB: sp.TmpMB}
 	for _, g := range j.Spec.Gres {
 		switch {
 		case g.Name == "gpu" && gpu.IsMIGProfile(g.Type):

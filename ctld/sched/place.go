@@ -100,7 +100,7 @@ type shape struct {
 // wherever s failed.
 func (s shape) covers(o shape) bool {
 	a, b := s.in, o.in
-	return (s.mem < 0) == (o.mem < 0) && s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
+	return (s.mem < 0) == (o.mem < 0) && o.in.TmpMB >= s.in.TmpMB && s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
 		a.GPUType == b.GPUType && a.MIGProfile == b.MIGProfile && a.NUMA == b.NUMA &&
 		a.WholeCores == b.WholeCores && a.Spread == b.Spread && slices.Equal(a.MemNodes, b.MemNodes) &&
 		b.GPUs >= a.GPUs && b.MIG >= a.MIG && b.VFs >= a.VFs && hugeCovers(a.Hugepages, b.Hugepages)
@@ -232,7 +232,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	req := RequestOf(j, pl.s.DefMemPerCPU)
-	if !pl.free.anyCouldFit(part, cpus, mem) {
+	if !pl.free.anyCouldFit(part, cpus, mem) || req.TmpMB > 0 && !pl.free.anyHasTmp(part, req.TmpMB) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
@@ -273,13 +273,14 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 			held += len(placement.Idle) // the idle threads of its cores
 		}
 		pl.take(i, pl.now, pl.now+dur, held, n.need(mem))
+		n.tmp -= req.TmpMB
 		pl.countQOS(j, cpus)
 		pl.lic.take(j.Spec.Licenses)
 		if placement != nil {
 			pl.usedOf(i).Add(placement, 1)
 		}
 		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: n.need(mem) - n.overhead, OverheadMB: n.overhead,
-			Array: task >= 0, Task: max(task, 0), Placement: placement})
+			TmpMB: req.TmpMB, Array: task >= 0, Task: max(task, 0), Placement: placement})
 		delete(plan.Reasons, j.ID)
 		return true
 	}
@@ -397,7 +398,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		if pl.claimed[i] {
 			continue
 		}
-		if n.cpus < wholeCoreCPUs(n.inv, cpus, r.WholeCores) || n.mem < n.need(mem) || !slices.Contains(n.partitions, part) {
+		if n.cpus < wholeCoreCPUs(n.inv, cpus, r.WholeCores) || n.mem < n.need(mem) || n.tmp < r.TmpMB || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		// Without a reservation a node's free resources only grow, so

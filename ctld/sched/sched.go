@@ -111,6 +111,8 @@ type Start struct {
 	MemMB int64
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64
+	// TmpMB is the node's scratch space the job holds (--tmp).
+	TmpMB int64
 	// Array is set when the start is one task of an array: JobID is the
 	// array's pending record and Task the task's index.
 	Array bool

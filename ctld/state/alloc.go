@@ -20,7 +20,9 @@ type Allocation struct {
 	CPUs  int    `json:"cpus"`
 	MemMB int64  `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the run.
-	OverheadMB int64          `json:"overhead_mb,omitempty"`
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// TmpMB is the node-local scratch space the run holds (--tmp).
+	TmpMB     int64          `json:"tmp_mb,omitempty"`
 	Placement  *api.Placement `json:"placement,omitempty"`
 
 	// Desired is what the node is to do with the run; Status what is
@@ -116,6 +118,15 @@ func (a *Allocation) ownCPUs() int {
 		return a.CPUs + len(a.Placement.Idle)
 	}
 	return a.CPUs
+}
+
+// HeldTmpMB returns the scratch space the run takes from its node while
+// it is active.
+func (a *Allocation) HeldTmpMB() int64 {
+	if !a.Active() {
+		return 0
+	}
+	return a.TmpMB
 }
 
 // HeldMemMB returns the memory the run takes from its node: its own and

@@ -377,6 +377,16 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 212, Node: "g1", CPUs: 1, MemMB: 256, OverheadMB: 64,
 			Placement: &api.Placement{CPUs: []int{1}, Idle: []int{3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 100}}}}},
+		// Scratch space: a node that offers it and a start that holds it
+		// (--tmp).
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(39 * time.Hour), Info: api.NodeInfo{Name: "tmp1", CPUs: 2, MemMB: 2048, Runner: "process",
+			BootID: "boot-tmp", TmpMB: 10240}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 213, Jobs: []JobSpec{func() JobSpec {
+			j := simple("scratch")
+			j.TmpMB = 4096
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 213, Node: "tmp1", CPUs: 1, MemMB: 256, TmpMB: 4096}}}},
 		// scontrol top: job 211 before job 200's array mates.
 		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 211, Nice: -50}, {ID: 200, Nice: 50}}, By: "alice"}},
 	}

@@ -92,6 +92,8 @@ type JobSpec struct {
 	NTasksPerCore  int    `json:"ntasks_per_core,omitempty"`
 	MemBind        string `json:"mem_bind,omitempty"`
 	MemNodes       []int  `json:"mem_nodes,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (--tmp).
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same

@@ -34,6 +34,10 @@ type Node struct {
 	// Migrate says the daemon can be either side of a live migration
 	// (api.NodeInfo.Migrate).
 	Migrate bool `json:"migrate,omitempty"`
+	// TmpMB is the node's local scratch space (api.NodeInfo.TmpMB);
+	// AllocTmpMB sums what its active allocations hold of it.
+	TmpMB      int64 `json:"tmp_mb,omitempty"`
+	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -77,7 +81,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate,
+		Migrate: info.Migrate, TmpMB: info.TmpMB,
 	}
 }
 

@@ -65,6 +65,8 @@ type PlanStart struct {
 	MemMB int64  `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (--tmp).
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 	// For a task of an array (JobID is the array's pending record): Array
 	// is set, Task is the index, and NewID the id the leader reserved for
 	// the task's own record (unused when it is the array's last task,
@@ -170,6 +172,9 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	}
 	if int64(n.FreeCPUs())-u[0] < int64(held) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
 		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if st.TmpMB > 0 && n.TmpMB-n.AllocTmpMB < st.TmpMB {
+		return fmt.Sprintf("node %s lacks %d MiB of scratch space (--tmp)", n.Name, st.TmpMB)
 	}
 	if st.CPUs < j.Spec.CPUs() {
 		return "fewer CPUs than the job asked for"

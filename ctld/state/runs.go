@@ -65,7 +65,7 @@ func (s *State) changeAlloc(a *Allocation, index uint64, change func(a *Allocati
 func (s *State) newAlloc(j *Job, st PlanStart, now time.Time, index uint64) *Allocation {
 	a := &Allocation{
 		ID: s.NextAllocID, Job: j.ID, Node: s.intern(st.Node), CPUs: st.CPUs, MemMB: st.MemMB,
-		OverheadMB: st.OverheadMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
+		OverheadMB: st.OverheadMB, TmpMB: st.TmpMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
 		StartIndex: index, StartTime: now,
 	}
 	s.NextAllocID++
@@ -75,6 +75,7 @@ func (s *State) newAlloc(j *Job, st PlanStart, now time.Time, index uint64) *All
 	n.Allocs = append(n.Allocs, a.ID)
 	n.AllocCPUs += a.HeldCPUs()
 	n.AllocMemMB += a.HeldMemMB()
+	n.AllocTmpMB += a.HeldTmpMB()
 	s.putNode(n, index)
 	return a
 }
@@ -84,7 +85,7 @@ func (s *State) newAlloc(j *Job, st PlanStart, now time.Time, index uint64) *All
 // is charged, and its node gets its resources back.
 func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index uint64) *Allocation {
 	j := s.Jobs[a.Job]
-	held := [2]int64{int64(a.HeldCPUs()), a.HeldMemMB()}
+	held := [3]int64{int64(a.HeldCPUs()), a.HeldMemMB(), a.HeldTmpMB()}
 	c := *a
 	if !c.SuspendTime.IsZero() {
 		c.SuspendedFor += now.Sub(c.SuspendTime)
@@ -102,6 +103,7 @@ func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index
 			n.Allocs = slices.Delete(n.Allocs, i, i+1)
 			n.AllocCPUs -= int(held[0])
 			n.AllocMemMB -= held[1]
+			n.AllocTmpMB -= held[2]
 		}
 		s.putNode(n, index)
 	}
