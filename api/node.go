@@ -126,7 +126,7 @@ type Node struct {
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
 	// AllocCPUs and AllocMemMB sum the active jobs placed on the node.
-	AllocCPUs  int   `json:"alloc_cpus"`
+	AllocCPUs int `json:"alloc_cpus"`
 	// AllocTmpMB is the scratch space (TmpMB) its jobs hold (--tmp).
 	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
 	AllocMemMB int64 `json:"alloc_mem_mb"`

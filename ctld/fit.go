@@ -118,7 +118,7 @@ func (f *fitChecker) why(j *state.Job, part string, req sched.NodeRequest) error
 			return nil
 		}
 		for _, n := range nodes {
-			if n.Inventory != nil && n.Inventory.Topology != nil {
+			if n.Inventory != nil && n.Inventory.Topology != nil && n.TmpMB >= req.TmpMB {
 				if _, ok := sched.PlaceInNode(n.Inventory, state.NewUsed(), req); ok {
 					return nil
 				}
@@ -180,7 +180,11 @@ func describeUnfit(req sched.NodeRequest, part string, nodes []*state.Node) erro
 			return short("hugepages", "the job asks for %d hugepages of %d KiB; the nodes of partition %s have at most %d", h.Count, h.SizeKB, part, have)
 		}
 	}
-	return short("gres", "no node of partition %s can hold its CPUs, memory, devices and hugepages together (%d CPUs, %d MiB%s); the largest has %d CPUs, %d MiB, %d GPUs, %d VFs",
+	field := "gres"
+	if req.GPUs == 0 && req.MIG == 0 && req.VFs == 0 && len(req.Hugepages) == 0 {
+		field = "tmp_mb" // without devices, only scratch space can be what no node has with the rest
+	}
+	return short(field, "no node of partition %s can hold its CPUs, memory, devices, hugepages and scratch space together (%d CPUs, %d MiB%s); the largest has %d CPUs, %d MiB, %d GPUs, %d VFs",
 		part, req.CPUs, req.MemMB, devicesText(req), most.cpus, most.mem, most.gpus, most.vfs)
 }
 
@@ -204,6 +208,9 @@ func devicesText(r sched.NodeRequest) string {
 	}
 	if len(r.Hugepages) > 0 {
 		parts = append(parts, "hugepages")
+	}
+	if r.TmpMB > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB of scratch space", r.TmpMB))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -131,6 +131,8 @@ var optionCases = map[string]optionCase{
 	"--mem":                  {args: []string{"--mem=4G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 4096 }},
 	"--mem default unit":     {args: []string{"--mem", "500"}, spec: func(s *api.JobSpec) { s.MemPerNode = 500 }},
 	"--mem-per-cpu":          {args: []string{"--mem-per-cpu=512K"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 1 }},
+	"--tmp":                  {args: []string{"--tmp=10G"}, spec: func(s *api.JobSpec) { s.TmpMB = 10240 }},
+	"--tmp default unit":     {args: []string{"--tmp", "500"}, spec: func(s *api.JobSpec) { s.TmpMB = 500 }},
 	"-o":                     {args: []string{"-o", "out-%j.txt"}, spec: func(s *api.JobSpec) { s.Output = "out-%j.txt" }},
 	"-e":                     {args: []string{"--error=/tmp/%x.err"}, spec: func(s *api.JobSpec) { s.Error = "/tmp/%x.err" }},
 	"-D relative":            {args: []string{"-D", "runs/1"}, spec: func(s *api.JobSpec) { s.WorkDir = "/home/alice/proj/runs/1" }},

@@ -70,7 +70,7 @@ func TestDispatchAgainstController(t *testing.T) {
 	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
 	// A node registered by hand (nothing heartbeats, the controller's node
 	// timeout is a minute).
-	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Partitions: []string{"batch"}, Runner: "test", BootID: "b1"}); err != nil {
+	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Partitions: []string{"batch"}, Runner: "test", BootID: "b1", TmpMB: 2048}); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
@@ -340,6 +340,7 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
 	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
 	t.Run("licenses", func(t *testing.T) { testLicenses(t, f) })
+	t.Run("scratch space", func(t *testing.T) { testScratch(t, f) })
 	t.Run("sbatch option fates", func(t *testing.T) {
 		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--gpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
@@ -503,6 +504,31 @@ func testLicenses(t *testing.T, f *ctlFixture) {
 		if r := runCLI(t, ctx, addr, "sbatch", "-L", tc.lic, "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("sbatch -L %s: exit %d, stderr %q; want %q", tc.lic, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// testScratch: sbatch --tmp holds node n1's scratch space (2048 MiB), a
+// second job waits for it, and scontrol shows both sides; a request larger
+// than any node's is refused at submit, naming --tmp.
+func testScratch(t *testing.T, f *ctlFixture) {
+	ctx, addr := f.ctx, f.addr
+	first := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--tmp=1536", "--wrap", "true"))
+	second := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--tmp=1G", "--wrap", "true"))
+	defer cancelOnN1(t, f, first, second)
+	state := func(id string) string {
+		return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%T %r %d"))
+	}
+	waitFor(t, "the first job to start", func() bool { return state(first) == "RUNNING None 1536" })
+	waitFor(t, "the second to wait for scratch space", func() bool { return state(second) == "PENDING Resources 1024" })
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "job", second); !strings.Contains(out, "MinTmpDiskNode=1G") {
+		t.Errorf("scontrol show job does not show the job's --tmp:\n%s", out)
+	}
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "node", "n1"); !strings.Contains(out, " TmpDisk=2048 ") {
+		t.Errorf("scontrol show node does not show n1's scratch space:\n%s", out)
+	}
+	want := "Requested node configuration is not available: the job asks for 3072 MiB of scratch space (--tmp); the largest node of partition batch (n1) has 2048 MiB"
+	if r := runCLI(t, ctx, addr, "sbatch", "--tmp=3G", "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("sbatch --tmp=3G: exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}
 }
 

@@ -31,8 +31,8 @@ type nodeFree struct {
 	overhead int64
 	// tmp is the node's free scratch space (--tmp), totalTmp all of it.
 	tmp, totalTmp int64
-	usable   bool
-	inv      *api.Inventory
+	usable        bool
+	inv           *api.Inventory
 }
 
 // MemAll is MemRequest's answer for a job that asks for all of a node's
@@ -77,22 +77,12 @@ func (c *capacity) reset(nodes []*state.Node) {
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold
-// the request, were it empty.
-func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
+// the request, were it empty: its CPUs, memory and scratch space (--tmp)
+// together.
+func (c *capacity) anyCouldFit(part string, cpus int, mem, tmp int64) bool {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= n.need(mem) {
-			return true
-		}
-	}
-	return false
-}
-
-// anyHasTmp reports whether some node of the partition has tmp MiB of
-// scratch space in all (--tmp).
-func (c *capacity) anyHasTmp(part string, tmp int64) bool {
-	for i := range c.nodes {
-		if n := &c.nodes[i]; slices.Contains(n.partitions, part) && n.totalTmp >= tmp {
+		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= n.need(mem) && n.totalTmp >= tmp {
 			return true
 		}
 	}
@@ -107,7 +97,7 @@ func CouldEverFit(s *Snapshot, j *state.Job) bool {
 	if part == "" {
 		part = defaultPartition(s.Partitions)
 	}
-	return newCapacity(s.Nodes).anyCouldFit(part, j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU))
+	return newCapacity(s.Nodes).anyCouldFit(part, j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU), j.Spec.TmpMB)
 }
 
 // firstFit returns the first usable node of the partition with room now

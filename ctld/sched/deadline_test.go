@@ -125,29 +125,3 @@ func TestTopNice(t *testing.T) {
 		t.Error("topping the top job changed something")
 	}
 }
-
-// TestScratchSpace: --tmp is a consumable: a job starts only where that
-// much scratch space is free, holds it, and waits for Resources when no
-// node of its partition has that much at all.
-func TestScratchSpace(t *testing.T) {
-	tmp := func(mb int64) func(*state.Job) { return func(j *state.Job) { j.Spec.TmpMB = mb } }
-	ns := nodes(2).cpus(8).mem(8192)
-	ns[0].TmpMB, ns[1].TmpMB = 1024, 10240
-	snap := at(t0).with(ns).queue(
-		job(1).with(tmp(5000)), job(2).with(tmp(6000)), job(3).with(tmp(20000)), job(4).with(tmp(500)),
-	).snapshot()
-	plan := Schedule(snap)
-	started := map[uint64]string{}
-	for _, st := range plan.Starts {
-		started[st.JobID] = st.Node
-		if st.JobID == 1 && st.TmpMB != 5000 {
-			t.Errorf("job 1's start holds %d MiB of scratch space, want 5000", st.TmpMB)
-		}
-	}
-	if started[1] != "n2" || started[4] != "n1" || len(started) != 2 {
-		t.Errorf("started %v; want job 1 on n2 (the only node with 5000 MiB) and job 4 on n1", started)
-	}
-	if plan.Reasons[2] != api.ReasonResources || plan.Reasons[3] != api.ReasonResources {
-		t.Errorf("reasons %v; want Resources for jobs 2 (n2's space held) and 3 (more than any node)", plan.Reasons)
-	}
-}

@@ -232,7 +232,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
 	req := RequestOf(j, pl.s.DefMemPerCPU)
-	if !pl.free.anyCouldFit(part, cpus, mem) || req.TmpMB > 0 && !pl.free.anyHasTmp(part, req.TmpMB) {
+	if !pl.free.anyCouldFit(part, cpus, mem, req.TmpMB) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
@@ -295,7 +295,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	// Its licenses wait with it: a later job must not take what it will
 	// need when its CPUs are free.
 	pl.lic.hold(j.Spec.Licenses)
-	if pl.preempt(j, part, cpus, mem, plan) {
+	if pl.preempt(j, part, cpus, mem, req.TmpMB, plan) {
 		return false
 	}
 	if req.needsInventory() {
@@ -308,7 +308,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	if pl.policy == PolicyFCFS {
 		return false
 	}
-	if i, at := pl.earliest(part, cpus, mem, dur); i >= 0 {
+	if i, at := pl.earliest(part, cpus, mem, req.TmpMB, dur); i >= 0 {
 		pl.take(i, at, at+dur, cpus, pl.free.nodes[i].need(mem))
 		pl.reserved[i] = true
 		if pl.estimates == nil {
@@ -539,11 +539,14 @@ func (pl *placer) usedOf(i int) *state.Used {
 // earliest returns the usable node of the partition where the job can start
 // soonest, and when; -1 when no node will ever have room (a running job
 // without a time limit, planned to run for Horizon, still counts as ending).
-func (pl *placer) earliest(part string, cpus int, mem, dur int64) (int, int64) {
+// Profiles plan CPUs and memory over time, not scratch space, but a node
+// with less scratch space (tmp) than the job asks for in all is never a
+// candidate.
+func (pl *placer) earliest(part string, cpus int, mem, tmp, dur int64) (int, int64) {
 	best, bestAt := -1, int64(0)
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || n.totalTmp < tmp || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, n.need(mem))

@@ -103,7 +103,7 @@ func (pl *placer) resume(plan *Plan) {
 // whose victims cost least, records them in the plan and claims the node
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
-func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *Plan) bool {
+func (pl *placer) preempt(j *state.Job, part string, cpus int, mem, tmp int64, plan *Plan) bool {
 	q := pl.qosOf(j)
 	if q == nil || len(q.Preempt) == 0 {
 		return false
@@ -123,7 +123,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 	var best *choice
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
+		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < n.need(mem) || n.totalTmp < tmp || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if pl.adv != nil && pl.adv.holdsDuring(i, pl.now, pl.now+int64(jobLimit(j, pl.partition(part)))) {
@@ -131,13 +131,15 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		}
 		// Jobs already ending (an earlier preemption, a cancel) count as
 		// gone: when they free enough, j only has to wait for them.
-		freeCPUs, freeMem := n.cpus, n.mem
+		freeCPUs, freeMem, freeTmp := n.cpus, n.mem, n.tmp
 		for _, r := range pl.onNode[n.name] {
 			if r.Alloc.Desired == state.AllocStop {
 				freeCPUs += r.Alloc.CPUs
 				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+				freeTmp += r.Alloc.TmpMB
 			}
 		}
+		room := func() bool { return freeCPUs >= cpus && freeMem >= n.need(mem) && freeTmp >= tmp }
 		var cands []Run
 		for _, r := range pl.onNode[n.name] {
 			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] ||
@@ -146,7 +148,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 			}
 			cands = append(cands, r)
 		}
-		if len(cands) == 0 && (freeCPUs < cpus || freeMem < n.need(mem)) {
+		if len(cands) == 0 && !room() {
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
@@ -157,7 +159,7 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		slices.SortFunc(cands, func(a, b Run) int { return qos.CompareVictims(victim(a), victim(b)) })
 		c := choice{node: i}
 		for _, r := range cands {
-			if freeCPUs >= cpus && freeMem >= n.need(mem) {
+			if room() {
 				break
 			}
 			c.victims = append(c.victims, r)
@@ -165,10 +167,12 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 			c.lost += r.Alloc.Elapsed(pl.s.Now).Seconds()
 			freeCPUs += r.Alloc.CPUs
 			if pl.preemptMode(r.Job) != api.PreemptSuspend {
-				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
+				// A suspended job keeps its memory and its scratch files.
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+				freeTmp += r.Alloc.TmpMB
 			}
 		}
-		if freeCPUs < cpus || freeMem < n.need(mem) {
+		if !room() {
 			continue // not enough even with every candidate gone
 		}
 		if best == nil || c.prio < best.prio || c.prio == best.prio && c.lost < best.lost {

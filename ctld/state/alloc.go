@@ -23,7 +23,7 @@ type Allocation struct {
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
 	// TmpMB is the node-local scratch space the run holds (--tmp).
 	TmpMB     int64          `json:"tmp_mb,omitempty"`
-	Placement  *api.Placement `json:"placement,omitempty"`
+	Placement *api.Placement `json:"placement,omitempty"`
 
 	// Desired is what the node is to do with the run; Status what is
 	// known of it.
