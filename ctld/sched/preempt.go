@@ -9,13 +9,9 @@ import (
 	"corral/qos"
 )
 
-// qosLimit returns the reason a QoS limit holds j back, or "" (package
-// qos says which).
-func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
-	q := pl.qosOf(j)
-	if q == nil {
-		return ""
-	}
+// qosLimit returns the reason a limit of j's QoS q holds j back, or ""
+// (package qos says which).
+func (pl *placer) qosLimit(j *state.Job, q *api.QOS, cpus int) api.Reason {
 	if r := qos.WallLimit(q, jobLimit(j, pl.partition(pl.partitionOf(j)))); r != "" {
 		return r
 	}
@@ -103,11 +99,9 @@ func (pl *placer) resume(plan *Plan) {
 // whose victims cost least, records them in the plan and claims the node
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
-func (pl *placer) preempt(j *state.Job, part string, cpus int, mem, tmp int64, plan *Plan) bool {
-	q := pl.qosOf(j)
-	if q == nil || len(q.Preempt) == 0 {
-		return false
-	}
+// q is j's QoS, which names whom it may preempt; tmp is the scratch space
+// j asks for (--tmp).
+func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem, tmp int64, plan *Plan) bool {
 	if pl.onNode == nil {
 		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {
