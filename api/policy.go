@@ -503,6 +503,9 @@ type JobChanges struct {
 	NumCPUs  *int `json:"num_cpus,omitempty"`
 	// MinMemoryNode is --mem in MiB (it replaces --mem-per-cpu).
 	MinMemoryNode *int64 `json:"min_memory_node_mb,omitempty"`
+	// MinTmpDiskNode is --tmp in MiB: the node-local scratch space the
+	// job holds.
+	MinTmpDiskNode *int64 `json:"min_tmp_disk_node_mb,omitempty"`
 	// StartTime is --begin.
 	StartTime *time.Time `json:"start_time,omitempty"`
 	// ArrayTaskThrottle is an array's %N: how many of its tasks may run at

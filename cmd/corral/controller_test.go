@@ -447,14 +447,14 @@ func equalRows(a, b [][]string) bool {
 func testUpdateJob(t *testing.T, f *ctlFixture) {
 	ctx, addr, cl := f.ctx, f.addr, f.cl
 	id := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-H", "-t", "2:00:00", "--wrap", "true"))
-	mustRun(t, ctx, addr, "scontrol", "update", "JobId="+id, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "MinMemoryNode=128M")
+	mustRun(t, ctx, addr, "scontrol", "update", "JobId="+id, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "MinMemoryNode=128M", "MinTmpDiskNode=1G")
 	mustRun(t, ctx, addr, "corral", "update", id, "TimeLimit=-30")
 	j, err := cl.JobByRef(ctx, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := j.Spec; s.TimeLimit != 1800 || s.Name != "renamed" || s.Comment != "hello" || s.MemPerNode != 128 {
-		t.Errorf("after scontrol update: limit %d, name %q, comment %q, memory %d", s.TimeLimit, s.Name, s.Comment, s.MemPerNode)
+	if s := j.Spec; s.TimeLimit != 1800 || s.Name != "renamed" || s.Comment != "hello" || s.MemPerNode != 128 || s.TmpMB != 1024 {
+		t.Errorf("after scontrol update: limit %d, name %q, comment %q, memory %d, scratch space %d", s.TimeLimit, s.Name, s.Comment, s.MemPerNode, s.TmpMB)
 	}
 	for _, tc := range []struct {
 		argv []string
@@ -464,6 +464,8 @@ func testUpdateJob(t *testing.T, f *ctlFixture) {
 		{[]string{"scontrol", "update", "JobId=" + id, "NumCPUs=64"}, "Requested node configuration is not available"},
 		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=soon"}, "TimeLimit"},
 		{[]string{"scontrol", "update", "JobId=" + id, "Nice=x"}, "Nice=x is not a whole number"},
+		{[]string{"scontrol", "update", "JobId=" + id, "MinTmpDiskNode=4X"}, `MinTmpDiskNode=4X: unknown unit "X"`},
+		{[]string{"scontrol", "update", "JobId=" + id, "MinTmpDiskNode=3G"}, "the job asks for 3072 MiB of scratch space (--tmp); the largest node of partition batch (n1) has 2048 MiB"},
 		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=+1:00:00"}, "scontrol: error: job " + id + ": TimeLimit=1h30m0s raises its limit of 30m0s"},
 	} {
 		if r := runCLI(t, ctx, addr, tc.argv...); r.code == 0 || !strings.Contains(r.stderr, tc.want) {

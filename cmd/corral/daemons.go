@@ -850,7 +850,7 @@ func scratchMB(dir, size string) (int64, error) {
 	if size != "" {
 		m, err := submit.ParseMemory(size)
 		if err != nil {
-			return 0, fmt.Errorf("--tmp: %w", err)
+			return 0, fmt.Errorf("--tmp=%s: %s", size, sizeProblem(err))
 		}
 		return m, nil
 	}
@@ -862,4 +862,14 @@ func scratchMB(dir, size string) (int64, error) {
 		return 0, fmt.Errorf("--tmp-dir %s: %w", dir, err)
 	}
 	return int64(st.Blocks) * st.Bsize >> 20, nil
+}
+
+// sizeProblem is what is wrong with a size submit.ParseMemory refused,
+// without the sbatch option its error names (--mem).
+func sizeProblem(err error) string {
+	var se *submit.Error
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	return err.Error()
 }

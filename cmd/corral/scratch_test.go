@@ -23,7 +23,7 @@ func TestScratchMB(t *testing.T) {
 	if got, err := scratchMB(dir, "100G"); err != nil || got != 100<<10 {
 		t.Errorf("--tmp 100G = %d, %v; want 102400", got, err)
 	}
-	if _, err := scratchMB("", "lots"); err == nil || !strings.HasPrefix(err.Error(), "--tmp: ") {
+	if _, err := scratchMB("", "4X"); err == nil || err.Error() != `--tmp=4X: unknown unit "X" (use K, M, G or T)` {
 		t.Errorf("--tmp lots: %v; want an error naming --tmp", err)
 	}
 	if _, err := scratchMB(filepath.Join(dir, "gone"), ""); err == nil || !strings.Contains(err.Error(), "--tmp-dir "+dir) {

@@ -389,6 +389,13 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 213, Node: "tmp1", CPUs: 1, MemMB: 256, TmpMB: 4096}}}},
 		// scontrol top: job 211 before job 200's array mates.
 		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 211, Nice: -50}, {ID: 200, Nice: 50}}, By: "alice"}},
+		// scontrol update MinTmpDiskNode of a pending job.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(41 * time.Hour), FirstID: 214, Jobs: []JobSpec{func() JobSpec {
+			j := simple("more-scratch")
+			j.Hold = true
+			return j
+		}()}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(41 * time.Hour), ID: 214, By: "alice", Changes: &JobEdits{TmpMB: ptr(int64(2048))}}},
 	}
 }
 

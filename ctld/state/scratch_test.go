@@ -76,3 +76,27 @@ func TestScratchSpaceMigrates(t *testing.T) {
 		t.Errorf("during the migration v1 holds %d MiB and v2 %d; want 800 on both (the source runs until the switch)", v1, v2)
 	}
 }
+
+// TestScratchSpaceUpdate: scontrol update MinTmpDiskNode changes a pending
+// job's --tmp, and is refused for a running one (its node holds what it
+// started with).
+func TestScratchSpaceUpdate(t *testing.T) {
+	r := newReplica()
+	applyAll(t, r, []*logEntry{
+		entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 8, MemMB: 8192, BootID: "b1", TmpMB: 10000}}),
+		entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a"), spec("b")}}),
+		entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 64}}}),
+	})
+	mb := int64(3000)
+	res := r.Apply(entry(t, 4, CmdUpdateJob, &UpdateJob{Now: t0, ID: 1, By: "alice", Changes: &JobEdits{TmpMB: &mb}}))
+	if err, _ := res.(error); err == nil || !strings.Contains(err.Error(), "job 1 is RUNNING; MinTmpDiskNode can change only while it is pending") {
+		t.Errorf("updating a running job's --tmp: %v; want it refused", res)
+	}
+	r.Apply(entry(t, 5, CmdUpdateJob, &UpdateJob{Now: t0, ID: 2, By: "alice", Changes: &JobEdits{TmpMB: &mb}}))
+	if got, run := r.s.Jobs[2].Spec.TmpMB, r.s.Jobs[1].Spec.TmpMB; got != 3000 || run != 0 {
+		t.Errorf("job 2 asks for %d MiB, job 1 for %d; want 3000 and 0", got, run)
+	}
+	if c := restoredCopy(t, r); c.s.Jobs[2].Spec.TmpMB != 3000 || c.s.Hash() != r.s.Hash() {
+		t.Error("a snapshot loses job 2's new --tmp")
+	}
+}
