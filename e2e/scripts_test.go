@@ -46,7 +46,7 @@ func startSiteCluster(t *testing.T) *siteCluster {
 	s := &siteCluster{t: t, mail: newMailSinks(t), ids: map[string][]uint64{}}
 	s.cluster = startControllers(t, 1, "--partitions", "batch*,gpu,himem,training")
 	s.leader(t, 15*time.Second)
-	s.startNode(t, "cn01", "--cpus", "16", "--mem", "8G", "--partitions", "batch")
+	s.startNode(t, "cn01", "--cpus", "16", "--mem", "8G", "--partitions", "batch", "--tmp", "4G")
 	s.startNode(t, "gpu01", "--topology-root", gpuRoot, "--gpus-file", gpuFile, "--partitions", "gpu")
 	s.startNode(t, "fat01", "--cpus", "2", "--mem", "2G", "--partitions", "himem")
 	s.startNode(t, "train01", "--cpus", "2", "--mem", "1G", "--partitions", "training")
@@ -152,7 +152,7 @@ func (s *siteCluster) interval(name string) (start, end float64) {
 // licenses, a signal before the time limit, a requeue with append mode,
 // deadlines, holds, begin times, mail, input files, exports, directories,
 // nice and comments, a reservation, a timeout, overcommit, propagated
-// limits, and --test-only.
+// limits, scratch space, and --test-only.
 func TestSiteScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 5 processes and runs 30 jobs")
@@ -175,7 +175,7 @@ func (s *siteCluster) submitAll() {
 		"09-mem-per-cpu.sh", "10-mem-gigabytes.sh", "11-whole-node-memory.sh", "12-gpu.sh", "13-gpu-cpus-per-gpu.sh",
 		"14-license.sh", "14-license.sh", "15-signal-checkpoint.sh", "16-requeue-append.sh", "18-held.sh", "19-begin-later.sh",
 		"20-mail.sh", "21-input-file.sh", "23-chdir-separate-error.sh", "24-comment-nice.sh", "25-reservation.sh",
-		"26-timeout.sh", "28-overcommit.sh", "29-propagate.sh", "08-singleton.sh", "08-singleton.sh"} {
+		"26-timeout.sh", "28-overcommit.sh", "29-propagate.sh", "30-scratch.sh", "08-singleton.sh", "08-singleton.sh"} {
 		s.sbatch(name)
 	}
 	stage1 := s.sbatch("06-pipeline-stage1.sh")
@@ -324,6 +324,17 @@ var siteChecks = map[string]func(s *siteCluster){
 		s.expectJob("09-mem-per-cpu.sh", api.StateCompleted, "permem-%d.out", `mem_per_node=400 ntasks=2 cpus=2\b`)
 		s.expectJob("10-mem-gigabytes.sh", api.StateCompleted, "onegig-%d.out", `mem_per_node=1024\b`)
 		s.expectJob("11-whole-node-memory.sh", api.StateCompleted, "allmem-%d.out", `mem_per_node=2048 node=fat01`)
+	},
+	"scratch space": func(s *siteCluster) {
+		j := s.expectJob("30-scratch.sh", api.StateCompleted, "scratch-%d.out", `scratch on cn01: input`)
+		if j.Spec.TmpMB != 2048 {
+			s.t.Errorf("30-scratch.sh: the job holds %d MiB of scratch space, want 2048", j.Spec.TmpMB)
+		}
+		// cn01 offers 4G: more is refused at submit, naming the limit.
+		r := s.slurm(1, "sbatch", "--tmp=5G", "30-scratch.sh")
+		if want := "Requested node configuration is not available: the job asks for 5120 MiB of scratch space (--tmp); the largest node of partition batch (cn01) has 4096 MiB"; !strings.Contains(r.stderr, want) {
+			s.t.Errorf("sbatch --tmp=5G: %q; want %q", r.stderr, want)
+		}
 	},
 	"GPUs": func(s *siteCluster) {
 		s.expectJob("12-gpu.sh", api.StateCompleted, "gpu1-%d.out", `CUDA_VISIBLE_DEVICES=GPU-(aaaa|bbbb) cpus=2\b`)
