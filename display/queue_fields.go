@@ -112,8 +112,9 @@ func init() {
 		'C': {header: "CPUS", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
 			return strconv.AppendInt(dst, int64(cpusOf(j)), 10)
 		}},
+		// squeue prints --tmp as it prints --mem (convert_num_unit).
 		'd': {header: "MIN_TMP_DISK", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
-			return strconv.AppendInt(dst, j.Spec.TmpMB, 10)
+			return appendMemMB(dst, j.Spec.TmpMB)
 		}},
 		'D': {header: "NODES", value: fixed("1")},
 		'e': {header: "END_TIME", value: valueEndTime},

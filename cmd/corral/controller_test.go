@@ -520,8 +520,8 @@ func testScratch(t *testing.T, f *ctlFixture) {
 	state := func(id string) string {
 		return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%T %r %d"))
 	}
-	waitFor(t, "the first job to start", func() bool { return state(first) == "RUNNING None 1536" })
-	waitFor(t, "the second to wait for scratch space", func() bool { return state(second) == "PENDING Resources 1024" })
+	waitFor(t, "the first job to start", func() bool { return state(first) == "RUNNING None 1.50G" })
+	waitFor(t, "the second to wait for scratch space", func() bool { return state(second) == "PENDING Resources 1G" })
 	if out := mustRun(t, ctx, addr, "scontrol", "show", "job", second); !strings.Contains(out, "MinTmpDiskNode=1G") {
 		t.Errorf("scontrol show job does not show the job's --tmp:\n%s", out)
 	}
