@@ -551,6 +551,8 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("Nodes", orNull(CompressHostlist(p.Nodes)))
 	k.newLine()
 	k.int("PriorityTier", int64(p.PriorityTier))
+	// Jobs never share CPUs: sbatch -s warns that this wins over it.
+	k.str("OverSubscribe", "NO")
 	mode := string(p.PreemptMode)
 	if mode == "" {
 		mode = "OFF"

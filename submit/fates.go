@@ -70,7 +70,7 @@ var otherOptions = []struct {
 	{0, "ntasks-per-gpu", req, fateRefuse, hintCPUs + " beside --gres=gpu:N"},
 	{0, "ntasks-per-node", req, fateRefuse, "a job runs on one node, so use -n for its task count"},
 	{0, "ntasks-per-socket", req, fateRefuse, hintCPUs},
-	{'s', "oversubscribe", none, fateRefuse, "corral never shares a CPU between jobs"},
+	{'s', "oversubscribe", none, fateWarn, "every partition is OverSubscribe=NO (scontrol show partition), which Slurm lets override the job's option: the job gets its CPUs to itself"},
 	{0, "power", req, fateWarn, "corral has no power management"},
 	{0, "prefer", req, fateRefuse, "node features do not exist in corral; " + hintPartition},
 	{0, "profile", req, fateWarn, "corral records no profiles; the node measures a job's CPU time and peak memory"},

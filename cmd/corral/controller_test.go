@@ -342,10 +342,11 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	t.Run("licenses", func(t *testing.T) { testLicenses(t, f) })
 	t.Run("scratch space", func(t *testing.T) { testScratch(t, f) })
 	t.Run("sbatch option fates", func(t *testing.T) {
-		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--gpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
+		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--gpu-freq=high", "-s", "--mail-type=END", "-H", "--wrap", "true")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
 			r.stderr != "sbatch: warning: --cpu-freq: a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set\n"+
-				"sbatch: warning: --gpu-freq: a job's GPUs are passed through to its VM, which may not set their clocks\n" {
+				"sbatch: warning: --gpu-freq: a job's GPUs are passed through to its VM, which may not set their clocks\n"+
+				"sbatch: warning: --oversubscribe: every partition is OverSubscribe=NO (scontrol show partition), which Slurm lets override the job's option: the job gets its CPUs to itself\n" {
 			t.Errorf("sbatch with warned options: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 		if r := runCLI(t, ctx, addr, "sbatch", "-Q", "--cpu-freq=high", "-H", "--wrap", "true"); r.code != 0 || r.stderr != "" {
