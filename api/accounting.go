@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -192,6 +193,27 @@ func (c *Client) Accounting(ctx context.Context, q AcctQuery) ([]AcctRecord, err
 		return nil, err
 	}
 	return DecodeAcctRows(bytes.NewReader(raw))
+}
+
+// AcctRecordsTrailer is the trailer that ends a streamed export: the
+// number of records it holds. Its absence means the export was cut.
+const AcctRecordsTrailer = "Corral-Records"
+
+// AccountingExport writes the records q selects to w in format (csv,
+// ndjson or parquet) as the controller streams them, and returns how many
+// there were.
+func (c *Client) AccountingExport(ctx context.Context, q AcctQuery, format string, w io.Writer) (int, error) {
+	v := q.Values()
+	v.Set("format", format)
+	out := &streamOut{w: w}
+	if err := c.do(ctx, http.MethodGet, "/v1/accounting/jobs?"+v.Encode(), nil, out); err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(out.trailer.Get(AcctRecordsTrailer))
+	if err != nil {
+		return 0, fmt.Errorf("%w: the export has no record count at its end", errStreamCut)
+	}
+	return n, nil
 }
 
 // AccountingSummary returns the controller's AcctSummary.

@@ -464,6 +464,10 @@ type Job struct {
 	// Placement is the exact set of CPUs, NUMA nodes, devices and
 	// hugepages the job got on a node that reported its inventory.
 	Placement *Placement `json:"placement,omitempty"`
+	// Net is a multi-node job's private network as its node needs it (see
+	// JobNet), in the job of a desired allocation; nil for a job of one
+	// node.
+	Net *JobNet `json:"net,omitempty"`
 
 	// CPUsLent is set while the job is suspended by preemption: its CPUs
 	// are lent to the preemptor (its memory stays held) until it resumes.

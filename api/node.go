@@ -76,6 +76,11 @@ type NodeInfo struct {
 	// runner can, and it serves the job API the stream comes in through):
 	// the controllers migrate no job to or from a node without it.
 	Migrate bool `json:"migrate,omitempty"`
+	// Overlay is where the node's end of its multi-node jobs' private
+	// networks listens, "ADDR:PORT" (UDP, VXLAN): an address of the node
+	// on the network between the nodes; empty when the node offers none
+	// (ParseOverlay reads it).
+	Overlay string `json:"overlay,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -133,7 +134,7 @@ var endpoints = []endpoint{
 			{"tenant", "string", "a tenant", true}, {"state", "string", "a job state", true}, {"all", "string", "1: every user's records the caller may see (sacct -a)", false},
 			{"duplicates", "string", "1: every run of a job (sacct -D)", false}, {"start", "string", "RFC 3339: runs that overlap from then", false},
 			{"end", "string", "RFC 3339: runs that overlap until then (now)", false},
-			{"format", "string", "json (the default) or rows (the compact listing of " + AcctRowsType + ", streamed)", false}},
+			{"format", "string", "json (the default), rows (the compact listing of " + AcctRowsType + ", streamed), or an export file streamed as the store reads it: csv, ndjson or parquet (corral acct export), ended by the trailer " + AcctRecordsTrailer + " with the record count", false}},
 		resp: &body{v: []AcctRecord{}, media: "application/json"}, alt: &body{media: AcctRowsType, schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/accounting/usage", access: "users", summary: "Usage by account and user of the runs that ended in a window, from the store's day sums (corral acct report), the rows the caller may see.",
 		query: []param{{"start", "string", "RFC 3339: the window's start (open when absent)", false}, {"end", "string", "RFC 3339: the window's end (open when absent)", false}},
@@ -303,6 +304,7 @@ var (
 	timeType     = reflect.TypeOf(time.Time{})
 	durationType = reflect.TypeOf(time.Duration(0))
 	rawType      = reflect.TypeOf(json.RawMessage(nil))
+	textType     = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 )
 
 // schemaOf is t's schema.
@@ -314,6 +316,10 @@ func (g *schemaGen) schemaOf(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer", "format": "int64", "description": "nanoseconds"}
 	case rawType:
 		return map[string]any{}
+	}
+	if t.Kind() == reflect.Struct && t.Implements(textType) {
+		// A value that encodes itself as text (netip.Addr, netip.Prefix).
+		return map[string]any{"type": "string"}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -142,6 +142,11 @@ func validateNodeInfo(info *api.NodeInfo) error {
 			c.fail("api_addr", "api_addr %q is not http://HOST:PORT or https://HOST:PORT", submit.Shown(info.APIAddr))
 		}
 	}
+	if info.Overlay != "" {
+		if _, err := api.ParseOverlay(info.Overlay); err != nil {
+			c.fail("overlay", "%v", err)
+		}
+	}
 	c.count("partitions", len(info.Partitions), maxNodePartitions)
 	for i, p := range info.Partitions {
 		c.name("partitions", p, submit.MaxNameBytes)

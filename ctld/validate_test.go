@@ -205,6 +205,8 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a node named a..b":         {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Name = "a..b" }), "name", `must not contain ".."`},
 		"a node without a name":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Name = "" }), "name", "without a name"},
 		"a node with 0 CPUs":        {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.CPUs = 0 }), "cpus", "cpus=0 must be between 1 and 1000000"},
+		"an overlay without a port": {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Overlay = "192.0.2.1" }), "overlay", "give the node's IPv4 address and a UDP port"},
+		"an overlay on 0.0.0.0":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Overlay = "0.0.0.0:4789" }), "overlay", "overlay endpoint"},
 		"a node with 2^40 CPUs":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.CPUs = 1 << 40 }), "cpus", "between 1 and 1000000"},
 		"negative memory":           {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.MemMB = -1 }), "mem_mb", "mem_mb=-1"},
 		"negative scratch space":    {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.TmpMB = -1 }), "tmp_mb", "tmp_mb=-1 must be between 0 and"},

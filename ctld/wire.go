@@ -133,7 +133,7 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB, Overlay: n.Overlay,
 		},
 		AllocTmpMB: n.AllocTmpMB,
 		Down:       n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,

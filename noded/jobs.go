@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 		if j, ok := want[lj.key]; ok {
 			d.updateTimeLimit(lj, j)
 			d.followSuspend(lj, j.State == api.StateSuspended)
+			d.followJobNet(lj, j)
 			continue
 		}
 		state, msg := api.StateCancelled, ""
@@ -490,6 +492,26 @@ func (d *Daemon) armTimer(lj *localJob) {
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
+// followJobNet hands a running job's handle the job's private network
+// when the controllers changed it (a member's node moved its endpoint),
+// and records it. A failure is logged and tried again at the next
+// reconcile.
+func (d *Daemon) followJobNet(lj *localJob, j *api.Job) {
+	if j.Net == nil || lj.handle == nil || reflect.DeepEqual(j.Net, lj.rec.Job.Net) {
+		return
+	}
+	f, ok := lj.handle.(JobNetFollower)
+	if !ok {
+		return
+	}
+	if err := f.SetJobNet(j.Net); err != nil {
+		d.log.Warn("cannot follow a change of the job's network", "job", lj.key.ID, "start_index", lj.key.StartIndex, "err", err)
+		return
+	}
+	lj.rec.Job.Net = j.Net
+	d.saveRecord(lj, "cannot record a job's network")
+}
+
 func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
 	if j.Spec.TimeLimit == lj.rec.Job.Spec.TimeLimit {
 		return

@@ -153,6 +153,15 @@ type PauseReporter interface {
 	Paused() (bool, error)
 }
 
+// JobNetFollower is implemented by a Handle whose job is on a multi-node
+// job's private network (api.JobNet): the daemon hands it the network
+// again when the controllers changed it while the job runs (a member's
+// node moved its endpoint). The job's own segment and address do not
+// change.
+type JobNetFollower interface {
+	SetJobNet(n *api.JobNet) error
+}
+
 // UsageReporter is implemented by a Handle whose runner measures what the
 // job used; Usage is called once the job has ended (Wait returned) and
 // reports false when nothing was measured.

@@ -38,6 +38,9 @@ type Payload struct {
 	// Rlimits are soft resource limits, by Slurm's names, that the job's
 	// processes get (sbatch --propagate; job/rlimits).
 	Rlimits []Rlimit
+	// Net, when set, is the job's private network (job/net): a
+	// multi-node job's second card and its hosts.
+	Net *Net
 }
 
 // Rlimit is one soft resource limit, by Slurm's name (CORE, NOFILE, ...);
@@ -100,6 +103,11 @@ func (p Payload) Validate() error {
 			return fmt.Errorf("payload rlimit %q: not a limit's name", l.Name)
 		}
 	}
+	if p.Net != nil {
+		if err := p.Net.Validate(); err != nil {
+			return err
+		}
+	}
 	if p.WorkDir != "" {
 		if !path.IsAbs(p.WorkDir) {
 			return fmt.Errorf("payload workdir %q: not an absolute path (start it with /)", p.WorkDir)
@@ -140,6 +148,9 @@ func (p Payload) entries() []payloadEntry {
 			fmt.Fprintf(&b, "%s=%d\n", l.Name, l.Value)
 		}
 		ents = append(ents, payloadEntry{name: "job/rlimits", mode: modeFile | 0o644, data: b.Bytes()})
+	}
+	if p.Net != nil {
+		ents = append(ents, payloadEntry{name: "job/net", mode: modeFile | 0o644, data: p.Net.encode()})
 	}
 	return ents
 }

@@ -306,6 +306,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
+		valued(0, "overlay", "ADDR:PORT", "the node's end of its multi-node jobs' private networks (VXLAN over UDP): an IPv4 address of this node on the network between the nodes and a UDP port, e.g. 192.0.2.1:4789 (default: the address this node reaches the first controller from, port 4789; none when that controller is on loopback); none: no VM of a multi-node job runs here"),
 		valued(0, "warm-max", "N", "warm starts: how many snapshots of booted guests the vm runner keeps in DATA/warm, one per shape of VM, to restore job VMs from instead of booting them (default 8; 0 turns warm starts off)"),
 		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
 		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
@@ -629,6 +630,13 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	for i := range cfgs {
 		cfgs[i].Runner = runner
+		if vr, ok := runner.(*vmrun.Runner); ok {
+			// The nodes share the host's network namespace: each gets
+			// a port of its own for its jobs' private networks.
+			if cfgs[i].Runner, err = devOverlay(vr); err != nil {
+				return err
+			}
+		}
 	}
 	ccfg := ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
@@ -747,6 +755,9 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		cfg := vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
 			Controllers: controllers, VMIDs: ids, WarmDir: warmDir}
 		if err := warmOptions(o, &cfg); err != nil {
+			return nil, err
+		}
+		if cfg.Overlay, err = overlayOption(ctx, o.get("overlay"), controllers, log); err != nil {
 			return nil, err
 		}
 		load := vmrun.Load

@@ -152,6 +152,7 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"noded without data":      {argv: []string{"corral", "noded", "--name", "n1"}, code: 1, stderr: []string{"--data is required"}},
 		"noded bad cpus":          {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--cpus", "0"}, code: 1, stderr: []string{"--cpus=0"}},
 		"noded bad runner":        {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "docker"}, code: 1, stderr: []string{"--runner=docker", "process, vm"}},
+		"noded bad overlay":       {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--overlay", "192.0.2.1"}, code: 1, stderr: []string{"--overlay=192.0.2.1", "a UDP port", "or none"}},
 		"noded vm without images": {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "vm", "--images", "/nonexistent"}, code: 1, stderr: []string{"make image"}},
 	}
 	for name, tc := range cases {

@@ -331,6 +331,9 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19*time.Hour + time.Second), Starts: []PlanStart{{JobID: 101, Node: "wm1", CPUs: 1, MemMB: 256}}}},
 		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + time.Minute), Node: "wm1", BootID: "boot-wm", Reports: []api.JobReport{
 			{JobID: 101, StartIndex: 103, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
+		// A node offering its multi-node jobs' private networks.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(20 * time.Hour), Info: api.NodeInfo{Name: "ov1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-ov1", Overlay: "192.0.2.1:4789"}}},
 		// Job notifications: the mail settings, a job that asks for them,
 		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},

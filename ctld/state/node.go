@@ -38,6 +38,9 @@ type Node struct {
 	// AllocTmpMB sums what its active allocations hold of it.
 	TmpMB      int64 `json:"tmp_mb,omitempty"`
 	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
+	// Overlay is where the node's end of its multi-node runs' networks
+	// listens (api.NodeInfo.Overlay); empty when it offers none.
+	Overlay string `json:"overlay,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -81,7 +84,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate, TmpMB: info.TmpMB,
+		Migrate: info.Migrate, TmpMB: info.TmpMB, Overlay: info.Overlay,
 	}
 }
 

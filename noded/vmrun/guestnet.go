@@ -45,13 +45,15 @@ type guestNet struct {
 	ns  *vmnet.Netns
 	tap *os.File
 	// out is the namespace's way out (a partition's network node), nil
-	// when it has none.
-	out *vmnet.Outbound
+	// when it has none; node is the node's namespace it goes through
+	// (nil: the daemon's own).
+	out  *vmnet.Outbound
+	node *vmnet.Netns
 }
 
 // newGuestNet creates the namespace of the VM whose state directory is dir
 // and its tap device.
-func newGuestNet(dir string) (*guestNet, error) {
+func newGuestNet(dir string, node *vmnet.Netns) (*guestNet, error) {
 	path := filepath.Join(dir, netnsFile)
 	if ns, err := vmnet.Open(path); err == nil {
 		ns.Remove() // left by an earlier run in a reused state directory
@@ -66,7 +68,7 @@ func newGuestNet(dir string) (*guestNet, error) {
 		ns.Remove()
 		return nil, fmt.Errorf("the VM's network: %w", err)
 	}
-	return &guestNet{ns: ns, tap: tap}, nil
+	return &guestNet{ns: ns, tap: tap, node: node}, nil
 }
 
 // qemuArgs are the QEMU arguments of the guest's card, none without a
@@ -111,7 +113,7 @@ func (n *guestNet) remove() {
 		return
 	}
 	n.closeTap()
-	if err := removeOutbound(filepath.Dir(n.ns.Path), n.out); err != nil {
+	if err := removeOutbound(n.node, filepath.Dir(n.ns.Path), n.out); err != nil {
 		slog.Warn("removing the VM's outbound network", "err", err)
 	}
 	n.ns.Remove()

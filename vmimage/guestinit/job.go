@@ -29,6 +29,8 @@ type Job struct {
 	Input string
 	// Rlimits are the soft limits the job's processes get.
 	Rlimits []vmimage.Rlimit
+	// Net, when set, is the job's private network (see vmimage.Net).
+	Net *vmimage.Net
 }
 
 // ErrNoPayload says the initramfs holds no job: the image was booted alone.
@@ -100,6 +102,15 @@ func ReadJob(dir string) (Job, error) {
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Job{}, fmt.Errorf("job rlimits: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "net")); err == nil {
+		n, err := vmimage.ParseNet(b)
+		if err != nil {
+			return Job{}, err
+		}
+		j.Net = &n
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job net: %w", err)
 	}
 	j.WorkDir = "/"
 	if b, err := os.ReadFile(filepath.Join(dir, "workdir")); err == nil {
