@@ -68,6 +68,23 @@ func appendRecord(dst []byte, r *Record) []byte {
 	e.int(int64(r.Preemptions))
 	e.float(r.TotalCPU)
 	e.int(r.MaxRSSKB)
+	e.str(r.BatchNode)
+	e.tres(&r.BatchTRES)
+	e.uint(uint64(len(r.Steps)))
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		e.int(int64(st.ID))
+		e.str(st.Name)
+		e.str(st.NodeList)
+		for _, v := range []int{st.Nodes, st.NTasks, st.CPUs} {
+			e.int(int64(v))
+		}
+		e.str(string(st.State))
+		e.int(int64(st.ExitCode))
+		e.int(int64(st.Signal))
+		e.time(st.Start)
+		e.time(st.End)
+	}
 	return e.b
 }
 
@@ -95,6 +112,19 @@ func decodeRecord(val []byte, r *Record) error {
 	r.CPUSeconds, r.MemSeconds, r.GPUSeconds, r.BillingRate, r.Billing = d.float(), d.float(), d.float(), d.float(), d.float()
 	r.Restarts, r.Preemptions = int(d.int()), int(d.int())
 	r.TotalCPU, r.MaxRSSKB = d.float(), d.int()
+	r.BatchNode = d.str()
+	d.tres(&r.BatchTRES)
+	// A step is at least 13 bytes.
+	if n := d.uint(); n > uint64(len(d.b))/13 {
+		d.fail()
+	} else if n > 0 {
+		r.Steps = make([]api.AcctStep, n)
+		for i := range r.Steps {
+			r.Steps[i] = api.AcctStep{ID: int(d.int()), Name: d.str(), NodeList: d.str(),
+				Nodes: int(d.int()), NTasks: int(d.int()), CPUs: int(d.int()),
+				State: api.JobState(d.str()), ExitCode: int(d.int()), Signal: int(d.int()), Start: d.time(), End: d.time()}
+		}
+	}
 	if d.err != nil {
 		return d.err
 	}

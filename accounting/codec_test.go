@@ -43,6 +43,13 @@ func fill(v reflect.Value, rng *rand.Rand) {
 		v.SetFloat(rng.NormFloat64()*1e6 + 0.5)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Slice:
+		n := 1 + rng.IntN(3)
+		sl := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			fill(sl.Index(i), rng)
+		}
+		v.Set(sl)
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
 		for range 1 + rng.IntN(3) {

@@ -26,6 +26,16 @@
 // preemptions, and the node's measurements (CPU time, peak RSS). UID and
 // GID are not in the state; the CLI resolves them on its host.
 //
+// A run on several nodes (one allocation per node, made by one start) is
+// one record, keyed by its rank 0's allocation and written once the last
+// of its allocations ended: its nodes as a host list, their TRES and CPU
+// time summed, the largest peak RSS, the longest elapsed time, NODE_FAIL
+// when any node was lost; BatchNode and BatchTRES name the node that ran
+// the batch script and what it held. A run's record also holds its ended
+// steps (srun) as the state keeps them, the newest 128: sacct's JOB.0,
+// JOB.1 lines. The CSV and Parquet exports have a column per scalar and
+// leave the steps out; NDJSON has them.
+//
 // # Written from the log, on every member
 //
 // The state reports what each apply ended (state.Ends: allocations that

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -55,7 +56,11 @@ var (
 const fillPercent = 0.95
 
 // Open opens (or creates) the store at path.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenLogged(path, nil) }
+
+// OpenLogged opens (or creates) the store at path, telling log (may be
+// nil) how the conversion of a store written in an older encoding goes.
+func OpenLogged(path string, log *slog.Logger) (*Store, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, bbolt.ErrTimeout) {
@@ -83,7 +88,7 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("preparing the accounting store %s: %w", path, err)
 	}
-	if err := upgradeCodec(db); err != nil {
+	if err := upgradeCodec(db, log); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("converting the accounting store %s's records to the current encoding: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"bytes"
+	"log/slog"
 
 	"go.etcd.io/bbolt"
 )
@@ -21,9 +22,11 @@ var upgradeBatch = 20000
 // again the hash of what the store holds, as on a member whose records
 // were written in this encoding from the start. A store interrupted half
 // way is finished the next time it is opened: records already rewritten
-// are passed over.
-func upgradeCodec(db *bbolt.DB) error {
+// are passed over. log (may be nil) hears of each batch: a million
+// records take a minute or so.
+func upgradeCodec(db *bbolt.DB, log *slog.Logger) error {
 	var after []byte
+	converted := 0
 	for {
 		done := false
 		err := db.Update(func(tx *bbolt.Tx) error {
@@ -54,6 +57,7 @@ func upgradeCodec(db *bbolt.DB) error {
 				t.mix(k, v)
 				batch = append(batch, change{pk: after, val: appendRecord(nil, &r)})
 			}
+			converted += len(batch)
 			for _, ch := range batch {
 				t.mix(ch.pk, ch.val)
 				if err := t.rec.Put(ch.pk, ch.val); err != nil {
@@ -69,7 +73,13 @@ func upgradeCodec(db *bbolt.DB) error {
 			return t.finish()
 		})
 		if err != nil || done {
+			if err == nil && converted > 0 && log != nil {
+				log.Info("converted the accounting store's records to the compact encoding", "records", converted)
+			}
 			return err
+		}
+		if log != nil {
+			log.Info("converting the accounting store's records to the compact encoding", "converted", converted)
 		}
 	}
 }

@@ -77,6 +77,33 @@ type AcctRecord struct {
 	// run; 0 when it measured nothing.
 	TotalCPU float64 `json:"total_cpu_s,omitempty"`
 	MaxRSSKB int64   `json:"max_rss_kb,omitempty"`
+
+	// BatchNode and BatchTRES, set for a run on several nodes, are the
+	// node that ran the batch script (rank 0, not necessarily the first
+	// of NodeList) and what that node held: sacct's JOB.batch line.
+	BatchNode string `json:"batch_node,omitempty"`
+	BatchTRES TRES   `json:"batch_tres,omitzero"`
+
+	// Steps are the run's steps (srun), in id order: sacct's 12.0, 12.1
+	// lines under the job's. A run keeps its newest 128 ended steps.
+	Steps []AcctStep `json:"steps,omitempty"`
+}
+
+// AcctStep is the accounting of one step of a run: what it ran, on which
+// nodes, with how many tasks, and how it ended (the worst task's exit
+// code or signal).
+type AcctStep struct {
+	ID       int       `json:"id"`
+	Name     string    `json:"name"`
+	NodeList string    `json:"node_list"`
+	Nodes    int       `json:"nodes"`
+	NTasks   int       `json:"ntasks"`
+	CPUs     int       `json:"cpus"`
+	State    JobState  `json:"state"`
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
 }
 
 // TRES is a set of trackable resources: CPUs, memory (MiB), GPUs by type

@@ -432,6 +432,12 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/nodes/drain", req, nil)
 }
 
+// SetNodeFeatures sets a node's features in place of those its daemon
+// reports, or with req.Reset gives them back to the daemon's.
+func (c *Client) SetNodeFeatures(ctx context.Context, req NodeFeaturesRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/features", req, nil)
+}
+
 // ForgetNodeKey lets node register with a new key (a reinstalled node's).
 func (c *Client) ForgetNodeKey(ctx context.Context, node string) error {
 	return c.do(ctx, http.MethodPost, "/v1/nodes/forget-key", DrainRequest{Node: node}, nil)

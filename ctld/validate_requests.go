@@ -166,6 +166,7 @@ func validateNodeInfo(info *api.NodeInfo) error {
 			c.fail("running", "job id 0 does not exist")
 		}
 	}
+	checkFeatures(c, info.Features)
 	if c.err == nil && info.Inventory != nil {
 		validateInventory(c, info.Inventory)
 	}
@@ -368,6 +369,30 @@ func validateDrain(req *api.DrainRequest) error {
 	c.nodeName("node", req.Node)
 	c.text("reason", req.Reason, submit.MaxNameBytes)
 	return c.err
+}
+
+// validateNodeFeatures checks an operator's features for a node: a node
+// name, at most api.MaxNodeFeatures valid feature names, none given with
+// Reset.
+func validateNodeFeatures(req *api.NodeFeaturesRequest) error {
+	c := &reqCheck{}
+	c.nodeName("node", req.Node)
+	if req.Reset && len(req.Features) > 0 {
+		c.fail("features", "node %s: give features or reset, not both", req.Node)
+	}
+	checkFeatures(c, req.Features)
+	return c.err
+}
+
+// checkFeatures checks a node's feature list: at most api.MaxNodeFeatures
+// names, each a valid feature name.
+func checkFeatures(c *reqCheck, features []string) {
+	c.count("features", len(features), api.MaxNodeFeatures)
+	for _, f := range features {
+		if why := submit.FeatureProblem(f); why != "" {
+			c.fail("features", "feature %q %s", submit.Shown(f), why)
+		}
+	}
 }
 
 // validateIDs checks the job ids of a hold, suspend or cancel.

@@ -95,10 +95,7 @@ func TestSubmitStateChecks(t *testing.T) {
 			t.Fatalf("register %s: %d %q", n.Name, a.status, a.err.Error)
 		}
 	}
-	tests := map[string]struct {
-		edit        func(s *api.JobSpec)
-		field, want string // field "" means accepted
-	}{
+	tests := map[string]submitCase{
 		"a job that fits":          {edit: func(s *api.JobSpec) { s.CPUsPerTask = 8 }},
 		"two GPUs and a VF fit":    {edit: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}, {Name: "vf", Count: 1}} }},
 		"root may be negative":     {edit: func(s *api.JobSpec) { s.User, s.Nice = "root", -10 }},
@@ -145,6 +142,19 @@ func TestSubmitStateChecks(t *testing.T) {
 		"an account the partition does not take": {edit: func(s *api.JobSpec) { s.Partition, s.Account = "chemonly", "phys" }, field: "account",
 			want: `Invalid account or account/partition combination specified: partition chemonly takes jobs of accounts chem only; account "phys" is not one`},
 	}
+	submitCases(t, base, tests)
+}
+
+// submitCase is a job submitted alone: accepted when field is "", else
+// refused naming field and saying want.
+type submitCase struct {
+	edit        func(s *api.JobSpec)
+	field, want string
+}
+
+// submitCases submits each case's job to base and checks the answer.
+func submitCases(t *testing.T, base string, tests map[string]submitCase) {
+	t.Helper()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			a := post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: []api.JobSpec{jobSpec(tc.edit)}})

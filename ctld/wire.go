@@ -24,7 +24,10 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
-		TmpMB: sp.TmpMB,
+		TmpMB:    sp.TmpMB,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -68,7 +71,10 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Deadline: sp.Deadline, OpenMode: sp.OpenMode, Input: sp.Input, Rlimits: sp.Rlimits, GetUserEnv: sp.GetUserEnv,
 		Priority: sp.Priority, CPUsPerGPU: sp.CPUsPerGPU, Overcommit: sp.Overcommit, MemAll: sp.MemAll,
 		Hint: sp.Hint, ThreadsPerCore: sp.ThreadsPerCore, NTasksPerCore: sp.NTasksPerCore, MemBind: sp.MemBind, MemNodes: sp.MemNodes,
-		TmpMB: sp.TmpMB,
+		TmpMB:    sp.TmpMB,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 }
 
@@ -91,11 +97,30 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 // node, resources and placement of its current run or, once it ended, of
 // its last one (a pending job shows none).
 func apiJob(s *state.State, j *state.Job) api.Job {
-	var a *state.Allocation
-	if j.State != api.StatePending {
-		a = s.LastAlloc(j)
+	if j.State == api.StatePending {
+		return apiJobRun(j, nil)
 	}
-	return apiJobRun(j, a)
+	run := s.RunAllocs(j)
+	switch len(run) {
+	case 0:
+		return apiJobRun(j, nil)
+	case 1:
+		return apiJobRun(j, run[0])
+	}
+	return withRun(apiJobRun(j, run[0]), run)
+}
+
+// withRun adds to job out, filled in from its multi-node run's first
+// allocation, the nodes of the whole run and its CPUs in all.
+func withRun(out api.Job, run []*state.Allocation) api.Job {
+	out.Nodes = make([]string, len(run))
+	cpus := 0
+	for i, a := range run {
+		out.Nodes[i] = a.Node
+		cpus += a.CPUs
+	}
+	out.CPUs = cpus
+	return out
 }
 
 // apiJobRun is job j with run a (nil: none) filled in.
@@ -133,10 +158,10 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB, Overlay: n.Overlay,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB, Overlay: n.Overlay, Features: n.Features,
 		},
-		AllocTmpMB: n.AllocTmpMB,
-		Down:       n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
+		AllocTmpMB: n.AllocTmpMB, ActiveFeatures: n.ActiveFeatures(), FeaturesBy: n.OpFeaturesBy,
+		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
 		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,
 	}
@@ -164,6 +189,14 @@ func desired(s *state.State, name string) api.Desired {
 			continue
 		}
 		run := apiJobRun(j, a)
+		if j.Spec.MultiNode() {
+			for _, o := range s.RunAllocs(j) {
+				run.Nodes = append(run.Nodes, o.Node)
+			}
+		} else {
+			run.Nodes = []string{a.Node}
+		}
+		run.NodeRank = a.Rank
 		run.State = api.StateRunning
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended

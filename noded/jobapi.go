@@ -103,6 +103,7 @@ func (d *Daemon) apiRoutes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/file", d.handleReadFile)
 	mux.HandleFunc("PUT /v1/jobs/{id}/file", d.handleWriteFile)
 	mux.HandleFunc("GET /v1/jobs/{id}/output", d.handleOutput)
+	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/kill", d.handleKillStep)
 	return mux
 }
 

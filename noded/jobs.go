@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -268,7 +269,7 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if stdin != "" && !filepath.IsAbs(stdin) {
 		stdin = filepath.Join(jc.workDir, stdin)
 	}
-	return LaunchSpec{
+	spec := LaunchSpec{
 		Job:          j,
 		Dir:          lj.dir,
 		Env:          env,
@@ -282,8 +283,19 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		WorkDir:      jc.workDir,
 		User:         jc.user,
 		Shares:       jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
-	}, nil
+	}
+	if j.NodeRank > 0 {
+		// Another node of a multi-node job: the batch script runs on
+		// the first; this one holds the job's place for its steps, and
+		// writes nothing into the job's output files and reads no input.
+		spec.Script, spec.Args, spec.Stdout, spec.Stderr, spec.Stdin = holdScript, nil, os.DevNull, os.DevNull, ""
+	}
+	return spec, nil
 }
+
+// holdScript is what the other nodes of a multi-node job run: nothing,
+// until the job ends and its node stops it.
+const holdScript = "#!/bin/sh\n# corral: a node of a multi-node job, waiting for its steps\nwhile :; do sleep 3600; done\n"
 
 // jobCtx is what a run is started with, and what the job API acts with:
 // the run's user, environment, working directory and output files.
@@ -314,7 +326,11 @@ func (d *Daemon) jobContext(j *api.Job) (jobCtx, error) {
 	if errPath != "" && !filepath.IsAbs(errPath) {
 		errPath = filepath.Join(workDir, errPath)
 	}
-	return jobCtx{user: u, env: userEnv(JobEnv(j, d.cfg.Name), u), workDir: workDir, stdout: out, stderr: errPath}, nil
+	env := JobEnv(j, d.cfg.Name)
+	if step := d.stepEnv(jobKey{ID: j.ID, StartIndex: j.StartIndex}); step != nil {
+		env = mergeEnv(env, step)
+	}
+	return jobCtx{user: u, env: userEnv(env, u), workDir: workDir, stdout: out, stderr: errPath}, nil
 }
 
 func (d *Daemon) onStarted(ev startedEvent) {
@@ -334,6 +350,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
+	d.serveGuestSteps(lj)
 	d.recordSession(lj)
 	d.ensureKeeper()
 	if lj.rec.Kill != nil {

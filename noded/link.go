@@ -147,6 +147,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		MemMB:      d.cfg.MemMB,
 		TmpMB:      d.cfg.TmpMB,
 		Partitions: d.cfg.Partitions,
+		Features:   d.cfg.Features,
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
 		Running:    slices.Clone(*d.running.Load()),

@@ -303,6 +303,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
+		valued(0, "features", "LIST", "the node's features, which jobs ask for with --constraint, e.g. intel,ib,rack1 (an operator may replace them: corral node update NAME Features=...)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
@@ -311,6 +312,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
 		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
+		valued(0, "step-listen", "HOST:PORT", "where srun inside this node's jobs reaches the controllers through the daemon (default 127.0.0.1:0, a free loopback port kept over restarts, for the process runner; none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
 		valued(0, "health-interval", "DURATION", "how often the health check runs (default 5m)"),
@@ -442,14 +444,20 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		inv = nil
 	}
 	scaleNUMAMemory(inv, mem)
+	for _, f := range o.list("features") {
+		if why := submit.FeatureProblem(f); why != "" {
+			return noded.Config{}, fmt.Errorf("noded %s: --features: feature %q %s", name, f, why)
+		}
+	}
 	tmp, err := scratchMB(o.get("tmp-dir"), o.get("tmp"))
 	if err != nil {
 		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
 	}
 	cfg := noded.Config{
-		Name: name, CPUs: cpus, MemMB: mem, TmpMB: tmp, Partitions: o.list("partitions"), Inventory: inv,
+		Name: name, CPUs: cpus, MemMB: mem, TmpMB: tmp, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
+		StepListen:    stepListen(o.get("step-listen"), o.get("runner")),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
 	}
 	if cfg.HealthInterval, err = parseDuration("health-interval", o.get("health-interval"), 5*time.Minute); err != nil {
@@ -482,6 +490,19 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 
 // apiListen is the node's job API address for --listen: loopback when
 // unset, none for "none".
+// stepListen is where the step forwarder listens: loopback for the
+// process runner's jobs, which run on the host; none for VMs, whose
+// guests do not reach the node's loopback.
+func stepListen(v, runner string) string {
+	switch {
+	case v == "none" || v == "" && runner != "process":
+		return ""
+	case v == "":
+		return "127.0.0.1:0"
+	}
+	return v
+}
+
 func apiListen(v string) string {
 	switch v {
 	case "":

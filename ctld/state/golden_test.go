@@ -91,7 +91,7 @@ func goldenCommands() []struct {
 	placement := &api.Placement{CPUs: []int{1, 3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 512}},
 		Hugepages: []api.HugepageAmount{{Node: 1, SizeKB: 2048, Count: 8}}, GPUs: []string{"GPU-aaaa"},
 		MIG: []string{"MIG-cccc"}, VFs: []string{"0000:3b:00.2"}, Score: 100}
-	return []struct {
+	cmds := []struct {
 		t CommandType
 		p any
 	}{
@@ -334,6 +334,57 @@ func goldenCommands() []struct {
 		// A node offering its multi-node jobs' private networks.
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(20 * time.Hour), Info: api.NodeInfo{Name: "ov1", CPUs: 2, MemMB: 2048,
 			Runner: "vm", BootID: "boot-ov1", Overlay: "192.0.2.1:4789"}}},
+		// Multi-node requests and node features: a node reporting its
+		// features, a job asking for nodes by range, list and feature,
+		// an operator's features in place of the node's, then the node's
+		// again.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(27 * time.Hour), Info: api.NodeInfo{Name: "f1", CPUs: 4, MemMB: 4096,
+			Runner: "process", BootID: "boot-f", Features: []string{"intel", "ib"}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(27 * time.Hour), FirstID: 180, Jobs: []JobSpec{func() JobSpec {
+			j := simple("wide")
+			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode = 2, 4, 0, 2
+			j.Exclusive, j.NodeList, j.Exclude, j.Constraint = true, "f1", "k1", "intel&[r1|r2]"
+			j.Distribution, j.SpreadJob, j.Contiguous = "cyclic", true, true
+			return j
+		}()}}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Features: []string{"gpu", "amd"}, By: "oscar"}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Reset: true, By: "oscar"}},
+		// A two-node job started whole (rank 0 on f1, rank 1 on f2), then
+		// f2 lost: f1 is told to stop the run, as NODE_FAIL.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(28 * time.Hour), Info: api.NodeInfo{Name: "f2", CPUs: 4, MemMB: 8192,
+			Runner: "vm", BootID: "boot-f2", Inventory: goldenInventory(), OverheadMB: 16}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(28 * time.Hour), FirstID: 190, Jobs: []JobSpec{func() JobSpec {
+			j := simple("gang")
+			j.Nodes, j.NTasks = 2, 2
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(28*time.Hour + time.Second), Starts: []PlanStart{{JobID: 190, Node: "f1", CPUs: 1, MemMB: 256,
+			Parts: []PlanPart{{Node: "f2", CPUs: 1, MemMB: 256, OverheadMB: 16,
+				Placement: &api.Placement{CPUs: []int{1}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 90}}}}}}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(29 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
+		// A job's steps: one begun on f3 and ended, one begun and
+		// cancelled.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(30 * time.Hour), Info: api.NodeInfo{Name: "f3", CPUs: 2, MemMB: 2048,
+			Runner: "process", BootID: "boot-f3"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(30 * time.Hour), FirstID: 195, Jobs: []JobSpec{simple("steps")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(30 * time.Hour), Starts: []PlanStart{{JobID: 195, Node: "f3", CPUs: 1, MemMB: 256}}}},
+	}
+	// The run just started is at the index of the entry above.
+	run := uint64(len(cmds))
+	cmds = append(cmds, []struct {
+		t CommandType
+		p any
+	}{
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Second), Begin: []StepBegin{
+			{Job: 195, Run: run, Name: "hostname", Nodes: []string{"f3"}, NTasks: 2, CPUsPerTask: 1},
+			{Job: 195, Run: run, Name: "sleep", Nodes: []string{"f3"}, NTasks: 1}}}},
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Minute), End: []StepEnd{{Job: 195, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
+			Cancel: []StepEnd{{Job: 195, Step: 1, Signal: 9}}, By: "alice"}},
+	}...)
+	return append(cmds, []struct {
+		t CommandType
+		p any
+	}{
 		// Job notifications: the mail settings, a job that asks for them,
 		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},
@@ -399,7 +450,17 @@ func goldenCommands() []struct {
 			return j
 		}()}}},
 		{CmdUpdateJob, &UpdateJob{Now: t0.Add(41 * time.Hour), ID: 214, By: "alice", Changes: &JobEdits{TmpMB: ptr(int64(2048))}}},
-	}
+		// A multi-node start whose every node holds --tmp's scratch space.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(42 * time.Hour), Info: api.NodeInfo{Name: "tmp2", CPUs: 2, MemMB: 2048, Runner: "process",
+			BootID: "boot-tmp2", TmpMB: 2048}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(42 * time.Hour), FirstID: 215, Jobs: []JobSpec{func() JobSpec {
+			j := simple("scratch-gang")
+			j.Nodes, j.NTasks, j.TmpMB = 2, 2, 1024
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(42*time.Hour + time.Second), Starts: []PlanStart{{JobID: 215, Node: "tmp1", CPUs: 1, MemMB: 256, TmpMB: 1024,
+			Parts: []PlanPart{{Node: "tmp2", CPUs: 1, MemMB: 256, TmpMB: 1024}}}}}},
+	}...)
 }
 
 // ptr returns a pointer to v.

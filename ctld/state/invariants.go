@@ -142,6 +142,14 @@ func (s *State) checkJob(j *Job) error {
 			return fmt.Errorf("job %d lists allocation %d, which is not one of its own", j.ID, id)
 		}
 	}
+	running := s.runningAllocs(j)
+	for i, a := range running {
+		for _, b := range running[:i] {
+			if a.Node == b.Node || a.Rank == b.Rank {
+				return fmt.Errorf("job %d has two running allocations, %d and %d, on node %s / %s of ranks %d / %d", j.ID, b.ID, a.ID, b.Node, a.Node, b.Rank, a.Rank)
+			}
+		}
+	}
 	want, ok := jobState(s.runningAllocs(j))
 	if ok && want == api.StateRunning && s.LiveMigration(j) != nil {
 		want = api.StateMigrating

@@ -155,6 +155,9 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 	s.abortForStop(j, final, now, index)
 	active := s.runningAllocs(j)
 	if len(active) == 0 {
+		if final.Terminal() {
+			s.endRunSteps(j, final, now)
+		}
 		j.State, j.Reason = final, api.ReasonNone
 		return
 	}

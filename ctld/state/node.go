@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"time"
 
 	"corral/api"
@@ -31,6 +32,12 @@ type Node struct {
 	// Key is the fingerprint of the key the node's daemon registers with
 	// (RegisterNode.Key).
 	Key string `json:"key,omitempty"`
+	// Features are what the node's daemon reports (its --features);
+	// OpFeatures, when OpFeaturesBy names who set them, replace them
+	// (SetNodeFeatures) and outlive the daemon's registrations.
+	Features     []string `json:"features,omitempty"`
+	OpFeatures   []string `json:"op_features,omitempty"`
+	OpFeaturesBy string   `json:"op_features_by,omitempty"`
 	// Migrate says the daemon can be either side of a live migration
 	// (api.NodeInfo.Migrate).
 	Migrate bool `json:"migrate,omitempty"`
@@ -65,6 +72,18 @@ type Node struct {
 	Allocs []uint64 `json:"allocs,omitempty"`
 }
 
+// ActiveFeatures returns the features jobs' constraints are matched
+// against: the operator's when one set them, else the daemon's.
+func (n *Node) ActiveFeatures() []string {
+	if n.OpFeaturesBy != "" {
+		return n.OpFeatures
+	}
+	return n.Features
+}
+
+// HasFeature reports whether f is one of the node's active features.
+func (n *Node) HasFeature(f string) bool { return slices.Contains(n.ActiveFeatures(), f) }
+
 // controllerUser is who the controllers' own reasons are set by, as sinfo
 // -R shows them.
 const controllerUser = "root"
@@ -85,6 +104,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
 		Migrate: info.Migrate, TmpMB: info.TmpMB, Overlay: info.Overlay,
+		Features: sortedFeatures(info.Features),
 	}
 }
 
@@ -113,3 +133,12 @@ func (n *Node) FreeCPUs() int { return n.CPUs - n.AllocCPUs }
 
 // FreeMemMB returns the memory no active allocation holds.
 func (n *Node) FreeMemMB() int64 { return n.MemMB - n.AllocMemMB }
+
+// sortedFeatures returns features sorted, without repeats, in a list of
+// its own (nil for none), so every replica records them alike.
+func sortedFeatures(features []string) []string {
+	if len(features) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(features)))
+}

@@ -100,3 +100,20 @@ func TestScratchSpaceUpdate(t *testing.T) {
 		t.Error("a snapshot loses job 2's new --tmp")
 	}
 }
+
+// TestGoldenScratchGang checks that the golden log's multi-node start with
+// --tmp is taken, each node holding the job's scratch space, so that the
+// golden hashes pin that apply and not a rejection.
+func TestGoldenScratchGang(t *testing.T) {
+	r := newReplica()
+	for i, c := range goldenCommands() {
+		r.Apply(entry(t, uint64(i+1), c.t, c.p))
+	}
+	run := r.s.RunAllocs(r.s.Jobs[215])
+	if len(run) != 2 || run[0].TmpMB != 1024 || run[1].TmpMB != 1024 {
+		t.Fatalf("job 215's run: %d allocations", len(run))
+	}
+	if a, b := r.s.Nodes["tmp1"].AllocTmpMB, r.s.Nodes["tmp2"].AllocTmpMB; a != 4096+1024 || b != 1024 {
+		t.Errorf("tmp1 holds %d MiB, tmp2 %d; want 5120 and 1024", a, b)
+	}
+}

@@ -1,6 +1,7 @@
 package vmrun
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"corral/noded"
 	"corral/noded/vmnet"
 )
 
@@ -118,3 +120,33 @@ func (n *guestNet) remove() {
 	}
 	n.ns.Remove()
 }
+
+// stepPort is where a guest reaches its node's step forwarder: srun in the
+// job, on the node's side of the tap device (serverAddr).
+const stepPort = 6818
+
+// GuestStepURL is the step forwarder's address as every guest sees it.
+func (r *Runner) GuestStepURL() string {
+	return "http://" + netip.AddrPortFrom(serverAddr.Addr(), stepPort).String()
+}
+
+// ListenSteps opens the VM's step listener in its network namespace,
+// where only its guest reaches it. A VM without a network (virtiofs) has
+// none.
+func (v *VM) ListenSteps() (net.Listener, error) {
+	v.nfsMu.Lock()
+	n := v.nfs
+	if n == nil {
+		n = v.heldNFS
+	}
+	v.nfsMu.Unlock()
+	if n == nil || n.net == nil || n.net.ns == nil {
+		return nil, errors.New("the VM has no network (its files are shared over virtiofs)")
+	}
+	return n.net.ns.Listen(netip.AddrPortFrom(serverAddr.Addr(), stepPort).String())
+}
+
+var (
+	_ noded.GuestSteps = (*Runner)(nil)
+	_ noded.StepServer = (*VM)(nil)
+)
