@@ -886,13 +886,3 @@ func scratchMB(dir, size string) (int64, error) {
 	}
 	return int64(st.Blocks) * st.Bsize >> 20, nil
 }
-
-// sizeProblem is what is wrong with a size submit.ParseMemory refused,
-// without the sbatch option its error names (--mem).
-func sizeProblem(err error) string {
-	var se *submit.Error
-	if errors.As(err, &se) {
-		return se.Message
-	}
-	return err.Error()
-}

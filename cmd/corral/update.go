@@ -197,3 +197,13 @@ func timeLimitChange(ctx context.Context, cl *api.Client, id uint64, v string) (
 	}
 	return &secs, nil
 }
+
+// sizeProblem is what is wrong with a size submit.ParseMemory refused,
+// without the sbatch option its error names (--mem).
+func sizeProblem(err error) string {
+	var se *submit.Error
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	return err.Error()
+}
