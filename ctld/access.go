@@ -91,6 +91,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/hold", usersCancel, c.write(c.handleHold)},
 		{"POST /v1/jobs/suspend", usersCancel, c.write(c.handleSuspend)},
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
+		{"POST /v1/jobs/top", usersCancel, c.write(c.handleTop)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
 		{"POST /v1/jobs/{id}/steps", usersExec, c.write(c.handleBeginStep)},
 		{"POST /v1/jobs/{id}/steps/{step}/end", usersExec, c.write(c.handleEndStep)},

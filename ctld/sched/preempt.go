@@ -99,8 +99,9 @@ func (pl *placer) resume(plan *Plan) {
 // whose victims cost least, records them in the plan and claims the node
 // for j (nothing else starts there this pass). A preemption that would
 // not free enough is never made. It reports whether it preempted.
-// q is j's QoS, which names whom it may preempt.
-func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem int64, plan *Plan) bool {
+// q is j's QoS, which names whom it may preempt; tmp is the scratch space
+// j asks for (--tmp).
+func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem, tmp int64, plan *Plan) bool {
 	if pl.onNode == nil {
 		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {
@@ -116,7 +117,7 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 	var best *choice
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < n.need(mem) || n.totalTmp < tmp || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if pl.adv != nil && pl.adv.holdsDuring(i, pl.now, pl.now+int64(jobLimit(j, pl.partition(part)))) {
@@ -124,13 +125,15 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 		}
 		// Jobs already ending (an earlier preemption, a cancel) count as
 		// gone: when they free enough, j only has to wait for them.
-		freeCPUs, freeMem := n.cpus, n.mem
+		freeCPUs, freeMem, freeTmp := n.cpus, n.mem, n.tmp
 		for _, r := range pl.onNode[n.name] {
 			if r.Alloc.Desired == state.AllocStop {
 				freeCPUs += r.Alloc.CPUs
 				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+				freeTmp += r.Alloc.TmpMB
 			}
 		}
+		room := func() bool { return freeCPUs >= cpus && freeMem >= n.need(mem) && freeTmp >= tmp }
 		var cands []Run
 		for _, r := range pl.onNode[n.name] {
 			if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] ||
@@ -139,7 +142,7 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 			}
 			cands = append(cands, r)
 		}
-		if len(cands) == 0 && (freeCPUs < cpus || freeMem < mem+n.overhead) {
+		if len(cands) == 0 && !room() {
 			continue
 		}
 		total := totalCPUs(pl.s.Nodes)
@@ -150,7 +153,7 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 		slices.SortFunc(cands, func(a, b Run) int { return qos.CompareVictims(victim(a), victim(b)) })
 		c := choice{node: i}
 		for _, r := range cands {
-			if freeCPUs >= cpus && freeMem >= mem+n.overhead {
+			if room() {
 				break
 			}
 			c.victims = append(c.victims, r)
@@ -158,10 +161,12 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 			c.lost += r.Alloc.Elapsed(pl.s.Now).Seconds()
 			freeCPUs += r.Alloc.CPUs
 			if pl.preemptMode(r.Job) != api.PreemptSuspend {
-				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
+				// A suspended job keeps its memory and its scratch files.
+				freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+				freeTmp += r.Alloc.TmpMB
 			}
 		}
-		if freeCPUs < cpus || freeMem < mem+n.overhead {
+		if !room() {
 			continue // not enough even with every candidate gone
 		}
 		if best == nil || c.prio < best.prio || c.prio == best.prio && c.lost < best.lost {

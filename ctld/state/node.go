@@ -41,6 +41,10 @@ type Node struct {
 	// Migrate says the daemon can be either side of a live migration
 	// (api.NodeInfo.Migrate).
 	Migrate bool `json:"migrate,omitempty"`
+	// TmpMB is the node's local scratch space (api.NodeInfo.TmpMB);
+	// AllocTmpMB sums what its active allocations hold of it.
+	TmpMB      int64 `json:"tmp_mb,omitempty"`
+	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
 	// Overlay is where the node's end of its multi-node runs' networks
 	// listens (api.NodeInfo.Overlay); empty when it offers none.
 	Overlay string `json:"overlay,omitempty"`
@@ -99,7 +103,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate, Overlay: info.Overlay,
+		Migrate: info.Migrate, TmpMB: info.TmpMB, Overlay: info.Overlay,
 		Features: sortedFeatures(info.Features),
 	}
 }
