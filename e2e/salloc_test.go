@@ -40,9 +40,11 @@ func TestSallocAndInteractiveSrun(t *testing.T) {
 	cmd := exec.Command(corralBin, "srun", "-n", "2", "sh", "-c", "read line; echo $SLURM_PROCID got $line")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CORRAL_ADDR="+c.addr, "USER=tester")
 	cmd.Stdin = strings.NewReader("hello\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), "0 got hello\n") || !strings.Contains(string(out), "1 got hello\n") {
-		t.Errorf("srun outside a job: %v, %q", err, out)
+		t.Errorf("srun outside a job: %v, stdout %q, stderr %q", err, out, stderr.String())
 	}
 	t.Run("pty", func(t *testing.T) { srunPty(t, c.addr, dir) })
 }
