@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,16 +17,27 @@ import (
 	"corral/internal/pki"
 )
 
-// freeAddr returns a 127.0.0.1 address with a port nobody listens on now.
+// freeAddr returns a 127.0.0.1 address with a port nobody listens on now,
+// and one it has not returned before in this test binary: the kernel may
+// hand a port just closed out again, and two members given one address
+// fail to bootstrap ("duplicate address in configuration").
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, dup := givenAddrs.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+// givenAddrs are the addresses freeAddr returned.
+var givenAddrs sync.Map
 
 type testCluster struct {
 	ctls    []*Controller
