@@ -372,6 +372,13 @@ func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
 }
 
+// Migrate asks for live migrations of running jobs, or aborts them
+// (MigrateRequest).
+func (c *Client) Migrate(ctx context.Context, req MigrateRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/migrate", req, &resp)
+}
+
 // TestOnly asks when and where jobs would start, storing nothing (sbatch
 // --test-only).
 func (c *Client) TestOnly(ctx context.Context, jobs []JobSpec) ([]WillRun, error) {

@@ -243,7 +243,7 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 	"MigrationBandwidth": func(c *SchedConfig, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 || n > 1<<20 {
-			return fmt.Errorf("MigrationBandwidth=%s: give MiB a second, a whole number from 1 to %d (0: the default)", v, 1<<20)
+			return fmt.Errorf("MigrationBandwidth=%s: give MiB a second, a whole number up to %d (0: the default)", v, 1<<20)
 		}
 		c.MigrationBandwidthMiB = n
 		return nil

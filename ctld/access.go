@@ -92,6 +92,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/suspend", usersCancel, c.write(c.handleSuspend)},
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
+		{"POST /v1/jobs/migrate", usersCancel, c.write(c.handleMigrate)},
 		{"GET /v1/nodes", usersRead, c.read(c.handleListNodes)},
 		{"GET /v1/nodes/{name}", usersRead, c.read(c.handleGetNode)},
 		{"GET /v1/nodes/{name}/desired", nodes, c.handleDesired},

@@ -299,7 +299,7 @@ type jobView struct {
 func viewOf(s *state.State, j *state.Job, vw *viewer) jobView {
 	v := jobView{job: j, lvl: vw.level(j)}
 	if j.State != api.StatePending && len(j.Allocs) > 0 {
-		v.run = s.LastAlloc(j)
+		v.run = currentAlloc(s, j)
 	}
 	return v
 }
@@ -407,6 +407,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	var v jobView
 	var next uint64
 	var minAge int64
+	var migs []api.Migration
 	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
 			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
@@ -419,6 +420,9 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 			}
 		}
 		next, minAge = s.NextJobID, s.Config.MinJobAge
+		if j != nil {
+			migs = apiMigrations(s, j)
+		}
 	})
 	switch {
 	case j == nil && ref.HasTask:
@@ -430,6 +434,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	}
 	view := withPriority(v, c.priorityFunc(c.clock.Now()))
 	c.migrationFunc()(view)
+	view.Migrations = migs
 	writeJSON(w, http.StatusOK, view)
 	return nil
 }
@@ -645,6 +650,13 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 			return err
 		}
 	}
+	if len(st.Migrations) > 0 {
+		// Before the job reports: a destination's loaded comes before
+		// the end of a source it stopped.
+		if err := c.takeMigrationReports(st.Name, st.Migrations); err != nil {
+			return err
+		}
+	}
 	if len(st.Reports) > 0 {
 		c.takeStartTimes(st.Name, "", st.Reports)
 		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
@@ -686,7 +698,11 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason, By: principalFrom(r).name}); err != nil {
+	if req.Migrate && !req.Drain {
+		return &fieldError{Field: "migrate", Msg: fmt.Sprintf("node %s: --migrate goes with a drain, not a resume", req.Node)}
+	}
+	cmd := &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason, By: principalFrom(r).name, Migrate: req.Migrate}
+	if _, err := c.propose(state.CmdNodeDrain, cmd); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}

@@ -90,7 +90,7 @@ func (c *Controller) lead(ctx context.Context) {
 	}()
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop} {
+	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop, c.migrationLoop} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(loop)
 	}
@@ -205,7 +205,9 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 		c.nextJobID += uint64(n)
 		c.mu.Unlock()
 	}
-	return plan.Entry(now, snap, first)
+	cmd := plan.Entry(now, snap, first)
+	stampTokens(cmd)
+	return cmd
 }
 
 // livenessLoop marks nodes DOWN when they miss heartbeats and flushes the

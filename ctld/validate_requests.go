@@ -310,6 +310,7 @@ func validateNodeStatus(st *api.NodeStatus) error {
 			return c.err
 		}
 	}
+	checkMigrationReports(c, st.Migrations)
 	return c.err
 }
 

@@ -85,9 +85,22 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 func apiJob(s *state.State, j *state.Job) api.Job {
 	var a *state.Allocation
 	if j.State != api.StatePending {
-		a = s.LastAlloc(j)
+		a = currentAlloc(s, j)
 	}
-	return apiJobRun(j, a)
+	out := apiJobRun(j, a)
+	out.Migrations = apiMigrations(s, j)
+	return out
+}
+
+// currentAlloc is job j's run as users see it: its newest allocation, but
+// while a migration has not switched over, the source it still runs on.
+func currentAlloc(s *state.State, j *state.Job) *state.Allocation {
+	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
+		if a := s.Allocs[m.Source]; a != nil {
+			return a
+		}
+	}
+	return s.LastAlloc(j)
 }
 
 // apiJobRun is job j with run a (nil: none) filled in.
@@ -159,7 +172,7 @@ func desired(s *state.State, name string) api.Desired {
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended
 		}
-		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run})
+		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run, Migration: allocMigration(s, j, a)})
 	}
 	return d
 }

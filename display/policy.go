@@ -29,6 +29,9 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 	"AccountingRetention":     func(c *api.SchedConfig) string { return itoa64(c.AccountingRetention) },
 	"MinJobAge":               func(c *api.SchedConfig) string { return itoa64(c.MinJobAge) },
 	"RequestIDRetention":      func(c *api.SchedConfig) string { return itoa64(c.RequestIDRetention) },
+	"MigrationDowntime":       func(c *api.SchedConfig) string { return itoa64(c.MigrationDowntimeMS) },
+	"MigrationBandwidth":      func(c *api.SchedConfig) string { return itoa64(c.MigrationBandwidthMiB) },
+	"MigrationMaxTime":        func(c *api.SchedConfig) string { return itoa64(c.MigrationMaxTimeS) },
 	"DefMemPerCPU":            func(c *api.SchedConfig) string { return itoa64(c.DefMemPerCPU) },
 	"SchedulerPolicy":         func(c *api.SchedConfig) string { return c.SchedulerPolicy },
 	"PrivateData": func(c *api.SchedConfig) string {

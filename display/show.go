@@ -128,9 +128,34 @@ func showJobMigration(k *kvWriter, j *api.Job) {
 		k.str("Migratable", "No")
 		k.str("MigrationBlocker", j.MigrationBlocker)
 	default:
+		showMigrations(k, j)
 		return
 	}
 	k.newLine()
+	showMigrations(k, j)
+}
+
+// showMigrations writes one line per live migration of the job: its
+// nodes, phase and figures (or why it was aborted).
+func showMigrations(k *kvWriter, j *api.Job) {
+	for _, m := range j.Migrations {
+		k.str("Migration", strconv.FormatUint(m.ID, 10))
+		k.str("From", m.From)
+		k.str("To", orNull(m.To))
+		k.str("Phase", m.Phase)
+		k.str("Cause", m.Cause)
+		if m.TotalMS > 0 {
+			k.str("TotalTime", strconv.FormatInt(m.TotalMS, 10)+"ms")
+		}
+		if m.Phase == "switchover" || m.Phase == "released" {
+			k.str("Downtime", strconv.FormatInt(m.DowntimeMS, 10)+"ms")
+			k.str("Bytes", strconv.FormatInt(m.Bytes, 10))
+		}
+		if m.Error != "" {
+			k.str("Error", m.Error)
+		}
+		k.newLine()
+	}
 }
 
 func boolInt(b bool) int64 {

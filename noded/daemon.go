@@ -120,6 +120,10 @@ type Daemon struct {
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
 	keeperCh  chan *keeperProc
+	// migCh carries the ends of migration streams (migStreamed,
+	// migReceived) into the loop; migRep sends migration reports.
+	migCh  chan any
+	migRep *migReporter
 	// runErr is why the loop ended before its context did (the runner's
 	// probe failed); Run returns it.
 	runErr error
@@ -236,6 +240,7 @@ func New(cfg Config) (*Daemon, error) {
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
 		keeperCh:  make(chan *keeperProc),
+		migCh:     make(chan any),
 		probedCh:  make(chan error),
 		loopDone:  make(chan struct{}),
 		jobs:      make(map[jobKey]*localJob),
@@ -243,6 +248,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.reg = newRegistration()
 	d.rep = newReporter(d)
+	d.migRep = newMigReporter(d)
 	d.lease = newLease(cfg.DataDir)
 	// A spare per job slot, and as many again for the runs whose reports
 	// are acknowledged after their successors started.
@@ -308,6 +314,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Go(func() { d.maintain(runCtx) })
 	wg.Go(func() { d.watch(runCtx) })
 	wg.Go(func() { d.rep.run(runCtx) })
+	wg.Go(func() { d.migRep.run(runCtx) })
 	wg.Go(func() { d.watchLease(runCtx) })
 	if d.cfg.HealthCheck != "" {
 		wg.Go(func() { d.healthLoop(runCtx) })
@@ -405,6 +412,13 @@ func (d *Daemon) loop(ctx context.Context) {
 			}
 		case k := <-d.keeperCh:
 			d.onKeeperExited(k)
+		case ev := <-d.migCh:
+			switch ev := ev.(type) {
+			case migStreamed:
+				d.onStreamed(ev)
+			case migReceived:
+				d.onReceived(ev)
+			}
 		case err := <-d.probedCh:
 			if !d.onProbed(err) {
 				return

@@ -143,6 +143,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		Running:    slices.Clone(*d.running.Load()),
 		Inventory:  d.inv.Load(),
 		APIAddr:    d.apiAddr(),
+		Migrate:    d.canMigrate(),
 	}
 	keys, reports := d.rep.snapshot()
 	if len(keys) > api.MaxRegisterReports {

@@ -86,8 +86,12 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		d.log.Info("re-adopted a running job", "job", k.ID, "start_index", k.StartIndex, "paused", rec.paused())
 		go d.waitJob(k, h)
 		d.recordSession(lj)
-		d.recoverPaused(lj)
+		if rec.Incoming == 0 {
+			// A migration's destination is stopped because it waits.
+			d.recoverPaused(lj)
+		}
 		d.armTimer(lj)
+		d.recoverMigration(lj)
 		if rec.Kill != nil {
 			h.Kill(d.cfg.KillGrace)
 		}

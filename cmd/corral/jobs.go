@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"corral/api"
@@ -342,13 +343,38 @@ func actOnJobs(ctx context.Context, env *cliEnv, cmd string, args []string, act 
 	return nil
 }
 
+// runMigrate moves running jobs to other nodes while they run: migrate
+// [--to NODE] ID..., or migrate --cancel ID... (also scontrol migrate ID
+// [Node=NODE]).
+func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "migrate", getopt.Permute, args,
+		valued(0, "to", "NODE", "the node to move to (default: any node that fits, chosen by the scheduler)"),
+		flag(0, "cancel", "abort the jobs' migrations under way (those not switched over yet)"))
+	if err != nil {
+		return err
+	}
+	to := o.get("to")
+	var ids []string
+	for _, a := range o.args {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.EqualFold(k, "node") {
+			to = v // scontrol's form
+			continue
+		}
+		ids = append(ids, a)
+	}
+	return actOnJobs(ctx, env, "migrate", ids, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Migrate(ctx, api.MigrateRequest{IDs: ids, To: to, Cancel: o.has("cancel")})
+	})
+}
+
 func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"))
+	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"),
+		flag(0, "migrate", "drain by moving the node's running jobs to other nodes (live migration)"))
 	if err != nil {
 		return err
 	}
 	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume" && o.args[0] != "forget-key") {
-		return fmt.Errorf("usage: corral node drain NAME --reason TEXT | corral node resume NAME | corral node forget-key NAME")
+		return fmt.Errorf("usage: corral node drain NAME --reason TEXT [--migrate] | corral node resume NAME | corral node forget-key NAME")
 	}
 	cl, err := env.client()
 	if err != nil {
@@ -357,5 +383,5 @@ func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	if o.args[0] == "forget-key" {
 		return cl.ForgetNodeKey(ctx, o.args[1])
 	}
-	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason")})
+	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason"), Migrate: o.has("migrate")})
 }

@@ -43,12 +43,13 @@ func init() {
 		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
 		"requeue":         {"put running, suspended or finished jobs back in the queue: requeue [--hold] ID... (scontrol requeue, requeuehold)", runRequeue},
+		"migrate":         {"move running jobs to other nodes while they run: migrate [--to NODE] ID... | migrate --cancel ID... (live migration)", runMigrate},
 		"ping":            {"ask each controller member whether it is up (scontrol ping)", runPing},
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
 		"srun":            {"srun --jobid=JOB [--overlap] [--pty] CMD...: exec into a running job", runSrun},
-		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT | node resume NAME | node forget-key NAME", runNodeAdmin},
+		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT [--migrate] | node resume NAME | node forget-key NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
 		"qos":             {"add, modify, delete or list QoS (sacctmgr ... qos)", runQOS},
@@ -200,7 +201,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
+const scontrolCommands = "show job|node|partition|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -216,9 +217,9 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
 		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"],
-		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"]}[sub]
+		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "migrate": commands["migrate"]}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, ping, update)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, ping, update)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))

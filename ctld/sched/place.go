@@ -73,6 +73,9 @@ type placer struct {
 	onNode  map[string][]Run
 	victims map[uint64]bool
 	claimed []bool
+	// nodeByName finds the snapshot's nodes by name, for the moves
+	// (migrate.go); built when the pass has any.
+	nodeByName map[string]*state.Node
 }
 
 // kept is a previous reservation held in a node's profile.

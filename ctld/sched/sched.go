@@ -46,6 +46,9 @@ type Snapshot struct {
 	// released only when its own job is placed again, so a promised start
 	// never gets later. Other policies ignore them.
 	Reservations map[uint64]Reservation
+	// Moves are the running jobs the pass may move to other nodes by live
+	// migration (migrate.go), in order.
+	Moves []Move
 
 	// Policy objects. With zero weights a job's priority is its Priority
 	// field less its nice value; with no QoS nothing is limited or
@@ -144,6 +147,11 @@ type Plan struct {
 	Invalid map[uint64]string
 	// InvalidNodes gives the nodes the pass left out and why (CheckNode).
 	InvalidNodes map[string]string
+	// Migrations are the moves the pass placed (migrate.go); DrainNotes
+	// say, for each node drained with --migrate, which of its jobs stay
+	// and why.
+	Migrations []Migration
+	DrainNotes map[string]string
 }
 
 // Preemption is one victim: the job to preempt, how, and for which job.
@@ -230,6 +238,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
 		plan.Resumes = nil // retried by the next pass
 	}
+	pl.placeMoves(&plan)
 	if err := contained(func() { pl.keepReservations(ready) }); err != nil {
 		pl.kept = nil
 	}

@@ -148,6 +148,9 @@ type NodeDrain struct {
 	// leaves a node someone else drained as it is, a resume applies only
 	// to a node the health check drained (By api.HealthCheckUser).
 	Health bool `json:"health,omitempty"`
+	// Migrate drains the node by moving its jobs to other nodes (live
+	// migration) rather than waiting for them to end.
+	Migrate bool `json:"migrate,omitempty"`
 }
 
 // SuspendJobs pauses running jobs (Suspend) or continues suspended ones.

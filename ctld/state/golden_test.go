@@ -298,6 +298,12 @@ func goldenCommands() []struct {
 		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17*time.Hour + 6*time.Second), Requests: []MigrateRequest{{Job: 81, Token: "gt-81b", By: "bob"}}}},
 		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(17*time.Hour + 7*time.Second), Jobs: []uint64{82}, By: "alice"}},
 		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(17*time.Hour + 2*time.Minute)}},
+		// Node w1 drained by migration: a pass moves job 81 and says
+		// that job 82 stays.
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(18 * time.Hour), Node: "w1", Drain: true, Reason: "new firmware", By: "oscar", Migrate: true}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second),
+			Migrations: []PlanMigration{{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81c", CPUs: 1, MemMB: 256}},
+			DrainNotes: []PlanDrainNote{{Node: "w1", Note: "job 82 fits on no other node"}}}},
 	}
 }
 

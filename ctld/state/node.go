@@ -39,6 +39,11 @@ type Node struct {
 	Down   bool   `json:"down,omitempty"`
 	Drain  bool   `json:"drain,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// DrainMigrate says the drain moves the node's jobs to other nodes by
+	// live migration (corral node drain --migrate); DrainNote says which
+	// of them stay and why, as the last pass found.
+	DrainMigrate bool   `json:"drain_migrate,omitempty"`
+	DrainNote    string `json:"drain_note,omitempty"`
 	// ReasonUser and ReasonTime are who set Reason and when: the principal
 	// of the drain, or "root" for what the controllers decided themselves
 	// (a node that stopped responding, one that failed attestation), as

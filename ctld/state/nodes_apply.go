@@ -204,6 +204,7 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		return nil // another's drain stays; only the check's own is undone
 	}
 	n.Drain = c.Drain
+	n.DrainMigrate, n.DrainNote = c.Drain && c.Migrate, ""
 	n.setReason(c.Reason, c.By, c.Now)
 	if !c.Drain {
 		n.setReason("", "", time.Time{})

@@ -36,6 +36,15 @@ type ApplyPlan struct {
 	// node's jobs, a preemption's victims). They apply after the node by
 	// node part, each checked then (migrations.go).
 	Migrations []PlanMigration `json:"migrations,omitempty"`
+	// DrainNotes set what nodes drained with --migrate say of the jobs
+	// that stay on them (Node.DrainNote).
+	DrainNotes []PlanDrainNote `json:"drain_notes,omitempty"`
+}
+
+// PlanDrainNote is one drained node's note.
+type PlanDrainNote struct {
+	Node string `json:"node"`
+	Note string `json:"note,omitempty"`
 }
 
 // PlanCancel cancels a pending job whose dependency can never be met
@@ -290,6 +299,13 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	}
 	for _, m := range c.Migrations {
 		s.planMigration(m, c.Now, index, res)
+	}
+	for _, dn := range c.DrainNotes {
+		if n := s.Nodes[dn.Node]; n != nil && n.Drain && n.DrainMigrate && n.DrainNote != dn.Note {
+			n = s.editNode(dn.Node)
+			n.DrainNote = dn.Note
+			s.Nodes[dn.Node] = n
+		}
 	}
 	for _, r := range c.Reasons {
 		s.planReason(r)

@@ -1,0 +1,200 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+
+	"corral/api"
+	"corral/ctld/state"
+	"corral/migrate"
+)
+
+// Live migrations in the pass. A running job moves by getting a second
+// allocation on another node, placed by the same rules as a start (the
+// job's partition, free CPUs and memory with the node's runner overhead,
+// the exact NUMA and device placement on a node with inventory), plus what
+// the destination needs to take the job's VM: a daemon that can migrate,
+// the source's accelerator (a guest cannot move between KVM and TCG), and
+// the same kind of guest memory (bound to NUMA nodes or not, the same
+// hugepage size), which QEMU checks against the stream.
+//
+// The pass places the moves before any pending job: a move frees a node
+// (a drain) or answers a request a user is waiting on, and it holds the
+// same resources it gives back. Requested migrations that find no node
+// wait (their request times out, migrate.PlaceTimeout); a drained node's
+// jobs that find none stay where they are, and the node says why
+// (Plan.DrainNotes).
+
+// Move is a running job the pass may move to another node: a requested
+// migration waiting for its destination (Migration set), or a job of a
+// node drained with --migrate (Migration nil: the pass begins one).
+type Move struct {
+	Job *state.Job
+	// Alloc is the job's run, the migration's source.
+	Alloc     *state.Allocation
+	Migration *migrate.Migration
+	// Blocked says why a drained node's job cannot migrate at all (it
+	// stays, and the node says why).
+	Blocked string
+}
+
+// Migration is a move the pass placed.
+type Migration struct {
+	JobID uint64
+	// Migration is the requested migration placed; 0 for a drain's.
+	Migration uint64
+	From, To  string
+	Cause     migrate.Cause
+	By        string
+	CPUs      int
+	MemMB     int64
+	// OverheadMB is the destination runner's own memory per job.
+	OverheadMB int64
+	Placement  *api.Placement
+}
+
+// fillMoves lists the moves of state s: its requested migrations, by id,
+// then the jobs of its drained-with-migrate nodes, by node then allocation.
+func fillMoves(snap *Snapshot, s *state.State) {
+	snap.Moves = snap.Moves[:0]
+	var ids []uint64
+	for id, m := range s.Migrations {
+		if m.Phase == migrate.Requested {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := s.Migrations[id]
+		j, a := s.Jobs[m.Job], s.Allocs[m.Source]
+		if j != nil && a != nil && a.Active() {
+			snap.Moves = append(snap.Moves, Move{Job: j, Alloc: a, Migration: m})
+		}
+	}
+	for _, name := range s.NodeNames() {
+		n := s.Nodes[name]
+		if !n.Drain || !n.DrainMigrate {
+			continue
+		}
+		for _, id := range n.Allocs {
+			a := s.Allocs[id]
+			j := s.Jobs[a.Job]
+			if j == nil || !a.Active() || a.Leaving || s.LiveMigration(j) != nil || a.Desired == state.AllocStop {
+				continue // moving already, or ending
+			}
+			snap.Moves = append(snap.Moves, Move{Job: j, Alloc: a, Blocked: s.CheckMigrate(j, "")})
+		}
+	}
+}
+
+// placeMoves places the snapshot's moves (see the file's comment).
+func (pl *placer) placeMoves(plan *Plan) {
+	if len(pl.s.Moves) == 0 {
+		return
+	}
+	pl.nodeByName = make(map[string]*state.Node, len(pl.s.Nodes))
+	for _, n := range pl.s.Nodes {
+		pl.nodeByName[n.Name] = n
+	}
+	for _, mv := range pl.s.Moves {
+		if mv.Blocked != "" {
+			pl.noteDrain(plan, mv, fmt.Sprintf("job %d cannot migrate: it %s", mv.Job.ID, mv.Blocked))
+			continue
+		}
+		if err := contained(func() { pl.placeMove(mv, plan) }); err != nil {
+			pl.noteDrain(plan, mv, fmt.Sprintf("job %d could not be placed: %v", mv.Job.ID, err))
+		}
+	}
+}
+
+// placeMove finds the best destination for one move and takes its room.
+func (pl *placer) placeMove(mv Move, plan *Plan) {
+	j, a := mv.Job, mv.Alloc
+	part := pl.partitionOf(j)
+	want := ""
+	if mv.Migration != nil {
+		want = mv.Migration.Want
+	}
+	req := RequestOf(j, pl.s.DefMemPerCPU)
+	req.CPUs, req.MemMB = a.CPUs, a.MemMB
+	dur := int64(jobLimit(j, pl.partition(part)))
+	src := pl.nodeByName[a.Node]
+	found, best := -1, (*api.Placement)(nil)
+	for i := range pl.free.nodes {
+		n := &pl.free.nodes[i]
+		sn := pl.nodeByName[n.name]
+		switch {
+		case !n.usable || n.name == a.Node || want != "" && n.name != want || pl.claimed[i]:
+			continue
+		case !slices.Contains(n.partitions, part) || n.cpus < a.CPUs || n.mem < a.MemMB+n.overhead:
+			continue
+		case sn == nil || !sn.Migrate || sn.APIAddr == "" || src == nil || sn.Accel != src.Accel:
+			continue
+		case pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, a.CPUs, a.MemMB+n.overhead):
+			continue
+		}
+		if !hasTopology(n.inv) {
+			if sameMemory(a.Placement, nil, j.Spec.NUMA) && found < 0 {
+				found = i
+			}
+			continue
+		}
+		p, ok := PlaceInNode(n.inv, pl.usedOf(i), req)
+		if !ok || !sameMemory(a.Placement, &p, j.Spec.NUMA) || best != nil && p.Score <= best.Score {
+			continue
+		}
+		found, best = i, &p
+	}
+	if found < 0 {
+		pl.noteDrain(plan, mv, fmt.Sprintf("job %d fits on no other node", j.ID))
+		return
+	}
+	n := &pl.free.nodes[found]
+	pl.take(found, pl.now, pl.now+dur, a.CPUs, a.MemMB+n.overhead)
+	if best != nil {
+		pl.usedOf(found).Add(best, 1)
+	}
+	m := Migration{JobID: j.ID, From: a.Node, To: n.name, CPUs: a.CPUs, MemMB: a.MemMB, OverheadMB: n.overhead, Placement: best}
+	if mv.Migration != nil {
+		m.Migration, m.Cause, m.By = mv.Migration.ID, mv.Migration.Cause, mv.Migration.By
+	} else {
+		m.Cause, m.By = migrate.ByDrain, a.Node
+	}
+	plan.Migrations = append(plan.Migrations, m)
+}
+
+// sameMemory reports whether a guest placed at src could load on a node
+// where it would be placed at dst (nil: a node without inventory): QEMU's
+// guest memory must be the same kind on both, bound to NUMA nodes or not,
+// with the same hugepage size.
+func sameMemory(src, dst *api.Placement, numa string) bool {
+	kind := func(p *api.Placement) (bool, int64) {
+		if p == nil {
+			return false, 0
+		}
+		var huge int64
+		for _, h := range p.Hugepages {
+			huge = max(huge, h.SizeKB)
+		}
+		return len(p.NUMANodes) > 0 && numa != api.NUMANone, huge
+	}
+	b1, h1 := kind(src)
+	b2, h2 := kind(dst)
+	return b1 == b2 && h1 == h2
+}
+
+// noteDrain records, for a drained node's job that stays, why: the node
+// shows it (Plan.DrainNotes).
+func (pl *placer) noteDrain(plan *Plan, mv Move, why string) {
+	if mv.Migration != nil {
+		return // a request waits, and times out saying so
+	}
+	if plan.DrainNotes == nil {
+		plan.DrainNotes = map[string]string{}
+	}
+	node := mv.Alloc.Node
+	if prev := plan.DrainNotes[node]; prev != "" {
+		why = prev + "; " + why
+	}
+	plan.DrainNotes[node] = why
+}
