@@ -109,6 +109,11 @@ type Node struct {
 	Down   bool   `json:"down,omitempty"`
 	Drain  bool   `json:"drain,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// DrainMigrate says the drain moves the node's jobs away by live
+	// migration; DrainNote says which of them stay, and why (the drain
+	// waits for them).
+	DrainMigrate bool   `json:"drain_migrate,omitempty"`
+	DrainNote    string `json:"drain_note,omitempty"`
 	// ReasonUser and ReasonTime are who set Reason and when (sinfo -R's
 	// USER and TIMESTAMP): the operator who drained the node, or "root"
 	// for what the controllers decided themselves.

@@ -103,9 +103,10 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		found, st, owner, reason = true, j.State, j.Spec.User, string(j.Reason)
 		t = nodeTarget{job: j.ID}
 		// The run to reach is the job's active allocation (a job has one
-		// node today; a migrating job's source answers until it moves).
-		if active := s.ActiveAllocs(j); len(active) > 0 {
-			t.node = active[0].Node
+		// node today; a migrating job's source answers until it
+		// switches over, its destination from then on).
+		if a := currentAlloc(s, j); a != nil && a.Active() {
+			t.node = a.Node
 			if n := s.Nodes[t.node]; n != nil {
 				t.addr = n.APIAddr
 			}
@@ -125,7 +126,7 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is suspended: resume it first (scontrol resume %d)", ref.ID, ref.ID)}
 	case st == api.StatePending:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is pending (%s): it has no node to reach yet", ref.ID, reason)}
-	case st != api.StateRunning:
+	case st != api.StateRunning && st != api.StateMigrating:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is %s, not running", ref.ID, st)}
 	case t.addr == "":
 		return t, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf("job %d runs on node %s, which serves no job API (start its node daemon with --listen, or upgrade it)", ref.ID, t.node)}

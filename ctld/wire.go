@@ -92,13 +92,29 @@ func apiJob(s *state.State, j *state.Job) api.Job {
 	return out
 }
 
-// currentAlloc is job j's run as users see it: its newest allocation, but
-// while a migration has not switched over, the source it still runs on.
+// currentAlloc is job j's run as users see it: its newest allocation that
+// no migration gave up (a migration's source, once the job switched over,
+// or the destination of an aborted one), and while a migration has not
+// switched over, the source the job still runs on.
 func currentAlloc(s *state.State, j *state.Job) *state.Allocation {
 	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
 		if a := s.Allocs[m.Source]; a != nil {
 			return a
 		}
+	}
+	var ended *state.Allocation
+	for i := len(j.Allocs) - 1; i >= 0; i-- {
+		a := s.Allocs[j.Allocs[i]]
+		switch {
+		case a == nil || a.Leaving:
+		case a.Active():
+			return a
+		case ended == nil:
+			ended = a
+		}
+	}
+	if ended != nil {
+		return ended
 	}
 	return s.LastAlloc(j)
 }
@@ -141,6 +157,7 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing,
 		},
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
+		DrainMigrate: n.DrainMigrate, DrainNote: n.DrainNote,
 		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,
 	}

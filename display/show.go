@@ -396,6 +396,13 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 			k.buf = append(k.buf, ']')
 		}
 	}
+	if n.DrainMigrate {
+		k.newLine()
+		k.str("DrainMigrate", "Yes")
+		if n.DrainNote != "" {
+			k.str("DrainWaits", n.DrainNote)
+		}
+	}
 	k.done(w)
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,4 +163,120 @@ func TestLiveMigrationOfABusyJob(t *testing.T) {
 	}
 	t.Logf("moved %s -> %s: total %d ms, downtime %d ms (stopped %d ms at the source, %d ms waiting for the word), %d MiB sent",
 		m.From, m.To, m.TotalMS, m.DowntimeMS, m.StopMS, m.SwitchMS, m.Bytes>>20)
+}
+
+// stoppableCounter is counterJob's counter, without an end: it stops when
+// the file stop appears.
+func stoppableCounter(stop string, mib int) string {
+	return `#!/bin/bash
+exec {never}<> <(:)
+( while :; do dd if=/dev/zero of=/tmp/busy bs=1M count=` + strconv.Itoa(mib) + ` conv=notrunc 2>/dev/null; done ) &
+for ((i = 0; ; i++)); do [ -e ` + stop + ` ] && break; echo $i; read -t 0.02 -u $never; done
+kill %1
+`
+}
+
+// nodeProc returns node daemon name's process.
+func (c *cluster) nodeProc(t *testing.T, name string) *proc {
+	t.Helper()
+	for _, p := range c.nodeds {
+		if p.name == name {
+			return p
+		}
+	}
+	t.Fatalf("no node daemon %s", name)
+	return nil
+}
+
+// qemuCount returns how many QEMU processes cluster c's nodes run.
+func qemuCount(c *cluster) int {
+	out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+c.dir+"/").Output()
+	return len(strings.Fields(string(out)))
+}
+
+// TestMigrationFaults breaks one job's migrations in the middle of their
+// stream (a slow stream, 4 MiB/s, so that each fault lands in it): the
+// destination's daemon killed, the source's daemon killed, the stream cut
+// (its connection reset), and the controllers' leader killed. After the
+// first three the migration is aborted and the job runs on at its source;
+// after the last the new leader completes it. Each time the job runs
+// exactly once (one QEMU between the two nodes) and its output counts on
+// with no line lost or repeated, through to its end.
+func TestMigrationFaults(t *testing.T) {
+	c := vmCluster(t, 3, "vm1", "vm2")
+	cl := c.client(t)
+	work := t.TempDir()
+	out, stop := filepath.Join(work, "count.out"), filepath.Join(work, "stop")
+	script := filepath.Join(work, "count.sh")
+	writeFile(t, script, stoppableCounter(stop, 16))
+	id := mustID(t, c.submit(t, work, "--mem=256M", "-o", out, script))
+	ids := strconv.FormatUint(id, 10)
+	waitLines(t, out, 20, 2*time.Minute)
+	mustCLI(t, corralBin, c.addr, work, "config", "set", "MigrationBandwidth=4")
+	j, _ := cl.Job(context.Background(), id, false)
+	src, dst := j.Node, "vm1"
+	if src == "vm1" {
+		dst = "vm2"
+	}
+	restart := func(name string) func() {
+		return func() {
+			p := c.nodeProc(t, name)
+			p.kill(syscall.SIGKILL)
+			p.start(t)
+		}
+	}
+	faults := []struct {
+		name   string
+		inject func()
+		moves  bool
+	}{
+		{"the destination's daemon is killed", restart(dst), false},
+		{"the source's daemon is killed", restart(src), false},
+		{"the stream is cut", func() {
+			n, err := cl.Node(context.Background(), dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := strings.Cut(strings.TrimPrefix(n.APIAddr, "http://"), ":")
+			if out, err := exec.Command("ss", "-K", "( sport = :"+port+" or dport = :"+port+" )").CombinedOutput(); err != nil {
+				t.Fatalf("ss -K: %v %s", err, out)
+			}
+		}, false},
+		{"the leader is killed", func() { c.ctlds[c.leader(t, 10*time.Second)].kill(syscall.SIGKILL) }, true},
+	}
+	for i, f := range faults {
+		if _, err := cli(t, c.addr, work, "migrate", "--to", dst, ids); err != nil {
+			t.Fatalf("%s: corral migrate: %v", f.name, err)
+		}
+		waitMigration(t, cl, id, time.Minute, "streaming", "aborted", "released")
+		time.Sleep(500 * time.Millisecond) // into the stream
+		j = waitMigration(t, cl, id, time.Minute, "streaming")
+		f.inject()
+		j = waitMigration(t, cl, id, 3*time.Minute, "aborted", "released")
+		m := j.Migrations[len(j.Migrations)-1]
+		if len(j.Migrations) != i+1 {
+			t.Fatalf("%s: the job has %d migrations, want %d", f.name, len(j.Migrations), i+1)
+		}
+		want, phase := src, "aborted"
+		if f.moves {
+			want, phase = dst, "released"
+		}
+		if m.Phase != phase || j.Node != want || j.State != api.StateRunning {
+			t.Fatalf("%s: migration %s (%s), job %s on %s; want %s, running on %s", f.name, m.Phase, m.Error, j.State, j.Node, phase, want)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for qemuCount(c) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d QEMU processes run for the one job", f.name, qemuCount(c))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		n := counterLines(t, out)
+		waitLines(t, out, n+10, time.Minute)
+		t.Logf("%s: migration %s (%s); the job runs on %s and counted %d lines", f.name, m.Phase, m.Error, j.Node, n)
+		c.waitNodes(t, 2)
+	}
+	writeFile(t, stop, "")
+	waitJob(t, cl, id, api.StateCompleted, 2*time.Minute)
+	t.Logf("counted %d lines through %d faults, without a gap or a repeat", counterLines(t, out), len(faults))
 }
