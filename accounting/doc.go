@@ -1,7 +1,9 @@
 // Package accounting keeps the usage record of every run of every job:
 // sacct's data. It builds records purely from the replicated state
 // (record.go), stores them in an embedded store on every controller
-// (store.go, rollup.go) and selects them for `corral acct` (query.go).
+// (store.go, rollup.go) and selects them for `corral acct` (query.go) and
+// `corral acct report` (query.go; utilization.go and series.go with the
+// node facts of nodes.go and the run index of runs.go).
 //
 // # Records
 //
@@ -79,6 +81,30 @@
 // value and a row encoding on the wire (as GET /v1/jobs has) are the next
 // step when that matters.
 //
+// # Cluster utilization and usage over time
+//
+// sreport's cluster Utilization needs the nodes' time as well as the
+// jobs': every entry that registers, downs, drains, resumes or attests a
+// node gives a node fact (nodes.go: the node's state, CPUs and GPUs from
+// the entry's time on; a drain by a person is planned down, one by the
+// controllers' health check or attestation and an unresponsive node are
+// down), built from the state after the apply like the records and
+// written with them, keyed by (node, time). A restored member writes each
+// node's present state for the nodes it knows nothing of; a member that
+// copies its peers' records takes their facts too. Facts are few (one per
+// change of a node) and are not expired.
+//
+// The jobs' side is the run index (runs.go): one compact entry per record
+// in the records' key order, holding its start, eligible time, TRES-
+// seconds, billing, CPUs, GPUs, whether it is the job's first run, account
+// and user, so that a window is one range scan that decodes no JSON.
+// Utilization (utilization.go) spreads node time and each run's totals
+// over a window (a run's share is the share of its run time inside it);
+// Series (series.go) spreads them over bins by account and counts the
+// waits; LiveRuns adds the runs still going and the jobs still waiting
+// from the state. A report over a year of 1,000,000 records reads the
+// whole index: 0.2 s of CPU (docs/performance.md).
+//
 // # Exports
 //
 // export.go writes NDJSON (the wire's JSON, a record a line) and CSV
@@ -94,5 +120,5 @@
 // before its time less the retention (Written.ExpireBefore, at most
 // ExpireMax at once), the same on every member.
 //
-// sreport's reports and the PostgreSQL sink are the rest of issue #13.
+// The PostgreSQL sink is the rest of issue #13.
 package accounting

@@ -38,6 +38,9 @@ type Written struct {
 	// (the retention of records, applied with a purge entry), at most
 	// ExpireMax of them; the rest go with the next.
 	ExpireBefore time.Time
+	// Nodes are node facts (nodes.go), written over any of their key;
+	// NodesIfNone are written only for nodes the store has no fact of.
+	Nodes, NodesIfNone []NodeFact
 }
 
 // ExpireMax bounds the records one write deletes for their age.
@@ -45,16 +48,18 @@ const ExpireMax = 50_000
 
 // Empty reports whether w holds no record.
 func (w Written) Empty() bool {
-	return len(w.Replace) == 0 && len(w.IfAbsent) == 0 && w.Index == 0 && w.ExpireBefore.IsZero()
+	return len(w.Replace) == 0 && len(w.IfAbsent) == 0 && w.Index == 0 && w.ExpireBefore.IsZero() &&
+		len(w.Nodes) == 0 && len(w.NodesIfNone) == 0
 }
 
 // FromEnds builds the records of what an apply ended, from the state just
 // after the apply: the record of every allocation that ended, and the
 // final record of every job that finished (its last run's, or one without
-// a run). Purged jobs' records go to IfAbsent. It is a pure function of
-// the state and e, so every member builds the same records.
+// a run). Purged jobs' records go to IfAbsent; the nodes the apply changed
+// give their facts. It is a pure function of the state and e, so every
+// member builds the same records.
 func FromEnds(s *state.State, e state.Ends) Written {
-	var w Written
+	w := Written{Nodes: nodeFacts(s, e.Nodes)}
 	ended := make(map[uint64]bool, len(e.Allocs))
 	for _, id := range e.Allocs {
 		ended[id] = true
@@ -199,12 +204,9 @@ func baseRecord(s *state.State, j *state.Job, allocs []*state.Allocation) Record
 		JobID: j.ID, Ref: j.Ref(), ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		Name: sp.Name, User: sp.User, Tenant: s.Tenant(sp.Account), Account: sp.Account,
 		Partition: sp.Partition, QOS: sp.QOS, WorkDir: sp.WorkDir,
-		Submit: j.SubmitTime, Eligible: j.SubmitTime, TimeLimit: timeLimit(s, sp),
+		Submit: j.SubmitTime, Eligible: eligibleOf(j), TimeLimit: timeLimit(s, sp),
 		Reason: string(j.Reason), Message: j.Message, ReqTRES: reqTRES(s, sp),
 		Restarts: j.Restarts, Preemptions: preemptions(allocs),
-	}
-	if sp.Begin.After(j.SubmitTime) {
-		r.Eligible = sp.Begin
 	}
 	return r
 }

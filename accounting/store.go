@@ -28,7 +28,10 @@ import (
 //	acct   account 0x00 end|job|alloc → usage (see usageValue)
 //	array  arrayjob|end|job|alloc → nothing
 //	day    account 0x00 user 0x00 day → the day's usage sums (rollup.go)
-//	meta   count, digest (XOR of each record's SHA-256), longest run
+//	run    end|job|alloc → what time-spread reports read of it (runs.go)
+//	node   node 0x00 time → the node's state from then on (nodes.go)
+//	meta   count, digest (XOR of each record's SHA-256), longest run,
+//	       longest span (runs.go)
 type Store struct {
 	db *bbolt.DB
 }
@@ -60,10 +63,16 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("opening the accounting store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bDay, bMeta} {
+		// A store written before the run index existed gets it built
+		// from its records, once.
+		fill := tx.Bucket(bRec) != nil && tx.Bucket(bRun) == nil
+		for _, b := range [][]byte{bRec, bKey, bUser, bAcct, bArray, bDay, bRun, bNode, bMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if fill {
+			return buildRunIndex(tx)
 		}
 		return nil
 	})
@@ -100,6 +109,18 @@ func (s *Store) Write(w Written) error {
 				return err
 			}
 		}
+		// A restored member's guesses come before the facts of the
+		// entries it applies after the snapshot.
+		for i := range w.NodesIfNone {
+			if err := t.putNodeFact(&w.NodesIfNone[i], true); err != nil {
+				return err
+			}
+		}
+		for i := range w.Nodes {
+			if err := t.putNodeFact(&w.Nodes[i], false); err != nil {
+				return err
+			}
+		}
 		if w.Index > 0 {
 			if err := t.setApplied(w.Index); err != nil {
 				return err
@@ -116,20 +137,21 @@ func (s *Store) Write(w Written) error {
 
 // writeTx is one write transaction and the meta figures it changes.
 type writeTx struct {
-	tx                                     *bbolt.Tx
-	rec, key, user, acct, array, day, meta *bbolt.Bucket
-	count                                  uint64
-	digest                                 [sha256.Size]byte
-	longest                                int64
+	tx                                                *bbolt.Tx
+	rec, key, user, acct, array, day, run, node, meta *bbolt.Bucket
+	count                                             uint64
+	digest                                            [sha256.Size]byte
+	longest, span                                     int64
 }
 
 func newWriteTx(tx *bbolt.Tx) *writeTx {
 	t := &writeTx{tx: tx, rec: tx.Bucket(bRec), key: tx.Bucket(bKey), user: tx.Bucket(bUser),
-		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), meta: tx.Bucket(bMeta)}
+		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), run: tx.Bucket(bRun),
+		node: tx.Bucket(bNode), meta: tx.Bucket(bMeta)}
 	// Keys arrive in ascending order within each bucket's prefixes (end
 	// times grow with the log), so a split page is never written to
 	// again: fill pages before splitting, or the file is twice as large.
-	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day} {
+	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day, t.run} {
 		b.FillPercent = fillPercent
 	}
 	if v := t.meta.Get(mCount); len(v) == 8 {
@@ -139,18 +161,17 @@ func newWriteTx(tx *bbolt.Tx) *writeTx {
 	if v := t.meta.Get(mLongest); len(v) == 8 {
 		t.longest = int64(binary.BigEndian.Uint64(v))
 	}
+	if v := t.meta.Get(mSpan); len(v) == 8 {
+		t.span = int64(binary.BigEndian.Uint64(v))
+	}
 	return t
 }
 
 func (t *writeTx) finish() error {
-	var c, l [8]byte
-	binary.BigEndian.PutUint64(c[:], t.count)
-	binary.BigEndian.PutUint64(l[:], uint64(t.longest))
-	if err := t.meta.Put(mCount, c[:]); err != nil {
-		return err
-	}
-	if err := t.meta.Put(mLongest, l[:]); err != nil {
-		return err
+	for k, v := range map[string]uint64{string(mCount): t.count, string(mLongest): uint64(t.longest), string(mSpan): uint64(t.span)} {
+		if err := t.meta.Put([]byte(k), be64(v)); err != nil {
+			return err
+		}
 	}
 	return t.meta.Put(mDigest, t.digest[:])
 }
@@ -194,6 +215,9 @@ func (t *writeTx) put(r *Record, replace bool) error {
 			return err
 		}
 	}
+	if err := t.putRun(pk, r); err != nil {
+		return err
+	}
 	if err := t.roll(r, 1); err != nil {
 		return err
 	}
@@ -208,13 +232,21 @@ func (t *writeTx) put(r *Record, replace bool) error {
 // remove deletes the record stored at pk (val) and its index entries.
 func (t *writeTx) remove(pk, val []byte) error {
 	var old Record
-	if err := json.Unmarshal(val, &old); err != nil {
-		return fmt.Errorf("reading the stored record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
+	if err := unmarshalRecord(pk, val, &old); err != nil {
+		return err
 	}
 	t.mix(pk, val)
 	t.count--
 	return errors.Join(t.roll(&old, -1), t.rec.Delete(pk), t.user.Delete(indexKey(old.User, pk)),
-		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)))
+		t.acct.Delete(indexKey(old.Account, pk)), t.array.Delete(append(be64(old.ArrayJobID), pk...)), t.run.Delete(pk))
+}
+
+// unmarshalRecord decodes the record stored at pk.
+func unmarshalRecord(pk, val []byte, r *Record) error {
+	if err := json.Unmarshal(val, r); err != nil {
+		return fmt.Errorf("reading the stored record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
+	}
+	return nil
 }
 
 // expire deletes up to limit records that ended before cutoff, oldest

@@ -233,3 +233,73 @@ func ParseAcctQuery(v url.Values) (AcctQuery, error) {
 	}
 	return q, nil
 }
+
+// ClusterUtilization is sreport's cluster Utilization for one TRES over a
+// window (GET /v1/accounting/cluster): the TRES-seconds the cluster's
+// nodes reported, split into what jobs held (Allocated), what nodes that
+// stopped responding or that the controllers drained lost (Down), what
+// nodes a person drained lost (PlannedDown), what jobs that could have
+// run waited for (Planned, formerly Reserved; at most what was left) and
+// the rest (Idle). Reported is their sum; Count the TRES's average count
+// over the window.
+type ClusterUtilization struct {
+	TRES        string  `json:"tres"`
+	Count       int     `json:"count"`
+	Allocated   float64 `json:"allocated_s"`
+	Down        float64 `json:"down_s"`
+	PlannedDown float64 `json:"planned_down_s"`
+	Idle        float64 `json:"idle_s"`
+	Planned     float64 `json:"planned_s"`
+	Reported    float64 `json:"reported_s"`
+}
+
+// AccountingCluster returns the cluster's utilization over [start, end)
+// (zero start: yesterday's midnight is the CLI's default, the server's is
+// the first fact it holds; zero end: now), one row per TRES.
+func (c *Client) AccountingCluster(ctx context.Context, start, end time.Time) ([]ClusterUtilization, error) {
+	var out []ClusterUtilization
+	err := c.do(ctx, http.MethodGet, "/v1/accounting/cluster?"+AcctQuery{Start: start, End: end}.Values().Encode(), nil, &out)
+	return out, err
+}
+
+// AcctSeries is usage over time (GET /v1/accounting/series): the window
+// cut into Step-long bins from Start, each account's CPU-seconds,
+// GPU-seconds and billing in each bin (a run's share of a bin is the share
+// of its run time the bin holds), and the distribution of the waits of the
+// jobs that started in the window.
+type AcctSeries struct {
+	Start    time.Time        `json:"start"`
+	End      time.Time        `json:"end"`
+	Step     int64            `json:"step_s"`
+	Accounts []AcctSeriesLine `json:"accounts"`
+	Waits    []WaitBucket     `json:"waits"`
+}
+
+// AcctSeriesLine is one account's usage in each bin of an AcctSeries.
+type AcctSeriesLine struct {
+	Account    string    `json:"account"`
+	CPUSeconds []float64 `json:"cpu_s"`
+	GPUSeconds []float64 `json:"gpu_s"`
+	Billing    []float64 `json:"billing"`
+}
+
+// WaitBucket counts the jobs whose wait (eligible to first start) was at
+// least From and less than To seconds (To 0: no bound).
+type WaitBucket struct {
+	From  int64  `json:"from_s"`
+	To    int64  `json:"to_s"`
+	Label string `json:"label"`
+	Jobs  int    `json:"jobs"`
+}
+
+// AccountingSeries returns the usage series over [start, end) in bins of
+// step (0: the server picks one), as far as the caller may see it.
+func (c *Client) AccountingSeries(ctx context.Context, start, end time.Time, step time.Duration) (AcctSeries, error) {
+	v := AcctQuery{Start: start, End: end}.Values()
+	if step > 0 {
+		v.Set("step", strconv.FormatInt(int64(step/time.Second), 10))
+	}
+	var out AcctSeries
+	err := c.do(ctx, http.MethodGet, "/v1/accounting/series?"+v.Encode(), nil, &out)
+	return out, err
+}

@@ -324,6 +324,9 @@ func filterQuery(f JobFilter) url.Values {
 	for _, a := range f.Nodes {
 		q.Add("node", a)
 	}
+	for _, a := range f.Reservations {
+		q.Add("reservation", a)
+	}
 	return q
 }
 

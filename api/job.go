@@ -118,6 +118,15 @@ const (
 	ReasonInvalidJob Reason = "InvalidJob"
 	// ReasonPartitionInactive: the job's partition is INACTIVE.
 	ReasonPartitionInactive Reason = "PartitionInactive"
+	// ReasonReservation: the job waits for its reservation's window to
+	// open, or for room inside it.
+	ReasonReservation Reason = "Reservation"
+	// ReasonReservationDeleted: the reservation the job names was deleted
+	// (or ended); it cannot start until it names another (or none).
+	ReasonReservationDeleted Reason = "ReservationDeleted"
+	// ReasonReservedForMaint: the only nodes that could hold the job now
+	// are in a maintenance reservation it would overlap.
+	ReasonReservedForMaint Reason = "ReqNodeNotAvail, Reserved for maintenance"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by
@@ -251,6 +260,10 @@ type JobSpec struct {
 	// runner shares the host's files over virtiofs, which QEMU cannot
 	// migrate, instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation): only inside it, on its nodes and within its
+	// window.
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // CPUs returns the number of CPUs the job asks for on its node.

@@ -14,6 +14,11 @@ const (
 	NodeDrained   NodeState = "DRAINED"
 	NodeDraining  NodeState = "DRAINING"
 	NodeUnknown   NodeState = "UNKNOWN"
+	// NodeMaint is a node in a maintenance reservation that is in force
+	// (sinfo's maint); NodeReserved an idle node in another reservation
+	// that is in force (resv).
+	NodeMaint    NodeState = "MAINT"
+	NodeReserved NodeState = "RESERVED"
 )
 
 // NodeInfo is what a node daemon reports about itself when it registers.
@@ -131,11 +136,19 @@ type Node struct {
 	// allocations themselves.
 	Jobs   []uint64 `json:"jobs,omitempty"`
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Reservations are the reservations whole of the node that are in
+	// force when the controllers answer, and Maint says one of them is a
+	// maintenance reservation. The controllers fill them in for each
+	// listing; the state does not keep them.
+	Reservations []string `json:"reservations,omitempty"`
+	Maint        bool     `json:"maint,omitempty"`
 }
 
 // State derives the sinfo state from the node's flags and load. A node
 // whose runner is still probing the host is UNKNOWN, as Slurm shows a node
-// whose slurmd has not finished registering.
+// whose slurmd has not finished registering. A node in a maintenance
+// reservation in force is MAINT, an idle one in another reservation in
+// force RESERVED, as sinfo shows them (maint, resv).
 func (n *Node) State() NodeState {
 	switch {
 	case n.Down:
@@ -146,6 +159,10 @@ func (n *Node) State() NodeState {
 		return NodeDrained
 	case n.Probing:
 		return NodeUnknown
+	case n.Maint:
+		return NodeMaint
+	case n.AllocCPUs == 0 && len(n.Reservations) > 0:
+		return NodeReserved
 	case n.AllocCPUs == 0:
 		return NodeIdle
 	case n.AllocCPUs >= n.CPUs:

@@ -64,6 +64,9 @@ type JobFilter struct {
 	// run or ran on (squeue -w).
 	QOS   []string `json:"qos,omitempty"`
 	Nodes []string `json:"nodes,omitempty"`
+	// Reservations selects jobs by the reservation they name (squeue -R,
+	// scancel --reservation).
+	Reservations []string `json:"reservations,omitempty"`
 }
 
 // TaskRef names one task of an array: 12_5 is {12, 5}.

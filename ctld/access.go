@@ -107,6 +107,8 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/partitions", usersRead, c.read(c.handlePartitions)},
 		{"GET /v1/licenses", usersRead, c.read(c.handleLicenses)},
 		{"POST /v1/partitions", operators, c.write(c.handlePartition)},
+		{"GET /v1/reservations", usersRead, c.read(c.handleReservations)},
+		{"POST /v1/reservations", operators, c.write(c.handleReservation)},
 		{"GET /v1/status", anyone, c.handleStatus},
 		{"POST /v1/internal/members", members, c.write(c.handleSetMember)},
 		{"GET /v1/policy", usersRead, c.read(c.handlePolicy)},
@@ -125,7 +127,12 @@ func (c *Controller) routeTable() []route {
 		{"GET /v1/accounting/jobs", usersRead, c.read(c.handleAccountingJobs)},
 		{"GET /v1/accounting/summary", operators, c.read(c.handleAccountingSummary)},
 		{"GET /v1/accounting/usage", usersRead, c.read(c.handleAccountingUsage)},
+		{"GET /v1/accounting/cluster", usersRead, c.read(c.handleAccountingCluster)},
+		{"GET /v1/accounting/series", usersRead, c.read(c.handleAccountingSeries)},
 		{"GET /v1/internal/accounting/records", members, c.read(c.handleAccountingRecords)},
+		{"GET /ui/", usersRead, c.read(c.handleUIOverview)},
+		{"GET /ui/jobs/{id}", usersRead, c.read(c.handleUIJob)},
+		{"GET /ui/usage.svg", usersRead, c.read(c.handleUIUsage)},
 	}
 }
 

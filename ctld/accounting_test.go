@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"corral/accounting"
 	"corral/api"
 	"corral/ctld/state"
 )
@@ -172,7 +174,9 @@ func TestAccountingAccess(t *testing.T) {
 // TestAccountingStoreRebuiltFromPeer loses a member's store: the member
 // restarts from its Raft snapshot, which no longer holds the purged jobs,
 // finds its store behind the snapshot, and copies the records it lacks
-// from a peer, after which its summary equals the others'.
+// from a peer, after which its summary equals the others'. It copies the
+// peer's node facts too: the node's drain and resume before the snapshot,
+// which the snapshot does not tell.
 func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	tc := startCluster(t, 3)
 	tc.waitLeader(t)
@@ -189,6 +193,11 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	}
 	for _, r := range res {
 		waitGone(t, cl, r.JobID)
+	}
+	for _, drain := range []bool{true, false} {
+		if err := cl.Drain(ctx, api.DrainRequest{Node: "n1", Drain: drain, Reason: "maintenance"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitConverged(t, tc)
 	one, _ := api.NewClient(tc.addrs[0])
@@ -225,4 +234,14 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Errorf("the rebuilt member answers sacct with %d records (%v), want 3", len(recs), err)
 	}
+	// Both members apply the same entries (n1 may go DOWN meanwhile: it
+	// sends no heartbeats), so their facts agree once both applied them.
+	var got, peerFacts []accounting.NodeFact
+	eventually(t, "the rebuilt member's node facts equal its peer's", func() bool {
+		tc.ctls[0].fsm.flushAccounting()
+		c.fsm.flushAccounting()
+		peerFacts, _ = tc.ctls[0].acctStore().NodeFacts()
+		got, _ = c.acctStore().NodeFacts()
+		return len(peerFacts) >= 3 && reflect.DeepEqual(got, peerFacts)
+	})
 }

@@ -32,6 +32,10 @@ type acctPage struct {
 	Records []accounting.Record `json:"records"`
 	// Next continues after the page's last record; empty after the last.
 	Next string `json:"next,omitempty"`
+	// Nodes, on the first page, are the member's node facts (few: one
+	// per change of a node), which the copying member writes over its
+	// own: they come from the same log.
+	Nodes []accounting.NodeFact `json:"nodes,omitempty"`
 }
 
 // accountingSync copies the peers' records while the store has a gap,
@@ -117,7 +121,7 @@ func (c *Controller) copyAccountingFrom(ctx context.Context, addr string) (int, 
 		case err != nil:
 			return n, fmt.Errorf("%s: reading the page after %q: %w", u.Path, after, err)
 		}
-		if err := c.fsm.acct.store.Write(accounting.Written{IfAbsent: page.Records}); err != nil {
+		if err := c.fsm.acct.store.Write(accounting.Written{IfAbsent: page.Records, Nodes: page.Nodes}); err != nil {
 			return n, err
 		}
 		n += len(page.Records)
@@ -145,6 +149,11 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 		after = b
 	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if after == nil {
+		// What the entries applied so far wrote is on disk before a
+		// peer starts copying.
+		c.fsm.flushAccounting()
+	}
 	recs, next, err := store.Page(after, limit)
 	if err != nil {
 		return err
@@ -152,6 +161,11 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 	page := acctPage{Records: recs}
 	if recs == nil {
 		page.Records = []accounting.Record{}
+	}
+	if after == nil {
+		if page.Nodes, err = store.NodeFacts(); err != nil {
+			return err
+		}
 	}
 	if next != nil {
 		page.Next = hex.EncodeToString(next)

@@ -29,7 +29,12 @@
 // corral audit verify --data), tls.go, metrics.go and metrics_state.go
 // (GET /metrics: the member's own counters and histograms, and the
 // cluster's gauges computed from the state at scrape time; docs/metrics.md),
-// openapi.go (GET /v1/openapi.json, api/openapi.json).
+// openapi.go (GET /v1/openapi.json, api/openapi.json), acctwriter.go and
+// acctsync.go (each member's accounting store, written from the log;
+// copying a peer's), http_accounting.go and http_usage.go (sacct's records,
+// sreport's usage, cluster utilization and the usage series), ui.go (the
+// read-only status page under /ui/, rendered by package statuspage; the
+// only routes that take HTTP Basic credentials).
 //
 // With Config.Auth every request is checked in guard before its handler
 // runs; a follower forwards writes to the leader first, so that the leader

@@ -54,6 +54,10 @@ func (c *Controller) read(h func(http.ResponseWriter, *http.Request) error) http
 }
 
 func (c *Controller) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	if isUI(r) {
+		c.writeUIError(w, r, err)
+		return
+	}
 	var fe *fieldError
 	var he *httpError
 	switch {
@@ -184,6 +188,16 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 		earlier := map[qosKey]int{}
 		for i := range jobs {
 			sp := &jobs[i]
+			// As sbatch does: a job without -A is charged to the user's
+			// default account (here the first, by name, they belong to).
+			if sp.Account == "" {
+				sp.Account = s.DefaultAccount(sp.User)
+			}
+			// A job that names a reservation and no partition goes to
+			// the reservation's, as in Slurm.
+			if verr = checkJobReservation(i, sp, s, now, sp.Partition != ""); verr != nil {
+				return
+			}
 			if sp.Partition == "" {
 				sp.Partition = defaultPartitionName(parts)
 			}
@@ -191,11 +205,6 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 			// memory records the default, so it shows what it will get.
 			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
 				sp.MemPerCPU = s.Config.DefMemPerCPU
-			}
-			// As sbatch does: a job without -A is charged to the user's
-			// default account (here the first, by name, they belong to).
-			if sp.Account == "" {
-				sp.Account = s.DefaultAccount(sp.User)
 			}
 			if verr = c.validateSpec(i, sp, s, parts, now, fits, earlier); verr != nil {
 				return
@@ -248,7 +257,7 @@ func filterFromQuery(r *http.Request) (api.JobFilter, error) {
 		f.States = append(f.States, st)
 	}
 	f.Users, f.Names, f.Partitions, f.Accounts = q["user"], q["name"], q["partition"], q["account"]
-	f.QOS, f.Nodes = q["qos"], q["node"]
+	f.QOS, f.Nodes, f.Reservations = q["qos"], q["node"], q["reservation"]
 	return f, validateFilter(&f)
 }
 
@@ -259,7 +268,8 @@ func matches(j *state.Job, f *api.JobFilter) bool {
 		(len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 		(len(f.Partitions) == 0 || slices.Contains(f.Partitions, j.Spec.Partition)) &&
 		(len(f.Accounts) == 0 || slices.Contains(f.Accounts, j.Spec.Account)) &&
-		(len(f.QOS) == 0 || slices.Contains(f.QOS, j.Spec.QOS))
+		(len(f.QOS) == 0 || slices.Contains(f.QOS, j.Spec.QOS)) &&
+		(len(f.Reservations) == 0 || slices.Contains(f.Reservations, j.Spec.Reservation))
 }
 
 // onNodes reports whether the view's job runs or ran on one of the nodes
@@ -399,9 +409,20 @@ func (c *Controller) handleListJobs(w http.ResponseWriter, r *http.Request) erro
 // array ("12_5"). A task not started yet is answered with the array's
 // pending record, as squeue shows it.
 func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error {
-	ref, err := api.ParseJobRef(r.PathValue("id"))
+	view, err := c.showJob(principalFrom(r), r.PathValue("id"))
 	if err != nil {
-		return &fieldError{Field: "id", Msg: err.Error()}
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+// showJob is job id as p may see it (scontrol show job), with its
+// priority and migration; another tenant's job is not found.
+func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
+	ref, err := api.ParseJobRef(id)
+	if err != nil {
+		return nil, &fieldError{Field: "id", Msg: err.Error()}
 	}
 	var j *state.Job
 	var v jobView
@@ -415,7 +436,7 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 			j = s.Jobs[ref.ID]
 		}
 		if j != nil {
-			if v = viewOf(s, j, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+			if v = viewOf(s, j, viewerOf(s, p)); v.lvl == hidden {
 				j = nil // another tenant's job does not exist for the caller
 			}
 		}
@@ -426,17 +447,16 @@ func (c *Controller) handleGetJob(w http.ResponseWriter, r *http.Request) error 
 	})
 	switch {
 	case j == nil && ref.HasTask:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d_%d: array %d has no task %d (see corral queue -j %d)", ref.ID, ref.Task, ref.ID, ref.Task, ref.ID)}
 	case j == nil && ref.ID < next && minAge > 0:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job: a finished job leaves the controllers MinJobAge (%s) after it ends", ref.ID, time.Duration(minAge)*time.Second)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job: a finished job leaves the controllers MinJobAge (%s) after it ends", ref.ID, time.Duration(minAge)*time.Second)}
 	case j == nil:
-		return &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
+		return nil, &httpError{status: http.StatusNotFound, field: "id", msg: fmt.Sprintf("job %d: no such job", ref.ID)}
 	}
 	view := withPriority(v, c.priorityFunc(c.clock.Now()))
 	c.migrationFunc()(view)
 	view.Migrations = migs
-	writeJSON(w, http.StatusOK, view)
-	return nil
+	return view, nil
 }
 
 func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) error {
@@ -445,6 +465,7 @@ func (c *Controller) handleListNodes(w http.ResponseWriter, r *http.Request) err
 		for _, name := range sortedKeys(s.Nodes) {
 			nodes = append(nodes, apiNode(s, s.Nodes[name]))
 		}
+		markReserved(s, nodes, c.clock.Now().UTC())
 	})
 	if nodes == nil {
 		nodes = []api.Node{}
@@ -461,8 +482,9 @@ func (c *Controller) handleGetNode(w http.ResponseWriter, r *http.Request) error
 	var n *api.Node
 	c.fsm.Read(func(s *state.State) {
 		if rec := s.Nodes[name]; rec != nil {
-			v := apiNode(s, rec)
-			n = &v
+			v := []api.Node{apiNode(s, rec)}
+			markReserved(s, v, c.clock.Now().UTC())
+			n = &v[0]
 		}
 	})
 	if n == nil {

@@ -24,7 +24,7 @@ import (
 func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
 	q, err := api.ParseAcctQuery(r.URL.Query())
 	if err != nil {
@@ -70,16 +70,11 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 func (c *Controller) handleAccountingUsage(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
-	var start, end time.Time
-	for name, t := range map[string]*time.Time{"start": &start, "end": &end} {
-		if v := r.URL.Query().Get(name); v != "" {
-			var err error
-			if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				return &fieldError{Field: name, Msg: fmt.Sprintf("%s=%q: give an RFC 3339 time, e.g. 2026-11-01T00:00:00Z", name, v)}
-			}
-		}
+	start, end, err := windowOf(r)
+	if err != nil {
+		return err
 	}
 	c.fsm.flushAccounting()
 	rows, err := store.AccountUsage(start, end)
@@ -100,12 +95,28 @@ func (c *Controller) handleAccountingUsage(w http.ResponseWriter, r *http.Reques
 	return nil
 }
 
+// windowOf reads a report's window, ?start and ?end (RFC 3339; either
+// may be left out).
+func windowOf(r *http.Request) (start, end time.Time, err error) {
+	for name, t := range map[string]*time.Time{"start": &start, "end": &end} {
+		if v := r.URL.Query().Get(name); v != "" {
+			if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return start, end, &fieldError{Field: name, Msg: fmt.Sprintf("%s=%q: give an RFC 3339 time, e.g. 2026-11-01T00:00:00Z", name, v)}
+			}
+		}
+	}
+	if !start.IsZero() && !end.IsZero() && !end.After(start) {
+		return start, end, &fieldError{Field: "end", Msg: fmt.Sprintf("the window %s - %s is empty: give an end after the start", start.Format(time.RFC3339), end.Format(time.RFC3339))}
+	}
+	return start, end, nil
+}
+
 // handleAccountingSummary is GET /v1/accounting/summary: this member's
 // record count and digest, to compare members.
 func (c *Controller) handleAccountingSummary(w http.ResponseWriter, r *http.Request) error {
 	store := c.acctStore()
 	if store == nil {
-		return &httpError{status: http.StatusServiceUnavailable, msg: "this controller keeps no accounting store (it runs without a data directory); ask another member"}
+		return noStore()
 	}
 	c.fsm.flushAccounting()
 	sum, err := store.Summary()

@@ -50,8 +50,9 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 	if why := submit.TextProblem(req.By, submit.MaxNameBytes); why != "" {
 		return &fieldError{Field: "by", Msg: fmt.Sprintf("by %q %s", submit.Shown(req.By), why)}
 	}
-	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
-		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition)")
+	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 &&
+		len(f.Reservations) == 0 {
+		return badRequest("no jobs selected: name job ids or a filter (user, name, state, partition, account, reservation)")
 	}
 	resp := api.CancelResponse{Errors: map[uint64]string{}}
 	// Jobs named by id go to the FSM as they are, unknown and finished ones
@@ -81,11 +82,11 @@ func (c *Controller) handleCancel(w http.ResponseWriter, r *http.Request) error 
 			case vw.level(j) < managed:
 				resp.Errors[t.Array] = deniedJob(j.ID, vw.level(j), j.Spec.User)
 			case pending:
-				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts}) {
+				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts, Reservations: f.Reservations}) {
 					tasks = append(tasks, t)
 				}
 			default:
-				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts}) {
+				if matches(j, &api.JobFilter{Users: f.Users, Names: f.Names, States: f.States, Partitions: f.Partitions, Accounts: f.Accounts, Reservations: f.Reservations}) {
 					ids = append(ids, j.ID)
 				}
 			}

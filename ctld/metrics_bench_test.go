@@ -1,13 +1,11 @@
 package ctld
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
-	"corral/api"
 	"corral/ctld/state"
 )
 
@@ -17,46 +15,8 @@ import (
 // costs the controller every scrape interval. It reports the scrape's
 // size too.
 func BenchmarkMetricsScrape(b *testing.B) {
-	// No node daemon heartbeats here: the nodes must not go DOWN meanwhile.
-	tc := startClusterTuned(b, 1, false, false, func(c *Config) { c.NodeTimeout = time.Hour })
-	leader := tc.waitLeader(b)
-	now := time.Now().UTC()
-	for i := 0; i < 100; i++ {
-		info := api.NodeInfo{Name: fmt.Sprintf("n%03d", i), CPUs: 16, MemMB: 65536, Runner: "test", BootID: "b", Partitions: []string{"batch"}}
-		if _, err := leader.propose(state.CmdRegisterNode, &state.RegisterNode{Now: now, Info: info}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	const jobs, chunk = 100_000, 10_000
-	for first := 0; first < jobs; first += chunk {
-		cmd := &state.SubmitJobs{Now: now, FirstID: uint64(first + 1)}
-		seen := map[string]bool{}
-		for k := first; k < first+chunk; k++ {
-			s := state.JobSpec{Name: "sim", User: fmt.Sprintf("u%02d", k%50), Account: fmt.Sprintf("a%d", k%5), NTasks: 1, CPUsPerTask: 1,
-				SubmitDir: "/home/u", WorkDir: "/home/u", Partition: "batch", RequestID: fmt.Sprintf("%032x", k)}
-			s = state.Inline(s, "#!/bin/sh\ntrue\n", nil)
-			for _, r := range state.OutOfLine(&s) {
-				if !seen[r.Key] {
-					cmd.Blobs = append(cmd.Blobs, r)
-					seen[r.Key] = true
-				}
-			}
-			cmd.Jobs = append(cmd.Jobs, s)
-		}
-		if _, err := leader.propose(state.CmdSubmitJobs, cmd); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// Let the scheduler start what fits before measuring.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var running int
-		leader.fsm.Read(func(s *state.State) { running = len(s.Jobs) - len(s.Pending) })
-		if running >= 1600 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The scheduler starts what fits before the measure.
+	tc := benchMember(b, 100, 100_000, 1600, func(int) string { return "sim" })
 	url := tc.addrs[0] + "/metrics"
 	size := 0
 	b.ResetTimer()

@@ -270,6 +270,13 @@ func TestOpenAPIValidatesTraffic(t *testing.T) {
 	must("drain", cl.Drain(ctx, api.DrainRequest{Node: "n1", Drain: true, Reason: "openapi test"}))
 	must("resume", cl.Drain(ctx, api.DrainRequest{Node: "n1"}))
 	must("forget-key", cl.ForgetNodeKey(ctx, "n1"))
+	_, err = cl.PutReservation(ctx, api.ReservationRequest{Create: true, Settings: [][2]string{{"ReservationName", "r1"}, {"Users", "alice"},
+		{"StartTime", "now+1hour"}, {"Duration", "10"}, {"Nodes", "n1"}, {"Flags", "IGNORE_JOBS"}}})
+	must("reservation", err)
+	_, err = cl.Reservations(ctx)
+	must("reservations", err)
+	_, err = cl.PutReservation(ctx, api.ReservationRequest{Name: "nope", Delete: true})
+	refused("a delete of no reservation", err)
 	_, err = cl.Partitions(ctx)
 	must("partitions", err)
 	_, err = cl.Policy(ctx)

@@ -59,6 +59,16 @@ func (c *Controller) principalOf(r *http.Request) (principal, error) {
 			return c.tokenPrincipal(strings.TrimSpace(cred))
 		case "Corral-Agent":
 			return c.agentPrincipal(strings.TrimSpace(cred))
+		case "Basic":
+			// The status page's browsers (ui.go); nowhere else.
+			if !isUI(r) {
+				return principal{}, unauthorized("Basic credentials are taken by the status page (%s) only: send Bearer TOKEN", uiPrefix)
+			}
+			token, err := basicToken(cred)
+			if err != nil {
+				return principal{}, err
+			}
+			return c.tokenPrincipal(token)
 		}
 		return principal{}, unauthorized("the Authorization header's scheme %q is not one corral takes: send Bearer TOKEN (corral token create) or let the CLI use the host's agent (corral authd)", submit.Shown(scheme))
 	}

@@ -73,6 +73,14 @@ func (c *Controller) handleQueue(w http.ResponseWriter, r *http.Request) error {
 // rendered from those copies.
 func writeSortedQueue(w http.ResponseWriter, jobs []jobView, prio func(*state.Job) int64, order *display.QueueSort,
 	opts display.QueueOptions, now time.Time) error {
+	refs := slimJobs(jobs, prio)
+	slices.SortFunc(refs, func(a, b *api.Job) int { return order.Compare(a, b, now) })
+	return display.QueueRefs(w, refs, opts, now)
+}
+
+// slimJobs converts every job once, as a listing shows it (the slim
+// view), with its priority.
+func slimJobs(jobs []jobView, prio func(*state.Job) int64) []*api.Job {
 	rows := make([]api.Job, len(jobs))
 	refs := make([]*api.Job, len(jobs))
 	for i, v := range jobs {
@@ -80,8 +88,7 @@ func writeSortedQueue(w http.ResponseWriter, jobs []jobView, prio func(*state.Jo
 		rows[i].Priority = prio(v.job)
 		refs[i] = &rows[i]
 	}
-	slices.SortFunc(refs, func(a, b *api.Job) int { return order.Compare(a, b, now) })
-	return display.QueueRefs(w, refs, opts, now)
+	return refs
 }
 
 // namedTask is squeue -r's choice of pending tasks when the listing names

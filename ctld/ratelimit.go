@@ -95,6 +95,12 @@ var listingRoutes = map[string]bool{
 	"GET /v1/policy":   true,
 	// accounting records grow with every job that ever ran.
 	"GET /v1/accounting/jobs": true,
+	// reports that read every run of their window (the run index).
+	"GET /v1/accounting/cluster": true,
+	"GET /v1/accounting/series":  true,
+	// the status page lists the queue; its plot is the series.
+	"GET /ui/":          true,
+	"GET /ui/usage.svg": true,
 }
 
 // nodeDaemonRoutes are the writes a node daemon makes to stay in the

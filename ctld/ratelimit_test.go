@@ -205,7 +205,8 @@ func TestRouteCostClasses(t *testing.T) {
 		"POST /v1/jobs/update": costWrite, "GET /v1/nodes": costFree, "GET /v1/nodes/{name}": costFree,
 		"GET /v1/nodes/{name}/desired": costFree, "POST /v1/nodes/register": costFree,
 		"POST /v1/nodes/heartbeat": costFree, "POST /v1/nodes/status": costFree, "POST /v1/nodes/drain": costWrite,
-		"GET /v1/partitions": costFree, "POST /v1/partitions": costWrite, "GET /v1/status": costFree,
+		"GET /v1/partitions": costFree, "POST /v1/partitions": costWrite,
+		"GET /v1/reservations": costFree, "POST /v1/reservations": costWrite, "GET /v1/status": costFree,
 		"POST /v1/internal/members": costFree, "GET /v1/policy": costList, "POST /v1/config": costWrite,
 		"POST /v1/qos": costWrite, "POST /v1/accounts": costWrite, "POST /v1/users": costWrite,
 		"GET /v1/priority": costList, "GET /v1/share": costList, "GET /v1/auth": costFree,
@@ -217,6 +218,8 @@ func TestRouteCostClasses(t *testing.T) {
 		"GET /metrics": costFree, "GET /v1/openapi.json": costFree,
 		"GET /v1/accounting/jobs": costList, "GET /v1/accounting/summary": costFree, "GET /v1/accounting/usage": costFree,
 		"GET /v1/internal/accounting/records": costFree,
+		"GET /v1/accounting/cluster":          costList, "GET /v1/accounting/series": costList,
+		"GET /ui/": costList, "GET /ui/jobs/{id}": costFree, "GET /ui/usage.svg": costList,
 	}
 	c := &Controller{}
 	for _, rt := range append(c.routeTable(), c.jobIORouteTable()...) {

@@ -394,7 +394,7 @@ func validateFilter(f *api.JobFilter) error {
 	for _, l := range []struct {
 		field  string
 		values []string
-	}{{"users", f.Users}, {"names", f.Names}, {"partitions", f.Partitions}, {"accounts", f.Accounts}, {"qos", f.QOS}, {"nodes", f.Nodes}} {
+	}{{"users", f.Users}, {"names", f.Names}, {"partitions", f.Partitions}, {"accounts", f.Accounts}, {"qos", f.QOS}, {"nodes", f.Nodes}, {"reservations", f.Reservations}} {
 		c.count(l.field, len(l.values), maxFilterValues)
 		for _, v := range l.values {
 			c.text(l.field, v, submit.MaxNameBytes)

@@ -32,12 +32,26 @@ var reasonText = map[api.Reason]string{
 	api.ReasonPartitionDown:            "its partition is DOWN: it starts no jobs until an administrator sets it UP (scontrol update PartitionName=... State=UP)",
 	api.ReasonPartitionInactive:        "its partition is INACTIVE: it starts no jobs until an administrator sets it UP",
 	api.ReasonPartitionNodeLimit:       "it asks for more or fewer nodes than its partition's MaxNodes and MinNodes allow; it will not start there",
+	api.ReasonReservation:              "it runs only inside its reservation (--reservation), whose window has not opened, is too short for its time limit, or does not admit it",
+	api.ReasonReservationDeleted:       "the reservation it names (--reservation) was deleted or ended; it cannot start: cancel it and submit it again without --reservation, or with another",
+	api.ReasonReservedForMaint:         "the nodes that could hold it now are in a maintenance reservation its run would overlap; it starts when the maintenance ends, or sooner with a --time that ends before it",
 }
 
 func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
-	ref, err := api.ParseJobRef(r.PathValue("id"))
+	why, err := c.why(principalFrom(r), r.PathValue("id"))
 	if err != nil {
-		return badRequest("%v", err)
+		return err
+	}
+	writeJSON(w, http.StatusOK, why)
+	return nil
+}
+
+// why explains job id's state to p (corral why); another tenant's job is
+// not found.
+func (c *Controller) why(p principal, id string) (api.Why, error) {
+	ref, err := api.ParseJobRef(id)
+	if err != nil {
+		return api.Why{}, badRequest("%v", err)
 	}
 	now := c.clock.Now().UTC()
 	var rec *state.Job
@@ -49,13 +63,13 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 			rec = s.Jobs[ref.ID]
 		}
 		if rec != nil {
-			if v = viewOf(s, rec, viewerOf(s, principalFrom(r))); v.lvl == hidden {
+			if v = viewOf(s, rec, viewerOf(s, p)); v.lvl == hidden {
 				rec = nil // another tenant's job does not exist for the caller
 			}
 		}
 	})
 	if rec == nil {
-		return notFound("job %s: no such job", r.PathValue("id"))
+		return api.Why{}, notFound("job %s: no such job", id)
 	}
 	aj := v.api()
 	j := &aj
@@ -75,8 +89,7 @@ func (c *Controller) handleWhy(w http.ResponseWriter, r *http.Request) error {
 	default:
 		say("Job %s is %s (ended %s). %s", j.Ref(), j.State, j.EndTime.Format(time.RFC3339), j.Message)
 	}
-	writeJSON(w, http.StatusOK, why)
-	return nil
+	return why, nil
 }
 
 // explainPending runs a pass on the current state (without committing it)
@@ -107,6 +120,7 @@ func (c *Controller) explainPending(j *state.Job, now time.Time, say func(string
 		say("No node of partition %s could hold it even when idle (%d CPUs, %d MiB): it stays pending until a larger node joins; cancel it or ask for less.",
 			j.Spec.Partition, j.Spec.CPUs(), sched.MemRequest(j, snap.DefMemPerCPU))
 	}
+	explainReservations(j, reason, snap, say)
 	if reason == api.ReasonInvalidJob {
 		why := plan.Invalid[j.ID]
 		if why == "" {

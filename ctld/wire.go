@@ -20,7 +20,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses,
+		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -60,7 +60,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses,
+		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation,
 	}
 }
 

@@ -189,6 +189,10 @@ func stateShort(s api.NodeState) string {
 		return "drain"
 	case api.NodeDraining:
 		return "drng"
+	case api.NodeMaint:
+		return "maint"
+	case api.NodeReserved:
+		return "resv"
 	}
 	return "unk"
 }
@@ -208,6 +212,10 @@ func stateLong(s api.NodeState) string {
 		return "drained"
 	case api.NodeDraining:
 		return "draining"
+	case api.NodeMaint:
+		return "maint"
+	case api.NodeReserved:
+		return "reserved"
 	}
 	return "unknown"
 }

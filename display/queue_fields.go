@@ -156,7 +156,7 @@ func init() {
 		't': {header: "ST", value: str(func(j *api.Job) string { return j.State.Short() })},
 		'T': {header: "STATE", value: str(func(j *api.Job) string { return string(j.State) })},
 		'u': {header: "USER", value: str(func(j *api.Job) string { return j.Spec.User })},
-		'v': {header: "RESERVATION", value: fixed(nullStr)},
+		'v': {header: "RESERVATION", value: str(func(j *api.Job) string { return orNull(j.Spec.Reservation) })},
 		'V': {header: "SUBMIT_TIME", value: func(dst []byte, j *api.Job, c *rowCtx) []byte {
 			return appendTime(dst, j.SubmitTime, c.loc, "N/A")
 		}},

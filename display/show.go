@@ -89,7 +89,9 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 	k.int("Nice", int64(j.Spec.Nice))
 	k.newLine()
 	k.str("JobState", string(j.State))
-	k.str("Reason", reasonOf(j))
+	// Slurm writes a reason's spaces as underscores here, so that the
+	// line stays KEY=VALUE words: ReqNodeNotAvail,_Reserved_for_maintenance.
+	k.str("Reason", strings.ReplaceAll(reasonOf(j), " ", "_"))
 	k.str("Dependency", orNull(dependencyOf(j)))
 	k.newLine()
 	k.int("Requeue", boolInt(j.Spec.Requeue))
@@ -272,6 +274,10 @@ func showJobResources(k *kvWriter, j *api.Job) {
 	if j.Spec.Image != "" {
 		k.str("Image", j.Spec.Image)
 	}
+	if j.Spec.Reservation != "" {
+		k.newLine()
+		k.str("Reservation", j.Spec.Reservation)
+	}
 }
 
 // jobTRES is scontrol's TRES string: cpu=4,mem=1G,node=1[,gres/gpu=2].
@@ -336,6 +342,12 @@ func nodeStateFull(n *api.Node) string {
 	}
 	if n.Drain {
 		base += "+DRAIN"
+	}
+	if n.Maint {
+		base += "+MAINT"
+	}
+	if len(n.Reservations) > 0 {
+		base += "+RESERVED"
 	}
 	return base
 }

@@ -39,13 +39,16 @@ var nodeStates = map[string]nodeStateMatch{
 	"draining":   inState(api.NodeDraining),
 	"unk":        inState(api.NodeUnknown),
 	"unknown":    inState(api.NodeUnknown),
+	"maint":      func(n *api.Node) bool { return n.Maint },
+	"resv":       func(n *api.Node) bool { return len(n.Reservations) > 0 },
+	"reserved":   func(n *api.Node) bool { return len(n.Reservations) > 0 },
 }
 
 // slurmOnlyStates are Slurm node states no corral node is ever in.
 var slurmOnlyStates = []string{
-	"blocked", "cloud", "comp", "completing", "fail", "failing", "future", "futr", "inval", "maint", "npc",
+	"blocked", "cloud", "comp", "completing", "fail", "failing", "future", "futr", "inval", "npc",
 	"perfctrs", "planned", "power_down", "powered_down", "powering_down", "powering_up", "reboot",
-	"reboot_issued", "reboot_requested", "resv", "reserved",
+	"reboot_issued", "reboot_requested",
 }
 
 // ParseNodeStates checks sinfo -t names (any case; "all" is every state)

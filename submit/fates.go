@@ -89,7 +89,6 @@ var otherOptions = []struct {
 	{0, "profile", req, fateWarn, "corral records no profiles; the node measures a job's CPU time and peak memory"},
 	{0, "propagate", opt, fateWarn, "the submitting shell's resource limits are not applied in the job's VM, whose size is its limit"},
 	{0, "reboot", none, fateWarn, "nodes are never rebooted for a job; every job boots a VM of its own"},
-	{0, "reservation", req, fateRefuse, "corral has no reservations; the job would not run inside the one it names"},
 	{0, "sockets-per-node", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by socket counts; " + hintCPUs},
 	{0, "spread-job", none, fateRefuse, "a job runs on one node"},
 	{0, "switches", req, fateWarn, "a job runs on one node, so it spans no switches"},

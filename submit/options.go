@@ -59,6 +59,10 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Account, "--account", v, false) }},
 	{Option: getopt.Option{Short: 'q', Long: "qos", Arg: req, ArgName: "QOS", Help: "quality of service"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.QOS, "--qos", v, false) }},
+	{Option: getopt.Option{Long: "reservation", Arg: req, ArgName: "NAME", Help: "run inside advance reservation NAME (scontrol show reservation lists them): on its nodes, within its window"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setWord(&b.spec.Reservation, "--reservation", v, false)
+		}},
 	{Option: getopt.Option{Long: "signal", Arg: req, ArgName: "[B:]SIG[@TIME]", Help: "send SIG to the job's processes TIME seconds (default 60) before its time limit; B: only to the batch script"},
 		apply: applySignal},
 	{Option: getopt.Option{Long: "requeue", Help: "requeue the job if its node fails or it is preempted"},
@@ -152,8 +156,11 @@ func applyOpenMode(_ *builder, v string, _ bool) error {
 	return optionError("--open-mode", v, nil, "use truncate")
 }
 
-// applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does; R: (the
-// reservation's end) is refused, corral has no reservations yet.
+// applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does. R: is
+// refused: in Slurm it lets the job overlap a reservation that has
+// MaxStartDelay set (and be preempted when the reservation's jobs need its
+// nodes), and corral's reservations have no MaxStartDelay: a reservation's
+// nodes are held for its jobs, never lent.
 func applySignal(b *builder, v string, _ bool) error {
 	w := &api.WarnSignal{BeforeS: 60}
 	rest := v
@@ -162,7 +169,7 @@ func applySignal(b *builder, v string, _ bool) error {
 		case "B":
 			w.Batch = true
 		case "R", "RB", "BR":
-			return optionError("--signal", v, nil, "R: (signal before a reservation ends) is not supported: corral has no reservations")
+			return optionError("--signal", v, ErrRefused, "R: lets a job overlap a reservation with MaxStartDelay set, and corral's reservations never lend their nodes; drop R: (--signal=[B:]SIG[@TIME])")
 		default:
 			return optionError("--signal", v, nil, "the prefix must be B: (batch script only), e.g. --signal=B:USR1@120")
 		}

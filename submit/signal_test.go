@@ -16,7 +16,7 @@ func TestParseSignalOption(t *testing.T) {
 		"a name":              {"--signal=USR1", &api.WarnSignal{Signal: 10, BeforeS: 60}, ""},
 		"a number and a time": {"--signal=12@300", &api.WarnSignal{Signal: 12, BeforeS: 300}, ""},
 		"batch only":          {"--signal=B:SIGTERM@5", &api.WarnSignal{Signal: 15, BeforeS: 5, Batch: true}, ""},
-		"a reservation's end": {"--signal=R:USR1", nil, "not supported"},
+		"R: (MaxStartDelay)":  {"--signal=R:USR1", nil, "corral's reservations never lend their nodes"},
 		"an unknown prefix":   {"--signal=X:USR1", nil, "prefix must be B:"},
 		"an unknown signal":   {"--signal=FOO", nil, "give [B:]SIG"},
 		"a time out of range": {"--signal=USR1@70000", nil, "from 0 to 65535"},

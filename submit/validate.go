@@ -208,6 +208,7 @@ func checkTexts(sp *api.JobSpec, _ time.Time) error {
 		{field: "account", value: sp.Account, limit: MaxNameBytes, name: true},
 		{field: "partition", value: sp.Partition, limit: MaxNameBytes, name: true},
 		{field: "qos", value: sp.QOS, limit: MaxNameBytes, name: true},
+		{field: "reservation", value: sp.Reservation, limit: MaxNameBytes, name: true},
 		{field: "comment", value: sp.Comment, limit: MaxNameBytes},
 		{field: "image", value: sp.Image, limit: MaxNameBytes, name: true},
 		{field: "output", value: sp.Output, limit: MaxPathBytes},

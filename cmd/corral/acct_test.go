@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +161,50 @@ func testAcctReport(t *testing.T, ctx context.Context, addr string) {
 	}
 	if r := runCLI(t, ctx, addr, "corral", "acct", "report", "clusters"); r.code == 0 || !strings.Contains(r.stderr, "give account") {
 		t.Errorf("acct report clusters: exit %d, %q", r.code, r.stderr)
+	}
+	testClusterReport(t, ctx, addr, window)
+}
+
+// testClusterReport reads the cluster's utilization as sreport cluster
+// Utilization lays it out, and draws the usage with --svg. (The figures
+// themselves are checked against known times in ctld's
+// TestClusterUtilizationEndpoint and usageplot's tests.)
+func testClusterReport(t *testing.T, ctx context.Context, addr string, window []string) {
+	out := mustRun(t, ctx, addr, append([]string{"corral", "acct", "report", "cluster", "utilization", "-t", "seconds"}, window...)...)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 7 || !strings.HasPrefix(lines[1], "Cluster Utilization ") || strings.Contains(lines[1], "secs") ||
+		lines[2] != "Usage reported in CPU Seconds" || lines[3] != strings.Repeat("-", 80) ||
+		lines[4] != "  Cluster    Allocated       Down  PLND Down         Idle   Planned     Reported" ||
+		lines[5] != "--------- ------------ ---------- ---------- ------------ --------- ------------" {
+		t.Fatalf("acct report cluster utilization:\n%s", out)
+	}
+	p := mustRun(t, ctx, addr, append([]string{"corral", "acct", "report", "cluster", "-P", "-n", "-t", "s", "-T", "cpu,gpu"}, window...)...)
+	rows := strings.Split(strings.TrimRight(p, "\n"), "\n")
+	if len(rows) != 2 {
+		t.Fatalf("acct report cluster -P -n -T cpu,gpu: %q, want a line per TRES", p)
+	}
+	f := strings.Split(rows[0], "|")
+	if len(f) != 8 || f[0] != "corral" || f[1] != "cpu" || !strings.HasPrefix(rows[1], "corral|gres/gpu|0|0|0|0|0|0") {
+		t.Fatalf("acct report cluster -P -n -T cpu,gpu: %q", p)
+	}
+	var n [6]int64
+	for i := range n {
+		n[i], _ = strconv.ParseInt(f[2+i], 10, 64)
+	}
+	// The node registered a moment ago: each figure rounds, the sum
+	// stays within their rounding.
+	if sum := n[0] + n[1] + n[2] + n[3] + n[4]; sum < n[5]-3 || sum > n[5]+3 {
+		t.Errorf("the cpu line %q: Reported is not the sum of the others", rows[0])
+	}
+	svg := filepath.Join(t.TempDir(), "usage.svg")
+	mustRun(t, ctx, addr, append([]string{"corral", "acct", "report", "users", "--svg", svg}, window...)...)
+	data, err := os.ReadFile(svg)
+	if err != nil || !bytes.HasPrefix(data, []byte("<?xml")) || !bytes.Contains(data, []byte("<svg")) ||
+		!bytes.Contains(data, []byte(">Usage by account, ")) || !bytes.Contains(data, []byte(">CPU-hours</text>")) || !bytes.Contains(data, []byte(">&lt; 1 min</text>")) {
+		t.Errorf("acct report --svg wrote %d bytes (%v), want an SVG of the usage in CPU-hours and the waits:\n%.400s", len(data), err, data)
+	}
+	if r := runCLI(t, ctx, addr, "corral", "acct", "report", "cluster", "-T", "mem"); r.code == 0 || !strings.Contains(r.stderr, "--tres=mem") {
+		t.Errorf("acct report cluster -T mem: exit %d, %q", r.code, r.stderr)
 	}
 }
 

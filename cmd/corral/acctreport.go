@@ -13,47 +13,37 @@ import (
 	"corral/submit"
 )
 
-// runAcctReport is corral acct report, the reports of Slurm's sreport
-// that accounts are charged by: `account` (sreport cluster
-// AccountUtilizationByUser: each account's total, then its users) and
-// `users` (sreport user TopUsage: users by CPU time, most first). Both sum
-// the runs that ended in the window, from the controllers' day sums.
+// runAcctReport is corral acct report, the reports of Slurm's sreport:
+// `account` (sreport cluster AccountUtilizationByUser: each account's
+// total, then its users) and `users` (sreport user TopUsage: users by CPU
+// time, most first), which sum the runs that ended in the window from the
+// controllers' day sums; and `cluster [utilization]` (sreport cluster
+// Utilization: the nodes' time, allocated, down, planned down, planned and
+// idle). --svg FILE also draws the window's usage by account over time and
+// the jobs' waits (acctsvg.go).
 func runAcctReport(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "acct report", getopt.Permute, args,
 		valued('S', "starttime", "TIME", "the window's start (default: midnight yesterday); sacct's time forms"),
 		valued('E', "endtime", "TIME", "the window's end (default: midnight today)"),
 		valued('t', "time", "UNIT", "report CPU and GPU time in Minutes (the default), Hours or Seconds, as sreport -t"),
+		valued('T', "tres", "LIST", "cluster: the TRES to report, cpu (the default), gres/gpu or both (cpu,gres/gpu), as sreport -T; --svg: the first one's usage is drawn (billing draws billing)"),
 		valued(0, "top", "N", "with users: the N users of most CPU time (default 10)"),
+		valued(0, "svg", "FILE", "also draw the window's usage by account over time and the jobs' waits into FILE (SVG)"),
 		flag('P', "parsable2", "fields separated by |, no trailing |"),
 		flag('n', "noheader", "no header lines"),
 	)
 	if err != nil {
 		return err
 	}
-	kind := "account"
-	if len(o.args) > 0 {
-		kind = strings.ToLower(o.args[0])
+	kind, err := reportKind(o.args)
+	if err != nil {
+		return err
 	}
-	if kind != "account" && kind != "users" || len(o.args) > 1 {
-		return fmt.Errorf("acct report: give account (each account's usage by user, sreport cluster AccountUtilizationByUser) or users (sreport user TopUsage), not %q", strings.Join(o.args, " "))
+	r, err := reportWindow(o, clusterName(env))
+	if err != nil {
+		return err
 	}
-	now := time.Now()
-	end := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	start := end.AddDate(0, 0, -1)
-	if v := o.get("starttime"); v != "" {
-		if start, err = submit.ParseAcctTime("--starttime", v, now); err != nil {
-			return err
-		}
-	}
-	if v := o.get("endtime"); v != "" {
-		if end, err = submit.ParseAcctTime("--endtime", v, now); err != nil {
-			return err
-		}
-	}
-	if !end.After(start) {
-		return fmt.Errorf("acct report: the window %s - %s is empty: give an --endtime after the --starttime", start.Format(time.DateTime), end.Format(time.DateTime))
-	}
-	unit, per, err := reportUnit(o.get("time"))
+	tres, err := reportTRES(o.get("tres"))
 	if err != nil {
 		return err
 	}
@@ -67,19 +57,74 @@ func runAcctReport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := cl.AccountingUsage(ctx, start, end)
-	if err != nil {
+	var b strings.Builder
+	switch kind {
+	case "cluster":
+		rows, err := cl.AccountingCluster(ctx, r.start, r.end)
+		if err != nil {
+			return err
+		}
+		r.utilization(&b, rows, tres, o.get("tres") != "")
+	default:
+		rows, err := cl.AccountingUsage(ctx, r.start, r.end)
+		if err != nil {
+			return err
+		}
+		if kind == "users" {
+			r.users(&b, rows, top)
+		} else {
+			r.accounts(&b, rows)
+		}
+	}
+	if _, err := fmt.Fprint(env.stdout, b.String()); err != nil {
 		return err
 	}
-	r := usageReport{start: start, end: end, unit: unit, per: per, parsable: o.has("parsable2"), noHeader: o.has("noheader"), cluster: clusterName(env)}
-	var b strings.Builder
-	if kind == "users" {
-		r.users(&b, rows, top)
-	} else {
-		r.accounts(&b, rows)
+	if file := o.get("svg"); file != "" {
+		return writeUsageSVG(ctx, cl, file, r.start, r.end, tres[0])
 	}
-	_, err = fmt.Fprint(env.stdout, b.String())
-	return err
+	return nil
+}
+
+// reportKind reads the report's name: account, users or cluster
+// [utilization].
+func reportKind(args []string) (string, error) {
+	kind := "account"
+	if len(args) > 0 {
+		kind = strings.ToLower(args[0])
+	}
+	switch {
+	case kind == "cluster" && (len(args) == 1 || len(args) == 2 && strings.EqualFold(args[1], "utilization")):
+		return kind, nil
+	case (kind == "account" || kind == "users") && len(args) <= 1:
+		return kind, nil
+	}
+	return "", fmt.Errorf("acct report: give account (each account's usage by user, sreport cluster AccountUtilizationByUser), users (sreport user TopUsage) or cluster [utilization] (sreport cluster Utilization), not %q", strings.Join(args, " "))
+}
+
+// reportWindow reads -S, -E and -t into a report's settings.
+func reportWindow(o *optSet, cluster string) (usageReport, error) {
+	now := time.Now()
+	end := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	start := end.AddDate(0, 0, -1)
+	var err error
+	if v := o.get("starttime"); v != "" {
+		if start, err = submit.ParseAcctTime("--starttime", v, now); err != nil {
+			return usageReport{}, err
+		}
+	}
+	if v := o.get("endtime"); v != "" {
+		if end, err = submit.ParseAcctTime("--endtime", v, now); err != nil {
+			return usageReport{}, err
+		}
+	}
+	if !end.After(start) {
+		return usageReport{}, fmt.Errorf("acct report: the window %s - %s is empty: give an --endtime after the --starttime", start.Format(time.DateTime), end.Format(time.DateTime))
+	}
+	unit, per, err := reportUnit(o.get("time"))
+	if err != nil {
+		return usageReport{}, err
+	}
+	return usageReport{start: start, end: end, unit: unit, per: per, parsable: o.has("parsable2"), noHeader: o.has("noheader"), cluster: cluster}, nil
 }
 
 // reportUnit reads sreport's -t: the unit's name as the header says it and
@@ -107,6 +152,13 @@ type usageReport struct {
 
 // header writes sreport's banner and the column names.
 func (r usageReport) header(b *strings.Builder, title string, cols []string, widths []int) {
+	r.banner(b, title, fmt.Sprintf(" (%d secs)", int64(r.end.Sub(r.start).Seconds())), "CPU")
+	r.columns(b, cols, widths)
+}
+
+// banner writes sreport's lines above a report: its title and window
+// (with after, e.g. the window's seconds) and its unit.
+func (r usageReport) banner(b *strings.Builder, title, after, tres string) {
 	if r.noHeader {
 		return
 	}
@@ -114,10 +166,17 @@ func (r usageReport) header(b *strings.Builder, title string, cols []string, wid
 	if !r.parsable {
 		b.WriteString(rule)
 	}
-	fmt.Fprintf(b, "%s %s - %s (%d secs)\n", title, r.start.Format("2006-01-02T15:04:05"), r.end.Add(-time.Second).Format("2006-01-02T15:04:05"), int64(r.end.Sub(r.start).Seconds()))
-	fmt.Fprintf(b, "Usage reported in CPU %s\n", r.unit)
+	fmt.Fprintf(b, "%s %s - %s%s\n", title, r.start.Format("2006-01-02T15:04:05"), r.end.Add(-time.Second).Format("2006-01-02T15:04:05"), after)
+	fmt.Fprintf(b, "Usage reported in %s %s\n", tres, r.unit)
 	if !r.parsable {
 		b.WriteString(rule)
+	}
+}
+
+// columns writes the column names and, in the table, their rules.
+func (r usageReport) columns(b *strings.Builder, cols []string, widths []int) {
+	if r.noHeader {
+		return
 	}
 	r.line(b, cols, widths)
 	if !r.parsable {

@@ -76,6 +76,7 @@ func TestDispatchAgainstController(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
 	t.Run("sinfo forms", func(t *testing.T) { testNodeForms(t, f) })
 	t.Run("squeue -r", func(t *testing.T) { testQueueArray(t, f) })
+	t.Run("reservations", func(t *testing.T) { testReservations(t, f) })
 }
 
 // ctlFixture is the controller TestDispatchAgainstController runs against
@@ -349,7 +350,7 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 		if r := runCLI(t, ctx, addr, "sbatch", "-Q", "--cpu-freq=high", "-H", "--wrap", "true"); r.code != 0 || r.stderr != "" {
 			t.Errorf("sbatch -Q: exit %d, stderr %q; want no warning", r.code, r.stderr)
 		}
-		if r := runCLI(t, ctx, addr, "sbatch", "--reservation=maint", "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, "sbatch: error: --reservation=maint: corral has no reservations") {
+		if r := runCLI(t, ctx, addr, "sbatch", "--reservation=maint", "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, "Requested reservation is invalid: --reservation=maint does not exist") {
 			t.Errorf("sbatch --reservation: exit %d, stderr %q", r.code, r.stderr)
 		}
 		if r := runCLI(t, ctx, addr, "sbatch", "-V"); r.code != 0 || !strings.HasPrefix(r.stdout, "corral ") {

@@ -139,7 +139,7 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"sattach --help":         {argv: []string{"sattach", "--help"}, stdout: []string{"usage: sattach [options]"}, emptyError: true},
 		"scontrol hold zero":     {argv: []string{"scontrol", "hold", "0"}, code: 1, stderr: []string{"scontrol: error:", `"0" is not a job id`}},
 		"show without kind":      {argv: []string{"corral", "show"}, code: 1, stderr: []string{"usage: corral show job"}},
-		"show bad kind":          {argv: []string{"corral", "show", "reservation"}, code: 1, stderr: []string{"usage: corral show job"}},
+		"show bad kind":          {argv: []string{"corral", "show", "bogus"}, code: 1, stderr: []string{"usage: corral show job"}},
 		"node bad verb":          {argv: []string{"corral", "node", "reboot", "n1"}, code: 1, stderr: []string{"usage: corral node drain"}},
 		"node missing name":      {argv: []string{"corral", "node", "drain"}, code: 1, stderr: []string{"usage: corral node drain"}},
 		"install-aliases without dir": {argv: []string{"corral", "install-aliases"}, code: 1,

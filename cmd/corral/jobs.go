@@ -174,6 +174,7 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 		valued('t', "state", "STATE", "cancel only jobs in STATE (PENDING, RUNNING, SUSPENDED)"),
 		valued('p', "partition", "PART", "cancel only jobs in partition PART"),
 		valued('A', "account", "ACCOUNT", "cancel only jobs of ACCOUNT"),
+		valued('R', "reservation", "NAME", "cancel only jobs of reservation NAME"),
 		flag('v', "verbose", "print each cancelled job"),
 		valued('s', "signal", "SIG", "send SIG (USR1, TERM, 10, ...) to the jobs' processes instead of cancelling them"),
 		flag('b', "batch", "with --signal: only the batch script's process group"),
@@ -190,8 +191,10 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--state: %w", err)
 	}
-	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"), Accounts: o.list("account")}
-	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 {
+	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"),
+		Accounts: o.list("account"), Reservations: o.list("reservation")}
+	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 &&
+		len(f.Reservations) == 0 {
 		return fmt.Errorf("no job specified: give job ids or a filter such as -u USER")
 	}
 	cl, err := env.client()

@@ -52,6 +52,7 @@ func init() {
 		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT [--migrate] | node resume NAME | node forget-key NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
+		"reservation":     {"create, update, delete, list or show advance reservations (scontrol create|update|delete reservation, sinfo -T)", runReservation},
 		"qos":             {"add, modify, delete or list QoS (sacctmgr ... qos)", runQOS},
 		"account":         {"add, modify, delete or list fair-share accounts (sacctmgr ... account)", runAccount},
 		"user":            {"add, modify or delete a user's place in an account (sacctmgr ... user)", runUser},
@@ -201,7 +202,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE..."
+const scontrolCommands = "show job|node|partition|reservation|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -217,9 +218,10 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
 		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"],
-		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "migrate": commands["migrate"]}[sub]
+		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "migrate": commands["migrate"],
+		"create": {run: scontrolCreate}, "delete": {run: scontrolDelete}}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, ping, update)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, ping, update, create, delete)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))

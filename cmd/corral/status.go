@@ -29,7 +29,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 		valued('A', "account", "ACCOUNT", "only jobs of these accounts"),
 		valued('q', "qos", "QOS", "only jobs of these QoS"),
 		valued('w', "nodelist", "NODES", "only jobs on these nodes (hostlist, e.g. n[1-4])"),
-		valued('R', "reservation", "NAME", "only jobs of this reservation (corral has none yet)"),
+		valued('R', "reservation", "NAME", "only jobs of these reservations"),
 		valued('o', "format", "FORMAT", "output format with squeue's % field codes, e.g. \"%.18i %.9P %j\""),
 		valued('O', "Format", "FIELDS", "output fields by squeue's long names, e.g. \"jobid:.10,name:20,state\""),
 		valued('S', "sort", "KEYS", "sort by these keys, e.g. \"-p,i\" (default P,t,-p)"),
@@ -90,9 +90,6 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	if o.has("steps") {
 		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
 	}
-	if o.has("reservation") {
-		return q, fmt.Errorf("--reservation=%s: corral has no reservations yet, so no job runs in one", o.get("reservation"))
-	}
 	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
 	if err != nil {
 		return q, err
@@ -105,7 +102,7 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 		states = activeStates
 	}
 	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"),
-		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos")}
+		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos"), Reservations: o.list("reservation")}
 	if o.has("nodelist") {
 		if f.Nodes, err = display.ExpandHostlist(strings.Join(o.all["nodelist"], ",")); err != nil {
 			return q, fmt.Errorf("--nodelist: %w", err)
@@ -198,7 +195,7 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
 		flag('d', "dead", "only nodes that stopped responding"),
 		flag('r', "responding", "only nodes that respond"),
-		flag('T', "reservation", "list reservations (corral has none yet)"),
+		flag('T', "reservation", "list the advance reservations: name, state, window, duration and nodes"),
 		flag('a', "all", "accepted for compatibility; every partition is shown"),
 		flag(0, "json", "print the nodes as JSON"),
 	)
@@ -208,6 +205,14 @@ func runNodes(ctx context.Context, env *cliEnv, args []string) error {
 	opts, every, err := nodesOptions(o)
 	if err != nil {
 		return err
+	}
+	if o.has("reservation") {
+		return iterate(ctx, every, sleepCtx, func(first bool) error {
+			if !first {
+				fmt.Fprintln(env.stdout)
+			}
+			return listReservations(ctx, env, o.has("noheader"))
+		})
 	}
 	if !o.has("format") && !o.has("Format") {
 		// As sinfo, SINFO_FORMAT stands for -o when neither -o nor -O is
@@ -236,9 +241,6 @@ func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
 		NodeOriented: o.has("Node"), Long: o.has("long"), NoHeader: o.has("noheader"),
 		Format: o.get("format"), LongFormat: o.get("Format"), Summarize: o.has("summarize"),
 		ListReasons: o.has("list-reasons"), Exact: o.has("exact"), States: o.list("states"),
-	}
-	if o.has("reservation") {
-		return opts, 0, fmt.Errorf("--reservation: corral has no reservations yet, so there are none to list")
 	}
 	if _, err := opts.Layout(); err != nil {
 		return opts, 0, err
@@ -470,12 +472,20 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	first := ""
 	if len(o.args) > 0 {
 		// scontrol takes its entity names in any case: show JOB 12.
-		o.args[0] = strings.ToLower(o.args[0])
+		first, o.args[0] = o.args[0], strings.ToLower(o.args[0])
 	}
 	if len(o.args) > 0 && o.args[0] == "partition" {
 		return showPartitions(ctx, env, o.args[1:])
+	}
+	if len(o.args) > 0 && (o.args[0] == "reservation" || o.args[0] == "reservations" || o.args[0] == "res") {
+		return resvShow(ctx, env, "show reservation", o.args[1:])
+	}
+	if len(o.args) > 0 && strings.HasPrefix(o.args[0], "reservationname=") {
+		// scontrol show ReservationName=NAME
+		return resvShow(ctx, env, "show reservation", []string{first[len("reservationname="):]})
 	}
 	if len(o.args) > 0 && o.args[0] == "config" {
 		return configShow(ctx, env, "show config", o.args[1:])
@@ -484,7 +494,7 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		return showLicenses(ctx, env, o.args[1:])
 	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
-		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show config")
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show reservation [NAME] | corral show config")
 	}
 	cl, err := env.client()
 	if err != nil {

@@ -50,6 +50,14 @@
 //     never moves later: the entry replicates it (the job's EstStart and
 //     EstNode), so the next pass, on this leader or a new one, keeps it.
 //
+// Advance reservations (Snapshot.Advance, advance.go) are held in the
+// profiles of their nodes before anything is placed, window by window, so
+// a job that may not use one starts on its nodes only if it ends before
+// the next window, and backfill plans around them; a job that names one
+// starts only inside it, from the reservation's own room (reusable, or
+// consumable with PURGE_COMP). With no reservation the pass does nothing
+// more than check that a job names none.
+//
 // Each node's free CPUs and memory over time is a profile (profile.go): a
 // step function from now, rising at each running job's expected end (start
 // + time limit + time suspended; Horizon stands for "no limit") and lowered

@@ -34,8 +34,13 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	resv := snap.Reservations
 	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
-		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Moves: snap.Moves[:0]}
+		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0], Moves: snap.Moves[:0]}
 	fillMoves(snap, s)
+	if len(s.Reservations) > 0 {
+		for _, name := range s.ResvNames() {
+			snap.Advance = append(snap.Advance, s.Reservations[name])
+		}
+	}
 	deps := &depTargets{}
 	if snap.Pending == nil || cap(snap.Pending) < len(s.Pending) {
 		snap.Pending = make([]*state.Job, 0, len(s.Pending))

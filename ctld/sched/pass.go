@@ -107,6 +107,9 @@ func (pl *placer) reset(s *Snapshot) {
 		clear(pl.estimates)
 		clear(pl.reservations)
 	}
+	if len(s.Advance) > 0 {
+		pl.adv = pl.buildAdvance()
+	}
 }
 
 // resized returns buf with length n, reusing its array when it is large

@@ -73,6 +73,9 @@ type placer struct {
 	onNode  map[string][]Run
 	victims map[uint64]bool
 	claimed []bool
+	// adv holds the advance reservations (advance.go); nil when there
+	// are none.
+	adv *advance
 	// nodeByName finds the snapshot's nodes by name, for the moves
 	// (migrate.go); built when the pass has any.
 	nodeByName map[string]*state.Node
@@ -139,6 +142,9 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 		index[pl.free.nodes[i].name] = i
 	}
 	for _, j := range ready {
+		if j.Spec.Reservation != "" {
+			continue // its advance reservation holds its room (advance.go)
+		}
 		r, ok := pl.s.Reservations[j.ID]
 		i, known := index[r.Node]
 		if !ok || !known || !pl.free.nodes[i].usable {
@@ -168,6 +174,9 @@ func (pl *placer) release(id uint64) {
 	}
 	delete(pl.kept, id)
 	pl.failed = pl.failed[:0] // room came back: earlier failures may fit now
+	if pl.adv != nil {
+		pl.adv.cutoff[k.node] = 0
+	}
 	p := pl.profiles[k.node]
 	p.take(k.start, k.end, -k.cpus, -k.mem)
 	pl.profiles[k.node] = p
@@ -237,6 +246,12 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = r
 		return false
 	}
+	if j.Spec.Reservation != "" {
+		started, outside := pl.placeMember(j, plan, task, part, req, int64(jobLimit(j, partition)))
+		if !outside {
+			return started
+		}
+	}
 	held := pl.free.held(part)
 	if held && pl.policy == PolicyFCFS {
 		// First come, first served: nothing overtakes the first job
@@ -267,8 +282,11 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return true
 	}
 	reason := api.ReasonResources
-	if held {
+	switch {
+	case held:
 		reason = api.ReasonPriority
+	case pl.adv != nil && pl.adv.maintBlocks(pl, part, cpus, mem, dur):
+		reason = api.ReasonReservedForMaint
 	}
 	plan.Reasons[j.ID] = reason
 	// Its licenses wait with it: a later job must not take what it will
@@ -370,8 +388,8 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 	var best *api.Placement
 	for k, i := range pl.open {
 		n := &pl.free.nodes[i]
-		if n.cpus <= 0 {
-			continue // full: drop it from the open list
+		if n.cpus <= 0 || pl.reserved[i] && pl.adv != nil && pl.adv.past(pl, i, pl.now+1) {
+			continue // full, or held whole by a reservation now: drop it from the open list
 		}
 		keep = append(keep, i)
 		if pl.claimed[i] {
@@ -382,7 +400,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		}
 		// Without a reservation a node's free resources only grow, so
 		// fitting now is fitting for the whole run.
-		if pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead) {
+		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead)) {
 			continue
 		}
 		if hasTopology(n.inv) || r.needsInventory() {
@@ -393,10 +411,14 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			if extra > 0 {
 				extra--
 			}
-			if !mayFit(n.inv, pl.usedOf(i), r) {
+			used := pl.usedOf(i)
+			if pl.adv != nil && r.GPUs > 0 {
+				used = pl.adv.heldGPUs(i, n.inv, used, pl.now, pl.now+dur, -1)
+			}
+			if !mayFit(n.inv, used, r) {
 				continue
 			}
-			p, ok := PlaceInNode(n.inv, pl.usedOf(i), r)
+			p, ok := PlaceInNode(n.inv, used, r)
 			if !ok || best != nil && p.Score <= best.Score {
 				continue
 			}

@@ -126,6 +126,9 @@ func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *
 		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
 			continue
 		}
+		if pl.adv != nil && pl.adv.holdsDuring(i, pl.now, pl.now+int64(jobLimit(j, pl.partition(part)))) {
+			continue // a reservation holds it: freeing it would not let j in
+		}
 		// Jobs already ending (an earlier preemption, a cancel) count as
 		// gone: when they free enough, j only has to wait for them.
 		freeCPUs, freeMem := n.cpus, n.mem

@@ -50,6 +50,11 @@ type Snapshot struct {
 	// migration (migrate.go), in order.
 	Moves []Move
 
+	// Advance are the advance reservations (scontrol create
+	// reservation), by name; the pass holds their nodes for the jobs that
+	// name them (advance.go).
+	Advance []*api.Reservation
+
 	// Policy objects. With zero weights a job's priority is its Priority
 	// field less its nice value; with no QoS nothing is limited or
 	// preempted.
@@ -248,6 +253,12 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	if len(pl.estimates) > 0 {
 		plan.Estimates = pl.estimates
 		plan.Reservations = pl.reservations
+	}
+	if pl.adv != nil && pl.adv.wake > 0 && len(s.Pending) > 0 {
+		// A window that opens or closes may let a job start.
+		if w := time.Unix(0, pl.adv.wake).UTC(); plan.NextWake.IsZero() || w.Before(plan.NextWake) {
+			plan.NextWake = w
+		}
 	}
 	slices.Sort(plan.Cancels)
 	p.starts = plan.Starts

@@ -41,6 +41,7 @@ func (s *State) applyAttest(c *NodeAttest) error {
 		n.Drain = true
 		n.setReason("attestation failed: "+c.Reason, controllerUser, c.Now)
 		s.Nodes[c.Node] = n
+		s.noteNode(c.Node, c.Now)
 	}
 	return nil
 }

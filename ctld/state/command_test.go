@@ -82,6 +82,14 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			{Alloc: 4, JobID: 10, StartIndex: 35, State: api.StateCancelled, Signal: 9}}}},
 		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(3 * time.Hour), Jobs: []uint64{11}, By: "alice"}},
 		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(3*time.Hour + 2*time.Minute)}},
+		{CmdPutReservation, &PutReservation{Now: t0, Create: true, By: "root", Reservation: api.Reservation{Name: "gone",
+			StartTime: t0.Add(time.Hour), EndTime: t0.Add(2 * time.Hour), Nodes: []string{"n1"}, Users: []string{"alice"},
+			Flags: []api.ResvFlag{api.ResvIgnoreJobs, api.ResvMaint}}}},
+		{CmdPutReservation, &PutReservation{Now: t0, Create: true, By: "root", Reservation: api.Reservation{Name: "cap",
+			StartTime: t0.Add(time.Hour), EndTime: t0.Add(2 * time.Hour), Nodes: []string{"n2"}, Accounts: []string{"phys"},
+			NotUsers: []string{"bob"}, Flags: []api.ResvFlag{api.ResvDaily, api.ResvPurgeComp, api.ResvIgnoreJobs},
+			PurgeAfter: 60, CPUs: 1, Parts: []api.ResvPart{{Node: "n2", CPUs: 1, MemMB: 2048}}}}},
+		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(3 * time.Hour), Names: []string{"gone", "cap"}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {

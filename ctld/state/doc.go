@@ -26,6 +26,11 @@
 //     with the indexes derived from them (pending jobs in id order, node
 //     names, array tasks, the finished jobs by end time, the counts of
 //     interned strings and blobs, the partition list).
+//   - Advance reservations (reservations.go): PutReservation and
+//     ExpireReservations, CheckReservation (Slurm's refusals: busy nodes,
+//     overlap, no users), the windows of repeating reservations, and the
+//     plan apply's refusal of a start that would break a reservation of
+//     whole nodes; a consumable reservation counts what its jobs took.
 //   - Scripts and environments out of line (blob.go): a job points at
 //     content-addressed blobs shared by every job with the same content;
 //     an environment is a blob listing chunks of lines, so environments

@@ -1,8 +1,12 @@
 package state
 
+import "time"
+
 // This file reports what each apply ended, for the controller's accounting
 // records (package accounting builds them): the allocations that ended, the
-// jobs that finished, and the jobs a purge removed with their allocations.
+// jobs that finished, the jobs a purge removed with their allocations, and
+// the nodes whose registration, liveness or drain changed (when each node's
+// time starts counting as up, down or drained).
 // It is scratch, never replicated, and it decides nothing: a state that
 // does not track ends (the simulator, tests) keeps none.
 
@@ -16,10 +20,21 @@ type Ends struct {
 	// were, with their allocations: their records must exist before the
 	// state forgets them.
 	Purged []PurgedJob
+	// Nodes are the nodes an apply registered, declared down, drained,
+	// resumed or attested, at the entry's time.
+	Nodes []NodeChange
+}
+
+// NodeChange is an apply's change to node Node at time At.
+type NodeChange struct {
+	Node string
+	At   time.Time
 }
 
 // Empty reports whether nothing ended.
-func (e Ends) Empty() bool { return len(e.Allocs) == 0 && len(e.Jobs) == 0 && len(e.Purged) == 0 }
+func (e Ends) Empty() bool {
+	return len(e.Allocs) == 0 && len(e.Jobs) == 0 && len(e.Purged) == 0 && len(e.Nodes) == 0
+}
 
 // PurgedJob is a finished job a purge removed and its allocations.
 type PurgedJob struct {
@@ -57,6 +72,13 @@ func (s *State) noteAllocEnd(id uint64) {
 func (s *State) noteJobEnd(id uint64) {
 	if s.endTrack.on {
 		s.endTrack.ends.Jobs = append(s.endTrack.ends.Jobs, id)
+	}
+}
+
+// noteNode records that an apply at time at changed node name.
+func (s *State) noteNode(name string, at time.Time) {
+	if s.endTrack.on {
+		s.endTrack.ends.Nodes = append(s.endTrack.ends.Nodes, NodeChange{Node: name, At: at})
 	}
 }
 

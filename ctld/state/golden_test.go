@@ -298,6 +298,26 @@ func goldenCommands() []struct {
 		{CmdMigrateJobs, &MigrateJobs{Now: t0.Add(17*time.Hour + 6*time.Second), Requests: []MigrateRequest{{Job: 81, Token: "gt-81b", By: "bob"}}}},
 		{CmdCancelMigrations, &CancelMigrations{Now: t0.Add(17*time.Hour + 7*time.Second), Jobs: []uint64{82}, By: "alice"}},
 		{CmdExpireMigrations, &ExpireMigrations{Now: t0.Add(17*time.Hour + 2*time.Minute)}},
+		// Advance reservations: a consumable capacity block of node g1
+		// (2 CPUs, a GPU) for alice outside account chem, repeating
+		// daily; a maintenance window of node k1; a job that names the
+		// first; the second deleted and the first expired.
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "root", Reservation: api.Reservation{
+			Name: "golden_cap", StartTime: t0.Add(20 * time.Hour), EndTime: t0.Add(21 * time.Hour), Nodes: []string{"g1"},
+			Partition: "batch", Users: []string{"alice"}, NotAccounts: []string{"chem"},
+			Flags: []api.ResvFlag{api.ResvPurgeComp, api.ResvDaily, api.ResvIgnoreJobs, api.ResvFlex, api.ResvSpecNodes},
+			CPUs:  2, GPUs: 1, PurgeAfter: 300, Started: 1,
+			Parts: []api.ResvPart{{Node: "g1", CPUs: 2, MemMB: 1024, GPUs: 1, UsedCPUs: 1, UsedGPUs: 1}}}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Create: true, By: "oscar", Reservation: api.Reservation{
+			Name: "golden_maint", StartTime: t0.Add(19 * time.Hour), EndTime: t0.Add(20 * time.Hour), Nodes: []string{"k1"},
+			NotUsers: []string{"bob"}, Accounts: []string{"geo"}, Flags: []api.ResvFlag{api.ResvMaint, api.ResvOverlap, api.ResvWeekly, api.ResvIgnoreJobs}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(18 * time.Hour), FirstID: 90, Jobs: []JobSpec{func() JobSpec {
+			j := simple("reserved")
+			j.Reservation = "golden_cap"
+			return j
+		}()}}},
+		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
+		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
 		// Node w1 drained by migration: a pass moves job 81 and says
 		// that job 82 stays.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(18 * time.Hour), Node: "w1", Drain: true, Reason: "new firmware", By: "oscar", Migrate: true}},

@@ -70,6 +70,12 @@ func TestHashCoversEveryField(t *testing.T) {
 	for _, n := range sortedKeys(s.Attestations) {
 		w.value(reflect.ValueOf(s.Attestations[n]).Elem(), "Attestations["+n+"]")
 	}
+	for _, n := range sortedKeys(s.Reservations) {
+		w.value(reflect.ValueOf(s.Reservations[n]).Elem(), "Reservations["+n+"]")
+	}
+	if len(s.Reservations) == 0 {
+		t.Fatal("the state holds no reservations; the log makes one")
+	}
 	if len(s.Attestations) == 0 {
 		t.Fatal("the state holds no attestations; the log makes some")
 	}
@@ -116,7 +122,7 @@ func TestHashCoversEveryField(t *testing.T) {
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
 	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Migrations", "NextMigrationID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index"}
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index", "Reservations"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})
 	for i := 0; i < st.NumField(); i++ {

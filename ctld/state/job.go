@@ -60,6 +60,9 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// Reservation names the advance reservation the job runs in
+	// (--reservation).
+	Reservation string `json:"reservation,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same

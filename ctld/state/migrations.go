@@ -199,6 +199,10 @@ func (s *State) planMigration(pm PlanMigration, now time.Time, index uint64, res
 	}
 	j := s.editJob(pm.JobID)
 	src := s.runningAllocs(j)[0]
+	if len(s.Reservations) > 0 && s.resvRunProblem(j, pm.To, now, s.runEnd(j, src, now)) != "" {
+		res.Skipped = append(res.Skipped, pm.JobID) // its rest would break a reservation there
+		return
+	}
 	m := s.LiveMigration(j)
 	if m == nil {
 		m = s.newMigration(j, src, "", pm.Cause, pm.By, pm.Token, now)

@@ -45,6 +45,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		}
 	}
 	s.putNode(n, index)
+	s.noteNode(n.Name, c.Now)
 	for _, r := range reports {
 		s.applyReport(n.Name, r, c.Now, index)
 	}
@@ -186,6 +187,7 @@ func (s *State) applyNodeDown(c *NodeDown, index uint64) {
 		n.Down = true
 		n.setReason(c.Reason, controllerUser, c.Now)
 		s.putNode(n, index)
+		s.noteNode(name, c.Now)
 		for _, id := range n.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				s.loseAlloc(a, c.Now, "node "+name+" stopped responding", index)
@@ -210,5 +212,6 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		n.setReason("", "", time.Time{})
 	}
 	s.Nodes[c.Node] = n
+	s.noteNode(c.Node, c.Now)
 	return nil
 }

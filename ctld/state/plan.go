@@ -380,11 +380,20 @@ func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanRe
 		res.Rejected = append(res.Rejected, st.JobID)
 		return
 	}
+	if len(s.Reservations) > 0 {
+		if why := s.resvStartProblem(s.Jobs[st.JobID], st.Node, now); why != "" {
+			res.Rejected = append(res.Rejected, st.JobID)
+			return
+		}
+	}
 	j := s.editJob(st.JobID)
 	if st.Array {
 		j = s.splitTask(j, st.Task, st.NewID)
 	}
 	s.newAlloc(j, st, now, index)
+	if j.Spec.Reservation != "" {
+		s.noteResvStart(j, st)
+	}
 	j.State, j.Reason = api.StateRunning, api.ReasonNone
 	j.StartTime, j.EstStart, j.EstNode, j.EndTime = now, time.Time{}, "", time.Time{}
 	j.ExitCode, j.Signal, j.Message = 0, 0, ""

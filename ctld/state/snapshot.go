@@ -96,6 +96,8 @@ type policyRecord struct {
 	AuditHeads map[string]AuditHead `json:"audit_heads,omitempty"`
 	// Attestations are the nodes' last TPM attestations.
 	Attestations map[string]*Attestation `json:"attestations,omitempty"`
+	// Reservations are the advance reservations, by name.
+	Reservations []api.Reservation `json:"reservations,omitempty"`
 }
 
 type usageRecord struct {
@@ -120,6 +122,9 @@ func policyOf(s *State) *policyRecord {
 	}
 	for _, n := range sortedKeys(s.Partitions) {
 		p.Partitions = append(p.Partitions, *s.Partitions[n])
+	}
+	for _, n := range sortedKeys(s.Reservations) {
+		p.Reservations = append(p.Reservations, *s.Reservations[n])
 	}
 	for _, n := range sortedKeys(s.QOS) {
 		p.QOS = append(p.QOS, *s.QOS[n])
@@ -160,6 +165,9 @@ func restorePolicy(s *State, p *policyRecord) {
 	}
 	for i := range p.Partitions {
 		s.Partitions[p.Partitions[i].Name] = &p.Partitions[i]
+	}
+	for i := range p.Reservations {
+		s.Reservations[p.Reservations[i].Name] = &p.Reservations[i]
 	}
 	s.Seeded = p.Seeded
 	for i := range p.Users {

@@ -66,6 +66,10 @@ type State struct {
 	auditHeads map[string]AuditHead
 	// Attestations are the nodes' last TPM attestations, by node.
 	Attestations map[string]*Attestation
+	// Reservations are the advance reservations, by name
+	// (reservations.go). A change stores a new record, never writes into
+	// one.
+	Reservations map[string]*api.Reservation
 	// Index is the Raft index of the last applied entry.
 	Index uint64
 
@@ -131,6 +135,7 @@ func New() *State {
 		Roles:        make(map[string]*api.RoleGrant),
 		auditHeads:   make(map[string]AuditHead),
 		Attestations: make(map[string]*Attestation),
+		Reservations: make(map[string]*api.Reservation),
 		blobs:        make(map[blobKey]*Blob),
 		interned:     make(map[string]string),
 		internRefs:   make(map[*byte]int32),

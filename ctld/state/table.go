@@ -90,6 +90,12 @@ var commands = map[CommandType]command{
 	CmdCancelMigrations: def("CancelMigrations", func(s *State, c *CancelMigrations, index uint64) any {
 		return s.applyCancelMigrations(c, index)
 	}),
+	CmdPutReservation: def("PutReservation", func(s *State, c *PutReservation, _ uint64) any {
+		return errOrNil(s.applyPutReservation(c))
+	}),
+	CmdExpireReservations: def("ExpireReservations", func(s *State, c *ExpireReservations, _ uint64) any {
+		return s.applyExpireReservations(c)
+	}),
 }
 
 // errOrNil turns a nil error into a nil result (not a typed nil).
