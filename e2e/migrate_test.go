@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/noded/hardware"
 )
 
 // counterJob is a job that prints 0, 1, 2, ... to its output, a line every
@@ -279,4 +280,105 @@ func TestMigrationFaults(t *testing.T) {
 	writeFile(t, stop, "")
 	waitJob(t, cl, id, api.StateCompleted, 2*time.Minute)
 	t.Logf("counted %d lines through %d faults, without a gap or a repeat", counterLines(t, out), len(faults))
+}
+
+// fixtureVMNode starts a vm node daemon on a fixture topology of cpus CPUs
+// (one NUMA node): the placement then has that many CPUs to give, however
+// many the machine has (the VMs' vCPUs cannot be pinned to the ones it
+// lacks, which the runner only logs).
+func (c *cluster) fixtureVMNode(t *testing.T, name string, cpus int) *proc {
+	t.Helper()
+	root, gpus := fixtureNode(t, hardware.FixtureHost{Sockets: 1, NodesPerSocket: 1, CoresPerNode: cpus, ThreadsPerCore: 1, MemMBPerNode: 4096}, nil, nil)
+	p := c.startNode(t, name, "--cpus", strconv.Itoa(cpus), "--mem", "2G", "--runner", "vm", "--images", imageRoot(t),
+		"--topology-root", root, "--gpus-file", gpus, "--log-level", "info")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", p.name, p.tail())
+		}
+	})
+	return p
+}
+
+// TestDrainByMigration drains a node that runs three VM jobs with
+// --migrate onto two others that have room for two of them: two move, the
+// third stays and the node says why (show node's DrainWaits, sinfo -R);
+// once room appears (the job in its way ends) it moves too and the node
+// ends DRAINED. Every job's counter goes on without a gap or a repeat to
+// its end.
+func TestDrainByMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots VMs and migrates them")
+	}
+	imageRoot(t)
+	c := startControllers(t, 1, "--node-timeout", "20s")
+	c.leader(t, 15*time.Second)
+	c.fixtureVMNode(t, "vm1", 3)
+	c.waitNodes(t, 1)
+	cl := c.client(t)
+	work := t.TempDir()
+	stop := filepath.Join(work, "stop")
+	script := filepath.Join(work, "count.sh")
+	writeFile(t, script, stoppableCounter(stop, 8))
+	var ids []uint64
+	var outs []string
+	for i := 0; i < 3; i++ {
+		out := filepath.Join(work, "count"+strconv.Itoa(i)+".out")
+		outs = append(outs, out)
+		ids = append(ids, mustID(t, c.submit(t, work, "--mem=256M", "-o", out, script)))
+	}
+	for _, out := range outs {
+		waitLines(t, out, 10, 3*time.Minute)
+	}
+	c.fixtureVMNode(t, "vm2", 2)
+	c.waitNodes(t, 2)
+	blocker := mustID(t, c.submit(t, work, "--mem=256M", "-o", filepath.Join(work, "blocker.out"), "--wrap", "echo up; sleep 600"))
+	waitJob(t, cl, blocker, api.StateRunning, 2*time.Minute)
+	c.fixtureVMNode(t, "vm3", 1)
+	c.waitNodes(t, 3)
+	mustCLI(t, corralBin, c.addr, work, "node", "drain", "vm1", "--migrate", "--reason", "new firmware")
+
+	// Two move; the third waits, and the node says so.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		n, err := cl.Node(context.Background(), "vm1")
+		if err == nil && len(n.Jobs) == 1 && strings.Contains(n.DrainNote, "fits on no other node") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("vm1 does not hold one job and say why: %+v %v", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	shown, _ := cli(t, c.addr, work, "show", "node", "vm1")
+	reasons, _ := cli(t, c.addr, work, "nodes", "-R")
+	if !strings.Contains(shown, "DrainWaits=job") || !strings.Contains(reasons, "(waits:") {
+		t.Errorf("show node and sinfo -R do not say why the drain waits:\n%s\n%s", shown, reasons)
+	}
+	if _, err := cli(t, c.addr, work, "cancel", strconv.FormatUint(blocker, 10)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		n, err := cl.Node(context.Background(), "vm1")
+		if err == nil && n.State() == api.NodeDrained {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("vm1 is not DRAINED: %+v %v", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i, id := range ids {
+		j, _ := cl.Job(context.Background(), id, false)
+		if j.State != api.StateRunning || j.Node == "vm1" || len(j.Migrations) == 0 || j.Migrations[len(j.Migrations)-1].Phase != "released" {
+			t.Errorf("job %d is %s on %s after the drain (migrations %+v)", id, j.State, j.Node, j.Migrations)
+		}
+		n := counterLines(t, outs[i])
+		waitLines(t, outs[i], n+5, time.Minute)
+	}
+	writeFile(t, stop, "")
+	for i, id := range ids {
+		waitJob(t, cl, id, api.StateCompleted, 2*time.Minute)
+		t.Logf("job %d counted %d lines", id, counterLines(t, outs[i]))
+	}
 }
