@@ -44,6 +44,10 @@ const (
 	CmdMigrationReports CommandType = 29
 	CmdExpireMigrations CommandType = 30
 	CmdCancelMigrations CommandType = 31
+	// Checkpoints (checkpoints.go).
+	CmdCheckpointJobs    CommandType = 32
+	CmdCheckpointReports CommandType = 33
+	CmdRestoreJobs       CommandType = 34
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

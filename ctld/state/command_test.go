@@ -90,6 +90,20 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			NotUsers: []string{"bob"}, Flags: []api.ResvFlag{api.ResvDaily, api.ResvPurgeComp, api.ResvIgnoreJobs},
 			PurgeAfter: 60, CPUs: 1, Parts: []api.ResvPart{{Node: "n2", CPUs: 1, MemMB: 2048}}}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(3 * time.Hour), Names: []string{"gone", "cap"}}},
+		// Checkpoints (checkpoints.go): job 20 saved on v1 and restored on
+		// v2 (a shared checkpoint directory), job 21's save failing.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(4 * time.Hour), FirstID: 20, Jobs: []JobSpec{spec("c20"), spec("c21")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(4 * time.Hour), Starts: []PlanStart{{JobID: 20, Node: "v1", CPUs: 1, MemMB: 256}, {JobID: 21, Node: "v1", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(4 * time.Hour), IDs: []uint64{20, 21}, By: "alice"}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(4 * time.Hour), Node: "v1", Reports: []api.CheckpointReport{
+			{Job: 20, Alloc: 9, Event: "saved", Path: "/shared/checkpoints/20-9.ckpt", Size: 1 << 20, SHA256: "ab01", TookMS: 300},
+			{Job: 21, Alloc: 10, Event: "failed", Message: "no room"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(4 * time.Hour), Node: "v1", BootID: "bv1", Reports: []api.JobReport{
+			{Alloc: 9, JobID: 20, StartIndex: 48, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(5 * time.Hour), IDs: []uint64{20}, To: "v2", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(5 * time.Hour), Starts: []PlanStart{{JobID: 20, Node: "v2", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(5 * time.Hour), Node: "v2", Reports: []api.CheckpointReport{
+			{Job: 20, Alloc: 11, Event: "restored", TookMS: 200}}}},
 	}
 	var logs []*logEntry
 	for i, c := range cmds {

@@ -324,6 +324,24 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second),
 			Migrations: []PlanMigration{{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81c", CPUs: 1, MemMB: 256}},
 			DrainNotes: []PlanDrainNote{{Node: "w1", Note: "job 82 fits on no other node"}}}},
+		// A checkpoint: job 100 saved on w3 into the shared checkpoint
+		// directory, its run ended, restored on w4.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w3", CPUs: 2, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w3", APIAddr: "https://w3:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w4", CPUs: 2, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w4", APIAddr: "https://w4:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 100, Jobs: []JobSpec{simple("parked")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19 * time.Hour), Starts: []PlanStart{{JobID: 100, Node: "w3", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(19*time.Hour + time.Minute), IDs: []uint64{100}, By: "alice"}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(19*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
+			{Job: 100, Alloc: 15, Event: "saved", Path: "/shared/checkpoints/100-15.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
+			{Job: 80, Alloc: 12, Event: "failed", Message: "not being saved"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + 3*time.Minute), Node: "w3", BootID: "boot-w3", Reports: []api.JobReport{
+			{Alloc: 15, JobID: 100, StartIndex: 105, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(20 * time.Hour), IDs: []uint64{100}, To: "w4", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 100, Node: "w4", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(20*time.Hour + time.Second), Node: "w4", Reports: []api.CheckpointReport{
+			{Job: 100, Alloc: 16, Event: "restored", TookMS: 300}}}},
 	}
 }
 

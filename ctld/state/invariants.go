@@ -152,9 +152,9 @@ func (s *State) checkJob(j *Job) error {
 	switch {
 	case ok && j.State != want:
 		return fmt.Errorf("job %d is %s; its active allocations make it %s", j.ID, j.State, want)
-	case !ok && j.State.Active():
+	case !ok && j.State.Active() && !Checkpointed(j):
 		return fmt.Errorf("job %d is %s without an active allocation", j.ID, j.State)
-	case !ok && j.State != api.StatePending && !j.State.Terminal():
+	case !ok && j.State != api.StatePending && !j.State.Terminal() && !Checkpointed(j):
 		return fmt.Errorf("job %d is %s, neither pending nor finished, without an active allocation", j.ID, j.State)
 	}
 	if _, indexed := s.Pending[j.ID]; indexed != (j.State == api.StatePending) {

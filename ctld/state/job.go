@@ -225,6 +225,9 @@ type Job struct {
 	// records are in State.Migrations until the job is purged); the last
 	// one is under way while it is live.
 	Migrations []uint64 `json:"migrations,omitempty"`
+	// Checkpoint is the job's checkpoint (checkpoints.go), nil when it
+	// never had one.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

@@ -155,7 +155,14 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 	s.abortForStop(j, final, now, index)
 	active := s.runningAllocs(j)
 	if len(active) == 0 {
+		// A checkpointed job holds only its file: it ends (or goes
+		// back to the queue, to start afresh) at once, and so does the
+		// file.
 		j.State, j.Reason = final, api.ReasonNone
+		s.dropCheckpoint(j, index)
+		if final == api.StatePending {
+			j.Checkpoint = nil
+		}
 		return
 	}
 	for _, a := range active {
@@ -231,6 +238,8 @@ func (s *State) suspendJob(j *Job, c *SuspendJobs, index uint64) string {
 		return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
 	case !c.Suspend && j.State != api.StateSuspended:
 		return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
+	case Checkpointed(j):
+		return "is checkpointed: restore it (corral restore)"
 	}
 	active := s.activeAllocs(j)
 	for _, a := range active {

@@ -32,8 +32,10 @@ type Node struct {
 	// (RegisterNode.Key).
 	Key string `json:"key,omitempty"`
 	// Migrate says the daemon can be either side of a live migration
-	// (api.NodeInfo.Migrate).
-	Migrate bool `json:"migrate,omitempty"`
+	// (api.NodeInfo.Migrate); CheckpointDir is its shared checkpoint
+	// directory (api.NodeInfo.CheckpointDir).
+	Migrate       bool   `json:"migrate,omitempty"`
+	CheckpointDir string `json:"checkpoint_dir,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -61,6 +63,9 @@ type Node struct {
 	// Allocs are the active allocations on the node, in the order they
 	// were made.
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Checkpoints are the jobs whose checkpoint files the node keeps
+	// (checkpoints.go).
+	Checkpoints []uint64 `json:"checkpoints,omitempty"`
 }
 
 // controllerUser is who the controllers' own reasons are set by, as sinfo
@@ -82,7 +87,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate,
+		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir,
 	}
 }
 

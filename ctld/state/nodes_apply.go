@@ -29,9 +29,11 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		if n.Key == "" {
 			n.Key = old.Key
 		}
-		// Operator state and the node's allocations stay; a node that
-		// was DOWN holds none (applyNodeDown ended them).
-		n.Drain = old.Drain
+		// Operator state and the node's allocations and checkpoints
+		// stay; a node that was DOWN holds no allocation (applyNodeDown
+		// ended them).
+		n.Drain, n.Checkpoints = old.Drain, old.Checkpoints
+		n.DrainMigrate, n.DrainNote = old.DrainMigrate, old.DrainNote
 		n.setReason(old.Reason, old.ReasonUser, old.ReasonTime)
 		if old.Down && !old.Drain {
 			n.setReason("", "", time.Time{})
@@ -168,6 +170,7 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
 	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
 	s.finishRun(j, final, now)
+	s.checkpointRunEnded(j, index)
 	if !j.State.Active() && j.State != api.StatePending {
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		if r.Message != "" {

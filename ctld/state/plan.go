@@ -176,6 +176,14 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	if st.CPUs < j.Spec.CPUs() {
 		return "fewer CPUs than the job asked for"
 	}
+	if Restoring(j) {
+		if w := j.Checkpoint.Want; w != "" && w != st.Node {
+			return "not the node its restore asked for"
+		}
+		if why := s.CheckRestoreNode(j, st.Node); why != "" {
+			return why
+		}
+	}
 	if st.Placement != nil {
 		return s.checkPlacement(n, st.Placement)
 	}
@@ -395,7 +403,11 @@ func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanRe
 		s.noteResvStart(j, st)
 	}
 	j.State, j.Reason = api.StateRunning, api.ReasonNone
-	j.StartTime, j.EstStart, j.EstNode, j.EndTime = now, time.Time{}, "", time.Time{}
+	start := now
+	if Restoring(j) {
+		start = j.StartTime // the job goes on; it does not start again
+	}
+	j.StartTime, j.EstStart, j.EstNode, j.EndTime = start, time.Time{}, "", time.Time{}
 	j.ExitCode, j.Signal, j.Message = 0, 0, ""
 	s.putJob(j)
 	res.Started = append(res.Started, j.ID)
