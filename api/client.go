@@ -375,6 +375,13 @@ func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
 }
 
+// Checkpoint saves running jobs to checkpoints, or restores checkpointed
+// ones (CheckpointRequest).
+func (c *Client) Checkpoint(ctx context.Context, req CheckpointRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/checkpoint", req, &resp)
+}
+
 // Migrate asks for live migrations of running jobs, or aborts them
 // (MigrateRequest).
 func (c *Client) Migrate(ctx context.Context, req MigrateRequest) (*HoldResponse, error) {

@@ -85,6 +85,7 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/jobs/hold", access: "users", summary: "Hold or release jobs.", req: jsonBody(HoldRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/suspend", access: "users", summary: "Suspend or resume running jobs.", req: jsonBody(SuspendRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/requeue", access: "users", summary: "Put running, suspended or finished jobs back in the queue (scontrol requeue, requeuehold).", req: jsonBody(RequeueRequest{}), resp: jsonBody(HoldResponse{})},
+	{method: "POST", path: "/v1/jobs/checkpoint", access: "users", summary: "Save running jobs to checkpoints, releasing their nodes, or restore checkpointed jobs.", req: jsonBody(CheckpointRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/migrate", access: "users", summary: "Move running jobs to other nodes while they run (live migration), or abort their migrations.", req: jsonBody(MigrateRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/update", access: "users", summary: "Change a job's request (scontrol update).", req: jsonBody(UpdateJobRequest{}), resp: empty},
 	{method: "GET", path: "/v1/nodes", access: "users", summary: "Every node.", query: []param{consistentParam}, resp: jsonBody([]Node{})},

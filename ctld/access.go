@@ -93,6 +93,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
 		{"POST /v1/jobs/migrate", usersCancel, c.write(c.handleMigrate)},
+		{"POST /v1/jobs/checkpoint", usersCancel, c.write(c.handleCheckpoint)},
 		{"GET /v1/nodes", usersRead, c.read(c.handleListNodes)},
 		{"GET /v1/nodes/{name}", usersRead, c.read(c.handleGetNode)},
 		{"GET /v1/nodes/{name}/desired", nodes, c.handleDesired},

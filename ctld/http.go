@@ -429,6 +429,7 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 	var next uint64
 	var minAge int64
 	var migs []api.Migration
+	var ck *api.JobCheckpoint
 	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
 			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
@@ -443,6 +444,7 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 		next, minAge = s.NextJobID, s.Config.MinJobAge
 		if j != nil {
 			migs = apiMigrations(s, j)
+			ck = apiCheckpoint(j)
 		}
 	})
 	switch {
@@ -455,7 +457,7 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 	}
 	view := withPriority(v, c.priorityFunc(c.clock.Now()))
 	c.migrationFunc()(view)
-	view.Migrations = migs
+	view.Migrations, view.Checkpoint = migs, ck
 	return view, nil
 }
 
@@ -669,6 +671,11 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 	}
 	if st.Health != nil {
 		if err := c.takeHealth(st.Name, st.Health); err != nil {
+			return err
+		}
+	}
+	if len(st.Checkpoints) > 0 {
+		if err := c.takeCheckpointReports(st.Name, st.Checkpoints); err != nil {
 			return err
 		}
 	}

@@ -311,6 +311,7 @@ func validateNodeStatus(st *api.NodeStatus) error {
 		}
 	}
 	checkMigrationReports(c, st.Migrations)
+	checkCheckpointReports(c, st.Checkpoints)
 	return c.err
 }
 

@@ -154,7 +154,7 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, Migrate: n.Migrate, CheckpointDir: n.CheckpointDir,
 		},
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
 		DrainMigrate: n.DrainMigrate, DrainNote: n.DrainNote,
@@ -189,7 +189,9 @@ func desired(s *state.State, name string) api.Desired {
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended
 		}
-		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run, Migration: allocMigration(s, j, a)})
+		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run, Migration: allocMigration(s, j, a),
+			Checkpoint: s.AllocCheckpoint(j, a)})
 	}
+	d.Checkpoints = s.NodeCheckpoints(n)
 	return d
 }

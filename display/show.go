@@ -138,8 +138,27 @@ func showJobMigration(k *kvWriter, j *api.Job) {
 }
 
 // showMigrations writes one line per live migration of the job: its
-// nodes, phase and figures (or why it was aborted).
+// nodes, phase and figures (or why it was aborted), and a line for its
+// checkpoint.
 func showMigrations(k *kvWriter, j *api.Job) {
+	if ck := j.Checkpoint; ck != nil {
+		k.str("Checkpoint", ck.Phase)
+		k.str("CheckpointNode", ck.Node)
+		if ck.Path != "" {
+			k.str("CheckpointFile", ck.Path)
+			k.str("CheckpointBytes", strconv.FormatInt(ck.Size, 10))
+		}
+		if ck.SaveMS > 0 {
+			k.str("SaveTime", strconv.FormatInt(ck.SaveMS, 10)+"ms")
+		}
+		if ck.RestoreMS > 0 {
+			k.str("RestoreTime", strconv.FormatInt(ck.RestoreMS, 10)+"ms")
+		}
+		if ck.Error != "" {
+			k.str("Error", ck.Error)
+		}
+		k.newLine()
+	}
 	for _, m := range j.Migrations {
 		k.str("Migration", strconv.FormatUint(m.ID, 10))
 		k.str("From", m.From)

@@ -382,3 +382,89 @@ func TestDrainByMigration(t *testing.T) {
 		t.Logf("job %d counted %d lines", id, counterLines(t, outs[i]))
 	}
 }
+
+// TestCheckpointAndRestoreElsewhere parks a running counter job in a
+// checkpoint (a directory both nodes share): the job is SUSPENDED,
+// Checkpointed, and its CPU goes to a job that waited for it. Restored, it
+// starts on the other node from its file and counts on where it stopped,
+// with no line lost or repeated, to its end; its checkpoint file is gone
+// once it ended.
+func TestCheckpointAndRestoreElsewhere(t *testing.T) {
+	root := imageRoot(t)
+	if testing.Short() {
+		t.Skip("boots VMs and checkpoints one")
+	}
+	ckDir := t.TempDir()
+	c := startControllers(t, 1, "--node-timeout", "20s")
+	c.leader(t, 15*time.Second)
+	for _, n := range []string{"vm1", "vm2"} {
+		p := c.startNode(t, n, "--cpus", "1", "--mem", "2G", "--runner", "vm", "--images", root, "--log-level", "info",
+			"--checkpoint-dir", ckDir, "--checkpoint-shared")
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s's log:\n%s", p.name, p.tail())
+			}
+		})
+	}
+	c.waitNodes(t, 2)
+	cl := c.client(t)
+	work := t.TempDir()
+	out, stop := filepath.Join(work, "count.out"), filepath.Join(work, "stop")
+	script := filepath.Join(work, "count.sh")
+	writeFile(t, script, stoppableCounter(stop, 8))
+	id := mustID(t, c.submit(t, work, "--mem=256M", "-o", out, script))
+	ids := strconv.FormatUint(id, 10)
+	waitLines(t, out, 20, 2*time.Minute)
+	filler := mustID(t, c.submit(t, work, "--mem=256M", "-o", filepath.Join(work, "filler.out"), "--wrap", "echo up; sleep 600"))
+	waitJob(t, cl, filler, api.StateRunning, 2*time.Minute)
+	waiter := mustID(t, c.submit(t, work, "--mem=256M", "-o", filepath.Join(work, "waiter.out"), "--wrap", "echo waited"))
+	j, _ := cl.Job(context.Background(), id, false)
+	from := j.Node
+
+	mustCLI(t, corralBin, c.addr, work, "checkpoint", ids)
+	j = waitJob(t, cl, id, api.StateSuspended, 2*time.Minute)
+	if j.Reason != api.ReasonCheckpointed || j.Checkpoint == nil || j.Checkpoint.Phase != "saved" || j.Checkpoint.Size <= 0 {
+		t.Fatalf("the checkpointed job: %s (%s), checkpoint %+v", j.State, j.Reason, j.Checkpoint)
+	}
+	at := counterLines(t, out)
+	// Its CPU goes to the job that waited for one.
+	if w := waitJob(t, cl, waiter, api.StateCompleted, 2*time.Minute); w.Node != from {
+		t.Errorf("the waiting job ran on %s, want %s, the node the checkpoint freed", w.Node, from)
+	}
+	if got := counterLines(t, out); got != at {
+		t.Fatalf("the checkpointed job counted on (%d to %d lines)", at, got)
+	}
+	if _, err := cli(t, c.addr, work, "cancel", strconv.FormatUint(filler, 10)); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, filler, api.StateCancelled, time.Minute)
+	// Restored on the other node (the one the filler left): both may take
+	// it, the pass picks; --to says which.
+	to := "vm1"
+	if from == "vm1" {
+		to = "vm2"
+	}
+	mustCLI(t, corralBin, c.addr, work, "restore", "--to", to, ids)
+	j = waitJob(t, cl, id, api.StateRunning, 2*time.Minute)
+	waitLines(t, out, at+20, 2*time.Minute)
+	j, _ = cl.Job(context.Background(), id, false)
+	if j.Node != to || j.Checkpoint == nil || j.Checkpoint.Phase != "restored" {
+		t.Errorf("the restored job runs on %s (want %s), checkpoint %+v", j.Node, to, j.Checkpoint)
+	}
+	writeFile(t, stop, "")
+	waitJob(t, cl, id, api.StateCompleted, 2*time.Minute)
+	n := counterLines(t, out)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(ckDir, "*.ckpt"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint files %v outlive their job", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("saved on %s after %d lines (%d MiB in %d ms), restored on %s in %d ms, counted to %d",
+		from, at, j.Checkpoint.Size>>20, j.Checkpoint.SaveMS, to, j.Checkpoint.RestoreMS, n)
+}

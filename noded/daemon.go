@@ -79,6 +79,12 @@ type Config struct {
 	// MetricsListen is where GET /metrics serves the daemon's Prometheus
 	// figures (metrics.go), host:port; empty serves none.
 	MetricsListen string
+	// CheckpointDir is where the node writes its jobs' checkpoints
+	// (checkpoint.go); DataDir/checkpoints when empty. CheckpointShared
+	// says the directory is shared with other nodes at the same path,
+	// which may then restore the checkpoints written here.
+	CheckpointDir    string
+	CheckpointShared bool
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -124,6 +130,9 @@ type Daemon struct {
 	// migReceived) into the loop; migRep sends migration reports.
 	migCh  chan any
 	migRep *migReporter
+	// ckListed are the node's checkpoint files its desired state listed
+	// (checkpoint.go): one no longer listed is removed at once.
+	ckListed map[string]bool
 	// runErr is why the loop ended before its context did (the runner's
 	// probe failed); Run returns it.
 	runErr error
@@ -244,6 +253,7 @@ func New(cfg Config) (*Daemon, error) {
 		probedCh:  make(chan error),
 		loopDone:  make(chan struct{}),
 		jobs:      make(map[jobKey]*localJob),
+		ckListed:  make(map[string]bool),
 		done:      make(map[jobKey]time.Time),
 	}
 	d.reg = newRegistration()
@@ -418,6 +428,8 @@ func (d *Daemon) loop(ctx context.Context) {
 				d.onStreamed(ev)
 			case migReceived:
 				d.onReceived(ev)
+			case ckSaved:
+				d.onCheckpointSaved(ev)
 			}
 		case err := <-d.probedCh:
 			if !d.onProbed(err) {

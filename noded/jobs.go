@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -107,8 +106,12 @@ type localJob struct {
 	// startTook is how long the runner took to start the run (0 for a run
 	// an earlier daemon started); its report carries it.
 	startTook time.Duration
-	// mig is the migration the run takes part in, nil when none.
-	mig *runMigration
+	// mig is the migration the run takes part in, nil when none; ck the
+	// checkpoint it is saved to, nil when none; restore says it started
+	// from a checkpoint.
+	mig     *runMigration
+	ck      *runCheckpoint
+	restore bool
 }
 
 func (lj *localJob) alive() bool { return lj.starting || lj.handle != nil }
@@ -135,7 +138,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 	d.deferred = false
 	want := make(map[jobKey]*api.Job, len(des.Allocations))
 	ending := make(map[jobKey]*api.Job)
-	migs := desiredMigrations(des)
+	migs, cks := desiredMigrations(des), desiredCheckpoints(des)
 	for i := range des.Allocations {
 		j := &des.Allocations[i].Job
 		k := jobKey{j.ID, j.StartIndex}
@@ -153,6 +156,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 			d.updateTimeLimit(lj, j)
 			d.followSuspend(lj, j.State == api.StateSuspended)
 			d.followMigration(lj, migs[lj.key])
+			d.followCheckpoint(lj, cks[lj.key])
 			continue
 		}
 		state, msg := api.StateCancelled, ""
@@ -167,13 +171,16 @@ func (d *Daemon) reconcile(des *api.Desired) {
 			delete(d.done, k)
 		}
 	}
+	if des.Known {
+		d.sweepCheckpoints(des.Checkpoints)
+	}
 	if d.canLaunch(des) {
-		d.launchWanted(want, migs)
+		d.launchWanted(want, migs, cks)
 	}
 	d.publishRunning()
 }
 
-func (d *Daemon) launchWanted(want map[jobKey]*api.Job, migs map[jobKey]*api.AllocMigration) {
+func (d *Daemon) launchWanted(want map[jobKey]*api.Job, migs map[jobKey]*api.AllocMigration, cks map[jobKey]*api.AllocCheckpoint) {
 	keys := make([]jobKey, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -203,7 +210,7 @@ func (d *Daemon) launchWanted(want map[jobKey]*api.Job, migs map[jobKey]*api.All
 			d.deferred = true
 			continue
 		}
-		d.launch(k, want[k], migs[k])
+		d.launch(k, want[k], migs[k], cks[k])
 	}
 }
 
@@ -220,19 +227,15 @@ func (d *Daemon) otherRunAlive(k jobKey) bool {
 // onStarted takes the outcome.
 //
 // A live migration's destination (m) starts as its runner's incoming VM,
-// stopped, waiting for the stream (migration.go).
-func (d *Daemon) launch(k jobKey, j *api.Job, m *api.AllocMigration) {
+// stopped, waiting for the stream (migration.go); a run restored from a
+// checkpoint (ck) from its file (checkpoint.go).
+func (d *Daemon) launch(k jobKey, j *api.Job, m *api.AllocMigration, ck *api.AllocCheckpoint) {
 	lj := &localJob{key: k, dir: filepath.Join(d.root, k.String()), rec: jobRecord{Job: *j, Alloc: d.desiredAlloc(k), Started: time.Now()}}
-	var incoming LiveMigrator
-	if isDestination(m) {
-		lj.rec.Incoming = m.ID
-		lj.mig = &runMigration{id: m.ID, role: api.MigrationDestination, token: m.Token, peer: m.Peer, claimed: new(sync.Once)}
-		incoming, _ = d.runner.(LiveMigrator)
-	}
 	d.jobs[k] = lj
+	start, serr := d.starter(lj, m, ck)
 	spec, err := d.prepare(lj)
-	if err == nil && lj.rec.Incoming != 0 && incoming == nil {
-		err = fmt.Errorf("node %s's runner cannot be a live migration's destination", d.cfg.Name)
+	if err == nil {
+		err = serr
 	}
 	if err != nil {
 		d.log.Error("cannot launch job", "job", k.ID, "start_index", k.StartIndex, "err", err)
@@ -261,13 +264,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job, m *api.AllocMigration) {
 			spec.Network = p.Network
 		}
 		began := time.Now()
-		var h Handle
-		var err error
-		if incoming != nil {
-			h, err = incoming.StartIncoming(context.Background(), spec)
-		} else {
-			h, err = d.runner.Start(context.Background(), spec)
-		}
+		h, err := start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err, took: time.Since(began)}
 	}()
 }
@@ -371,6 +368,10 @@ func (d *Daemon) onStarted(ev startedEvent) {
 		d.log.Info("a migration's destination waits for its stream", "job", ev.key.ID, "migration", lj.rec.Incoming)
 		d.migReport(lj, "prepared", MigrationStats{}, "")
 		return
+	}
+	if lj.restore {
+		d.log.Info("the job runs on from its checkpoint", "job", ev.key.ID, "took", ev.took)
+		d.ckRep(api.CheckpointReport{Job: ev.key.ID, Alloc: lj.rec.Alloc, Event: "restored", TookMS: ev.took.Milliseconds()})
 	}
 	// The job may have been suspended while it was being launched.
 	if j := d.desiredJob(ev.key); j != nil {

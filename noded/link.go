@@ -144,6 +144,8 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		Inventory:  d.inv.Load(),
 		APIAddr:    d.apiAddr(),
 		Migrate:    d.canMigrate(),
+		// A checkpoint is a migration to a file: the same runner does it.
+		CheckpointDir: d.sharedCheckpointDir(),
 	}
 	keys, reports := d.rep.snapshot()
 	if len(keys) > api.MaxRegisterReports {

@@ -258,7 +258,10 @@ type migReporter struct {
 	d       *Daemon
 	mu      sync.Mutex
 	pending []api.MigrationReport
-	notify  chan struct{}
+	// checkpoints are the checkpoint reports, sent the same way
+	// (checkpoint.go).
+	checkpoints []api.CheckpointReport
+	notify      chan struct{}
 }
 
 func newMigReporter(d *Daemon) *migReporter {
@@ -270,6 +273,18 @@ func (m *migReporter) add(r api.MigrationReport) {
 	m.mu.Lock()
 	m.pending = append(m.pending, r)
 	m.mu.Unlock()
+	m.wake()
+}
+
+// addCheckpoint queues a checkpoint report; it never blocks.
+func (m *migReporter) addCheckpoint(r api.CheckpointReport) {
+	m.mu.Lock()
+	m.checkpoints = append(m.checkpoints, r)
+	m.mu.Unlock()
+	m.wake()
+}
+
+func (m *migReporter) wake() {
 	select {
 	case m.notify <- struct{}{}:
 	default:
@@ -283,10 +298,10 @@ func (m *migReporter) run(ctx context.Context) {
 	b := newBackoff(20*time.Millisecond, 2*time.Second)
 	for {
 		m.mu.Lock()
-		batch := m.pending[:min(len(m.pending), api.MaxMigrationReports)]
-		batch = append([]api.MigrationReport(nil), batch...)
+		batch := append([]api.MigrationReport(nil), m.pending[:min(len(m.pending), api.MaxMigrationReports)]...)
+		cks := append([]api.CheckpointReport(nil), m.checkpoints[:min(len(m.checkpoints), api.MaxMigrationReports)]...)
 		m.mu.Unlock()
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(cks) == 0 {
 			select {
 			case <-m.notify:
 				continue
@@ -295,7 +310,7 @@ func (m *migReporter) run(ctx context.Context) {
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := m.d.cfg.Client.Report(cctx, api.NodeStatus{Name: m.d.cfg.Name, BootID: m.d.bootID, Migrations: batch})
+		err := m.d.cfg.Client.Report(cctx, api.NodeStatus{Name: m.d.cfg.Name, BootID: m.d.bootID, Migrations: batch, Checkpoints: cks})
 		cancel()
 		m.d.noteCall("migration report", err)
 		var ae *api.APIError
@@ -310,7 +325,7 @@ func (m *migReporter) run(ctx context.Context) {
 		}
 		b.reset()
 		m.mu.Lock()
-		m.pending = m.pending[len(batch):]
+		m.pending, m.checkpoints = m.pending[len(batch):], m.checkpoints[len(cks):]
 		m.mu.Unlock()
 	}
 }

@@ -370,6 +370,25 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	})
 }
 
+// runCheckpoint saves running jobs to checkpoints (corral checkpoint ID...).
+func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
+	return jobAction(ctx, env, "checkpoint", args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Checkpoint(ctx, api.CheckpointRequest{IDs: ids})
+	})
+}
+
+// runRestore restores checkpointed jobs (corral restore [--to NODE] ID...).
+func runRestore(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "restore", getopt.Permute, args,
+		valued(0, "to", "NODE", "the node to restore on (default: any that can read the checkpoint, chosen by the scheduler)"))
+	if err != nil {
+		return err
+	}
+	return actOnJobs(ctx, env, "restore", o.args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Checkpoint(ctx, api.CheckpointRequest{IDs: ids, Restore: true, To: o.get("to")})
+	})
+}
+
 func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"),
 		flag(0, "migrate", "drain by moving the node's running jobs to other nodes (live migration)"))

@@ -44,6 +44,8 @@ func init() {
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
 		"requeue":         {"put running, suspended or finished jobs back in the queue: requeue [--hold] ID... (scontrol requeue, requeuehold)", runRequeue},
 		"migrate":         {"move running jobs to other nodes while they run: migrate [--to NODE] ID... | migrate --cancel ID... (live migration)", runMigrate},
+		"checkpoint":      {"park running jobs in checkpoint files, releasing their nodes (SUSPENDED, Checkpointed): checkpoint ID...", runCheckpoint},
+		"restore":         {"run checkpointed jobs again from their checkpoints: restore [--to NODE] ID... (also scontrol resume)", runRestore},
 		"ping":            {"ask each controller member whether it is up (scontrol ping)", runPing},
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},

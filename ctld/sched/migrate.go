@@ -92,10 +92,6 @@ func (pl *placer) placeMoves(plan *Plan) {
 	if len(pl.s.Moves) == 0 {
 		return
 	}
-	pl.nodeByName = make(map[string]*state.Node, len(pl.s.Nodes))
-	for _, n := range pl.s.Nodes {
-		pl.nodeByName[n.Name] = n
-	}
 	for _, mv := range pl.s.Moves {
 		if mv.Blocked != "" {
 			pl.noteDrain(plan, mv, fmt.Sprintf("job %d cannot migrate: it %s", mv.Job.ID, mv.Blocked))
@@ -118,11 +114,11 @@ func (pl *placer) placeMove(mv Move, plan *Plan) {
 	req := RequestOf(j, pl.s.DefMemPerCPU)
 	req.CPUs, req.MemMB = a.CPUs, a.MemMB
 	dur := int64(jobLimit(j, pl.partition(part)))
-	src := pl.nodeByName[a.Node]
+	src := pl.stateNode(a.Node)
 	found, best := -1, (*api.Placement)(nil)
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		sn := pl.nodeByName[n.name]
+		sn := pl.stateNode(n.name)
 		switch {
 		case !n.usable || n.name == a.Node || want != "" && n.name != want || pl.claimed[i]:
 			continue
@@ -197,4 +193,31 @@ func (pl *placer) noteDrain(plan *Plan, mv Move, why string) {
 		why = prev + "; " + why
 	}
 	plan.DrainNotes[node] = why
+}
+
+// stateNode returns the snapshot's node called name (nil when none),
+// building the index on first use.
+func (pl *placer) stateNode(name string) *state.Node {
+	if pl.nodeByName == nil {
+		pl.nodeByName = make(map[string]*state.Node, len(pl.s.Nodes))
+		for _, n := range pl.s.Nodes {
+			pl.nodeByName[n.Name] = n
+		}
+	}
+	return pl.nodeByName[name]
+}
+
+// canRestoreOn reports whether the job being restored may start on node
+// name: the node asked for, one that can read its checkpoint file (the node
+// that wrote it, or one with the same shared checkpoint directory), with
+// the accelerator it was saved under.
+func (pl *placer) canRestoreOn(name string) bool {
+	ck, n := pl.restoring.Checkpoint, pl.stateNode(name)
+	switch {
+	case n == nil || ck.Want != "" && name != ck.Want:
+		return false
+	case name != ck.Node && (ck.Dir == "" || n.CheckpointDir != ck.Dir):
+		return false
+	}
+	return n.Accel == ck.Accel
 }

@@ -148,3 +148,59 @@ func TestSameMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreIsPlacedWhereTheFileIs checkpoints job 1 on a1 and restores
+// it: the pass starts it only on a node that can read the file (a1 itself
+// when the file is a1's own; a node of the same shared checkpoint
+// directory otherwise), never on one without it.
+func TestRestoreIsPlacedWhereTheFileIs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dir  string
+		full bool // a1 is full when the job is restored
+		want string
+	}{
+		"a node's own file":           {dir: "", want: "a1"},
+		"its own file, its node full": {dir: "", full: true, want: ""},
+		"a shared directory":          {dir: "/shared", full: true, want: "a2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a1, a2, b1 := migNode("a1"), migNode("a2"), migNode("b1")
+			a1.CheckpointDir, a2.CheckpointDir = tc.dir, tc.dir
+			on := []string{"a1"}
+			if tc.full {
+				on = append(on, "a1", "b1", "b1")
+			}
+			s, index := moveCluster(t, []api.NodeInfo{a1, b1, a2}, on, nil)
+			step := func(ct state.CommandType, p any) any { index++; return s.Apply(index, ct, p) }
+			step(state.CmdCheckpointJobs, &state.CheckpointJobs{Now: t0, IDs: []uint64{1}})
+			a := s.ActiveAllocs(s.Jobs[1])[0]
+			step(state.CmdCheckpointReports, &state.CheckpointReports{Now: t0, Node: "a1", Reports: []api.CheckpointReport{
+				{Job: 1, Alloc: a.ID, Event: state.CheckpointSaved, Path: "/x", Size: 1, SHA256: "ab"}}})
+			step(state.CmdJobReports, &state.JobReports{Now: t0, Node: "a1", BootID: "a1", Reports: []api.JobReport{
+				{Alloc: a.ID, JobID: 1, StartIndex: a.StartIndex, State: api.StateCancelled}}})
+			if tc.full {
+				// Job 2 fills the room job 1 left on a1.
+				step(state.CmdSubmitJobs, &state.SubmitJobs{Now: t0, FirstID: 10, Jobs: []state.JobSpec{{Name: "f", User: "alice", NTasks: 1, CPUsPerTask: 1, MemPerNode: 512}}})
+				step(state.CmdApplyPlan, &state.ApplyPlan{Now: t0, Starts: []state.PlanStart{{JobID: 10, Node: "a1", CPUs: 1, MemMB: 512}}})
+			}
+			if res := step(state.CmdRestoreJobs, &state.RestoreJobs{Now: t0, IDs: []uint64{1}}).(*state.IDsResult); len(res.Changed) != 1 {
+				t.Fatalf("restore refused: %v", res.Errors)
+			}
+			snap := NewSnapshot(s, t0.Add(time.Second))
+			plan := Schedule(snap)
+			got := ""
+			for _, st := range plan.Starts {
+				if st.JobID == 1 {
+					got = st.Node
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("the restore starts on %q, want %q (reason %s)", got, tc.want, plan.Reasons[1])
+			}
+			step(state.CmdApplyPlan, plan.Entry(t0.Add(time.Second), snap, 100))
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

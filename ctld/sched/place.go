@@ -77,8 +77,12 @@ type placer struct {
 	// are none.
 	adv *advance
 	// nodeByName finds the snapshot's nodes by name, for the moves
-	// (migrate.go); built when the pass has any.
+	// (migrate.go) and restores; built on first use.
 	nodeByName map[string]*state.Node
+	// restoring is the job being placed when it starts from its
+	// checkpoint (it may start only where the file can be read), nil
+	// otherwise.
+	restoring *state.Job
 }
 
 // kept is a previous reservation held in a node's profile.
@@ -268,7 +272,13 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	dur := int64(jobLimit(j, partition))
-	if i, placement := pl.fitNow(part, cpus, mem, dur, req); i >= 0 {
+	pl.restoring = nil
+	if state.Restoring(j) {
+		pl.restoring = j
+	}
+	i, placement := pl.fitNow(part, cpus, mem, dur, req)
+	pl.restoring = nil
+	if i >= 0 {
 		n := &pl.free.nodes[i]
 		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
 		pl.countQOS(j, cpus)
@@ -378,7 +388,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 	}
 	req := shape{part, cpus, mem, dur, r}
 	for _, f := range pl.failed {
-		if f.covers(req) {
+		if f.covers(req) && pl.restoring == nil {
 			return -1, nil
 		}
 	}
@@ -396,6 +406,9 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			continue
 		}
 		if n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+			continue
+		}
+		if pl.restoring != nil && !pl.canRestoreOn(n.name) {
 			continue
 		}
 		// Without a reservation a node's free resources only grow, so
@@ -419,7 +432,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 				continue
 			}
 			p, ok := PlaceInNode(n.inv, used, r)
-			if !ok || best != nil && p.Score <= best.Score {
+			if !ok || best != nil && p.Score <= best.Score || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, &p, r.NUMA) {
 				continue
 			}
 			found, best = i, &p
@@ -429,8 +442,8 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 				}
 				continue // a better node may follow
 			}
-		} else if best != nil {
-			continue // a node with a placement was found first
+		} else if best != nil || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, nil, r.NUMA) {
+			continue // a node with a placement was found first, or a restore needs one
 		} else {
 			found = i
 		}
@@ -438,7 +451,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		break
 	}
 	pl.open = keep
-	if found < 0 {
+	if found < 0 && pl.restoring == nil {
 		if len(pl.failed) == 8 {
 			copy(pl.failed, pl.failed[1:])
 			pl.failed = pl.failed[:7]

@@ -178,21 +178,25 @@ func (s *State) restoreAlloc(j *Job, node string, alloc uint64) *Allocation {
 }
 
 func (s *State) applyRestore(c *RestoreJobs, index uint64) *IDsResult {
-	return s.eachJob(c.IDs, func(j *Job) string {
-		if !Checkpointed(j) {
-			return fmt.Sprintf("is %s, not checkpointed: only a checkpointed job is restored", j.State)
+	return s.eachJob(c.IDs, func(j *Job) string { return s.restoreJob(j, c.To) })
+}
+
+// restoreJob puts checkpointed job j (a private copy) back in the queue to
+// start from its checkpoint, on node to ("" any that can), or says why not.
+func (s *State) restoreJob(j *Job, to string) string {
+	if !Checkpointed(j) {
+		return fmt.Sprintf("is %s, not checkpointed: only a checkpointed job is restored", j.State)
+	}
+	if to != "" {
+		if why := s.CheckRestoreNode(j, to); why != "" {
+			return why
 		}
-		if c.To != "" {
-			if why := s.CheckRestoreNode(j, c.To); why != "" {
-				return why
-			}
-		}
-		ck := *j.Checkpoint
-		ck.Phase, ck.Want = CheckpointRestoring, s.intern(c.To)
-		j.Checkpoint = &ck
-		j.State, j.Reason = api.StatePending, api.ReasonNone
-		return ""
-	})
+	}
+	ck := *j.Checkpoint
+	ck.Phase, ck.Want = CheckpointRestoring, s.intern(to)
+	j.Checkpoint = &ck
+	j.State, j.Reason = api.StatePending, api.ReasonNone
+	return ""
 }
 
 // CheckRestoreNode says why node name cannot start job j from its

@@ -238,8 +238,10 @@ func (s *State) suspendJob(j *Job, c *SuspendJobs, index uint64) string {
 		return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
 	case !c.Suspend && j.State != api.StateSuspended:
 		return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
-	case Checkpointed(j):
-		return "is checkpointed: restore it (corral restore)"
+	case !c.Suspend && Checkpointed(j):
+		// scontrol resume of a job parked in a checkpoint restores it,
+		// on any node that can read the file.
+		return s.restoreJob(j, "")
 	}
 	active := s.activeAllocs(j)
 	for _, a := range active {
