@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,4 +182,35 @@ type countingWriter int64
 func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
+}
+
+// BenchmarkEveryUsersMonth selects every user's records of the history's
+// last 30 days (sacct -a -S … -E …: 86,400 records) and encodes them as
+// the API does.
+func BenchmarkEveryUsersMonth(b *testing.B) {
+	s := sharedStore(b)
+	end := t0.Add(time.Duration(benchRecords()) * benchStep)
+	q := Query{AllUsers: true, Start: end.Add(-30 * 24 * time.Hour), End: end}
+	var n int
+	var selectTime, encodeTime time.Duration
+	var size countingWriter
+	for b.Loop() {
+		began := time.Now()
+		recs, err := s.Select(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		selectTime += time.Since(began)
+		began = time.Now()
+		size = 0
+		if err := json.NewEncoder(&size).Encode(recs); err != nil {
+			b.Fatal(err)
+		}
+		encodeTime += time.Since(began)
+		n = len(recs)
+	}
+	b.ReportMetric(float64(n), "records")
+	b.ReportMetric(float64(selectTime.Milliseconds())/float64(b.N), "select-ms")
+	b.ReportMetric(float64(encodeTime.Milliseconds())/float64(b.N), "encode-ms")
+	b.ReportMetric(float64(size)/1e6, "wire-MB")
 }

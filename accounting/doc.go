@@ -1,9 +1,11 @@
 // Package accounting keeps the usage record of every run of every job:
 // sacct's data. It builds records purely from the replicated state
 // (record.go), stores them in an embedded store on every controller
-// (store.go, rollup.go) and selects them for `corral acct` (query.go) and
-// `corral acct report` (query.go; utilization.go and series.go with the
-// node facts of nodes.go and the run index of runs.go).
+// (store.go, rollup.go, changes.go), selects them for `corral acct`
+// (query.go) and `corral acct report` (query.go; utilization.go and
+// series.go with the node facts of nodes.go and the run index of runs.go),
+// and exports them (export.go, parquet.go; accounting/pgsink streams them
+// into PostgreSQL).
 //
 // # Records
 //
@@ -76,10 +78,13 @@
 // and user (rollup.go), so a report over a year reads a few thousand sums.
 // Its cost is the file, about 1 KB per record (the values are the wire's
 // JSON; pages are filled to 95% since keys arrive in order), and decoding
-// JSON when many records are read: every user's records of a month (86,000)
-// take 3.5 s on the controller and 14 s through the CLI. A compact binary
-// value and a row encoding on the wire (as GET /v1/jobs has) are the next
-// step when that matters.
+// JSON when many records are read. Every user's records of a month (86,000)
+// took 14 s through the CLI; since the CLI asks for the compact listing
+// (api.AcctRowsType, streamed) and Select sorts pointers rather than
+// records, the controller's and the CLI's CPU time for it fell from about
+// 4 s to under 2 s (docs/performance.md). Decoding the stored JSON is most
+// of what is left on the controller; a compact value in the store is the
+// next step when that matters.
 //
 // # Cluster utilization and usage over time
 //
@@ -120,5 +125,21 @@
 // before its time less the retention (Written.ExpireBefore, at most
 // ExpireMax at once), the same on every member.
 //
-// The PostgreSQL sink is the rest of issue #13.
+// # The change feed and the PostgreSQL sink
+//
+// The store also lists its records by the Raft index of the entry that
+// last changed them (changes.go): a change feed whose positions mean the
+// same on every member, because every member writes the same records at
+// the same indexes (the controller's writer batches several entries into
+// one transaction, but each keeps its own index: WriteAll). A member that
+// restored a snapshot writes the snapshot's records at the snapshot's
+// index, later than their entries; copying its peers' stores (Copy) puts
+// them where the peers have them. The optional PostgreSQL sink (package
+// accounting/pgsink, ctld --accounting-postgres) reads the feed on the
+// leader and keeps its cursor, a position in the feed, in the database,
+// moved in the same transaction as the rows it wrote, so that it resumes
+// after an outage, or on the next leader, without losing a record or
+// writing one twice (rows are upserted by job and allocation, replaced
+// only by a later change). pgsink's doc.go says why one writer, the
+// leader, rather than every member.
 package accounting

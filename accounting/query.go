@@ -53,26 +53,7 @@ func inWindow(start, end time.Time, r *Record) bool {
 	return end.IsZero() || !from.After(end)
 }
 
-// Latest keeps, of each job's records, the one that ended last (its final
-// run; an earlier run only when the job's later ones are not among recs),
-// as sacct without -D shows a job once. recs keep their order otherwise.
-func Latest(recs []Record) []Record {
-	best := map[uint64]int{}
-	for i := range recs {
-		r := &recs[i]
-		if j, ok := best[r.JobID]; !ok || later(r, &recs[j]) {
-			best[r.JobID] = i
-		}
-	}
-	out := recs[:0:0]
-	for i := range recs {
-		if best[recs[i].JobID] == i {
-			out = append(out, recs[i])
-		}
-	}
-	return out
-}
-
+// later reports whether a ended after b (the later allocation on a tie).
 func later(a, b *Record) bool {
 	if c := a.End.Compare(b.End); c != 0 {
 		return c > 0
@@ -80,18 +61,11 @@ func later(a, b *Record) bool {
 	return a.AllocID > b.AllocID
 }
 
-// SortRecords orders records by job, then allocation (sacct's order).
-func SortRecords(recs []Record) {
-	slices.SortFunc(recs, func(a, b Record) int {
-		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.AllocID, b.AllocID))
-	})
-}
-
 // Select returns the records q selects, by job then allocation, each job
 // once unless q.Duplicates. It reads the narrowest index q allows: the
 // jobs' keys, the users' or accounts' ranges, or the records' time range.
 func (s *Store) Select(q Query) ([]Record, error) {
-	var out []Record
+	var found []*Record
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		lo, hi := scanRange(tx, q.Start, q.End)
 		keep := func(pk []byte) error {
@@ -99,12 +73,12 @@ func (s *Store) Select(q Query) ([]Record, error) {
 			if v == nil {
 				return nil
 			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
+			r := new(Record)
+			if err := json.Unmarshal(v, r); err != nil {
 				return fmt.Errorf("reading the record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
 			}
-			if Matches(&q, &r) {
-				out = append(out, r)
+			if Matches(&q, r) {
+				found = append(found, r)
 			}
 			return nil
 		}
@@ -127,11 +101,36 @@ func (s *Store) Select(q Query) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	SortRecords(out)
-	if !q.Duplicates {
-		out = Latest(out)
+	return ordered(found, q.Duplicates), nil
+}
+
+// ordered returns recs by job then allocation, each job's latest record
+// only unless duplicates (the one that ended last: sacct without -D
+// shows a job once). It sorts pointers,
+// not the records (hundreds of bytes each), and copies each record kept
+// once: every user's month is 86,000 records.
+func ordered(recs []*Record, duplicates bool) []Record {
+	slices.SortFunc(recs, func(x, y *Record) int {
+		return cmp.Or(cmp.Compare(x.JobID, y.JobID), cmp.Compare(x.AllocID, y.AllocID))
+	})
+	if !duplicates {
+		kept := recs[:0]
+		for _, r := range recs {
+			if n := len(kept); n > 0 && kept[n-1].JobID == r.JobID {
+				if later(r, kept[n-1]) {
+					kept[n-1] = r
+				}
+				continue
+			}
+			kept = append(kept, r)
+		}
+		recs = kept
 	}
-	return out, nil
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = *r
+	}
+	return out
 }
 
 // scanRange is the range of end keys a window [start, end] needs: records
@@ -164,7 +163,7 @@ func eachJobKey(tx *bbolt.Tx, jobs []uint64, f func(pk []byte) error) error {
 		p := be64(j)
 		c := tx.Bucket(bKey).Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if err := call(v); err != nil {
+			if err := call(v[:24]); err != nil {
 				return err
 			}
 		}

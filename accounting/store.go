@@ -23,13 +23,14 @@ import (
 // Buckets:
 //
 //	rec    end|job|alloc → the record (JSON)
-//	key    job|alloc → end|job|alloc (idempotence: a key written again replaces its record)
+//	key    job|alloc → end|job|alloc, change index (idempotence: a key written again replaces its record)
 //	user   user 0x00 end|job|alloc → nothing
 //	acct   account 0x00 end|job|alloc → usage (see usageValue)
 //	array  arrayjob|end|job|alloc → nothing
 //	day    account 0x00 user 0x00 day → the day's usage sums (rollup.go)
 //	run    end|job|alloc → what time-spread reports read of it (runs.go)
 //	node   node 0x00 time → the node's state from then on (nodes.go)
+//	chg    index|job|alloc → nothing: the records by the Raft index that last changed them (changes.go)
 //	meta   count, digest (XOR of each record's SHA-256), longest run,
 //	       longest span (runs.go)
 type Store struct {
@@ -44,6 +45,7 @@ var (
 	bArray = []byte("array")
 	bDay   = []byte("day")
 	bMeta  = []byte("meta")
+	bChg   = []byte("chg")
 
 	mCount   = []byte("count")
 	mDigest  = []byte("digest")
@@ -72,9 +74,11 @@ func Open(path string) (*Store, error) {
 			}
 		}
 		if fill {
-			return buildRunIndex(tx)
+			if err := buildRunIndex(tx); err != nil {
+				return err
+			}
 		}
-		return nil
+		return openChanges(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -93,41 +97,34 @@ func (s *Store) Path() string { return s.db.Path() }
 // same key, w.IfAbsent is written only where its key is not stored. A
 // record equal to the stored one changes nothing, so writing the same
 // records again (a log replayed after a restart) is idempotent.
-func (s *Store) Write(w Written) error {
-	if w.Empty() {
+func (s *Store) Write(w Written) error { return s.WriteAll([]Written{w}) }
+
+// WriteAll stores the writes of several entries in one transaction, in
+// order, each at its own index in the change feed (so that the feed is the
+// same on every member however a member's writes were batched); the
+// records past retention are expired once, at the latest cutoff, after
+// them: records written after a purge end after its cutoff.
+func (s *Store) WriteAll(ws []Written) error {
+	var expire time.Time
+	empty := true
+	for _, w := range ws {
+		empty = empty && w.Empty()
+		if w.ExpireBefore.After(expire) {
+			expire = w.ExpireBefore
+		}
+	}
+	if empty {
 		return nil
 	}
 	return s.db.Update(func(tx *bbolt.Tx) error {
 		t := newWriteTx(tx)
-		for i := range w.Replace {
-			if err := t.put(&w.Replace[i], true); err != nil {
+		for _, w := range ws {
+			if err := t.write(w); err != nil {
 				return err
 			}
 		}
-		for i := range w.IfAbsent {
-			if err := t.put(&w.IfAbsent[i], false); err != nil {
-				return err
-			}
-		}
-		// A restored member's guesses come before the facts of the
-		// entries it applies after the snapshot.
-		for i := range w.NodesIfNone {
-			if err := t.putNodeFact(&w.NodesIfNone[i], true); err != nil {
-				return err
-			}
-		}
-		for i := range w.Nodes {
-			if err := t.putNodeFact(&w.Nodes[i], false); err != nil {
-				return err
-			}
-		}
-		if w.Index > 0 {
-			if err := t.setApplied(w.Index); err != nil {
-				return err
-			}
-		}
-		if !w.ExpireBefore.IsZero() {
-			if err := t.expire(w.ExpireBefore, ExpireMax); err != nil {
+		if !expire.IsZero() {
+			if err := t.expire(expire, ExpireMax); err != nil {
 				return err
 			}
 		}
@@ -135,23 +132,53 @@ func (s *Store) Write(w Written) error {
 	})
 }
 
+// write stores one entry's records and node facts (WriteAll).
+func (t *writeTx) write(w Written) error {
+	for i := range w.Replace {
+		if err := t.put(&w.Replace[i], true, w.Index); err != nil {
+			return err
+		}
+	}
+	for i := range w.IfAbsent {
+		if err := t.put(&w.IfAbsent[i], false, w.Index); err != nil {
+			return err
+		}
+	}
+	// A restored member's guesses come before the facts of the entries
+	// it applies after the snapshot (which come in later writes).
+	for i := range w.NodesIfNone {
+		if err := t.putNodeFact(&w.NodesIfNone[i], true); err != nil {
+			return err
+		}
+	}
+	for i := range w.Nodes {
+		if err := t.putNodeFact(&w.Nodes[i], false); err != nil {
+			return err
+		}
+	}
+	if w.Index > 0 {
+		return t.setApplied(w.Index)
+	}
+	return nil
+}
+
 // writeTx is one write transaction and the meta figures it changes.
 type writeTx struct {
-	tx                                                *bbolt.Tx
-	rec, key, user, acct, array, day, run, node, meta *bbolt.Bucket
-	count                                             uint64
-	digest                                            [sha256.Size]byte
-	longest, span                                     int64
+	tx                                                     *bbolt.Tx
+	rec, key, user, acct, array, day, run, node, meta, chg *bbolt.Bucket
+	count                                                  uint64
+	digest                                                 [sha256.Size]byte
+	longest, span                                          int64
 }
 
 func newWriteTx(tx *bbolt.Tx) *writeTx {
 	t := &writeTx{tx: tx, rec: tx.Bucket(bRec), key: tx.Bucket(bKey), user: tx.Bucket(bUser),
 		acct: tx.Bucket(bAcct), array: tx.Bucket(bArray), day: tx.Bucket(bDay), run: tx.Bucket(bRun),
-		node: tx.Bucket(bNode), meta: tx.Bucket(bMeta)}
+		node: tx.Bucket(bNode), meta: tx.Bucket(bMeta), chg: tx.Bucket(bChg)}
 	// Keys arrive in ascending order within each bucket's prefixes (end
 	// times grow with the log), so a split page is never written to
 	// again: fill pages before splitting, or the file is twice as large.
-	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day, t.run} {
+	for _, b := range []*bbolt.Bucket{t.rec, t.key, t.user, t.acct, t.array, t.day, t.run, t.chg} {
 		b.FillPercent = fillPercent
 	}
 	if v := t.meta.Get(mCount); len(v) == 8 {
@@ -176,8 +203,10 @@ func (t *writeTx) finish() error {
 	return t.meta.Put(mDigest, t.digest[:])
 }
 
-// put writes r, replacing a stored record of its key when replace is set.
-func (t *writeTx) put(r *Record, replace bool) error {
+// put writes r, replacing a stored record of its key when replace is set;
+// index is the Raft index of the entry that writes it (the change feed's
+// order, changes.go).
+func (t *writeTx) put(r *Record, replace bool, index uint64) error {
 	k := KeyOf(r)
 	old := t.key.Get(idKey(k))
 	if old != nil && !replace {
@@ -189,7 +218,7 @@ func (t *writeTx) put(r *Record, replace bool) error {
 	}
 	pk := primaryKey(r.End, k)
 	if old != nil {
-		oldPK := bytes.Clone(old)
+		oldPK, oldChange := splitKeyValue(old)
 		oldVal := t.rec.Get(oldPK)
 		if bytes.Equal(oldPK, pk) && bytes.Equal(oldVal, val) {
 			return nil
@@ -197,11 +226,17 @@ func (t *writeTx) put(r *Record, replace bool) error {
 		if err := t.remove(oldPK, oldVal); err != nil {
 			return err
 		}
+		if err := t.chg.Delete(changeKey(oldChange, k)); err != nil {
+			return err
+		}
 	}
 	if err := t.rec.Put(pk, val); err != nil {
 		return err
 	}
-	if err := t.key.Put(idKey(k), pk); err != nil {
+	if err := t.key.Put(idKey(k), binary.BigEndian.AppendUint64(pk, index)); err != nil {
+		return err
+	}
+	if err := t.chg.Put(changeKey(index, k), nil); err != nil {
 		return err
 	}
 	if err := t.user.Put(indexKey(r.User, pk), nil); err != nil {
@@ -263,7 +298,7 @@ func (t *writeTx) expire(cutoff time.Time, limit int) error {
 		if err := t.remove(pk, val); err != nil {
 			return err
 		}
-		if err := t.key.Delete(pk[8:]); err != nil {
+		if err := t.unlink(pk[8:]); err != nil {
 			return err
 		}
 	}

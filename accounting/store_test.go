@@ -249,7 +249,7 @@ func TestPageAppliedAndGap(t *testing.T) {
 			t.Fatal(err)
 		}
 		pages++
-		if err := dst.Write(Written{IfAbsent: page}); err != nil {
+		if err := dst.Copy(page, nil); err != nil {
 			t.Fatal(err)
 		}
 		if next == nil {

@@ -71,13 +71,14 @@ func (t *writeTx) setApplied(index uint64) error {
 const PageSize = 5000
 
 // Page returns up to limit records (at most PageSize) in key order after
-// the key after (nil: from the first), and the key to continue after
-// (nil when there are no more).
-func (s *Store) Page(after []byte, limit int) ([]Record, []byte, error) {
+// the key after (nil: from the first), each with its place in the change
+// feed, and the key to continue after (nil when there are no more).
+func (s *Store) Page(after []byte, limit int) ([]Change, []byte, error) {
 	limit = min(max(limit, 1), PageSize)
-	var out []Record
+	var out []Change
 	var next, last []byte
 	err := s.db.View(func(tx *bbolt.Tx) error {
+		keys := tx.Bucket(bKey)
 		c := tx.Bucket(bRec).Cursor()
 		k, v := c.First()
 		if after != nil {
@@ -91,14 +92,76 @@ func (s *Store) Page(after []byte, limit int) ([]Record, []byte, error) {
 				next = last
 				return nil
 			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
+			var ch Change
+			if err := json.Unmarshal(v, &ch.Record); err != nil {
 				return fmt.Errorf("reading the record at %x: %w; the store is damaged, rebuild it from a peer", k, err)
 			}
-			out = append(out, r)
+			ch.Pos = ChangePos{Job: ch.Record.JobID, Alloc: ch.Record.AllocID}
+			if kv := keys.Get(k[8:]); kv != nil {
+				_, ch.Pos.Index = splitKeyValue(kv)
+			}
+			out = append(out, ch)
 			last = bytes.Clone(k)
 		}
 		return nil
 	})
 	return out, next, err
+}
+
+// Copy writes records copied from a peer's store (Page), and its node
+// facts: each record where its
+// key is not stored, at the peer's place in the change feed; where the
+// same record is stored, it takes the peer's place too. The records a
+// member wrote from a restored snapshot sit at the snapshot's index, later
+// than the entries that wrote them on the peers; once copied, every record
+// sits where it sits on the peers, so a feed reader may move from this
+// member to another without skipping a record (changes.go).
+func (s *Store) Copy(recs []Change, nodes []NodeFact) error {
+	if len(recs) == 0 && len(nodes) == 0 {
+		return nil
+	}
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		t := newWriteTx(tx)
+		for i := range recs {
+			if err := t.adopt(&recs[i].Record, recs[i].Pos.Index); err != nil {
+				return err
+			}
+		}
+		// The peer's node facts come from the same log: written over the
+		// member's own.
+		for i := range nodes {
+			if err := t.putNodeFact(&nodes[i], false); err != nil {
+				return err
+			}
+		}
+		return t.finish()
+	})
+}
+
+// adopt writes r where its key is absent, at index in the change feed;
+// where the same record is stored, it moves it to index.
+func (t *writeTx) adopt(r *Record, index uint64) error {
+	k := KeyOf(r)
+	old := t.key.Get(idKey(k))
+	if old == nil {
+		return t.put(r, false, index)
+	}
+	pk, was := splitKeyValue(old)
+	if was == index {
+		return nil
+	}
+	val, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding the record of job %d allocation %d: %w", r.JobID, r.AllocID, err)
+	}
+	if !bytes.Equal(pk, primaryKey(r.End, k)) || !bytes.Equal(t.rec.Get(pk), val) {
+		return nil // this member's record is newer: it stays where its entry put it
+	}
+	if err := t.chg.Delete(changeKey(was, k)); err != nil {
+		return err
+	}
+	if err := t.chg.Put(changeKey(index, k), nil); err != nil {
+		return err
+	}
+	return t.key.Put(idKey(k), binary.BigEndian.AppendUint64(pk, index))
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -183,9 +184,14 @@ func (c *Client) AccountingUsage(ctx context.Context, start, end time.Time) ([]A
 // Accounting returns the records q selects from the controller the client
 // talks to (any member answers; none forwards).
 func (c *Client) Accounting(ctx context.Context, q AcctQuery) ([]AcctRecord, error) {
-	var out []AcctRecord
-	err := c.do(ctx, http.MethodGet, "/v1/accounting/jobs?"+q.Values().Encode(), nil, &out)
-	return out, err
+	v := q.Values()
+	// The compact listing decodes an order of magnitude faster than JSON.
+	v.Set("format", "rows")
+	var raw []byte
+	if err := c.do(ctx, http.MethodGet, "/v1/accounting/jobs?"+v.Encode(), nil, &raw); err != nil {
+		return nil, err
+	}
+	return DecodeAcctRows(bytes.NewReader(raw))
 }
 
 // AccountingSummary returns the controller's AcctSummary.

@@ -260,6 +260,9 @@ type JobSpec struct {
 	// runner shares the host's files over virtiofs, which QEMU cannot
 	// migrate, instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// NoWarm has the vm runner boot the job's VM (--no-warm) rather than
+	// restore it from a warm start's snapshot of a guest booted earlier.
+	NoWarm bool `json:"no_warm,omitempty"`
 	// Reservation names the advance reservation the job runs in
 	// (--reservation): only inside it, on its nodes and within its
 	// window.
@@ -325,6 +328,10 @@ type Job struct {
 	// the node measured it (its VM's cgroup); 0 when not measured.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
+	// VMStart says how the job's last run's VM started, as its node
+	// reported at the run's end: VMStartWarm or VMStartCold; empty before
+	// that, or for a run without a VM.
+	VMStart string `json:"vm_start,omitempty"`
 	// Message carries the node's explanation of an abnormal end.
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`

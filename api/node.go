@@ -235,7 +235,17 @@ type JobReport struct {
 	// earlier daemon started). The controllers observe it in their
 	// metrics (corral_vm_start_seconds) and do not keep it.
 	StartSeconds float64 `json:"start_s,omitempty"`
+	// VMStart says how the run's VM started: VMStartWarm (restored from
+	// a snapshot of a guest the node booted earlier) or VMStartCold
+	// (booted); empty for a run without a VM.
+	VMStart string `json:"vm_start,omitempty"`
 }
+
+// The values of JobReport.VMStart and Job.VMStart.
+const (
+	VMStartWarm = "warm"
+	VMStartCold = "cold"
+)
 
 // NodeStatus is a node daemon's report: its identity and what happened to
 // its jobs since the last report.

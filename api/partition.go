@@ -104,6 +104,10 @@ type Partition struct {
 	// paths are still the node's, at the same paths. It needs the nfs
 	// share. Empty is the node's root.
 	Root string `json:"root,omitempty"`
+	// Warm says whether the partition's jobs' VMs may start warm,
+	// restored from a snapshot of a guest the node booted earlier: "yes"
+	// (the default, also when empty) or "no" (every VM boots).
+	Warm string `json:"warm,omitempty"`
 }
 
 // The values of Partition.Network.
@@ -111,6 +115,19 @@ const (
 	NetworkNone = "none"
 	NetworkNode = "node"
 )
+
+// The values of Partition.Warm.
+const (
+	WarmYes = "yes"
+	WarmNo  = "no"
+)
+
+// WarmFor reports whether a job's VM may start warm in the partition: not
+// when the job asked --no-warm (noWarm), nor when the partition says Warm
+// no.
+func (p Partition) WarmFor(noWarm bool) bool {
+	return !noWarm && p.Warm != WarmNo
+}
 
 // The values of Partition.Share.
 const (
@@ -143,7 +160,7 @@ func (p *Partition) TakesJobs() bool {
 
 // PartitionKeys lists the settings Set takes, as scontrol spells them.
 var PartitionKeys = []string{"AllowAccounts", "AllowQos", "Default", "DefaultTime", "DenyAccounts", "MaxNodes",
-	"MaxTime", "MinNodes", "Network", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "Root", "Share", "SharedPaths", "State"}
+	"MaxTime", "MinNodes", "Network", "Nodes", "PreemptMode", "PriorityTier", "QueueUnfit", "Root", "Share", "SharedPaths", "State", "Warm"}
 
 // Set changes one setting by scontrol's name (case-insensitive), e.g.
 // Set("State", "DRAIN") or Set("MaxTime", "2:00:00"); parseTime reads
@@ -182,6 +199,8 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 		p.Network = strings.ToLower(value)
 	case "root":
 		p.Root = value
+	case "warm":
+		p.Warm = strings.ToLower(value)
 	case "default", "queueunfit":
 		var b bool
 		switch strings.ToUpper(value) {
@@ -232,7 +251,7 @@ func (p *Partition) Set(key, value string, parseTime func(string) (int64, error)
 }
 
 // CheckVM says what is wrong with the settings of what the partition's job
-// VMs see (SharedPaths, Share, Network, Root), or nil.
+// VMs see (SharedPaths, Share, Network, Root, Warm), or nil.
 func (p *Partition) CheckVM() error {
 	for _, sp := range p.SharedPaths {
 		if !path.IsAbs(sp) || path.Clean(sp) != sp || sp == "/" {
@@ -257,6 +276,11 @@ func (p *Partition) CheckVM() error {
 	}
 	if p.Network == NetworkNode && p.Share == ShareVirtiofs {
 		return fmt.Errorf("network node needs the nfs share (a virtiofs VM has no network card): drop share virtiofs, or use network none")
+	}
+	switch p.Warm {
+	case "", WarmYes, WarmNo:
+	default:
+		return fmt.Errorf("warm %q: use yes (the default: the jobs' VMs may be restored from a snapshot of a booted guest) or no (every VM boots)", p.Warm)
 	}
 	return nil
 }

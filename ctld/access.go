@@ -112,6 +112,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/reservations", operators, c.write(c.handleReservation)},
 		{"GET /v1/status", anyone, c.handleStatus},
 		{"POST /v1/internal/members", members, c.write(c.handleSetMember)},
+		{"POST /v1/internal/members/join", members, c.write(c.handleMemberJoin)},
 		{"GET /v1/policy", usersRead, c.read(c.handlePolicy)},
 		{"POST /v1/config", admins, c.write(c.handleConfig)},
 		{"POST /v1/qos", operators, c.write(c.handleQOS)},

@@ -249,6 +249,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/reservations", map[string]any{"create": true, "settings": [][2]string{{"Users", "alice"},
 			{"StartTime", "now+1hour"}, {"Duration", "10"}, {"Nodes", "n1"}, {"Flags", "IGNORE_JOBS"}}}, opsAdmin},
 		{"POST", "/v1/internal/members", map[string]any{"id": "c1", "http_addr": sc.leader.HTTPAddr()}, nobody},
+		{"POST", "/v1/internal/members/join", map[string]any{"id": "c9", "raft_addr": "127.0.0.1:1"}, nobody},
 		{"GET", "/v1/policy", nil, allUsers},
 		{"POST", "/v1/config", map[string]any{"settings": [][2]string{{"MinJobAge", "300"}}}, adminOnly},
 		{"POST", "/v1/qos", map[string]any{"qos": map[string]any{"name": "t"}}, opsAdmin},

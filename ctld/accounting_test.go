@@ -244,4 +244,69 @@ func TestAccountingStoreRebuiltFromPeer(t *testing.T) {
 		got, _ = c.acctStore().NodeFacts()
 		return len(peerFacts) >= 3 && reflect.DeepEqual(got, peerFacts)
 	})
+	// Its change feed is its peers': the PostgreSQL sink may continue on
+	// it where another member stopped.
+	if a, b := feedOf(t, tc.ctls[0]), feedOf(t, c); !slices.Equal(a, b) {
+		t.Errorf("the rebuilt member's change feed %v differs from member 1's %v", b, a)
+	}
+}
+
+// feedOf returns a member's accounting change feed, positions only.
+func feedOf(t *testing.T, c *Controller) []accounting.ChangePos {
+	t.Helper()
+	c.fsm.flushAccounting()
+	chs, err := c.acctStore().Changes(accounting.ChangePos{}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []accounting.ChangePos
+	for _, ch := range chs {
+		out = append(out, ch.Pos)
+	}
+	return out
+}
+
+// TestAccountingStoreLostAlone loses the store of a cluster's only member:
+// restarted from its snapshot, it has no peer to copy the purged jobs'
+// records from, says they are lost and clears the gap, so that its store
+// (and a PostgreSQL sink) carries on with what it holds.
+func TestAccountingStoreLostAlone(t *testing.T) {
+	tc := startClusterTuned(t, 1, false, false, func(c *Config) { c.NodeTimeout = time.Hour })
+	tc.waitLeader(t)
+	cl := tc.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.SetConfig(ctx, api.ConfigRequest{Settings: [][2]string{{"MinJobAge", "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	go runNode(ctx, cl, "n1")
+	res, err := cl.Submit(ctx, []api.JobSpec{spec("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, cl, res[0].JobID)
+	m := tc.ctls[0]
+	if err := m.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.cfg
+	tc.cancels[0]()
+	<-tc.done[0]
+	if err := os.Remove(filepath.Join(cfg.DataDir, acctFile)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr, cfg.HTTPListener = "127.0.0.1:0", nil
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	tc.ctls[0], tc.cancels[0], tc.done[0] = c, rcancel, done
+	eventually(t, "the lone member clears its gap", func() bool {
+		gap, err := c.acctStore().Gap()
+		applied, _ := c.acctStore().Applied()
+		return err == nil && gap == 0 && applied > 0
+	})
 }

@@ -30,6 +30,10 @@ const acctSyncRetry = 5 * time.Second
 // acctPage is one page of GET /v1/internal/accounting/records.
 type acctPage struct {
 	Records []accounting.Record `json:"records"`
+	// Changed holds each record's place in the serving member's change
+	// feed (the Raft index of the entry that last changed it), so that
+	// the copy places it there too (accounting.Store.Copy).
+	Changed []uint64 `json:"changed"`
 	// Next continues after the page's last record; empty after the last.
 	Next string `json:"next,omitempty"`
 	// Nodes, on the first page, are the member's node facts (few: one
@@ -51,7 +55,7 @@ func (c *Controller) accountingSync(ctx context.Context) {
 		case err != nil:
 			c.log.Error("reading the accounting store's gap", "err", err)
 		case gap > 0:
-			if c.copyAccounting(ctx, gap) {
+			if c.copyAccounting(ctx, gap) || c.accountingAlone(gap) {
 				continue
 			}
 			select {
@@ -67,6 +71,28 @@ func (c *Controller) accountingSync(ctx context.Context) {
 		case <-w.gap:
 		}
 	}
+}
+
+// accountingAlone clears the gap of a member that is the cluster's only
+// voter: no other member holds the records it lacks, so they are lost,
+// and waiting for a peer would keep the gap (and the PostgreSQL sink,
+// which ships from a whole store only) forever.
+func (c *Controller) accountingAlone(gap uint64) bool {
+	f := c.node.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	servers := f.Configuration().Servers
+	if len(servers) != 1 || string(servers[0].ID) != c.cfg.ID {
+		return false
+	}
+	c.log.Error("the accounting records of the jobs purged before the snapshot this member restored are lost: its store was lost and no other member holds them",
+		"snapshot_index", gap, "store", c.fsm.acct.store.Path())
+	if err := c.fsm.acct.store.ClearGap(); err != nil {
+		c.log.Error("clearing the accounting store's gap", "err", err)
+		return false
+	}
+	return true
 }
 
 // copyAccounting copies the whole store of one peer that answers and
@@ -121,7 +147,14 @@ func (c *Controller) copyAccountingFrom(ctx context.Context, addr string) (int, 
 		case err != nil:
 			return n, fmt.Errorf("%s: reading the page after %q: %w", u.Path, after, err)
 		}
-		if err := c.fsm.acct.store.Write(accounting.Written{IfAbsent: page.Records, Nodes: page.Nodes}); err != nil {
+		if len(page.Changed) != len(page.Records) {
+			return n, fmt.Errorf("%s: the page after %q has %d records and %d change indexes", u.Path, after, len(page.Records), len(page.Changed))
+		}
+		copied := make([]accounting.Change, len(page.Records))
+		for i, r := range page.Records {
+			copied[i] = accounting.Change{Record: r, Pos: accounting.ChangePos{Index: page.Changed[i], Job: r.JobID, Alloc: r.AllocID}}
+		}
+		if err := c.fsm.acct.store.Copy(copied, page.Nodes); err != nil {
 			return n, err
 		}
 		n += len(page.Records)
@@ -148,6 +181,12 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 		}
 		after = b
 	}
+	// A store with a gap is no source: its records may be missing, and
+	// those it wrote from a snapshot sit later in its change feed than on
+	// the members that wrote them from the log.
+	if gap, err := store.Gap(); err != nil || gap > 0 {
+		return &httpError{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("this member's accounting store is being rebuilt from its peers (gap at index %d, %v); copy another member's", gap, err)}
+	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	if after == nil {
 		// What the entries applied so far wrote is on disk before a
@@ -158,9 +197,9 @@ func (c *Controller) handleAccountingRecords(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	page := acctPage{Records: recs}
-	if recs == nil {
-		page.Records = []accounting.Record{}
+	page := acctPage{Records: make([]accounting.Record, len(recs)), Changed: make([]uint64, len(recs))}
+	for i, ch := range recs {
+		page.Records[i], page.Changed[i] = ch.Record, ch.Pos.Index
 	}
 	if after == nil {
 		if page.Nodes, err = store.NodeFacts(); err != nil {

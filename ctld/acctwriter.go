@@ -52,6 +52,9 @@ type acctWriter struct {
 	done    chan struct{}
 	// urgent wakes the writer from its gathering pause: a flush waits.
 	urgent chan struct{}
+	// wrote, when set, is called after each write (it wakes the
+	// PostgreSQL sink); set before the first record is queued.
+	wrote func()
 }
 
 // acctRetry is how long the writer waits after a failed write;
@@ -134,27 +137,20 @@ func (w *acctWriter) run() {
 		batch, n := w.queue, w.queued
 		w.queue = nil
 		w.mu.Unlock()
-		var all accounting.Written
+		records := 0
 		for _, b := range batch {
-			all.Replace = append(all.Replace, b.Replace...)
-			all.IfAbsent = append(all.IfAbsent, b.IfAbsent...)
-			all.Nodes = append(all.Nodes, b.Nodes...)
-			all.NodesIfNone = append(all.NodesIfNone, b.NodesIfNone...)
-			all.Index = max(all.Index, b.Index)
-			// Expiring once at the latest cutoff, after the batch's
-			// writes, is what expiring with each purge would leave:
-			// records written after a purge end after its cutoff.
-			if b.ExpireBefore.After(all.ExpireBefore) {
-				all.ExpireBefore = b.ExpireBefore
-			}
+			records += len(b.Replace) + len(b.IfAbsent)
 		}
 		for {
-			err := w.store.Write(all)
+			err := w.store.WriteAll(batch)
 			if err == nil {
 				break
 			}
-			w.log.Error("writing accounting records failed; retrying", "records", len(all.Replace)+len(all.IfAbsent), "store", w.store.Path(), "err", err)
+			w.log.Error("writing accounting records failed; retrying", "records", records, "store", w.store.Path(), "err", err)
 			time.Sleep(acctRetry)
+		}
+		if w.wrote != nil {
+			w.wrote()
 		}
 		w.mu.Lock()
 		w.written = n

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"corral/accounting/pgsink"
 	"corral/api"
 	"corral/ctld/sched"
 	"corral/ctld/state"
@@ -30,8 +31,12 @@ type Config struct {
 	HTTPAddr string
 	DataDir  string
 	// Peers lists every voter, this member included; an empty list makes a
-	// single-voter cluster.
+	// single-voter cluster, unless Join is set.
 	Peers []Peer
+	// Join, for a member added to a running cluster, lists members' API
+	// addresses to ask to add it (membership.go); a member with Join and no
+	// Raft state bootstraps nothing.
+	Join []string
 	// Partitions seed a new cluster's partitions (the first is the
 	// default when none is marked; empty means one partition, "batch").
 	// Once a cluster is seeded its partitions are replicated state, changed
@@ -92,6 +97,12 @@ type Config struct {
 	// without a token; off, a cluster with Auth takes operators' and
 	// admins' tokens only (docs/metrics.md).
 	MetricsOpen bool
+	// AccountingPostgres, when set, is a PostgreSQL connection string:
+	// the leader streams the accounting records into that database
+	// (package accounting/pgsink; docs/accounting-postgres.md).
+	// SinkOptions tune it (zero: the defaults).
+	AccountingPostgres string
+	SinkOptions        pgsink.Options
 }
 
 // Controller is one running ctld member.
@@ -119,6 +130,9 @@ type Controller struct {
 	limits *limiter
 	// metrics are the member's Prometheus figures (metrics.go).
 	metrics *metrics
+	// sink ships the accounting records to PostgreSQL while this member
+	// leads; nil without --accounting-postgres (acctsink.go).
+	sink *pgsink.Sink
 
 	mu        sync.Mutex
 	leading   bool
@@ -135,6 +149,9 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("--id is required: a name for this controller member, e.g. c1")
+	}
+	if len(cfg.Join) > 0 && len(cfg.Peers) > 0 {
+		return nil, errors.New("--join adds this member to a running cluster and --peers makes a new one: give one of them")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -209,7 +226,12 @@ func New(cfg Config) (*Controller, error) {
 		ln.Close()
 		return nil, err
 	}
-	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, c.fsm, cfg.Raft, c.tls, log)
+	if err := c.openSink(); err != nil {
+		ln.Close()
+		acct.closeStore()
+		return nil, err
+	}
+	node, err := startRaft(cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Peers, len(cfg.Join) > 0, c.fsm, cfg.Raft, c.tls, log)
 	if err != nil {
 		ln.Close()
 		acct.closeStore()
@@ -258,6 +280,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go c.followLeadership(ctx)
 	go c.announceSelf(ctx)
 	go c.accountingSync(ctx)
+	go c.joinCluster(ctx)
 	var err error
 	select {
 	case <-ctx.Done():

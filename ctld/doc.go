@@ -31,7 +31,9 @@
 // cluster's gauges computed from the state at scrape time; docs/metrics.md),
 // openapi.go (GET /v1/openapi.json, api/openapi.json), acctwriter.go and
 // acctsync.go (each member's accounting store, written from the log;
-// copying a peer's), http_accounting.go and http_usage.go (sacct's records,
+// copying a peer's), acctsink.go (the leader's PostgreSQL sink,
+// --accounting-postgres), membership.go (a member joining a running
+// cluster, --join), http_accounting.go and http_usage.go (sacct's records,
 // sreport's usage, cluster utilization and the usage series), ui.go (the
 // read-only status page under /ui/, rendered by package statuspage; the
 // only routes that take HTTP Basic credentials).

@@ -55,11 +55,25 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 			out = append(out, rec)
 		}
 	})
-	if out == nil {
-		out = []accounting.Record{}
+	switch r.URL.Query().Get("format") {
+	case "rows":
+		w.Header().Set("Content-Type", api.AcctRowsType)
+		rw := api.NewAcctRowWriter(w)
+		for i := range out {
+			if err := rw.Write(&out[i]); err != nil {
+				return nil // the client went away
+			}
+		}
+		_ = rw.Flush()
+		return nil
+	case "", "json":
+		if out == nil {
+			out = []accounting.Record{}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
 }
 
 // handleAccountingUsage is GET /v1/accounting/usage (corral acct report):

@@ -122,3 +122,10 @@ func (c *logCache) DeleteRange(min, max uint64) error {
 	c.mu.Unlock()
 	return c.store.DeleteRange(min, max)
 }
+
+// cachedBytes is what the cached entries cost (at most its maxBytes).
+func (c *logCache) cachedBytes() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.bytes
+}

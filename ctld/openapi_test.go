@@ -88,6 +88,7 @@ func newValidatingProxy(t *testing.T, doc *openapi3.T, target string) *validatin
 		t.Fatal(err)
 	}
 	openapi3filter.RegisterBodyDecoder(api.JobRowsType, openapi3filter.FileBodyDecoder)
+	openapi3filter.RegisterBodyDecoder(api.AcctRowsType, openapi3filter.FileBodyDecoder)
 	vp := &validatingProxy{t: t, router: router, seen: map[string]int{}}
 	u, _ := url.Parse(target)
 	rp := httputil.NewSingleHostReverseProxy(u)

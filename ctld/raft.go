@@ -57,15 +57,22 @@ type RaftTuning struct {
 	ElectionTimeout  time.Duration
 	SnapshotInterval time.Duration
 	SnapshotEntries  uint64
+	// TrailingLogs is the log a member keeps behind its snapshot (zero:
+	// Raft's default, 10240 entries).
+	TrailingLogs uint64
 }
 
 type raftNode struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	// logs is the bounded cache of recent entries in front of store.
+	logs *logCache
 }
 
-func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
+// startRaft starts this member's Raft; one without Raft state bootstraps
+// the cluster of peers, unless it joins a running cluster (join).
+func startRaft(id, bind, dataDir string, peers []Peer, join bool, fsm raft.FSM, tune RaftTuning, t *clusterTLS, log *slog.Logger) (*raftNode, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir %s: %w", dataDir, err)
 	}
@@ -82,6 +89,9 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		cfg.SnapshotThreshold = tune.SnapshotEntries
 	} else {
 		cfg.SnapshotThreshold = 16384
+	}
+	if tune.TrailingLogs > 0 {
+		cfg.TrailingLogs = tune.TrailingLogs
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{
 		Name: "raft", Level: hclog.Warn, Output: slogWriter{log}, DisableTime: true,
@@ -132,7 +142,7 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		store.Close()
 		return nil, err
 	}
-	if !has {
+	if !has && !join {
 		if err := bootstrap(cfg, logs, store, snaps, trans, id, bind, peers); err != nil {
 			trans.Close()
 			store.Close()
@@ -145,7 +155,7 @@ func startRaft(id, bind, dataDir string, peers []Peer, fsm raft.FSM, tune RaftTu
 		store.Close()
 		return nil, fmt.Errorf("starting raft: %w", err)
 	}
-	return &raftNode{raft: r, transport: trans, store: store}, nil
+	return &raftNode{raft: r, transport: trans, store: store, logs: logs}, nil
 }
 
 func bootstrap(cfg *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport, id, bind string, peers []Peer) error {

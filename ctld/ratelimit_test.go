@@ -207,7 +207,7 @@ func TestRouteCostClasses(t *testing.T) {
 		"POST /v1/nodes/heartbeat": costFree, "POST /v1/nodes/status": costFree, "POST /v1/nodes/drain": costWrite,
 		"GET /v1/partitions": costFree, "POST /v1/partitions": costWrite,
 		"GET /v1/reservations": costFree, "POST /v1/reservations": costWrite, "GET /v1/status": costFree,
-		"POST /v1/internal/members": costFree, "GET /v1/policy": costList, "POST /v1/config": costWrite,
+		"POST /v1/internal/members": costFree, "POST /v1/internal/members/join": costFree, "GET /v1/policy": costList, "POST /v1/config": costWrite,
 		"POST /v1/qos": costWrite, "POST /v1/accounts": costWrite, "POST /v1/users": costWrite,
 		"GET /v1/priority": costList, "GET /v1/share": costList, "GET /v1/auth": costFree,
 		"POST /v1/tokens": costWrite, "POST /v1/roles": costWrite, "GET /v1/audit": costList,

@@ -316,7 +316,8 @@ func validateNodeStatus(st *api.NodeStatus) error {
 }
 
 // checkReport checks one job report: a real job, a state a run ends in, an
-// exit status and signal in range, a message of bounded size.
+// exit status and signal in range, a message of bounded size, how its VM
+// started.
 func checkReport(c *reqCheck, r api.JobReport) {
 	if r.JobID == 0 {
 		c.fail("reports.job_id", "a report names job 0, which does not exist")
@@ -329,6 +330,11 @@ func checkReport(c *reqCheck, r api.JobReport) {
 	// A message may span lines (an error's output); only its size and
 	// encoding are bounded.
 	c.text("reports.message", strings.NewReplacer("\n", " ", "\t", " ").Replace(r.Message), maxMessageBytes)
+	switch r.VMStart {
+	case "", api.VMStartWarm, api.VMStartCold:
+	default:
+		c.fail("reports.vm_start", "job %d: vm_start %q: use %s, %s or nothing", r.JobID, submit.Shown(r.VMStart), api.VMStartWarm, api.VMStartCold)
+	}
 }
 
 // validCarriedReports returns the reports of a registration that pass

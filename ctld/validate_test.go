@@ -211,6 +211,7 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a report in state BOGUS":   {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: "BOGUS"}), "reports.state", `"BOGUS"`},
 		"exit code 300":             {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, ExitCode: 300}), "reports.exit_code", "between 0 and 255"},
 		"signal 99":                 {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, Signal: 99}), "reports.signal", "between 0 and 64"},
+		"a VM started lukewarm":     {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, VMStart: "lukewarm"}), "reports.vm_start", "use warm, cold"},
 		"a 1 MB message":            {"/v1/nodes/status", status(api.JobReport{JobID: 1, State: api.StateFailed, Message: strings.Repeat("m", 1<<20)}), "reports.message", "the most is 4096"},
 		"a report on job 0":         {"/v1/nodes/status", status(api.JobReport{State: api.StateFailed}), "reports.job_id", "job 0"},
 		"too many reports":          {"/v1/nodes/status", api.NodeStatus{Name: "g1", BootID: "b", Reports: make([]api.JobReport, maxReports+1)}, "reports", "10001 entries"},
@@ -239,6 +240,9 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a half-life of 103 years":  {"/v1/config", api.ConfigRequest{Settings: [][2]string{{"PriorityDecayHalfLife", "900000h"}}}, "", "more than 100 years"},
 		"an update to afterwards":   {"/v1/jobs/update", api.UpdateJobRequest{ID: 1, Dependency: &api.Dependency{Clauses: []api.DepClause{{Type: "afterwards", JobIDs: []string{"1"}}}}}, "dependency", `unknown dependency type "afterwards"`},
 		"a member named ../m":       {"/v1/internal/members", state.SetMember{ID: "../m", HTTPAddr: "h:1"}, "id", "must start with"},
+		"a joining member ../m":     {"/v1/internal/members/join", memberJoin{ID: "../m", RaftAddr: "h:1"}, "id", "must start with"},
+		"a joining member at h":     {"/v1/internal/members/join", memberJoin{ID: "c9", RaftAddr: "h"}, "raft_addr", "must be HOST:PORT"},
+		"a joining member at h:0":   {"/v1/internal/members/join", memberJoin{ID: "c9", RaftAddr: "h:0"}, "raft_addr", "must be HOST:PORT"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

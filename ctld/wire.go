@@ -20,7 +20,7 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation,
+		NoMigrate: sp.NoMigrate, NoWarm: sp.NoWarm, Licenses: sp.Licenses, Reservation: sp.Reservation,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -60,7 +60,7 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Requeue: sp.Requeue, Hold: sp.Hold, KillOnInvalidDep: sp.KillOnInvalidDep, Begin: sp.Begin,
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
-		NoMigrate: sp.NoMigrate, Licenses: sp.Licenses, Reservation: sp.Reservation,
+		NoMigrate: sp.NoMigrate, NoWarm: sp.NoWarm, Licenses: sp.Licenses, Reservation: sp.Reservation,
 	}
 }
 
@@ -141,7 +141,7 @@ func apiJobRunSlim(j *state.Job, a *state.Allocation) api.Job {
 	out.Node, out.CPUs, out.MemMB, out.OverheadMB, out.Placement = a.Node, a.CPUs, a.MemMB, a.OverheadMB, a.Placement
 	out.StartIndex, out.SuspendedFor, out.SuspendTime = a.StartIndex, a.SuspendedFor, a.SuspendTime
 	out.CPUsLent, out.PreemptedBy = a.CPUsLent, a.PreemptedBy
-	out.CPUSeconds, out.PeakMemKB = a.CPUSeconds, a.PeakMemKB
+	out.CPUSeconds, out.PeakMemKB, out.VMStart = a.CPUSeconds, a.PeakMemKB, a.VMStart
 	if a.Active() && a.Desired == state.AllocStop {
 		out.FinalState = a.StopAs
 	}

@@ -106,6 +106,10 @@ func ShowJob(w io.Writer, j *api.Job, now time.Time) {
 		k.str("MaxRSS", strconv.FormatInt(j.PeakMemKB, 10)+"K")
 		k.newLine()
 	}
+	if j.VMStart != "" {
+		k.str("VMStart", j.VMStart)
+		k.newLine()
+	}
 	k.key("RunTime")
 	k.buf = appendLongSecs(k.buf, elapsedSecs(j, now))
 	k.key("TimeLimit")
@@ -612,5 +616,10 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("SharedPaths", orNull(strings.Join(p.SharedPaths, ",")))
 	k.str("Share", share)
 	k.str("Network", network)
+	warm := p.Warm
+	if warm == "" {
+		warm = api.WarmYes
+	}
+	k.str("Warm", warm)
 	k.done(w)
 }

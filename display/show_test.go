@@ -113,6 +113,8 @@ func TestShowJobLines(t *testing.T) {
 	migratable.Migratable = "yes"
 	pinned := runningJob()
 	pinned.Migratable, pinned.MigrationBlocker = "no", "it asked for --no-migrate: its files go over the fast share (virtiofs)"
+	warm := runningJob()
+	warm.State, warm.CPUSeconds, warm.PeakMemKB, warm.VMStart = api.StateCompleted, 3, 2048, api.VMStartWarm
 	lines := map[string]struct {
 		job  api.Job
 		want string
@@ -124,6 +126,7 @@ func TestShowJobLines(t *testing.T) {
 		"image":                    {susp, "   Gres=gres/gpu:a100:2 Licenses=(null) Array=0-3 Image=ubuntu-24.04\n"},
 		"migratable":               {migratable, "ExitCode=0:0\n   Migratable=Yes\n"},
 		"not migratable, and why":  {pinned, "   Migratable=No MigrationBlocker=it asked for --no-migrate: its files go over the fast share (virtiofs)\n"},
+		"a VM restored warm":       {warm, "   TotalCPU=00:00:03 MaxRSS=2048K\n   VMStart=warm\n"},
 	}
 	for name, tc := range lines {
 		t.Run(name, func(t *testing.T) {

@@ -29,14 +29,21 @@ func sacctAlias(t *testing.T) string {
 // daemon: one completes, one fails with exit code 3, one runs past its
 // 2 s limit, one is cancelled while it runs. sacct (the alias) shows each
 // with its state, exit code, times and allocated TRES, in -P and in the
-// default table with --format widths; the records outlive the jobs' purge.
-// Then the leader is killed while 20 jobs finish: afterwards every member
-// holds exactly one record per job, and the members' stores agree.
+// default table with --format widths. Jobs of two tenants then complete,
+// fail, are preempted and requeued, and preempted for good
+// (testSacctTenants: billing, -D, -X, windows, --json, the XDMoD
+// invocation). The records outlive the jobs' purge. Then the leader is
+// killed while 20 jobs finish: afterwards every member holds exactly one
+// record per job, and the members' stores agree. Last, a member loses its
+// data directory and is rebuilt from the others (testMemberRebuilt), and a
+// fourth member joins the running cluster (testMemberAdded).
 func TestSacctThroughCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 4 processes and runs 24 jobs")
 	}
-	c := startControllers(t, 3)
+	// Frequent snapshots and a short log behind them, so that a member
+	// rebuilt from scratch is sent a snapshot (testMemberRebuilt).
+	c := startControllers(t, 3, "--raft-snapshot-interval", "1s", "--raft-snapshot-entries", "40", "--raft-trailing-logs", "10")
 	c.leader(t, 15*time.Second)
 	c.startNode(t, "n1", "--cpus", "4", "--mem", "2G")
 	c.waitNodes(t, 1)
@@ -99,6 +106,7 @@ func TestSacctThroughCluster(t *testing.T) {
 	if table != wantTable {
 		t.Errorf("sacct --format with a width:\n%q\nwant\n%q", table, wantTable)
 	}
+	tenants := testSacctTenants(t, c, work, sacct)
 
 	// The records outlive the jobs: purge them.
 	mustCLI(t, corralBin, c.addr, work, "config", "set", "MinJobAge=1")
@@ -121,7 +129,7 @@ func TestSacctThroughCluster(t *testing.T) {
 	c.ctlds[lead].kill(syscall.SIGKILL)
 	c.leader(t, 15*time.Second)
 	c.ctlds[lead].start(t)
-	all := append([]uint64{ok, fail, slow, kill}, batch...)
+	all := append(append([]uint64{ok, fail, slow, kill}, tenants...), batch...)
 	eventually(t, 90*time.Second, func() string {
 		for i, h := range c.http {
 			out, err := cli(t, h, work, "acct", "-a", "-D", "-X", "-P", "-n", "-S", "now-1hours", "-o", "JobIDRaw")
@@ -133,8 +141,12 @@ func TestSacctThroughCluster(t *testing.T) {
 				count[l]++
 			}
 			for _, id := range all {
-				if n := count[strconv.FormatUint(id, 10)]; n != 1 {
-					return fmt.Sprintf("member %d holds %d records of job %d", i+1, n, id)
+				want := 1
+				if id == tenants[2] {
+					want = 2 // requeued: a record per run
+				}
+				if n := count[strconv.FormatUint(id, 10)]; n != want {
+					return fmt.Sprintf("member %d holds %d records of job %d, want %d", i+1, n, id, want)
 				}
 			}
 			if len(count) != len(all) {
@@ -157,4 +169,6 @@ func TestSacctThroughCluster(t *testing.T) {
 		}
 		return ""
 	})
+	testMemberRebuilt(t, c, work, sacct)
+	testMemberAdded(t, c, work)
 }

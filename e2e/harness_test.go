@@ -236,8 +236,17 @@ func (c *cluster) startNode(t testing.TB, name string, extra ...string) *proc {
 	args := append([]string{"noded", "--name", name, "--ctld", c.addr, "--data", filepath.Join(c.dir, name), "--log-level", "warn"}, extra...)
 	if i := slices.Index(extra, "--runner"); i < 0 {
 		args = append(args, "--runner", "process")
-	} else if i+1 < len(extra) && extra[i+1] == "vm" && !c.freshProbe {
-		shareProbe(t, filepath.Join(c.dir, name))
+	} else if i+1 < len(extra) && extra[i+1] == "vm" {
+		if !c.freshProbe {
+			shareProbe(t, filepath.Join(c.dir, name))
+		}
+		if !slices.Contains(extra, "--warm-max") {
+			// No warm starts' snapshots unless the test asks for them:
+			// making one is a VM booted in the background, which other
+			// tests' timings and their checks that no QEMU is left would
+			// meet (TestVMWarmStart has them).
+			args = append(args, "--warm-max", "0")
+		}
 	}
 	if !slices.Contains(extra, "--run-jobs-as") {
 		// The CLI submits as USER=tester, whom the host does not know.

@@ -82,9 +82,21 @@ func TestStatusPageInChromium(t *testing.T) {
 	for _, id := range []string{run1, run2} {
 		waitJob(t, cl, mustID(t, id), api.StateRunning, 30*time.Second)
 	}
-	out, err := cli(t, c.addr, work, "queue", "-h", "-o", "%i|%t|%u|%R")
-	if err != nil {
-		t.Fatal(err)
+	// A pending job's reason is set by the pass after its submission
+	// committed: compare once every pending job has one.
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if out, err = cli(t, c.addr, work, "queue", "-h", "-o", "%i|%t|%u|%R"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "(None)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a pending job still has no reason after 30s:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	want := strings.Split(strings.TrimRight(out, "\n"), "\n")
 

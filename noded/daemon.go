@@ -335,6 +335,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.loop(runCtx)
 	cancel()
 	wg.Wait()
+	if c, ok := d.runner.(Closer); ok {
+		c.Close()
+	}
 
 	d.drainStarts()
 	d.mu.Lock()

@@ -93,6 +93,38 @@ func TestJobShares(t *testing.T) {
 	}
 }
 
+// TestVMSpec checks what a job and its partition make of its VM's spec:
+// the share, root and network, and whether it may start warm (not when
+// the job asked --no-warm, nor in a partition that says Warm=no).
+func TestVMSpec(t *testing.T) {
+	base := LaunchSpec{WorkDir: "/work", Shares: []string{"/work"}}
+	cases := map[string]struct {
+		p              api.Partition
+		js             api.JobSpec
+		share, network string
+		noWarm         bool
+	}{
+		"the defaults":     {share: api.ShareNFS},
+		"--no-warm":        {js: api.JobSpec{NoWarm: true}, share: api.ShareNFS, noWarm: true},
+		"a cold partition": {p: api.Partition{Warm: api.WarmNo}, share: api.ShareNFS, noWarm: true},
+		"a warm partition": {p: api.Partition{Warm: api.WarmYes}, share: api.ShareNFS},
+		"--no-migrate":     {js: api.JobSpec{NoMigrate: true}, share: api.ShareVirtiofs},
+		"a way out":        {p: api.Partition{Network: api.NetworkNode}, share: api.ShareNFS, network: api.NetworkNode},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := vmSpec(base, tc.p, tc.js)
+			if got.Share != tc.share || got.Network != tc.network || got.NoWarm != tc.noWarm {
+				t.Errorf("vmSpec = share %q network %q no-warm %v; want %q %q %v", got.Share, got.Network, got.NoWarm, tc.share, tc.network, tc.noWarm)
+			}
+		})
+	}
+	got := vmSpec(base, api.Partition{SharedPaths: []string{"/scratch"}, Root: "/srv/el9"}, api.JobSpec{SubmitDir: "/work"})
+	if got.Root != "/srv/el9" || strings.Join(got.Shares, " ") != "/scratch /work" {
+		t.Errorf("vmSpec with shared paths and a root: %+v", got)
+	}
+}
+
 // TestUnknownUserRefused runs a job of a user the node does not know: it
 // fails at once with a message naming the user and the node.
 func TestUnknownUserRefused(t *testing.T) {

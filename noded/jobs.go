@@ -250,23 +250,29 @@ func (d *Daemon) launch(k jobKey, j *api.Job, m *api.AllocMigration, ck *api.All
 	d.armTimer(lj)
 	// Start gets a context of its own: a launch under way when the daemon
 	// stops completes, and the next daemon re-adopts the job.
-	part, submitDir, noMigrate := j.Spec.Partition, j.Spec.SubmitDir, j.Spec.NoMigrate
+	js := j.Spec
 	go func() {
 		if d.runner.Name() == "vm" {
-			// The VM mounts the partition's shared paths too, over the
-			// share the job and its partition ask for.
-			p := d.partition(context.Background(), part)
-			if len(p.SharedPaths) > 0 {
-				spec.Shares = jobShares(spec.WorkDir, submitDir, spec.User, p.SharedPaths)
-			}
-			spec.Share = p.ShareFor(noMigrate)
-			spec.Root = p.Root
-			spec.Network = p.Network
+			spec = vmSpec(spec, d.partition(context.Background(), js.Partition), js)
 		}
 		began := time.Now()
 		h, err := start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err, took: time.Since(began)}
 	}()
+}
+
+// vmSpec completes a VM run's spec with what the job and its partition
+// p ask of its VM: the partition's shared paths mounted too, the share
+// (api.Partition.ShareFor), the partition's root and network, and whether
+// the VM may start warm (api.Partition.WarmFor).
+func vmSpec(spec LaunchSpec, p api.Partition, js api.JobSpec) LaunchSpec {
+	if len(p.SharedPaths) > 0 {
+		spec.Shares = jobShares(spec.WorkDir, js.SubmitDir, spec.User, p.SharedPaths)
+	}
+	spec.Share = p.ShareFor(js.NoMigrate)
+	spec.Root, spec.Network = p.Root, p.Network
+	spec.NoWarm = !p.WarmFor(js.NoWarm)
+	return spec
 }
 
 // prepare creates the run's state directory with its record and builds its
@@ -464,6 +470,12 @@ func (d *Daemon) onExited(ev exitedEvent) {
 	if u, ok := ev.handle.(UsageReporter); ok {
 		if cpu, peak, ok := u.Usage(); ok {
 			rep.CPUSeconds, rep.PeakMemKB = cpu.Seconds(), peak/1024
+		}
+	}
+	if w, ok := ev.handle.(WarmReporter); ok {
+		rep.VMStart = api.VMStartCold
+		if w.StartedWarm() {
+			rep.VMStart = api.VMStartWarm
 		}
 	}
 	d.finish(lj, rep, d.reusable && ev.res.Message == "" && lj.recSaved)

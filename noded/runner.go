@@ -111,6 +111,10 @@ type LaunchSpec struct {
 	// "node" (the site's network, through the node) or "none"/"" (its
 	// own file server only).
 	Network string
+	// NoWarm makes the vm runner boot the job's VM rather than restore it
+	// from a warm start's snapshot: the job asked --no-warm, or its
+	// partition's Warm setting says no.
+	NoWarm bool
 }
 
 // Handle is a running job.
@@ -146,6 +150,21 @@ type PauseReporter interface {
 // reports false when nothing was measured.
 type UsageReporter interface {
 	Usage() (cpu time.Duration, peakBytes int64, ok bool)
+}
+
+// Closer is implemented by a Runner with background work of its own (the
+// vm runner makes warm starts' snapshots): Run calls Close as the daemon
+// stops, and Close returns once that work has stopped and cleaned up. Jobs
+// are not its business: they run on, as Run leaves them.
+type Closer interface {
+	Close()
+}
+
+// WarmReporter is implemented by a Handle of a runner that can start a
+// job's VM warm, restored from a snapshot of a guest booted earlier,
+// rather than boot it; the daemon reports which with the job's end.
+type WarmReporter interface {
+	StartedWarm() bool
 }
 
 // Result is how a job ended. A job that exited has ExitCode set; one killed

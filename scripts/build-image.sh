@@ -268,7 +268,7 @@ cat >"$tmp/image.json" <<EOF
   "pvh": $pvh,
   "busybox": "$("$busybox" | head -n 1 | awk '{print $2}')",
   "host_root": true,
-  "protocol": 3
+  "protocol": 4
 }
 EOF
 rm -f "$out/image.json" "$out/vmlinux" "$out/vmlinuz"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages corral's demo and tests use, when missing:
 # QEMU for the vm runner, the tools `make image` needs, swtpm (a
-# software TPM) for the TPM attestation tests, and chromium for the status
-# page's browser test (e2e/TestStatusPageInChromium). Runs apt-get
-# only as root and only for what is missing; otherwise says what to install.
+# software TPM) for the TPM attestation tests, chromium for the status
+# page's browser test (e2e/TestStatusPageInChromium), and PostgreSQL's
+# server for the accounting sink's tests (they start their own). Runs
+# apt-get only as root and only for what is missing; otherwise says what
+# to install.
 set -euo pipefail
-want=(qemu-system-x86 qemu-utils busybox-static lz4 cpio make git procps swtpm chromium)
+want=(qemu-system-x86 qemu-utils busybox-static lz4 cpio make git procps swtpm chromium postgresql)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -115,6 +115,8 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Image, "--image", v, false) }},
 	{Option: getopt.Option{Long: "no-migrate", Help: "share the node's files with the job's VM over virtiofs: faster, but the VM cannot be live-migrated"},
 		apply: func(b *builder, _ string, _ bool) error { b.spec.NoMigrate = true; return nil }},
+	{Option: getopt.Option{Long: "no-warm", Help: "boot the job's VM rather than restore it from a snapshot of a guest the node booted earlier (a warm start)"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.NoWarm = true; return nil }},
 	{Option: getopt.Option{Short: 'L', Long: "licenses", Arg: req, ArgName: "NAME[:N],...", Help: "cluster licenses the job holds while it runs, e.g. matlab:2,fluent"},
 		apply: func(b *builder, v string, _ bool) error {
 			ls, err := api.ParseLicenses(v)

@@ -76,7 +76,7 @@ const (
 func (t FrameType) String() string {
 	names := map[FrameType]string{FrameHello: "hello", FrameExec: "exec", FrameSignal: "signal",
 		FrameReadFile: "read-file", FrameWriteFile: "write-file", FrameData: "data", FrameClose: "close",
-		FrameWindow: "window", FrameCancel: "cancel", FrameResize: "resize", FrameStarted: "started", FrameEnd: "end"}
+		FrameWindow: "window", FrameCancel: "cancel", FrameResize: "resize", FrameStarted: "started", FrameEnd: "end", FrameJob: "job"}
 	if n, ok := names[t]; ok {
 		return n
 	}

@@ -23,6 +23,9 @@ const (
 	// EventExit: the job ended with Code ("CORRAL EXIT <code>"); the guest
 	// powers off next.
 	EventExit
+	// EventReady: a guest booted for a warm start's snapshot is prepared
+	// and waits for its job on the agent's port ("CORRAL READY").
+	EventReady
 )
 
 func (k EventKind) String() string {
@@ -35,6 +38,8 @@ func (k EventKind) String() string {
 		return "OOM"
 	case EventExit:
 		return "EXIT"
+	case EventReady:
+		return "READY"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -73,6 +78,11 @@ func ParseControl(line string) (Event, bool) {
 			return Event{}, false
 		}
 		return Event{Kind: EventOOM}, true
+	case "READY":
+		if arg != "" {
+			return Event{}, false
+		}
+		return Event{Kind: EventReady}, true
 	case "ERROR":
 		return Event{Kind: EventError, Text: arg}, true
 	case "EXIT":

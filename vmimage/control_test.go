@@ -16,6 +16,8 @@ func TestParseControl(t *testing.T) {
 		"exit by SIGKILL":     {"CORRAL EXIT 137", Event{Kind: EventExit, Code: 137}, true},
 		"exit 255":            {"CORRAL EXIT 255", Event{Kind: EventExit, Code: 255}, true},
 		"oom":                 {"CORRAL OOM", Event{Kind: EventOOM}, true},
+		"ready":               {"CORRAL READY\n", Event{Kind: EventReady}, true},
+		"ready with junk":     {"CORRAL READY now", Event{}, false},
 		"error":               {"CORRAL ERROR no job payload: /job/script is missing", Event{Kind: EventError, Text: "no job payload: /job/script is missing"}, true},
 		"exit out of range":   {"CORRAL EXIT 256", Event{}, false},
 		"exit negative":       {"CORRAL EXIT -1", Event{}, false},

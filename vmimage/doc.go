@@ -131,6 +131,8 @@
 //
 // Init writes ASCII lines ending in "\n" to ttyS3, in this order:
 //
+//	CORRAL READY          a guest booted for a warm start's snapshot is
+//	                      prepared and waits for its job (never in a job's)
 //	CORRAL STARTED        once, just before the script is started
 //	CORRAL ERROR <text>   init could not start the job (no /job/script,
 //	                      unusable workdir); EXIT 127 follows
@@ -242,6 +244,30 @@
 // Init reaps every child through one reaper (SIGCHLD, wait4 with WNOHANG),
 // which hands the job's and each exec's status to whoever started it and
 // drops the orphans'.
+//
+// # Warm starts
+//
+// A guest booted for a warm start's snapshot has corral.warm=STAGE on its
+// kernel command line (WarmNet or WarmRoot) and, as its payload, only
+// job/fs: the share its copies will have, without shared paths or a way
+// out. Init does, for that share, the steps every job's root needs (the
+// modules, the card, at WarmRoot the root mounted with the overlay and the
+// guest's own mounts, and bash and python run once as nobody), starts the
+// agent, writes "CORRAL READY" to the control port and waits. The node
+// saves it there. In each copy restored from it the node sends one
+// FrameJob request: a JobStart (SeedBytes of randomness, which init credits
+// to the kernel's pool before it reseeds the kernel's generator; the
+// node's wall clock, which init sets; the payload's size) and, on stream
+// 0, the job's payload exactly as WritePayload writes it, which init
+// checks (ParsePayload) and writes under /job. The End of the request says
+// the job is in place; init then runs it as in a booted guest, the steps
+// already taken not taken twice. Until then the agent serves Hello and
+// FrameJob only: other requests wait for the job's root. A guest booted
+// with its job refuses FrameJob (EBUSY), and a guest that waited 10
+// minutes for one powers off. Images of protocol 4 can do this.
+//
+// Every job's root also gets an /etc/machine-id of its own, drawn from
+// the guest's random generator (after the reseed, in a copy).
 //
 // # Guest environment
 //

@@ -10,7 +10,7 @@ import (
 // the guest is the job's, so its lines are untrusted. An exit code must be
 // in 0..255 and a line must parse the same with or without its ending.
 func FuzzParseControl(f *testing.F) {
-	for _, s := range []string{"CORRAL STARTED", "CORRAL EXIT 3\n", "CORRAL EXIT 256", "CORRAL OOM", "CORRAL ERROR no such file\r\n", "CORRAL EXIT -1", "CORRAL EXIT 03", "noise"} {
+	for _, s := range []string{"CORRAL STARTED", "CORRAL READY", "CORRAL EXIT 3\n", "CORRAL EXIT 256", "CORRAL OOM", "CORRAL ERROR no such file\r\n", "CORRAL EXIT -1", "CORRAL EXIT 03", "noise"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

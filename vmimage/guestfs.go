@@ -92,6 +92,15 @@ func (fs *FS) Validate() error {
 	return nil
 }
 
+// SameShare reports whether o reaches the host's tree the same way as fs:
+// the same kind, tag, server, export and guest address and MTU. Shared
+// paths and the way out may differ: they are each job's (a warm start's
+// guest was prepared with a share without them).
+func (fs *FS) SameShare(o *FS) bool {
+	return fs != nil && o != nil && fs.Kind == o.Kind && fs.Tag == o.Tag && fs.Addr == o.Addr && fs.Port == o.Port &&
+		fs.Export == o.Export && fs.GuestAddr == o.GuestAddr && fs.MTU == o.MTU
+}
+
 // validateRoute checks the gateway (on the guest's subnet) and the
 // nameservers (IPv4 addresses, only with a gateway).
 func (fs *FS) validateRoute() error {

@@ -42,6 +42,10 @@ type Image struct {
 	// vmimage.AgentPortName port when the kernel command line has
 	// corral.agent=1 (protocol 3).
 	Agent bool
+	// Warm says the image's init can be booted for a warm start's
+	// snapshot (corral.warm=STAGE) and take its job over the agent
+	// (FrameJob; protocol 4).
+	Warm bool
 }
 
 // metadata is the JSON form of image.json, as scripts/build-image.sh writes
@@ -60,8 +64,8 @@ type metadata struct {
 // Protocol is the version of the host–guest protocol this package speaks.
 // An image.json with a larger "protocol" was built for a newer corral.
 // Protocol 2 added job/user and job/fs (Payload.User and Payload.FS);
-// protocol 3 the guest agent.
-const Protocol = 3
+// protocol 3 the guest agent; protocol 4 warm starts.
+const Protocol = 4
 
 // Load reads the image in dir. Its errors name the file at fault and say how
 // to fix it; a missing image wraps fs.ErrNotExist.
@@ -97,6 +101,7 @@ func Load(dir string) (*Image, error) {
 		PVH:           m.PVH,
 		HostRoot:      m.HostRoot && m.Protocol >= 2,
 		Agent:         m.Protocol >= 3,
+		Warm:          m.Protocol >= 4,
 	}
 	if img.Name == "" {
 		img.Name = filepath.Base(abs)

@@ -116,7 +116,8 @@ func runCtld(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "audit-keep", "N", "keep the newest N audit records (default 200000; -1: all)"),
 		valued(0, "audit-retention", "DURATION", "keep audit records this long (default 720h, 30 days; -1s: forever)"),
 		flag(0, "metrics-open", "let anyone scrape GET /metrics under --auth (Prometheus sends no token); otherwise it takes an operator's or admin's token"),
-	}, tlsOptions()...)...)
+		valued(0, "accounting-postgres", "DSN", "stream the accounting records into this PostgreSQL database (a libpq connection string or postgres:// URL; the leader writes, resuming after an outage; docs/accounting-postgres.md)"),
+	}, append(tlsOptions(), raftOptions()...)...)...)
 	if err != nil {
 		return err
 	}
@@ -190,11 +191,15 @@ func ctldConfig(o *optSet) (ctld.Config, error) {
 	if err != nil {
 		return ctld.Config{}, err
 	}
+	tuning, err := raftTuning(o)
+	if err != nil {
+		return ctld.Config{}, err
+	}
 	return ctld.Config{
 		ID: o.get("id"), DataDir: o.get("data"), RaftAddr: o.get("raft"), HTTPAddr: o.get("http"),
 		Peers: peers, Partitions: parts, NodeTimeout: timeout, DefMemPerCPU: defMem, Policy: policy, Logger: log,
 		HTTP: httpT, TLS: tlsFiles(o), Auth: o.has("auth"), AuditKeep: keep, AuditRetention: retention, RateLimits: limits, NodeCA: o.get("node-ca"), Admins: o.list("admin"),
-		TPMPolicy: tpmPolicy, AttestEvery: attestEvery, MetricsOpen: o.has("metrics-open"),
+		TPMPolicy: tpmPolicy, AttestEvery: attestEvery, MetricsOpen: o.has("metrics-open"), AccountingPostgres: o.get("accounting-postgres"), Raft: tuning, Join: o.list("join"),
 	}, nil
 }
 
@@ -299,6 +304,9 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
+		valued(0, "warm-max", "N", "warm starts: how many snapshots of booted guests the vm runner keeps in DATA/warm, one per shape of VM, to restore job VMs from instead of booting them (default 8; 0 turns warm starts off)"),
+		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
+		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "checkpoint-dir", "DIR", "where jobs' checkpoints are written (corral checkpoint; default DATA/checkpoints)"),
@@ -366,7 +374,7 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory, strings.Split(addrs, ","), false); err != nil {
+	if cfg.Runner, err = makeRunner(ctx, env, o, log, cfg.Inventory, strings.Split(addrs, ","), filepath.Join(cfg.DataDir, "warm"), false); err != nil {
 		return err
 	}
 	d, err := noded.New(cfg)
@@ -613,7 +621,7 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	// One runner serves every node: the vm runner's probe boots a guest.
 	// The controller listens on loopback, which no guest reaches anyway.
-	runner, err := makeRunner(ctx, env, o, log, nil, nil, true)
+	runner, err := makeRunner(ctx, env, o, log, nil, nil, filepath.Join(dir, "warm"), true)
 	if err != nil {
 		return err
 	}
@@ -721,7 +729,7 @@ func devDaemons(c *ctld.Controller, cfgs []noded.Config, sec *devSecurity) ([]*n
 // failed probe must stop the command); without, the node daemon probes it
 // after it registered, so that a restarted daemon keeps the lease of the
 // VMs it re-adopts.
-func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory, controllers []string, probe bool) (noded.Runner, error) {
+func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, inv *api.Inventory, controllers []string, warmDir string, probe bool) (noded.Runner, error) {
 	switch o.get("runner") {
 	case "process":
 		return nil, nil
@@ -735,7 +743,10 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 			return nil, err
 		}
 		cfg := vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
-			Controllers: controllers, VMIDs: ids}
+			Controllers: controllers, VMIDs: ids, WarmDir: warmDir}
+		if err := warmOptions(o, &cfg); err != nil {
+			return nil, err
+		}
 		load := vmrun.Load
 		if probe {
 			load = func(cfg vmrun.Config) (*vmrun.Runner, error) { return vmrun.New(ctx, cfg) }
@@ -748,6 +759,38 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		return r, nil
 	}
 	return nil, fmt.Errorf("--runner=%s: unknown runner (available: process, vm)", o.get("runner"))
+}
+
+// warmOptions reads --warm-max, --warm-max-bytes and --warm-settle into
+// cfg: a maximum of 0 turns warm starts off.
+func warmOptions(o *optSet, cfg *vmrun.Config) error {
+	if v := o.get("warm-max"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1000 {
+			return fmt.Errorf("--warm-max=%s: give a number of snapshots from 0 (no warm starts) to 1000", v)
+		}
+		if n == 0 {
+			cfg.WarmDir = ""
+		}
+		cfg.WarmMax = n
+	}
+	if v := o.get("warm-max-bytes"); v != "" {
+		mb, err := submit.ParseMemory(v)
+		if err != nil || mb <= 0 {
+			return fmt.Errorf("--warm-max-bytes=%s: give a size such as 4G", v)
+		}
+		cfg.WarmMaxBytes = mb << 20
+	}
+	if v := o.get("warm-settle"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("--warm-settle=%s: give a duration such as 65s, or 0", v)
+		}
+		if cfg.WarmSettle = d; d == 0 {
+			cfg.WarmSettle = -1 // at once
+		}
+	}
+	return nil
 }
 
 // parseIDRange reads --vm-ids FIRST-LAST; "" is the runner's default.

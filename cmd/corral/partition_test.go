@@ -40,8 +40,13 @@ func TestPartitionCommandsAgainstController(t *testing.T) {
 	mustRun(t, ctx, addr, "corral", "partition", "modify", "debug", "SharedPaths=/home,/scratch", "Share=virtiofs")
 	mustFail(t, f, []string{"partition debug", `shared path "scratch"`}, "corral", "partition", "modify", "debug", "SharedPaths=scratch")
 	mustFail(t, f, []string{`share "9p": use nfs`}, "corral", "partition", "modify", "debug", "Share=9p")
-	if show := mustRun(t, ctx, addr, "scontrol", "show", "partition", "debug"); !strings.Contains(show, "SharedPaths=/home,/scratch") || !strings.Contains(show, "Share=virtiofs") || !strings.Contains(show, "Network=none") {
+	if show := mustRun(t, ctx, addr, "scontrol", "show", "partition", "debug"); !strings.Contains(show, "SharedPaths=/home,/scratch") || !strings.Contains(show, "Share=virtiofs") || !strings.Contains(show, "Network=none") || !strings.Contains(show, "Warm=yes") {
 		t.Errorf("scontrol show partition debug lacks the share settings:\n%s", show)
+	}
+	mustRun(t, ctx, addr, "corral", "partition", "modify", "debug", "Warm=NO")
+	mustFail(t, f, []string{`warm "lukewarm": use yes`}, "corral", "partition", "modify", "debug", "Warm=lukewarm")
+	if show := mustRun(t, ctx, addr, "scontrol", "show", "partition", "debug"); !strings.Contains(show, "Warm=no") {
+		t.Errorf("scontrol show partition debug does not say Warm=no:\n%s", show)
 	}
 	cl, _ := api.NewClient(addr)
 	parts, err := cl.Partitions(ctx)
@@ -49,7 +54,7 @@ func TestPartitionCommandsAgainstController(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range parts {
-		if p.Name == "debug" && (p.Share != "virtiofs" || len(p.SharedPaths) != 2) {
+		if p.Name == "debug" && (p.Share != "virtiofs" || len(p.SharedPaths) != 2 || p.Warm != api.WarmNo) {
 			t.Errorf("GET /v1/partitions gives debug %+v, want its share settings", p)
 		}
 	}

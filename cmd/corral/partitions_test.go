@@ -28,6 +28,8 @@ func TestReadPartitionsFile(t *testing.T) {
 		"a root of its own":          {body: `[{"name": "rocky", "root": "/srv/roots/rocky9"}]`},
 		"relative root":              {body: `[{"name": "rocky", "root": "srv/roots/rocky9"}]`, err: `root "srv/roots/rocky9": give a clean absolute path`},
 		"root over virtiofs":         {body: `[{"name": "rocky", "root": "/srv/roots/rocky9", "share": "virtiofs"}]`, err: "needs the nfs share"},
+		"warm starts off":            {body: `[{"name": "cold", "warm": "no"}]`},
+		"lukewarm":                   {body: `[{"name": "a", "warm": "maybe"}]`, err: `warm "maybe": use yes`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -51,6 +51,9 @@ type Allocation struct {
 	// not measured.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	PeakMemKB  int64   `json:"peak_mem_kb,omitempty"`
+	// VMStart is how the run's VM started, as its node reported it:
+	// api.VMStartWarm or api.VMStartCold; empty without a VM.
+	VMStart string `json:"vm_start,omitempty"`
 	// Leaving is set on an allocation a live migration gives up: the
 	// source once the job switched over to its destination, the
 	// destination of a migration that was aborted. Its end is not the

@@ -210,7 +210,8 @@ func TestMaxSubmitPerUserCountsTheBatch(t *testing.T) {
 }
 
 // TestReportKeepsUsageOnItsAllocation checks that the CPU time and peak
-// memory a node measured for a run are kept on that run's allocation.
+// memory a node measured for a run, and how its VM started, are kept on
+// that run's allocation.
 func TestReportKeepsUsageOnItsAllocation(t *testing.T) {
 	f := newReplica()
 	f.Apply(entry(t, 1, CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, BootID: "b",
@@ -218,12 +219,12 @@ func TestReportKeepsUsageOnItsAllocation(t *testing.T) {
 	f.Apply(entry(t, 2, CmdSubmitJobs, &SubmitJobs{Now: t0, FirstID: 1, Jobs: []JobSpec{spec("a")}}))
 	f.Apply(entry(t, 3, CmdApplyPlan, &ApplyPlan{Now: t0, Starts: []PlanStart{{JobID: 1, Node: "n1", CPUs: 1, MemMB: 256}}}))
 	f.Apply(entry(t, 4, CmdJobReports, &JobReports{Now: t0.Add(time.Minute), Node: "n1", BootID: "b", Reports: []api.JobReport{
-		{JobID: 1, StartIndex: 3, State: api.StateCompleted, CPUSeconds: 12.5, PeakMemKB: 40960}}}))
+		{JobID: 1, StartIndex: 3, State: api.StateCompleted, CPUSeconds: 12.5, PeakMemKB: 40960, VMStart: api.VMStartWarm}}}))
 	f.Read(func(s *State) {
 		j := s.Jobs[1]
 		a := s.LastAlloc(j)
-		if j.State != api.StateCompleted || a == nil || a.CPUSeconds != 12.5 || a.PeakMemKB != 40960 {
-			t.Fatalf("job %s, allocation %+v: want COMPLETED with cpu_s 12.5 and peak_mem_kb 40960", j.State, a)
+		if j.State != api.StateCompleted || a == nil || a.CPUSeconds != 12.5 || a.PeakMemKB != 40960 || a.VMStart != api.VMStartWarm {
+			t.Fatalf("job %s, allocation %+v: want COMPLETED with cpu_s 12.5, peak_mem_kb 40960 and vm_start warm", j.State, a)
 		}
 		if s.Nodes["n1"].APIAddr != "http://127.0.0.1:7101" {
 			t.Errorf("node api_addr = %q", s.Nodes["n1"].APIAddr)

@@ -318,30 +318,43 @@ func goldenCommands() []struct {
 		}()}}},
 		{CmdPutReservation, &PutReservation{Now: t0.Add(18 * time.Hour), Delete: true, By: "oscar", Reservation: api.Reservation{Name: "golden_maint"}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(18 * time.Hour), Names: []string{"golden_cap"}}},
+		// Warm starts: a partition whose VMs all boot, a --no-warm job, and
+		// a run whose VM started warm.
+		{CmdPutPartition, &PutPartition{Partition: api.Partition{Name: "cold", Warm: api.WarmNo}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "wm1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-wm"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 100, Jobs: []JobSpec{func() JobSpec {
+			sp := simple("booted")
+			sp.NoWarm = true
+			return sp
+		}(), simple("restored")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19*time.Hour + time.Second), Starts: []PlanStart{{JobID: 101, Node: "wm1", CPUs: 1, MemMB: 256}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + time.Minute), Node: "wm1", BootID: "boot-wm", Reports: []api.JobReport{
+			{JobID: 101, StartIndex: 103, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
 		// Node w1 drained by migration: a pass moves job 81 and says
 		// that job 82 stays.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(18 * time.Hour), Node: "w1", Drain: true, Reason: "new firmware", By: "oscar", Migrate: true}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second),
 			Migrations: []PlanMigration{{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81c", CPUs: 1, MemMB: 256}},
 			DrainNotes: []PlanDrainNote{{Node: "w1", Note: "job 82 fits on no other node"}}}},
-		// A checkpoint: job 100 saved on w3 into the shared checkpoint
+		// A checkpoint: job 110 saved on w3 into the shared checkpoint
 		// directory, its run ended, restored on w4.
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w3", CPUs: 2, MemMB: 4096, Runner: "vm",
 			BootID: "boot-w3", APIAddr: "https://w3:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
 		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w4", CPUs: 2, MemMB: 4096, Runner: "vm",
 			BootID: "boot-w4", APIAddr: "https://w4:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 100, Jobs: []JobSpec{simple("parked")}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19 * time.Hour), Starts: []PlanStart{{JobID: 100, Node: "w3", CPUs: 1, MemMB: 256}}}},
-		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(19*time.Hour + time.Minute), IDs: []uint64{100}, By: "alice"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 110, Jobs: []JobSpec{simple("parked")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w3", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(19*time.Hour + time.Minute), IDs: []uint64{110}, By: "alice"}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(19*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
-			{Job: 100, Alloc: 15, Event: "saved", Path: "/shared/checkpoints/100-15.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
+			{Job: 110, Alloc: 16, Event: "saved", Path: "/shared/checkpoints/110-16.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
 			{Job: 80, Alloc: 12, Event: "failed", Message: "not being saved"}}}},
 		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + 3*time.Minute), Node: "w3", BootID: "boot-w3", Reports: []api.JobReport{
-			{Alloc: 15, JobID: 100, StartIndex: 105, State: api.StateCancelled, Signal: 9}}}},
-		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(20 * time.Hour), IDs: []uint64{100}, To: "w4", By: "alice"}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 100, Node: "w4", CPUs: 1, MemMB: 256}}}},
+			{Alloc: 16, JobID: 110, StartIndex: 110, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(20 * time.Hour), IDs: []uint64{110}, To: "w4", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w4", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(20*time.Hour + time.Second), Node: "w4", Reports: []api.CheckpointReport{
-			{Job: 100, Alloc: 16, Event: "restored", TookMS: 300}}}},
+			{Job: 110, Alloc: 17, Event: "restored", TookMS: 300}}}},
 	}
 }
 

@@ -60,6 +60,9 @@ type JobSpec struct {
 	// NoMigrate gives up live migration for speed (--no-migrate): the vm
 	// runner shares files over virtiofs instead of NFS.
 	NoMigrate bool `json:"no_migrate,omitempty"`
+	// NoWarm has the vm runner boot the job's VM (--no-warm) rather than
+	// restore it from a warm start's snapshot.
+	NoWarm bool `json:"no_warm,omitempty"`
 	// Reservation names the advance reservation the job runs in
 	// (--reservation).
 	Reservation string `json:"reservation,omitempty"`

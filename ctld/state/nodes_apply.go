@@ -168,6 +168,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 	}
 	ended := s.endAlloc(a, r.State, now, index)
 	ended.CPUSeconds, ended.PeakMemKB = r.CPUSeconds, r.PeakMemKB
+	if r.VMStart == api.VMStartWarm || r.VMStart == api.VMStartCold {
+		ended.VMStart = r.VMStart
+	}
 	s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
 	s.finishRun(j, final, now)
 	s.checkpointRunEnded(j, index)

@@ -38,6 +38,15 @@
 //     handle is 42 bytes: enough for ext4, xfs and btrfs. An export whose
 //     root's handle is longer is refused; an object below it with a longer
 //     one (on another file system mounted there) is ENOENT to the guest.
+//     The read-only root export may have a key of its own
+//     (Config.RootHandleKey): the VMs restored from one warm start's
+//     snapshot share it, since the snapshot's guest mounted the root before
+//     any job existed, while each job's shared paths keep its own key. A
+//     handle still cannot move between exports (the key is the export's),
+//     and a root handle one job learnt opens on another job's server only
+//     what that job's user may read (knfsd's no_subtree_check: the handle
+//     skips the directories' search permission, not the object's own;
+//     TestRootHandleKeyOfItsOwn).
 //   - Every operation acts as the job's user, whatever the guest's
 //     credentials say: each worker thread takes the user's fsuid, fsgid and
 //     supplementary groups once (setfsuid, setfsgid and setgroups on the

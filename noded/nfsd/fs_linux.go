@@ -23,6 +23,9 @@ type export struct {
 	// every object of the export shows.
 	key  uint64
 	fsid uint64
+	// mac is the key the export's handles carry their MAC under
+	// (Config.RootHandleKey for the root export); nil is the server's.
+	mac handleKey
 }
 
 // object is a file, directory or other object a request names, open as
@@ -47,12 +50,12 @@ func (o *object) close() {
 func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // newExport opens path's root and derives its handle.
-func (s *Server) newExport(path string, rw bool) (*export, error) {
+func (s *Server) newExport(path string, rw bool, mac handleKey) (*export, error) {
 	clean := filepath.Clean(path)
 	if !filepath.IsAbs(clean) {
 		return nil, fmt.Errorf("export %q: not an absolute path", path)
 	}
-	e := &export{id: exportID(clean), path: clean, rw: rw}
+	e := &export{id: exportID(clean), path: clean, rw: rw, mac: mac}
 	kh, mnt, err := unix.NameToHandleAt(unix.AT_FDCWD, clean, unix.AT_SYMLINK_FOLLOW)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: name_to_handle_at: %w (its file system cannot be served over NFS)", clean, err)
@@ -61,13 +64,34 @@ func (s *Server) newExport(path string, rw bool) (*export, error) {
 		return nil, fmt.Errorf("export %s: %w", clean, err)
 	}
 	e.root = handle{Export: e.id, FSKey: e.key, Type: kh.Type(), Kernel: kh.Bytes()}
-	if e.fh, err = s.key.encode(e.root); err != nil {
+	if e.fh, err = e.handleKey(s.key).encode(e.root); err != nil {
 		return nil, fmt.Errorf("export %s: %w", clean, err)
 	}
 	f := fnv.New64a()
 	f.Write([]byte(clean))
 	e.fsid = f.Sum64()
 	return e, nil
+}
+
+// handleKey is the key e's handles carry their MAC under.
+func (e *export) handleKey(server handleKey) handleKey {
+	if e.mac != nil {
+		return e.mac
+	}
+	return server
+}
+
+// keyOf returns the key fh's MAC must be under: its export's. The export
+// id it reads is not authenticated yet; a handle whose id was changed
+// fails the MAC under the key it names, since every key is the export's
+// own or the server's.
+func (s *Server) keyOf(fh []byte) handleKey {
+	if id, ok := exportOf(fh); ok {
+		if e := s.byID[id]; e != nil {
+			return e.handleKey(s.key)
+		}
+	}
+	return s.key
 }
 
 // resolveFor resolves fh for a procedure: when fh names nothing it writes
@@ -94,7 +118,7 @@ var (
 // thread (see creds): decoding a kernel handle needs root's
 // CAP_DAC_READ_SEARCH, which only asRoot has.
 func (s *Server) resolve(fh []byte) (*object, error) {
-	h, err := s.key.decode(fh)
+	h, err := s.keyOf(fh).decode(fh)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +218,7 @@ func (s *Server) child(dir *object, name string) ([]byte, *attrs, error) {
 		h = dir.exp.root
 	}
 	a.fileid = fileID(a.st.Ino, h.FSKey, dir.exp.key)
-	fh, err := s.key.encode(h)
+	fh, err := dir.exp.handleKey(s.key).encode(h)
 	if err != nil {
 		return nil, nil, unix.ENOENT
 	}

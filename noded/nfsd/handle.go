@@ -112,6 +112,14 @@ func (k handleKey) decode(b []byte) (handle, error) {
 	}, nil
 }
 
+// exportOf reads the export id of an encoded handle, unchecked.
+func exportOf(b []byte) (uint32, bool) {
+	if len(b) < handleHeader {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b[1:]), true
+}
+
 // sameObject reports whether two handles name the same object.
 func (h handle) sameObject(o handle) bool {
 	return h.FSKey == o.FSKey && h.Type == o.Type && string(h.Kernel) == string(o.Kernel)

@@ -28,6 +28,9 @@ type ProcessConfig struct {
 	// HandleKey is the job's handle key (Config.HandleKey): the vm runner
 	// makes it once per job and gives every server of the job the same.
 	HandleKey []byte `json:"handle_key"`
+	// RootHandleKey is the root export's own key (Config.RootHandleKey),
+	// a warm start's snapshot's; empty when the root has the job's.
+	RootHandleKey []byte `json:"root_handle_key,omitempty"`
 }
 
 // ListenFD is the descriptor a file server process inherits its listener
@@ -75,7 +78,7 @@ func RunProcess(configPath string) error {
 	if len(cfg.HandleKey) == 0 {
 		log.Warn("no handle key in the configuration: the guest's file handles will not survive a restart of this server", "config", configPath)
 	}
-	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, HandleKey: cfg.HandleKey, Logger: log})
+	s, err := New(Config{User: cfg.User, Root: cfg.Root, Shares: cfg.Shares, HandleKey: cfg.HandleKey, RootHandleKey: cfg.RootHandleKey, Logger: log})
 	if err != nil {
 		return fmt.Errorf("nfsd: %w", err)
 	}

@@ -36,6 +36,12 @@ type Config struct {
 	// for the guest's handles to stay valid. Empty makes a random key, for
 	// a server whose handles need not outlive it.
 	HandleKey []byte
+	// RootHandleKey, when set, is the root export's own handle key: a
+	// warm start's VM was restored from a guest that mounted the root
+	// before its job existed, with the snapshot's key, and its shared
+	// paths get the job's HandleKey. A handle cannot be moved between
+	// exports of different keys either.
+	RootHandleKey []byte
 	// Workers is how many threads serve requests; 8 when 0.
 	Workers int
 	// Logger receives connection and failure messages; slog's default
@@ -126,7 +132,10 @@ func New(cfg Config) (*Server, error) {
 	if s.mounts, err = newMountTable(); err != nil {
 		return nil, err
 	}
-	if err := s.addExports(cfg.Root, cfg.Shares); err != nil {
+	if n := len(cfg.RootHandleKey); n != 0 && n != HandleKeyLen {
+		return nil, fmt.Errorf("root handle key of %d bytes: want %d", n, HandleKeyLen)
+	}
+	if err := s.addExports(cfg.Root, cfg.Shares, handleKey(cfg.RootHandleKey)); err != nil {
 		return nil, err
 	}
 	if err := s.startWorkers(cfg.Workers); err != nil {
@@ -135,9 +144,13 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) addExports(root string, shares []string) error {
+func (s *Server) addExports(root string, shares []string, rootKey handleKey) error {
 	add := func(p string, rw bool) error {
-		e, err := s.newExport(p, rw)
+		var mac handleKey
+		if !rw && len(rootKey) > 0 {
+			mac = rootKey
+		}
+		e, err := s.newExport(p, rw, mac)
 		if err != nil {
 			return err
 		}

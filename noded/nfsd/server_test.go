@@ -325,6 +325,51 @@ func TestForgedHandlesAreRefused(t *testing.T) {
 	}
 }
 
+// TestRootHandleKeyOfItsOwn gives the root export a key of its own, as a
+// warm start's VMs get their snapshot's: a root handle one job's server
+// issued is good on the next job's server with the same root key and
+// another job key, while the first job's shared path handles are not, and
+// a root handle moved to the shared path's export, or a shared path's
+// moved to the root's, is BADHANDLE.
+func TestRootHandleKeyOfItsOwn(t *testing.T) {
+	root, share := tree(t)
+	os.WriteFile(filepath.Join(root, "bin"), []byte("a program\n"), 0o644)
+	os.WriteFile(filepath.Join(share, "data"), []byte("the job's\n"), 0o644)
+	rootKey := bytes.Repeat([]byte{1}, HandleKeyLen)
+	s1, addr1 := startServer(t, Config{User: self(t), Root: root, Shares: []string{share}, RootHandleKey: rootKey, HandleKey: bytes.Repeat([]byte{2}, HandleKeyLen)})
+	c1 := dialTest(t, addr1)
+	ro, _ := c1.mount(root)
+	bin, st := c1.lookup(ro, "bin")
+	if st != 0 {
+		t.Fatalf("LOOKUP bin: %d", st)
+	}
+	sh, _ := c1.mount(share)
+	data, _ := c1.lookup(sh, "data")
+	s1.Close()
+	s2, addr2 := startServer(t, Config{User: self(t), Root: root, Shares: []string{share}, RootHandleKey: rootKey, HandleKey: bytes.Repeat([]byte{3}, HandleKeyLen)})
+	c2 := dialTest(t, addr2)
+	if b, _, st := c2.read(bin, 0, 100); st != 0 || string(b) != "a program\n" {
+		t.Errorf("READ of the root handle on the next job's server: %q %d", b, st)
+	}
+	if _, st := c2.getattr(data); st != errBadHandleStat {
+		t.Errorf("the first job's shared path handle on the next job's server: %d, want BADHANDLE", st)
+	}
+	toShare := bytes.Clone(bin)
+	binary.BigEndian.PutUint32(toShare[1:], s2.byPath[share].id)
+	sh2, _ := c2.mount(share)
+	data2, _ := c2.lookup(sh2, "data")
+	toRoot := bytes.Clone(data2)
+	binary.BigEndian.PutUint32(toRoot[1:], s2.byPath[root].id)
+	for name, fh := range map[string][]byte{"a root handle moved to the share": toShare, "a share handle moved to the root": toRoot} {
+		if _, st := c2.getattr(fh); st != errBadHandleStat {
+			t.Errorf("%s: %d, want BADHANDLE", name, st)
+		}
+	}
+	if _, err := New(Config{User: self(t), Root: root, RootHandleKey: []byte("short")}); err == nil {
+		t.Error("a root handle key of 5 bytes was taken")
+	}
+}
+
 // TestErrorsAreTheHostsErrors checks the mapping of the host's errnos.
 func TestErrorsAreTheHostsErrors(t *testing.T) {
 	root, share := tree(t)

@@ -83,6 +83,29 @@
 // aborted (cont from postmigrate). The daemons carry the stream between
 // nodes (noded's migration.go).
 //
+// Warm starts (warm.go, warmpool.go, warmsnap.go, warmstart.go; the
+// design is in docs/vm.md): with Config.WarmDir set, Start restores a
+// job's VM from its shape's snapshot when the node has one, instead of
+// booting it. A shape (warmShapeOf) is the job's QEMU command line (keyArgv:
+// without -name and the warm flag), the contents of the image's kernel and
+// initramfs and of QEMU, the guest's stage and the partition's root; a job
+// of the virtiofs share, with devices passed through, of an image before
+// protocol 4, or with LaunchSpec.NoWarm has none and boots. The first job
+// of a shape boots and asks for its snapshot: the pool (warmPool) makes
+// it in the background, one at a time (makeSnapshot: the shape's VM booted
+// with corral.warm=STAGE, its file server acting as nobody, READY, settled,
+// paused, saved with saveState to a 0600 file of the daemon's), keeps at
+// most Config.WarmMax of them within Config.WarmMaxBytes, least recently
+// used first out, checks each before use (size, time) and at Load (its
+// SHA-256), and removes one that is stale, damaged or failed a restore. A
+// restore (restore) is the same job's start with Incoming{File: the
+// snapshot}, the snapshot's root handle key for the file server and a
+// fresh one for the job's shares; once QEMU loaded the stream the VM is
+// continued and sendJob hands the guest its job over the agent
+// (vmimage.FrameJob: host randomness, the clock, the payload a booted VM's
+// initrd would hold). Any failure on the way falls back to booting. Close
+// (noded.Closer) abandons a snapshot being made when the daemon stops.
+//
 // Entry point: New, then Runner.Start and Runner.Recover. The handles are
 // *VM, which also offer Pause, Continue and Paused for suspend/resume,
 // VCPUThreads for pinning, and Exec, Signal, ReadFile and WriteFile.
@@ -114,6 +137,11 @@
 //	       socket and initrd removed
 //	Kill:  DIR/killed, QMP quit, SIGKILL after grace -> Result{Signal: 9}
 //	Recover: DIR/vm.json -> same pid and start time? re-attach : Result from files
+//	Start, warm (the shape has a snapshot): the same, but no job initrd
+//	       (-initrd the image's base), -incoming fd:13 (WARM/KEY.state, opened
+//	       by the daemon), the file server with the snapshot's root key; once
+//	       the stream is in: QMP cont, then the agent's FrameJob (seed, clock,
+//	       the payload); vm.json's warm and warm_job_in record it
 //
 // Output files are written by QEMU as the guest sends the bytes, so a job's
 // output is on the node while it runs. The runner opens them as the job's

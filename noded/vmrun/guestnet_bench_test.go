@@ -49,7 +49,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 	img, _ := r.image("")
 	f := filesIn(spec.Dir)
 	gfs := r.guestFS(spec)
-	n, err := r.prepareNFS(spec.Dir, spec, gfs, nil)
+	n, err := r.prepareNFS(spec.Dir, spec, gfs, startOpts{})
 	if err != nil {
 		b.Fatal(err)
 	}

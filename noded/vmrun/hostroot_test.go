@@ -70,10 +70,20 @@ func lookupNobody(t *testing.T) ident.User {
 // which the host then sees, owned by the job's user. The job runs with the
 // user's uid; it cannot read a root-only host file or write into a
 // root-only host directory (EACCES), and what it writes outside its shared
-// paths stays in the guest.
+// paths stays in the guest. TestWarmStart runs the same job restored from
+// a snapshot.
 func TestHostRootAsTheUser(t *testing.T) {
 	guestOnly(t)
-	r := testRunner(t)
+	hostRootAsTheUser(t, testRunner(t), false)
+}
+
+// hostRootAsTheUser runs TestHostRootAsTheUser's job with r, checks it and
+// that it started warm or not as warm says, and returns its output. The
+// script's last lines print what must be the job's own: random bytes of
+// /dev/urandom and of python's os.urandom, its machine and boot ids, and
+// its wall clock (identityLines).
+func hostRootAsTheUser(t *testing.T, r *Runner, warm bool) string {
+	t.Helper()
 	u := lookupNobody(t)
 	work := userWorkDir(t, u)
 	os.WriteFile(filepath.Join(work, "input.txt"), []byte("3 4\n"), 0o644)
@@ -100,6 +110,11 @@ echo "uid $(id -u) gid $(id -g) home $HOME"
 cat ` + secret + ` 2>&1 | sed 's/.*: //'
 touch ` + rootDir + `/x 2>&1 | sed 's/.*: //'
 touch ` + outside + `/x && echo guest-write-ok
+echo "urandom $(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+echo "python $(python3 -c 'import os; print(os.urandom(16).hex())')"
+echo "machine-id $(cat /etc/machine-id)"
+echo "boot-id $(cat /proc/sys/kernel/random/boot_id)"
+echo "clock $(date +%s)"
 `
 	spec := jobSpec(t, script, 1, 256)
 	spec.User = u
@@ -108,10 +123,15 @@ touch ` + outside + `/x && echo guest-write-ok
 	spec.Shares = []string{work}
 	spec.Env = append(spec.Env, "HOME="+u.Home, "USER="+u.Name)
 	v := start(t, r, spec)
-	res := waitResult(t, v, 60*time.Second)
+	// A bound, not a timing: a warm runner may be booting a snapshot's
+	// VM meanwhile, on a machine that is busy already.
+	res := waitResult(t, v, 3*time.Minute)
 	out := readFile(t, spec.Stdout)
 	if res.ExitCode != 0 || res.Message != "" {
 		t.Fatalf("result %+v, output:\n%s\nconsole: %s\nnfsd: %s", res, out, tailFile(filepath.Join(spec.Dir, consoleFile), 10, 2000), tailFile(filepath.Join(spec.Dir, nfsLogFile), 30, 4000))
+	}
+	if v.StartedWarm() != warm {
+		t.Errorf("the job's VM started warm: %v, want %v", v.StartedWarm(), warm)
 	}
 	want := []string{"array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
 		"Permission denied", "guest-write-ok"}
@@ -143,6 +163,22 @@ touch ` + outside + `/x && echo guest-write-ok
 			t.Errorf("the job's write to %s reached the host: only shared paths may be written", p)
 		}
 	}
+	return out
+}
+
+// identityLines returns the lines of a hostRootAsTheUser output that must
+// be the job's own, by name.
+func identityLines(out string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			switch k {
+			case "urandom", "python", "machine-id", "boot-id", "clock":
+				m[k] = v
+			}
+		}
+	}
+	return m
 }
 
 // TestPartitionRoot gives the job a root of its own, as a partition's root

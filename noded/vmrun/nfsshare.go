@@ -91,7 +91,7 @@ func outermost(paths []string) []string {
 
 // prepareNFS creates the VM's network namespace, its tap device and the
 // server's listener; the server starts once QEMU runs (startNFS).
-func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, keys *handleKeys) (*nfsServer, error) {
+func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, o startOpts) (*nfsServer, error) {
 	gn, err := newGuestNet(dir)
 	if err != nil {
 		return nil, err
@@ -108,9 +108,13 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, 
 		return nil, fmt.Errorf("the VM's file server: %w", err)
 	}
 	u := spec.User
-	if u.Name == "" {
+	switch {
+	case o.warm != "":
+		u = warmUser()
+	case u.Name == "":
 		u = ident.User{Name: "root", Groups: []uint32{0}}
 	}
+	keys := o.keys
 	if keys == nil {
 		k, err := newHandleKeys()
 		if err != nil {
@@ -122,7 +126,7 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, 
 	}
 	return &nfsServer{
 		log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir, net: gn, ln: ln,
-		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: keys.job},
+		conf: nfsd.ProcessConfig{User: u, Root: gfs.Export, Shares: gfs.Shares, HandleKey: keys.job, RootHandleKey: keys.root},
 	}, nil
 }
 
@@ -131,6 +135,9 @@ func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, 
 // migrates to) gets the same.
 type handleKeys struct {
 	job []byte
+	// root, when set, is the root export's own key: a warm start's
+	// snapshot's, whose guest mounted the root before its job existed.
+	root []byte
 }
 
 // newHandleKeys makes a job's keys.

@@ -37,6 +37,8 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 	if st.BootID == procref.BootID() {
 		p, err := procref.Open(st.PID, st.Start, false)
 		switch {
+		case err == nil && st.Warm != "" && !st.WarmJobIn:
+			return r.abandonRestore(f, st, p)
 		case err == nil:
 			v := r.reattach(f, st, p)
 			if n, held := r.recoverNFS(abs, true); held {
@@ -111,4 +113,18 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 		return nil, fmt.Errorf("%s: the job's VM was never started: %w", f.dir, noded.ErrGone)
 	}
 	return nil, fmt.Errorf("%s: %v: %w", f.dir, readErr, noded.ErrGone)
+}
+
+// abandonRestore ends a VM an earlier daemon was restoring from a warm
+// start's snapshot when it stopped, before it handed the guest its job:
+// that guest would wait for a job nobody sends. The job never ran.
+func (r *Runner) abandonRestore(f vmFiles, st vmState, p *procref.Ref) (noded.Handle, *noded.Result, error) {
+	v := r.reattach(f, st, p)
+	if n, _ := r.recoverNFS(f.dir, true); n != nil {
+		v.attachNFS(n)
+	}
+	v.Kill(0)
+	<-v.done
+	res := noded.Result{ExitCode: 1, Message: "the node daemon stopped while the job's VM was being restored from a warm start's snapshot, before the job was handed to it: the job did not run"}
+	return nil, &res, fmt.Errorf("%s: %s: %w", f.dir, res.Message, noded.ErrGone)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"corral/api"
 	"corral/noded"
@@ -51,6 +52,23 @@ type Config struct {
 	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
 	// when unset. Nothing else on the node may use these ids.
 	VMIDs IDRange
+	// GuestDebug has every guest's init trace its steps, with their
+	// times, on the VM's console (corral.debug=1).
+	GuestDebug bool
+	// WarmDir is where the runner keeps its warm starts' snapshots
+	// (warm.go): a directory of root's, mode 0700. Empty turns warm
+	// starts off: every VM boots.
+	WarmDir string
+	// WarmMax and WarmMaxBytes bound the snapshots kept, the least
+	// recently used going first: 8 snapshots and 4 GiB when 0.
+	WarmMax      int
+	WarmMaxBytes int64
+	// WarmSettle is how long a snapshot's guest prepared to stage root
+	// waits, idle, before it is saved: its NFS client's attribute cache
+	// (60 s on the root) has then expired, so that every guest restored
+	// from it checks the host's files it cached before it uses them.
+	// DefaultWarmSettle when 0; negative waits not at all (tests).
+	WarmSettle time.Duration
 }
 
 // Runner is the vm runner: it runs every job in a QEMU virtual machine of
@@ -74,11 +92,19 @@ type Runner struct {
 	tscNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
+	// warm holds the warm starts' snapshots; nil when they are off.
+	// hashes caches the contents' hashes snapshots are keyed by.
+	warm   *warmPool
+	hashes fileHashes
+	// warmStage, when set, is every snapshot's stage: the benchmark that
+	// compares the stages sets it.
+	warmStage string
 }
 
 var (
 	_ noded.Runner = (*Runner)(nil)
 	_ noded.Prober = (*Runner)(nil)
+	_ noded.Closer = (*Runner)(nil)
 )
 
 // New loads the images under cfg.ImageRoot (see Load) and probes the host
@@ -150,6 +176,12 @@ func Load(cfg Config) (*Runner, error) {
 	var tscSource string
 	r.tscKHz, tscSource = hostTSCkHz()
 	r.tscNote = "tsc " + tscSource
+	if cfg.WarmDir != "" {
+		if r.warm, err = newWarmPool(r, cfg.WarmDir, cfg.WarmMax, cfg.WarmMaxBytes); err != nil {
+			return nil, fmt.Errorf("vm runner: %w", err)
+		}
+		go r.warm.verify()
+	}
 	if r.cg, err = cgroup.Detect(); err != nil {
 		r.cgNote = "no cgroup per VM: " + err.Error()
 		r.log.Warn("job VMs run without a cgroup of their own: no CPU set or memory limit on the host, no CPU time or peak memory per job", "why", err)

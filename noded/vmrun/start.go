@@ -79,6 +79,12 @@ type vmState struct {
 	// As is whom QEMU runs as (identity.go); its uid stays taken while
 	// the VM runs, across daemon restarts.
 	As qemuIdentity `json:"qemu_as"`
+	// Warm names the snapshot the VM was restored from (warmstart.go);
+	// empty when it booted. WarmJobIn says the guest took its job: a VM
+	// found without it is one whose daemon stopped in between
+	// (abandonRestore).
+	Warm      string `json:"warm,omitempty"`
+	WarmJobIn bool   `json:"warm_job_in,omitempty"`
 	// Incoming says QEMU was started as a live migration's destination
 	// (destination.go): stopped until the daemon continues it.
 	Incoming bool `json:"incoming,omitempty"`
@@ -105,6 +111,9 @@ func (r *Runner) Start(ctx context.Context, spec noded.LaunchSpec) (noded.Handle
 	if accel == "" {
 		return nil, errors.New("vm runner: no VM starts before the accelerator probe is done (the node daemon probes after it registered; see its log)")
 	}
+	if v := r.startWarm(ctx, spec, accel); v != nil {
+		return v, nil
+	}
 	v, err := r.start(ctx, spec, startOpts{accel: accel, hostRoot: true, group: true, agent: true})
 	if err != nil {
 		return nil, err
@@ -123,8 +132,12 @@ type startOpts struct {
 	// agent attaches the guest agent's port when the image runs an agent.
 	agent bool
 	// keys are the NFS file server's handle keys: nil makes the job's
-	// fresh; a live migration's destination takes its source's.
+	// fresh; a live migration's destination takes its source's, a warm
+	// start the root's of its snapshot.
 	keys *handleKeys
+	// warm boots the VM for a warm start's snapshot, its guest prepared
+	// to this stage (warmsnap.go), its file server acting as nobody.
+	warm string
 	// incoming, when set, makes QEMU load the guest from a migration
 	// stream instead of booting it (incoming.go); the caller waits for
 	// the stream (VM.waitIncoming).
@@ -196,11 +209,11 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent,
-		baseInitrd: o.incoming != nil}
+		baseInitrd: o.incoming != nil, warm: o.warm}
 	if err := q.setIncoming(o.incoming); err != nil {
 		return nil, err
 	}
-	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs, o.keys)
+	vfsd, nfs, err := r.prepareShare(&a, &q, spec, gfs, o)
 	if err != nil {
 		os.Remove(f.initrd)
 		return nil, err
@@ -270,7 +283,7 @@ func (r *Runner) vmIdentity(dir, accel string, job *api.Job) (qemuIdentity, erro
 // network namespace, tap device and listener; its server starts once QEMU
 // runs) and opens what QEMU inherits into q. On an error nothing of it is
 // left.
-func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS, keys *handleKeys) (*exec.Cmd, *nfsServer, error) {
+func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS, o startOpts) (*exec.Cmd, *nfsServer, error) {
 	var vfsd *exec.Cmd
 	var nfs *nfsServer
 	var err error
@@ -279,7 +292,7 @@ func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gf
 		a.virtiofs = true
 		vfsd, err = startVirtiofsd(a.f)
 	case gfs != nil && gfs.Kind == vmimage.ShareNFS:
-		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs, keys); err == nil {
+		if nfs, err = r.prepareNFS(a.f.dir, spec, gfs, o); err == nil {
 			a.net = nfs.net
 		}
 	}
@@ -427,12 +440,9 @@ type outputs struct {
 // them open and writes with append=on, which leaves room for Slurm's
 // --open-mode=append, which is this truncation left out.
 func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs, error) {
-	if errPath == "" {
-		errPath = out
-	}
-	o := outputs{shared: filepath.Clean(errPath) == filepath.Clean(out)}
-	for i, p := range []string{out, errPath} {
-		if p == "" || p == os.DevNull || (i == 1 && o.shared) {
+	o := planOutputs(out, errPath)
+	for i, p := range []string{o.stdout, o.stderr} {
+		if p == "" {
 			continue
 		}
 		open := noded.OpenOutputFile
@@ -448,23 +458,32 @@ func prepareOutputs(q *qemuFiles, out, errPath string, appending bool) (outputs,
 			fh.Close()
 			return outputs{}, fmt.Errorf("output file %s: %w", p, err)
 		}
-		if i == 0 {
-			o.stdout = p
-			q.set(fdStdout, fh)
-		} else {
-			o.stderr = p
-			q.set(fdStderr, fh)
-		}
+		q.set(fdStdout+i, fh)
 	}
 	return o, nil
 }
 
-// writeInitrd writes the job's -initrd: the image's base initramfs and the
-// job's payload.
-//
-// It holds the job's script and environment: only the VM's own id may read
-// it (QEMU reopens it as that id, see fdPath).
-func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS, as qemuIdentity) error {
+// planOutputs says which of the job's streams get a file, and so a serial
+// port, of their own: what prepareOutputs opens, and what the VM's device
+// model has (a warm start's snapshot must have the same).
+func planOutputs(out, errPath string) outputs {
+	if errPath == "" {
+		errPath = out
+	}
+	o := outputs{shared: filepath.Clean(errPath) == filepath.Clean(out)}
+	if out != "" && out != os.DevNull {
+		o.stdout = out
+	}
+	if errPath != "" && errPath != os.DevNull && !o.shared {
+		o.stderr = errPath
+	}
+	return o
+}
+
+// jobPayload is what the guest's init gets of the job: in its initrd when
+// the VM boots, over the agent when it is restored from a warm start's
+// snapshot (warmstart.go).
+func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS) vmimage.Payload {
 	env := spec.Env
 	hasPath := false
 	for _, kv := range env {
@@ -477,6 +496,16 @@ func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmi
 	if u := spec.User; u.Name != "" && u.UID != 0 {
 		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
 	}
+	return p
+}
+
+// writeInitrd writes the job's -initrd: the image's base initramfs and the
+// job's payload.
+//
+// It holds the job's script and environment: only the VM's own id may read
+// it (QEMU reopens it as that id, see fdPath).
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS, as qemuIdentity) error {
+	p := jobPayload(spec, fs)
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o400)
 	if err != nil {
 		return fmt.Errorf("writing the VM's initrd: %w", err)
@@ -517,6 +546,10 @@ type vmArgs struct {
 	net *guestNet
 	// agent adds the guest agent's port (agentArgs).
 	agent bool
+	// warm boots the guest for a warm start's snapshot, prepared to this
+	// stage (vmimage.WarmNet, vmimage.WarmRoot; warmsnap.go): only the
+	// kernel command line differs from a job's VM of the same shape.
+	warm string
 	// baseInitrd gives QEMU the image's base initramfs as -initrd instead
 	// of the job's initrd: a VM that loads its guest from a migration
 	// stream boots nothing (incoming.go).
@@ -592,6 +625,10 @@ func (r *Runner) argv(a vmArgs) []string {
 	}
 	if hostnameRE.MatchString(a.node) {
 		extra = append(extra, "corral.hostname="+a.node)
+	}
+	extra = append(extra, warmCmdline(a.warm)...)
+	if r.cfg.GuestDebug {
+		extra = append(extra, "corral.debug=1")
 	}
 	return append(argv, "-append", vmimage.KernelCmdline(r.tscKHz, extra...))
 }

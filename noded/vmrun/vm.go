@@ -271,6 +271,10 @@ func (v *VM) vmError(c string, err error) error {
 	return err
 }
 
+// errQEMUExited is wrapped by the error of a VM whose QEMU exited before
+// its monitor answered.
+var errQEMUExited = errors.New("QEMU exited as it started")
+
 // awaitMonitor waits until QEMU's monitor answers, which means QEMU has
 // set up the machine and runs it. A QEMU that cannot (KVM refusing the
 // CPU model, say) exits first; its own message is then the error.
@@ -284,7 +288,7 @@ func (v *VM) awaitMonitor(ctx context.Context) error {
 		}
 		select {
 		case <-v.done:
-			return fmt.Errorf("QEMU exited as it started: %s", tailFile(v.f.qemuLog, 3, 600))
+			return fmt.Errorf("%w: %s", errQEMUExited, tailFile(v.f.qemuLog, 3, 600))
 		case <-ctx.Done():
 			return fmt.Errorf("QEMU's monitor did not answer: %w (QEMU said: %s)", err, tailFile(v.f.qemuLog, 3, 600))
 		case <-time.After(5 * time.Millisecond):

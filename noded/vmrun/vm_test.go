@@ -39,6 +39,10 @@ func imageRoot() string {
 	return filepath.Join("..", "..", "build", "images")
 }
 
+// guestDebugEnv, set, has the tests' guests trace their init's steps on
+// their consoles (Config.GuestDebug).
+const guestDebugEnv = "CORRAL_TEST_GUEST_DEBUG"
+
 // probeEnv carries a probe's outcome to a child test binary (inOwnNetns),
 // whose runner then restores it instead of booting the probe guest again,
 // as a daemon restarted on the same boot does.
@@ -56,7 +60,7 @@ func testRunner(tb testing.TB) *Runner {
 	}
 	runnerOnce.Do(func() {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		cfg := Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild}}
+		cfg := Config{ImageRoot: imageRoot(), Logger: log, NFSServer: []string{os.Args[0], nfsdChild}, GuestDebug: os.Getenv(guestDebugEnv) != ""}
 		found := os.Getenv(probeEnv)
 		if found == "" {
 			sharedR, sharedErr = New(context.Background(), cfg)
@@ -409,13 +413,27 @@ func TestStartRefusesWhatCannotRun(t *testing.T) {
 // work the ratio to the bare guest says more than the wall times. Besides
 // the wall time it reports the CPU time QEMU used until the output (its
 // vCPU, the TCG translator, its I/O threads), which such a machine inflates
-// much less: under TCG the guest's boot is QEMU's CPU.
+// much less: under TCG the guest's boot is QEMU's CPU. The fourth kind,
+// nfs-warm, is the default VM restored from a warm start's snapshot (made
+// first, with the runner's default settling, and reported: its time and
+// size), its job handed over by the agent.
 func BenchmarkStartToFirstOutput(b *testing.B) {
 	r := testRunner(b)
+	wr, _ := warmRunnerSettled(b, 0)
+	first, err := wr.Start(context.Background(), jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256))
+	if err != nil {
+		b.Fatal(err)
+	}
+	first.Wait()
+	for _, s := range waitSnapshots(b, wr, 1) {
+		b.Logf("snapshot %s: %.1f MiB, made in %v (boot, preparation and %v of settling), saved in %v", s.Shape, float64(s.Bytes)/(1<<20), s.Make, DefaultWarmSettle, s.Save)
+	}
+	b.ResetTimer()
 	kinds := []struct {
-		name, share string
-		hostRoot    bool
-	}{{"nfs", vmimage.ShareNFS, true}, {"virtiofs", vmimage.ShareVirtiofs, true}, {"initramfs", "", false}}
+		name, share    string
+		hostRoot, warm bool
+	}{{"nfs", vmimage.ShareNFS, true, false}, {"virtiofs", vmimage.ShareVirtiofs, true, false}, {"initramfs", "", false, false},
+		{"nfs-warm", vmimage.ShareNFS, true, true}}
 	took := map[string][]time.Duration{}
 	cpu := map[string][]time.Duration{}
 	for i := 0; i < b.N; i++ {
@@ -423,7 +441,18 @@ func BenchmarkStartToFirstOutput(b *testing.B) {
 			spec := jobSpec(b, "#!/bin/bash\necho hi\n", 1, 256)
 			spec.Share = k.share
 			t0 := time.Now()
-			v, err := r.start(context.Background(), spec, startOpts{accel: r.Accel(), hostRoot: k.hostRoot, group: true, agent: true})
+			var v *VM
+			var err error
+			if k.warm {
+				var h noded.Handle
+				if h, err = wr.Start(context.Background(), spec); err == nil {
+					if v = h.(*VM); !v.StartedWarm() {
+						b.Fatalf("%s: the VM booted", k.name)
+					}
+				}
+			} else {
+				v, err = r.start(context.Background(), spec, startOpts{accel: r.Accel(), hostRoot: k.hostRoot, group: true, agent: true})
+			}
 			if err != nil {
 				b.Fatal(err)
 			}

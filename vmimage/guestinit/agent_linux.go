@@ -4,8 +4,10 @@ package guestinit
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,11 +29,20 @@ import (
 type Agent struct {
 	port io.ReadWriter
 	// root is the job's root ("" is init's own); rootFD an O_PATH
-	// descriptor of it, which file requests resolve in.
+	// descriptor of it, which file requests resolve in. They are set once
+	// (setRoot), before ready is closed: requests wait for it.
 	root   string
 	rootFD int
-	reaper *reaper
-	logf   func(string, ...any)
+	ready  chan struct{}
+	// onJob takes the job of a guest restored from a warm start's
+	// snapshot (FrameJob); nil refuses it. jobTaken says it took one.
+	onJob    func(vmimage.JobStart, []byte) error
+	jobTaken atomic.Bool
+	// hostSignal wakes Serve when the host connects (signalOnConnect);
+	// nil: Serve looks again every 50 ms.
+	hostSignal <-chan os.Signal
+	reaper     *reaper
+	logf       func(string, ...any)
 	// signalAll delivers a SignalAll: kill(-1) from PID 1, which spares
 	// only init.
 	signalAll func(unix.Signal) error
@@ -50,16 +61,34 @@ type Agent struct {
 }
 
 func newAgent(port io.ReadWriter, root string, r *reaper, logf func(string, ...any)) (*Agent, error) {
+	a := newWaitingAgent(port, r, logf)
+	if err := a.setRoot(root); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// newWaitingAgent returns an agent whose job's root is not there yet: it
+// answers Hello and FrameJob, and its other requests wait for setRoot.
+func newWaitingAgent(port io.ReadWriter, r *reaper, logf func(string, ...any)) *Agent {
+	return &Agent{port: port, rootFD: -1, ready: make(chan struct{}), reaper: r, logf: logf, reqs: map[uint32]*agentReq{},
+		signalAll: func(s unix.Signal) error { return unix.Kill(-1, s) }}
+}
+
+// setRoot sets the job's root, once, and lets the requests waiting for it
+// run.
+func (a *Agent) setRoot(root string) error {
 	dir := root
 	if dir == "" {
 		dir = "/"
 	}
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Agent{port: port, root: root, rootFD: fd, reaper: r, logf: logf, reqs: map[uint32]*agentReq{},
-		signalAll: func(s unix.Signal) error { return unix.Kill(-1, s) }}, nil
+	a.root, a.rootFD = root, fd
+	close(a.ready)
+	return nil
 }
 
 // setJob records the batch script's process group, which SignalBatch
@@ -100,8 +129,34 @@ func (a *Agent) Serve() {
 				return
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-a.hostSignal:
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+}
+
+// signalOnConnect asks the kernel for a SIGIO when the host connects to
+// the port (virtio_console signals a port's owner when its host side
+// opens), so that Serve, which sees no host as the end of the port, wakes
+// at once rather than at its next look: a restored guest's job waits on
+// it.
+func (a *Agent) signalOnConnect(port *os.File) error {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGIO)
+	fd := int(port.Fd())
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETOWN, unix.Getpid()); err != nil {
+		return err
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_ASYNC)
+	}
+	if err != nil {
+		return err
+	}
+	a.hostSignal = ch
+	return nil
 }
 
 // resetSession abandons every request of the session that ended: their
@@ -142,7 +197,7 @@ func (a *Agent) handle(f vmimage.Frame) {
 		a.resetSession()
 		a.send(a.gen.Load(), vmimage.Frame{Type: vmimage.FrameHello,
 			Payload: vmimage.EncodeMessage(vmimage.Hello{Version: vmimage.AgentVersion, Nonce: h.Nonce, Agent: "corral-init"})})
-	case vmimage.FrameExec, vmimage.FrameReadFile, vmimage.FrameWriteFile, vmimage.FrameSignal:
+	case vmimage.FrameExec, vmimage.FrameReadFile, vmimage.FrameWriteFile, vmimage.FrameSignal, vmimage.FrameJob:
 		a.startRequest(f)
 	default:
 		a.mu.Lock()
@@ -198,11 +253,53 @@ func (a *Agent) startRequest(f vmimage.Frame) {
 			return
 		}
 		run = func() { r.end(a.signal(x)) }
+	case vmimage.FrameJob:
+		var x vmimage.JobStart
+		if err := decodeValid(f.Payload, &x); err != nil {
+			fail(err)
+			return
+		}
+		run = func() { r.end(a.takeJob(r, x)) }
 	}
 	a.mu.Lock()
 	a.reqs[f.ID] = r
 	a.mu.Unlock()
-	go run()
+	go func() {
+		// Everything but the job itself acts in the job's root: it waits
+		// until the job has one (a warm start's guest gets its job first).
+		if f.Type != vmimage.FrameJob {
+			select {
+			case <-a.ready:
+			case <-r.done:
+				return
+			}
+		}
+		run()
+	}()
+}
+
+// takeJob receives the job of a guest restored from a warm start's
+// snapshot: the payload on stream 0, which onJob puts in place. A guest
+// takes one job; one booted with its job refuses any.
+func (a *Agent) takeJob(r *agentReq, x vmimage.JobStart) vmimage.End {
+	if a.onJob == nil || !a.jobTaken.CompareAndSwap(false, true) {
+		return vmimage.End{Errno: int(unix.EBUSY), Error: "this guest has its job already (only a guest restored from a warm start's snapshot takes one)"}
+	}
+	payload := make([]byte, 0, x.Size)
+	for int64(len(payload)) < x.Size {
+		b, ok := r.next()
+		if !ok || b == nil || int64(len(payload)+len(b)) > x.Size {
+			a.jobTaken.Store(false)
+			return vmimage.End{Errno: int(unix.EINVAL), Error: fmt.Sprintf("job: the payload was cut off or longer than its %d bytes", x.Size)}
+		}
+		payload = append(payload, b...)
+		r.grant(len(b))
+	}
+	if err := a.onJob(x, payload); err != nil {
+		a.jobTaken.Store(false)
+		return errEnd(err)
+	}
+	return vmimage.End{}
 }
 
 // decodeValid decodes a request and checks it.

@@ -37,12 +37,19 @@ type peer struct {
 
 func startAgent(t *testing.T, root string) (*Agent, *peer) {
 	t.Helper()
+	return serveAgent(t, func(port *os.File) (*Agent, error) { return newAgent(port, root, testReaper, t.Logf) })
+}
+
+// serveAgent serves the agent newAgent makes on one end of a socket pair
+// and returns it with a peer on the other, in a session.
+func serveAgent(t *testing.T, newAgent func(port *os.File) (*Agent, error)) (*Agent, *peer) {
+	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	guestEnd, hostEnd := os.NewFile(uintptr(fds[0]), "guest"), os.NewFile(uintptr(fds[1]), "host")
-	a, err := newAgent(guestEnd, root, testReaper, t.Logf)
+	a, err := newAgent(guestEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +58,14 @@ func startAgent(t *testing.T, root string) (*Agent, *peer) {
 	a.signalAll = func(s unix.Signal) error { return unix.Kill(-int(a.jobPGID.Load()), s) }
 	done := make(chan struct{})
 	go func() { a.Serve(); close(done) }()
-	t.Cleanup(func() { hostEnd.Close(); <-done; guestEnd.Close(); unix.Close(a.rootFD) })
+	t.Cleanup(func() {
+		hostEnd.Close()
+		<-done
+		guestEnd.Close()
+		if a.rootFD >= 0 {
+			unix.Close(a.rootFD)
+		}
+	})
 	p := &peer{t: t, f: hostEnd}
 	p.send(vmimage.Frame{Type: vmimage.FrameHello, Payload: vmimage.EncodeMessage(vmimage.Hello{Version: 1, Nonce: "n"})})
 	if h := p.expect(0, vmimage.FrameHello); !bytes.Contains(h.Payload, []byte(`"nonce":"n"`)) {
@@ -380,4 +394,101 @@ func FuzzAgentRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sendJob sends a FrameJob request with payload as its stream 0, within
+// the window the agent grants.
+func (p *peer) sendJob(id uint32, payload []byte) {
+	p.t.Helper()
+	p.request(id, vmimage.FrameJob, vmimage.JobStart{Seed: make([]byte, vmimage.SeedBytes), TimeUnixNano: time.Now().UnixNano(), Size: int64(len(payload))})
+	credit := vmimage.AgentWindow
+	for len(payload) > 0 {
+		for credit == 0 {
+			f := p.next(id)
+			if f.Type != vmimage.FrameWindow {
+				p.t.Fatalf("request %d: a %s frame (%q) while sending its payload", id, f.Type, f.Payload)
+			}
+			_, n, _ := vmimage.ParseWindow(f.Payload)
+			credit += int(n)
+		}
+		n := min(len(payload), credit, vmimage.MaxDataChunk)
+		p.send(vmimage.Frame{Type: vmimage.FrameData, ID: id, Payload: vmimage.DataPayload(0, payload[:n])})
+		payload, credit = payload[n:], credit-n
+	}
+	p.send(vmimage.Frame{Type: vmimage.FrameClose, ID: id, Payload: []byte{0}})
+}
+
+// TestWarmAgentTakesItsJobFirst serves a restored guest's agent, which
+// has no job yet: an exec sent first waits, the job (FrameJob) is taken
+// once with its payload and a second is refused, and the exec runs once
+// the job's root is set.
+func TestWarmAgentTakesItsJobFirst(t *testing.T) {
+	var got []byte
+	taken := make(chan struct{})
+	a, p := serveAgent(t, func(port *os.File) (*Agent, error) {
+		a := newWaitingAgent(port, testReaper, t.Logf)
+		a.onJob = func(x vmimage.JobStart, payload []byte) error { got = payload; close(taken); return nil }
+		return a, nil
+	})
+	p.request(1, vmimage.FrameExec, vmimage.ExecRequest{Argv: []string{"echo", "hi"}, Env: hostEnv, Dir: "/", User: testUser(t, "root")})
+	payload := bytes.Repeat([]byte("payload "), 100<<10) // over the agent's window
+	p.sendJob(2, payload)
+	for {
+		f := p.next(2)
+		if f.Type == vmimage.FrameEnd {
+			var e vmimage.End
+			if err := vmimage.DecodeMessage(f.Payload, &e); err != nil || e != (vmimage.End{}) {
+				t.Fatalf("the job's End: %+v %v", e, err)
+			}
+			break
+		}
+		if f.Type != vmimage.FrameWindow {
+			t.Fatalf("the job's request got a %s frame", f.Type)
+		}
+	}
+	<-taken
+	if !bytes.Equal(got, payload) {
+		t.Errorf("onJob got %d bytes, want the %d sent", len(got), len(payload))
+	}
+	p.sendJob(3, []byte("again"))
+	if _, _, end := p.collect(3); end.Errno != int(unix.EBUSY) {
+		t.Errorf("a second job: %+v, want EBUSY", end)
+	}
+	for _, f := range p.got {
+		if f.ID == 1 {
+			t.Fatalf("the exec ran before the job's root was set: %s %q", f.Type, f.Payload)
+		}
+	}
+	if err := a.setRoot(""); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, end := p.collect(1); out != "hi\n" || end.Code != 0 {
+		t.Errorf("the exec once the job's root is set: %q %+v", out, end)
+	}
+}
+
+// TestBootedAgentTakesNoJob checks that a guest booted with its job
+// refuses another one.
+func TestBootedAgentTakesNoJob(t *testing.T) {
+	_, p := startAgent(t, "")
+	p.sendJob(1, []byte("x"))
+	if _, _, end := p.collect(1); end.Errno != int(unix.EBUSY) {
+		t.Errorf("FrameJob to a booted guest: %+v, want EBUSY", end)
+	}
+}
+
+// TestReseed credits bytes to this host's entropy pool and reseeds its
+// random generator, as a restored guest's init does: the ioctls take the
+// request as built (a wrong rand_pool_info is EINVAL).
+func TestReseed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: RNDADDENTROPY and RNDRESEEDCRNG need CAP_SYS_ADMIN")
+	}
+	seed := make([]byte, vmimage.SeedBytes)
+	for i := range seed {
+		seed[i] = byte(i * 7)
+	}
+	if err := reseed(seed); err != nil {
+		t.Fatal(err)
+	}
 }

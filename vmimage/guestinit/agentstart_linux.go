@@ -17,6 +17,14 @@ import (
 // says the host attached one): the kernel modules load and the port
 // appears while the job starts, which the agent does not hold up.
 func (g *guest) startAgent() {
+	if g.agent != nil {
+		// A warm start's guest has its agent already: it now acts in
+		// the job's root.
+		if err := g.agent.setRoot(g.root); err != nil {
+			fmt.Fprintf(os.Stderr, "init: agent: %v\n", err)
+		}
+		return
+	}
 	a, err := newAgent(nil, g.root, g.reaper, g.logf)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "init: agent: %v\n", err)
@@ -40,6 +48,9 @@ func (g *guest) startAgent() {
 			return
 		}
 		a.port = port
+		if err := a.signalOnConnect(port); err != nil {
+			g.logf("agent: no signal when the host connects: %v", err)
+		}
 		g.logf("agent on %s", dev)
 		a.Serve()
 	}()

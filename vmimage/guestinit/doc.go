@@ -1,6 +1,10 @@
 // Package guestinit is PID 1 of every job VM: it mounts the usual
 // filesystems, runs the job the host appended to the initramfs (/job),
-// reports on the control port and powers the VM off. The host side of the
+// reports on the control port and powers the VM off. Booted for a warm
+// start's snapshot (corral.warm=STAGE, warm_linux.go) it prepares what its
+// copies' jobs need, says so and waits; each copy gets its job over the
+// agent and goes on from there as a booted guest does (hostRoot's steps
+// are each taken once, prepareRoot). The host side of the
 // protocol is documented in package vmimage; keep the two in step.
 //
 // It replaces a shell script that did the same: under TCG each fork and exec

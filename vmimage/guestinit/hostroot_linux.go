@@ -33,20 +33,82 @@ const (
 //
 // Every mount the job sees is nosuid and nodev: the host's set-user-id
 // programs must not make the job root in its guest.
+//
+// The steps that are the same for every job of the share (prepareRoot) may
+// have been done already, by the guest a warm start's snapshot was taken
+// of: they are then not done again, and the rest is what every job does.
 func (g *guest) hostRoot(fs *vmimage.FS) error {
-	features := []string{"virtio", "overlay"}
-	switch fs.Kind {
-	case vmimage.ShareVirtiofs:
-		features = append(features, "virtiofs")
-	case vmimage.ShareNFS:
-		features = append(features, "nfs")
+	if err := g.prepareRoot(fs, stageMounted); err != nil {
+		return err
 	}
-	for _, f := range features {
-		if err := g.loadModules(f); err != nil {
+	if fs.Gateway != "" {
+		if err := routeOut(fs, newRoot); err != nil {
+			return err
+		}
+		g.logf("default route via %s", fs.Gateway)
+	}
+	for _, p := range fs.Shares {
+		if err := g.mountShare(fs, p); err != nil {
 			return err
 		}
 	}
-	g.logf("modules loaded")
+	g.root = newRoot
+	return nil
+}
+
+// How far prepareRoot went.
+const (
+	stageNone    = iota
+	stageNet     // the share's modules loaded, its card up (NFS)
+	stageMounted // the host's tree mounted, the overlay and the guest's mounts in /newroot
+)
+
+// prepareRoot does, up to stage, what a job's root needs whatever the job:
+// the share's, the overlay's and the agent's modules, the share's network
+// card (stageNet), the host's tree at /host, the overlay at /newroot and
+// the guest's own mounts in it (stageMounted). It remembers how far it
+// went and for which share, and does nothing twice: a warm start's
+// snapshot is taken of a guest prepared so far (warmUp), and the job that
+// guest is restored for goes through hostRoot like every other. A job
+// whose share is not the one prepared fails.
+func (g *guest) prepareRoot(fs *vmimage.FS, stage int) error {
+	if g.stage > stageNone && !g.prepared.SameShare(fs) {
+		return fmt.Errorf("the job's share (%s) is not the one this guest was prepared for (%s): its snapshot is of another shape", fs.Kind, g.prepared.Kind)
+	}
+	if g.stage < stageNet && stage >= stageNet {
+		features := []string{"virtio", "overlay"}
+		switch fs.Kind {
+		case vmimage.ShareVirtiofs:
+			features = append(features, "virtiofs")
+		case vmimage.ShareNFS:
+			features = append(features, "nfs")
+		}
+		for _, f := range features {
+			if err := g.loadModules(f); err != nil {
+				return err
+			}
+		}
+		g.logf("modules loaded")
+		if fs.Kind == vmimage.ShareNFS {
+			if err := g.networkUp(fs); err != nil {
+				return err
+			}
+			g.logf("network up")
+		}
+		g.stage, g.prepared = stageNet, fs
+	}
+	if g.stage < stageMounted && stage >= stageMounted {
+		if err := g.mountRoot(fs); err != nil {
+			return err
+		}
+		g.stage = stageMounted
+	}
+	return nil
+}
+
+// mountRoot mounts the host's tree at /host, the overlay at /newroot and
+// the guest's own file systems in it.
+func (g *guest) mountRoot(fs *vmimage.FS) error {
 	for _, d := range []string{hostDir, overlayDir, newRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -69,22 +131,7 @@ func (g *guest) hostRoot(fs *vmimage.FS) error {
 	if err := unix.Mount("overlay", newRoot, "overlay", safe, opts); err != nil {
 		return fmt.Errorf("mount the overlay root (%s): %w", opts, err)
 	}
-	if err := guestMounts(newRoot); err != nil {
-		return err
-	}
-	if fs.Gateway != "" {
-		if err := routeOut(fs, newRoot); err != nil {
-			return err
-		}
-		g.logf("default route via %s", fs.Gateway)
-	}
-	for _, p := range fs.Shares {
-		if err := g.mountShare(fs, p); err != nil {
-			return err
-		}
-	}
-	g.root = newRoot
-	return nil
+	return guestMounts(newRoot)
 }
 
 // mountShare mounts the shared path p read-write at the same path of the
@@ -129,10 +176,6 @@ func (g *guest) loadModules(feature string) error {
 func (g *guest) mountHost(fs *vmimage.FS) error {
 	mount := func() error { return unix.Mount(fs.Tag, hostDir, "virtiofs", 0, "") }
 	if fs.Kind == vmimage.ShareNFS {
-		if err := g.networkUp(fs); err != nil {
-			return err
-		}
-		g.logf("network up")
 		mount = func() error { return mountNFS(fs, fs.Export, hostDir, unix.MS_RDONLY, nfsRootOptions) }
 	}
 	deadline := time.Now().Add(5 * time.Second)

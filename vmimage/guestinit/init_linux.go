@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"corral/vmimage"
 )
 
 // The guest's serial ports (8250.nr_uarts=4 on the kernel command line).
@@ -38,6 +40,9 @@ type guest struct {
 	// (nil without an agent port).
 	reaper *reaper
 	agent  *Agent
+	// stage is how far prepareRoot went, for the share prepared.
+	stage    int
+	prepared *vmimage.FS
 }
 
 // Main is PID 1. It never returns: it powers the VM off.
@@ -60,6 +65,11 @@ func Main() {
 	g.loopbackUp()
 	g.openPorts()
 	g.logf("setup done")
+	if opts.Warm != "" {
+		// Booted for a warm start's snapshot: this returns in a copy of
+		// the guest, restored for a job, once the job is in /job.
+		g.warmUp(opts.Warm)
+	}
 
 	job, err := ReadJob(jobDir)
 	if err != nil {
@@ -79,6 +89,7 @@ func Main() {
 	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
 		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")
 	}
+	g.newMachineID(g.root)
 	if opts.Agent {
 		g.startAgent()
 	}

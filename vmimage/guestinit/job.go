@@ -123,6 +123,10 @@ type Options struct {
 	Debug    bool   // corral.debug=1: log each step on the console
 	Hostname string // corral.hostname=NAME
 	Agent    bool   // corral.agent=1: the VM has the agent port
+	// Warm is the stage of corral.warm=STAGE (vmimage.WarmNet or
+	// vmimage.WarmRoot): the VM is booted for a warm start's snapshot, and
+	// its job comes over the agent. Empty for a job's own boot.
+	Warm string
 }
 
 // ParseCmdline reads the corral.* parameters from /proc/cmdline's text.
@@ -136,6 +140,8 @@ func ParseCmdline(cmdline string) Options {
 			o.Agent = true
 		case strings.HasPrefix(arg, "corral.hostname="):
 			o.Hostname = strings.TrimPrefix(arg, "corral.hostname=")
+		case arg == "corral.warm="+vmimage.WarmNet || arg == "corral.warm="+vmimage.WarmRoot:
+			o.Warm = strings.TrimPrefix(arg, "corral.warm=")
 		}
 	}
 	return o

@@ -110,6 +110,12 @@ func TestParseCmdline(t *testing.T) {
 	if want := (Options{Debug: true, Hostname: "node7"}); got != want {
 		t.Errorf("ParseCmdline = %+v, want %+v", got, want)
 	}
+	if got := ParseCmdline("console=ttyS0 corral.warm=root corral.agent=1"); got != (Options{Warm: "root", Agent: true}) {
+		t.Errorf("ParseCmdline of a snapshot's boot = %+v", got)
+	}
+	if got := ParseCmdline("corral.warm=hot"); got != (Options{}) {
+		t.Errorf("ParseCmdline of an unknown stage = %+v", got)
+	}
 	if got := ParseCmdline("console=ttyS0 corral.debug=0"); got != (Options{}) {
 		t.Errorf("ParseCmdline without corral options = %+v", got)
 	}
