@@ -430,6 +430,11 @@ func validateQOS(q *api.QOS) error {
 			c.fail("preempt_mode", "%v", err)
 		}
 	}
+	if q.PreemptFallback != "" {
+		if _, err := api.ParsePreemptFallback(string(q.PreemptFallback)); err != nil {
+			c.fail("preempt_fallback", "%v", err)
+		}
+	}
 	c.between("preempt_exempt_time_s", q.PreemptExemptTime, 0, submit.MaxTimeLimit)
 	c.between("max_wall_s", q.MaxWall, 0, submit.MaxTimeLimit)
 	c.between("max_jobs_per_user", int64(q.MaxJobsPerUser), 0, maxPolicyCount)

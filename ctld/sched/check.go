@@ -313,7 +313,7 @@ func (p *Plan) invalid(id uint64, err error) {
 // the rest of the pass, which can only delay another job by one pass (the
 // plan applier re-checks every start against the state).
 func (pl *placer) placeContained(j *state.Job, plan *Plan) {
-	starts, preempts, cancels := len(plan.Starts), len(plan.Preemptions), len(plan.Cancels)
+	starts, preempts, cancels, moves := len(plan.Starts), len(plan.Preemptions), len(plan.Cancels), len(plan.Migrations)
 	err := contained(func() {
 		if j.IsArrayPending() {
 			pl.placeArray(j, plan)
@@ -327,6 +327,7 @@ func (pl *placer) placeContained(j *state.Job, plan *Plan) {
 	plan.Starts = plan.Starts[:starts]
 	plan.Preemptions = plan.Preemptions[:preempts]
 	plan.Cancels = plan.Cancels[:cancels]
+	plan.Migrations = plan.Migrations[:moves]
 	delete(pl.estimates, j.ID)
 	delete(pl.reservations, j.ID)
 	plan.invalid(j.ID, err)

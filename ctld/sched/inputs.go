@@ -34,7 +34,8 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	resv := snap.Reservations
 	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
-		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0], Moves: snap.Moves[:0]}
+		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0], Moves: snap.Moves[:0],
+		Going: snap.Going, Stuck: snap.Stuck}
 	fillMoves(snap, s)
 	if len(s.Reservations) > 0 {
 		for _, name := range s.ResvNames() {
@@ -73,6 +74,9 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	if snap.Running == nil || cap(snap.Running) < held {
 		snap.Running = make([]Run, 0, held)
 	}
+	clear(snap.Going)
+	clear(snap.Stuck)
+	moving := movingPreemptions(s)
 	for _, name := range names {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
@@ -80,6 +84,7 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				if j := s.Jobs[a.Job]; j != nil {
 					snap.Running = append(snap.Running, Run{Alloc: a, Job: j})
+					noteGoing(snap, s, j, a, moving)
 				}
 			}
 		}

@@ -36,6 +36,9 @@ type Move struct {
 	// Blocked says why a drained node's job cannot migrate at all (it
 	// stays, and the node says why).
 	Blocked string
+	// Preemptor is the job a preemption by migration makes room for (0:
+	// none).
+	Preemptor uint64
 }
 
 // Migration is a move the pass placed.
@@ -103,8 +106,39 @@ func (pl *placer) placeMoves(plan *Plan) {
 	}
 }
 
-// placeMove finds the best destination for one move and takes its room.
-func (pl *placer) placeMove(mv Move, plan *Plan) {
+// placeMove finds the best destination for one move and takes its room;
+// it reports whether it found one.
+func (pl *placer) placeMove(mv Move, plan *Plan) bool {
+	j, a := mv.Job, mv.Alloc
+	found, best := pl.findMove(mv, nil)
+	if found < 0 {
+		pl.noteDrain(plan, mv, fmt.Sprintf("job %d fits on no other node", j.ID))
+		return false
+	}
+	n := &pl.free.nodes[found]
+	pl.take(found, pl.now, pl.now+int64(jobLimit(j, pl.partition(pl.partitionOf(j)))), a.CPUs, a.MemMB+n.overhead)
+	if best != nil {
+		pl.usedOf(found).Add(best, 1)
+	}
+	m := Migration{JobID: j.ID, From: a.Node, To: n.name, CPUs: a.CPUs, MemMB: a.MemMB, OverheadMB: n.overhead, Placement: best}
+	switch {
+	case mv.Migration != nil:
+		m.Migration, m.Cause, m.By = mv.Migration.ID, mv.Migration.Cause, mv.Migration.By
+	case mv.Preemptor != 0:
+		m.Cause, m.By = migrate.ByPreemption, fmt.Sprintf("job %d", mv.Preemptor)
+	default:
+		m.Cause, m.By = migrate.ByDrain, a.Node
+	}
+	plan.Migrations = append(plan.Migrations, m)
+	return true
+}
+
+// findMove returns the pass's index of the best destination for a move,
+// and the job's placement there (nil on a node without inventory); -1
+// when none has room. A dry run passes what it would take already (held):
+// a node some of it is on counts that as used, and, when it has
+// inventory, is not used again (its placement is not known).
+func (pl *placer) findMove(mv Move, held *tentative) (int, *api.Placement) {
 	j, a := mv.Job, mv.Alloc
 	part := pl.partitionOf(j)
 	want := ""
@@ -118,15 +152,22 @@ func (pl *placer) placeMove(mv Move, plan *Plan) {
 	found, best := -1, (*api.Placement)(nil)
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
+		var h struct {
+			cpus int
+			mem  int64
+		}
+		if held != nil {
+			h = (*held)[i]
+		}
 		sn := pl.stateNode(n.name)
 		switch {
 		case !n.usable || n.name == a.Node || want != "" && n.name != want || pl.claimed[i]:
 			continue
-		case !slices.Contains(n.partitions, part) || n.cpus < a.CPUs || n.mem < a.MemMB+n.overhead:
+		case !slices.Contains(n.partitions, part) || n.cpus-h.cpus < a.CPUs || n.mem-h.mem < a.MemMB+n.overhead:
 			continue
 		case sn == nil || !sn.Migrate || sn.APIAddr == "" || src == nil || sn.Accel != src.Accel:
 			continue
-		case pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, a.CPUs, a.MemMB+n.overhead):
+		case pl.reserved[i] && !pl.profile(i).fits(pl.now, pl.now+dur, a.CPUs+h.cpus, a.MemMB+n.overhead+h.mem):
 			continue
 		}
 		if !hasTopology(n.inv) {
@@ -135,28 +176,16 @@ func (pl *placer) placeMove(mv Move, plan *Plan) {
 			}
 			continue
 		}
+		if h.cpus > 0 {
+			continue
+		}
 		p, ok := PlaceInNode(n.inv, pl.usedOf(i), req)
 		if !ok || !sameMemory(a.Placement, &p, j.Spec.NUMA) || best != nil && p.Score <= best.Score {
 			continue
 		}
 		found, best = i, &p
 	}
-	if found < 0 {
-		pl.noteDrain(plan, mv, fmt.Sprintf("job %d fits on no other node", j.ID))
-		return
-	}
-	n := &pl.free.nodes[found]
-	pl.take(found, pl.now, pl.now+dur, a.CPUs, a.MemMB+n.overhead)
-	if best != nil {
-		pl.usedOf(found).Add(best, 1)
-	}
-	m := Migration{JobID: j.ID, From: a.Node, To: n.name, CPUs: a.CPUs, MemMB: a.MemMB, OverheadMB: n.overhead, Placement: best}
-	if mv.Migration != nil {
-		m.Migration, m.Cause, m.By = mv.Migration.ID, mv.Migration.Cause, mv.Migration.By
-	} else {
-		m.Cause, m.By = migrate.ByDrain, a.Node
-	}
-	plan.Migrations = append(plan.Migrations, m)
+	return found, best
 }
 
 // sameMemory reports whether a guest placed at src could load on a node
@@ -182,7 +211,7 @@ func sameMemory(src, dst *api.Placement, numa string) bool {
 // noteDrain records, for a drained node's job that stays, why: the node
 // shows it (Plan.DrainNotes).
 func (pl *placer) noteDrain(plan *Plan, mv Move, why string) {
-	if mv.Migration != nil {
+	if mv.Migration != nil || mv.Preemptor != 0 {
 		return // a request waits, and times out saying so
 	}
 	if plan.DrainNotes == nil {
@@ -220,4 +249,61 @@ func (pl *placer) canRestoreOn(name string) bool {
 		return false
 	}
 	return n.Accel == ck.Accel
+}
+
+// movingPreemptions reports whether some QoS or partition of s preempts
+// by migration or checkpoint: only then does the snapshot say which jobs
+// such a preemption cannot move (Snapshot.Stuck).
+func movingPreemptions(s *state.State) bool {
+	moving := func(m api.PreemptMode) bool { return m == api.PreemptMigrate || m == api.PreemptCheckpoint }
+	for _, q := range s.QOS {
+		if moving(q.PreemptMode) {
+			return true
+		}
+	}
+	for _, p := range s.Partitions {
+		if moving(p.PreemptMode) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteGoing records in snap what the pass must know of job j's active
+// allocation a beyond the allocation itself: that it is being given up
+// (Snapshot.Going), and, when moving is set, what a preemption cannot do
+// to the job (Snapshot.Stuck).
+func noteGoing(snap *Snapshot, s *state.State, j *state.Job, a *state.Allocation, moving bool) {
+	going := false
+	if m := s.LiveMigration(j); m != nil && m.Phase != migrate.Requested && m.Source == a.ID {
+		going = true
+	}
+	if ck := j.Checkpoint; ck != nil && ck.Phase == state.CheckpointSaving && ck.Alloc == a.ID {
+		going = true
+	}
+	if going {
+		if snap.Going == nil {
+			snap.Going = map[uint64]bool{}
+		}
+		snap.Going[a.ID] = true
+	}
+	if !moving || j.State != api.StateRunning || going {
+		return
+	}
+	var st Stuck
+	if s.CheckMigrate(j, "") != "" {
+		st = Stuck{NoMigrate: true, NoCheckpoint: true}
+	}
+	if m := s.LastMigration(j); m != nil && m.Cause == migrate.ByPreemption && m.Phase == migrate.Aborted {
+		st.NoMigrate = true
+	}
+	if j.Checkpoint != nil && j.Checkpoint.Phase == state.CheckpointFailed {
+		st.NoCheckpoint = true
+	}
+	if st != (Stuck{}) {
+		if snap.Stuck == nil {
+			snap.Stuck = map[uint64]Stuck{}
+		}
+		snap.Stuck[j.ID] = st
+	}
 }

@@ -49,6 +49,16 @@ type Snapshot struct {
 	// Moves are the running jobs the pass may move to other nodes by live
 	// migration (migrate.go), in order.
 	Moves []Move
+	// Going are the active allocations given up already, without the
+	// pass: the sources of placed live migrations and the runs being
+	// saved to checkpoints. A preemption counts them as freed, as it does
+	// the runs being stopped. Nil: none.
+	Going map[uint64]bool
+	// Stuck are the running jobs a preemption cannot move or park, by
+	// job id (filled only when some QoS or partition preempts by
+	// migration or checkpoint): a migration blocker, or an earlier such
+	// preemption of the job failed. Nil: none.
+	Stuck map[uint64]Stuck
 
 	// Advance are the advance reservations (scontrol create
 	// reservation), by name; the pass holds their nodes for the jobs that
@@ -70,6 +80,14 @@ type Snapshot struct {
 type Run struct {
 	Alloc *state.Allocation
 	Job   *state.Job
+}
+
+// Stuck says what a preemption cannot do to a running job: migrate it
+// (the last preemption by migration was aborted, or it cannot migrate at
+// all), or checkpoint it (its last checkpoint failed, or it cannot be
+// saved at all).
+type Stuck struct {
+	NoMigrate, NoCheckpoint bool
 }
 
 // Reservation is where and when a pending job is expected to start.

@@ -50,7 +50,11 @@ type Checkpoint struct {
 	SHA256 string  `json:"sha256,omitempty"`
 	RanS   float64 `json:"ran_s,omitempty"`
 	// Want is the node a restore asked for ("" any that can).
-	Want        string    `json:"want,omitempty"`
+	Want string `json:"want,omitempty"`
+	// Preempted is set on a checkpoint a preemption asked for (QoS
+	// preempt mode checkpoint): once saved, the job goes back to the
+	// queue at once, to be restored where and when room appears.
+	Preempted   bool      `json:"preempted,omitempty"`
 	By          string    `json:"by,omitempty"`
 	RequestedAt time.Time `json:"requested_at"`
 	SavedAt     time.Time `json:"saved_at,omitzero"`
@@ -94,21 +98,25 @@ func Checkpointed(j *Job) bool {
 func Restoring(j *Job) bool { return j.Checkpoint != nil && j.Checkpoint.Phase == CheckpointRestoring }
 
 func (s *State) applyCheckpoint(c *CheckpointJobs, index uint64) *IDsResult {
-	return s.eachJob(c.IDs, func(j *Job) string {
-		if why := s.CheckMigrate(j, ""); why != "" {
-			return "cannot be checkpointed: " + why
-		}
-		if j.Checkpoint != nil && j.Checkpoint.Phase == CheckpointSaving {
-			return "is being checkpointed already"
-		}
-		s.dropCheckpoint(j, index) // an older checkpoint's file goes
-		a := s.runningAllocs(j)[0]
-		n := s.Nodes[a.Node]
-		j.Checkpoint = &Checkpoint{Phase: CheckpointSaving, Node: a.Node, Alloc: a.ID, Dir: n.CheckpointDir, Accel: n.Accel,
-			Placement: a.Placement, By: c.By, RequestedAt: c.Now}
-		s.putNode(s.editNode(a.Node), index) // its desired state asks for the save
-		return ""
-	})
+	return s.eachJob(c.IDs, func(j *Job) string { return s.beginCheckpoint(j, c.By, false, c.Now, index) })
+}
+
+// beginCheckpoint asks job j's node (j a private copy) to save it, for by
+// (preempted: by a preemption), or says why it cannot.
+func (s *State) beginCheckpoint(j *Job, by string, preempted bool, now time.Time, index uint64) string {
+	if why := s.CheckMigrate(j, ""); why != "" {
+		return "cannot be checkpointed: " + why
+	}
+	if j.Checkpoint != nil && j.Checkpoint.Phase == CheckpointSaving {
+		return "is being checkpointed already"
+	}
+	s.dropCheckpoint(j, index) // an older checkpoint's file goes
+	a := s.runningAllocs(j)[0]
+	n := s.Nodes[a.Node]
+	j.Checkpoint = &Checkpoint{Phase: CheckpointSaving, Node: a.Node, Alloc: a.ID, Dir: n.CheckpointDir, Accel: n.Accel,
+		Placement: a.Placement, By: by, Preempted: preempted, RequestedAt: now}
+	s.putNode(s.editNode(a.Node), index) // its desired state asks for the save
+	return ""
 }
 
 func (s *State) applyCheckpointReports(c *CheckpointReports, index uint64) *IDsResult {
@@ -153,6 +161,9 @@ func (s *State) checkpointReport(j *Job, node string, r api.CheckpointReport, no
 		s.putNode(n, index)
 		j.Checkpoint = &c
 		j.State, j.Reason = api.StateSuspended, api.ReasonCheckpointed
+		if c.Preempted {
+			s.restoreJob(j, "") // parked by a preemption: it waits for room
+		}
 	case r.Event == CheckpointFailed && c.Phase == CheckpointSaving && node == c.Node && r.Alloc == c.Alloc:
 		c.Phase, c.Error = CheckpointFailed, "the save failed: "+r.Message
 		j.Checkpoint = &c

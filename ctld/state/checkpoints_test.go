@@ -2,6 +2,7 @@ package state
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,61 @@ func TestCheckpointedJobEnds(t *testing.T) {
 		"no file is kept":        {len(s.Nodes["v1"].Checkpoints), 0},
 		"the node lists nothing": {len(s.NodeCheckpoints(s.Nodes["v1"])), 0},
 	})
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckpointPreemption applies a plan that preempts job 1 by
+// checkpoint: it is saved on its node, goes back to the queue the moment
+// the save is reported (to be restored where and when room appears), and
+// its run's end frees the node without touching it. A stop that cannot be
+// a checkpoint (a process runner's job) or that is a migration is skipped.
+func TestCheckpointPreemption(t *testing.T) {
+	r, next := migScene(t)
+	s := r.s
+	a := run(s, 1)
+	pr := next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(time.Minute), Stops: []PlanStop{
+		{JobID: 1, Mode: api.PreemptCheckpoint, By: 9}, {JobID: 3, Mode: api.PreemptCheckpoint, By: 9},
+		{JobID: 2, Mode: api.PreemptMigrate, By: 9}}}).(*PlanResult)
+	ck := s.Jobs[1].Checkpoint
+	expect(t, map[string][2]any{
+		"stopped":                   {slices.Equal(pr.Stopped, []uint64{1}), true},
+		"the others skipped":        {len(pr.Skipped), 2},
+		"saving":                    {ck.Phase, CheckpointSaving},
+		"for the preemptor":         {ck.By + " " + strconv.FormatBool(ck.Preempted), "job 9 true"},
+		"running while it saves":    {s.Jobs[1].State, api.StateRunning},
+		"the node is asked":         {s.AllocCheckpoint(s.Jobs[1], a).Save, true},
+		"the process job runs on":   {s.Jobs[3].State, api.StateRunning},
+		"the migration stop is not": {s.Jobs[2].State, api.StateRunning},
+	})
+	next(CmdCheckpointReports, &CheckpointReports{Now: t0.Add(2 * time.Minute), Node: "v1", Reports: []api.CheckpointReport{
+		{Job: 1, Alloc: a.ID, Event: CheckpointSaved, Path: "/shared/checkpoints/x.ckpt", Size: 100, SHA256: "ff"}}})
+	j := s.Jobs[1]
+	expect(t, map[string][2]any{
+		"back in the queue":       {j.State, api.StatePending},
+		"to be restored":          {j.Checkpoint.Phase, CheckpointRestoring},
+		"anywhere that can":       {j.Checkpoint.Want, ""},
+		"its run is stopped":      {s.Allocs[a.ID].Desired, AllocStop},
+		"and given up":            {s.Allocs[a.ID].Leaving, true},
+		"the file is kept":        {slices.Contains(s.Nodes["v1"].Checkpoints, 1), true},
+		"not restored on its run": {s.AllocCheckpoint(j, s.Allocs[a.ID]) == nil, true},
+	})
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	next(CmdJobReports, &JobReports{Now: t0.Add(3 * time.Minute), Node: "v1", BootID: "b1", Reports: []api.JobReport{
+		{Alloc: a.ID, JobID: 1, StartIndex: a.StartIndex, State: api.StateCancelled, Signal: 9}}})
+	expect(t, map[string][2]any{
+		"still pending":          {s.Jobs[1].State, api.StatePending},
+		"still to be restored":   {s.Jobs[1].Checkpoint.Phase, CheckpointRestoring},
+		"its run ended as saved": {s.Allocs[a.ID].EndState, api.StateSuspended},
+		"the node's CPU is back": {s.Nodes["v1"].AllocCPUs, 1},
+	})
+	next(CmdApplyPlan, &ApplyPlan{Now: t0.Add(4 * time.Minute), Starts: []PlanStart{{JobID: 1, Node: "v2", CPUs: 1, MemMB: 512}}})
+	if b := run(s, 1); b == nil || b.Node != "v2" || s.AllocCheckpoint(s.Jobs[1], b).Restore == nil {
+		t.Fatalf("the restore on v2 does not start from the file: %+v", b)
+	}
 	if err := s.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}

@@ -355,6 +355,18 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w4", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(20*time.Hour + time.Second), Node: "w4", Reports: []api.CheckpointReport{
 			{Job: 110, Alloc: 17, Event: "restored", TookMS: 300}}}},
+		// Preemption by migration and by checkpoint: a QoS that moves its
+		// victims, parking them when no node has room; a pass that moves
+		// job 120 from w3 to w4 and parks job 121 for job 122; job 121
+		// saved, back in the queue to be restored.
+		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "mover", PreemptMode: api.PreemptMigrate, PreemptFallback: api.PreemptCheckpoint}, By: "oscar"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(21 * time.Hour), FirstID: 120, Jobs: []JobSpec{simple("pm"), simple("pc")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(21 * time.Hour), Starts: []PlanStart{{JobID: 120, Node: "w3", CPUs: 1, MemMB: 256},
+			{JobID: 121, Node: "w3", CPUs: 1, MemMB: 256}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(21*time.Hour + time.Minute), Stops: []PlanStop{{JobID: 121, Mode: api.PreemptCheckpoint, By: 122}},
+			Migrations: []PlanMigration{{JobID: 120, From: "w3", To: "w4", Cause: "preempt", By: "job 122", Token: "gt-120", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(21*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
+			{Job: 121, Alloc: 19, Event: "saved", Path: "/shared/checkpoints/121-19.ckpt", Size: 69 << 20, SHA256: "2c26b46b", TookMS: 400}}}},
 	}
 }
 

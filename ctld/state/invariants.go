@@ -108,8 +108,8 @@ func (s *State) checkNode(n *Node) error {
 // checkMigration checks a job's migration under way against its
 // allocations: a source (and a placed destination) active and not given up
 // before the switch; and that every allocation given up (Leaving) is the
-// source of a switched-over migration of the job or the destination of an
-// aborted one.
+// source of a switched-over migration of the job, the destination of an
+// aborted one, or a run saved to a checkpoint.
 func (s *State) checkMigration(j *Job) error {
 	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
 		for _, id := range []uint64{m.Source, m.Dest} {
@@ -122,7 +122,9 @@ func (s *State) checkMigration(j *Job) error {
 		if !a.Leaving {
 			continue
 		}
-		given := false
+		// A run saved to a checkpoint is stopped as SUSPENDED; its job
+		// may be in the queue already, or restored elsewhere.
+		given := a.Desired == AllocStop && a.StopAs == api.StateSuspended
 		for _, id := range j.Migrations {
 			m := s.Migrations[id]
 			given = given || m != nil && (m.Source == a.ID && !m.Phase.BeforeSwitch() && m.Phase != migrate.Aborted ||

@@ -56,7 +56,9 @@ type PlanCancel struct {
 
 // PlanStop preempts a running job for job By: cancel ends it PREEMPTED,
 // requeue puts it back in the queue once its node stopped it, suspend
-// pauses it and lends its CPUs to By.
+// pauses it and lends its CPUs to By, checkpoint saves it to a file and
+// puts it back in the queue, to be restored from the file, once saved. (A
+// preemption by migration is a plan's migration, PlanMigration.)
 type PlanStop struct {
 	JobID uint64          `json:"job_id"`
 	Mode  api.PreemptMode `json:"mode"`
@@ -294,6 +296,15 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 				if st.Mode == api.PreemptSuspend {
 					res.Lent = res.Lent || j.State == api.StateRunning
 					return s.suspendJob(j, &SuspendJobs{Now: c.Now, Suspend: true, Preempt: true, By: st.By}, index)
+				}
+				switch st.Mode {
+				case api.PreemptCheckpoint:
+					if j.State != api.StateRunning {
+						return "not running"
+					}
+					return s.beginCheckpoint(j, fmt.Sprintf("job %d", st.By), true, c.Now, index)
+				case api.PreemptMigrate:
+					return "a preemption by migration is a plan's migration, not a stop"
 				}
 				return s.cancelJob(j, &CancelJobs{Now: c.Now, By: fmt.Sprintf("job %d", st.By), Preempt: st.Mode}, index)
 			})
