@@ -64,4 +64,7 @@ type JobCheckpoint struct {
 	RestoredOn  string    `json:"restored_on,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	RequestedAt time.Time `json:"requested_at"`
+	// By is who asked for the save: a user, or "job N" for a job of a
+	// QoS that preempts by checkpoint.
+	By string `json:"by,omitempty"`
 }

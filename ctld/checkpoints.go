@@ -153,5 +153,5 @@ func apiCheckpoint(j *state.Job) *api.JobCheckpoint {
 		return nil
 	}
 	return &api.JobCheckpoint{Phase: ck.Phase, Node: ck.Node, Path: ck.Path, Size: ck.Size, SavedAt: ck.SavedAt, SaveMS: ck.SaveMS,
-		RestoredAt: ck.RestoredAt, RestoreMS: ck.RestoreMS, RestoredOn: ck.RestoredOn, Error: ck.Error, RequestedAt: ck.RequestedAt}
+		RestoredAt: ck.RestoredAt, RestoreMS: ck.RestoreMS, RestoredOn: ck.RestoredOn, Error: ck.Error, RequestedAt: ck.RequestedAt, By: ck.By}
 }

@@ -142,12 +142,15 @@ func showJobMigration(k *kvWriter, j *api.Job) {
 }
 
 // showMigrations writes one line per live migration of the job: its
-// nodes, phase and figures (or why it was aborted), and a line for its
-// checkpoint.
+// nodes, phase, cause and who asked, and figures (or why it was aborted),
+// and a line for its checkpoint.
 func showMigrations(k *kvWriter, j *api.Job) {
 	if ck := j.Checkpoint; ck != nil {
 		k.str("Checkpoint", ck.Phase)
 		k.str("CheckpointNode", ck.Node)
+		if ck.By != "" {
+			k.str("CheckpointBy", ck.By)
+		}
 		if ck.Path != "" {
 			k.str("CheckpointFile", ck.Path)
 			k.str("CheckpointBytes", strconv.FormatInt(ck.Size, 10))
@@ -169,6 +172,9 @@ func showMigrations(k *kvWriter, j *api.Job) {
 		k.str("To", orNull(m.To))
 		k.str("Phase", m.Phase)
 		k.str("Cause", m.Cause)
+		if m.By != "" {
+			k.str("By", m.By) // the user, the drained node, or the preemptor
+		}
 		if m.TotalMS > 0 {
 			k.str("TotalTime", strconv.FormatInt(m.TotalMS, 10)+"ms")
 		}
