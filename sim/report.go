@@ -35,8 +35,11 @@ type Result struct {
 	Utilization float64
 	// Makespan is the last end minus the first submit.
 	Makespan int64
-	// Passes counts the calls to sched.Schedule.
-	Passes int
+	// Passes counts the calls to sched.Schedule; IdlePasses the passes
+	// left out because no pending job fitted in any node's free CPUs (they
+	// would have started nothing).
+	Passes     int
+	IdlePasses int
 	// Wall is how long the simulation took on this machine.
 	Wall time.Duration
 	// Outcomes hold every simulated job in queue order.
@@ -187,7 +190,7 @@ func WriteText(w io.Writer, r Result) error {
 	if r.Placed > 0 {
 		row("placement", "%d jobs placed inside their node: mean score %.1f, %.1f %% on one NUMA node", r.Placed, r.MeanScore, 100*r.SingleNUMAShare)
 	}
-	row("passes", "%d", r.Passes)
+	row("passes", "%d (and %d left out: no pending job fitted in the free CPUs)", r.Passes, r.IdlePasses)
 	row("wall time", "%s", r.Wall.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -227,6 +230,7 @@ type resultJSON struct {
 	Utilization float64 `json:"utilization"`
 	Makespan    int64   `json:"makespan_s"`
 	Passes      int     `json:"passes"`
+	IdlePasses  int     `json:"idle_passes"`
 	Wall        float64 `json:"wall_s"`
 	Placed      int     `json:"placed,omitempty"`
 	MeanScore   float64 `json:"mean_placement_score,omitempty"`
@@ -242,7 +246,7 @@ func WriteJSON(w io.Writer, r Result) error {
 		Trace: r.Trace, Policy: string(r.Policy), Processors: r.Procs, Jobs: r.Jobs,
 		Skipped: r.Skipped, Timeouts: r.Timeouts, Preempted: r.Preempted, Requeued: r.Requeued, MeanWait: r.MeanWait, MedianWait: r.MedianWait,
 		MeanBSLD: r.MeanBSLD, P95BSLD: r.P95BSLD, Utilization: r.Utilization,
-		Makespan: r.Makespan, Passes: r.Passes, Wall: r.Wall.Seconds(),
+		Makespan: r.Makespan, Passes: r.Passes, IdlePasses: r.IdlePasses, Wall: r.Wall.Seconds(),
 		Placed: r.Placed, MeanScore: r.MeanScore, SingleNUMA: r.SingleNUMAShare,
 	})
 }

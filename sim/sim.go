@@ -41,6 +41,10 @@ type Options struct {
 	// user with one share, so that the fair-share factor orders the queue
 	// by what each has used.
 	Fairshare bool
+	// runIdle runs every pass, also those that provably start nothing
+	// (see simulation.startsNothing): for the test that leaving them out
+	// changes no outcome.
+	runIdle bool
 }
 
 // ErrStopped is returned when Options.Stop closed before the simulation
@@ -72,9 +76,11 @@ type simJob struct {
 	// The trace's user, group and queue (fields 12, 13 and 15).
 	user, group, queue int64
 	gpu                bool
-	// alloc and node name the current run; startIndex is its plan's.
+	// alloc and node name the current run (node indexes the
+	// simulation's node names); startIndex is its plan's. No field
+	// holds a pointer, so that the collector never scans the jobs.
 	alloc, startIndex uint64
-	node              string
+	node              int32
 	suspended         bool
 }
 
@@ -133,7 +139,10 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		}
 		jobs = kept
 	}
-	s, err := newSimulation(jobs, nodes, tr.UnixStartTime, policy, opts)
+	// Nothing reads tr below: its jobs, as large as the simulation's, may
+	// be collected while it runs.
+	name, epoch := tr.Name, tr.UnixStartTime
+	s, err := newSimulation(jobs, nodes, epoch, policy, opts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -141,7 +150,7 @@ func Run(tr *Trace, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	res := summarize(s.jobs, procs)
-	res.Trace, res.Policy, res.Skipped, res.Passes = tr.Name, policy, skipped, s.passes
+	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = name, policy, skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil
 }
@@ -151,7 +160,9 @@ func Run(tr *Trace, opts Options) (Result, error) {
 func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 	var skipped Skipped
 	jobs := make([]simJob, 0, len(tr.Jobs))
-	lines := make(map[int64]int, len(tr.Jobs))
+	// numbers are the kept jobs' numbers with their lines, to find the
+	// first repeated one (by sorting: a map of 100,000 jobs cost more).
+	numbers := make([]jobLine, 0, len(tr.Jobs))
 	for _, sw := range tr.Jobs {
 		size := sw.ReqProcs
 		if size <= 0 {
@@ -169,13 +180,16 @@ func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 			continue
 		}
 		if sw.Number <= 0 {
+			if err := repeatedJob(numbers); err != nil {
+				return nil, skipped, err // a repeat on an earlier line
+			}
 			return nil, skipped, fmt.Errorf("line %d: field 1 (job number): %d is not a positive job number", sw.Line, sw.Number)
 		}
-		if prev, dup := lines[sw.Number]; dup {
-			return nil, skipped, fmt.Errorf("line %d: field 1 (job number): job %d is also on line %d (job numbers must be unique)", sw.Line, sw.Number, prev)
-		}
-		lines[sw.Number] = sw.Line
+		numbers = append(numbers, jobLine{sw.Number, sw.Line})
 		jobs = append(jobs, newSimJob(sw, int(size)))
+	}
+	if err := repeatedJob(numbers); err != nil {
+		return nil, skipped, err
 	}
 	slices.SortFunc(jobs, func(a, b simJob) int {
 		if c := cmp.Compare(a.out.Submit, b.out.Submit); c != 0 {
@@ -184,6 +198,37 @@ func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 		return cmp.Compare(a.out.ID, b.out.ID)
 	})
 	return jobs, skipped, nil
+}
+
+// jobLine is a job number and the line it is on.
+type jobLine struct {
+	number int64
+	line   int
+}
+
+// repeatedJob says which job number is repeated first in the file (the
+// repeat on the earliest line, and where the number first was), or nil.
+// It sorts numbers.
+func repeatedJob(numbers []jobLine) error {
+	slices.SortFunc(numbers, func(a, b jobLine) int {
+		if c := cmp.Compare(a.number, b.number); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.line, b.line)
+	})
+	// In each run of one number, the first two lines are where it first
+	// was and where it was first repeated.
+	var first, again *jobLine
+	for i := 1; i < len(numbers); i++ {
+		if numbers[i].number == numbers[i-1].number && (i == 1 || numbers[i-2].number != numbers[i].number) &&
+			(again == nil || numbers[i].line < again.line) {
+			first, again = &numbers[i-1], &numbers[i]
+		}
+	}
+	if again == nil {
+		return nil
+	}
+	return fmt.Errorf("line %d: field 1 (job number): job %d is also on line %d (job numbers must be unique)", again.line, again.number, first.line)
 }
 
 // newSimJob builds one trace line's job (see the package doc for the
@@ -198,6 +243,6 @@ func newSimJob(sw SWFJob, size int) simJob {
 		run: min(sw.Run, limit),
 		// sched reads 0 as "no limit"; a 0 s job gets 1 s.
 		limit: max(limit, 1),
-		user:  sw.User, group: sw.Group, queue: sw.Queue,
+		user:  sw.User, group: sw.Group, queue: sw.Queue, node: -1,
 	}
 }

@@ -139,8 +139,10 @@ func near(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Max(1
 //	mean bsld 24.0333…/5 = 4.80666…; p95 bsld: rank ⌈0.95×5⌉ = 5 of 5 = 12.5
 //	makespan 280 − 0 = 280
 //	utilization (4×100 + 2×50 + 3×30 + 1×5 + 2×100) / (4×280) = 795/1120
-//	passes: seconds 0, 10, 20, 30, 40, 100, 150, 155 and 180 (at 280 the
-//	queue is empty, so no pass runs)
+//	passes: seconds 0, 100, 150 and 180; left out, because no pending job
+//	fits in the free processors: 10, 20, 30, 40 (the machine is full) and
+//	155 (job 5 needs 2, 1 is free); at 280 the queue is empty, so no pass
+//	runs
 func TestRunFCFSMetrics(t *testing.T) {
 	res := runTrace(t, fcfsTrace, Options{Policy: sched.PolicyFCFS})
 	if got, want := starts(res), map[uint64]int64{1: 0, 2: 100, 3: 150, 4: 150, 5: 180}; !mapsEqual(got, want) {
@@ -157,7 +159,8 @@ func TestRunFCFSMetrics(t *testing.T) {
 		{"skipped as too large", int64(res.Skipped.TooLarge), 1},
 		{"timeouts", int64(res.Timeouts), 1},
 		{"makespan", res.Makespan, 280},
-		{"passes", int64(res.Passes), 9},
+		{"passes", int64(res.Passes), 4},
+		{"passes left out", int64(res.IdlePasses), 5},
 	}
 	for _, c := range ints {
 		if c.got != c.want {
@@ -288,14 +291,15 @@ func TestRunEventOrder(t *testing.T) {
 		},
 		// The file's order does not matter: the queue is by submit time,
 		// then job number, so job 1 (submitted last) runs last. Passes
-		// run at 0, 5 (job 1 arrives), 10 and 20 (ends).
+		// run at 0, 10 and 20 (ends); at 5 job 1 arrives on a full
+		// machine, and that pass is left out.
 		"queue order is submit time, then job number": {
 			trace: "; MaxNodes: 1\n" +
 				"5 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n" +
 				"3 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n" +
 				"1 5 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n",
 			starts: map[uint64]int64{3: 0, 5: 10, 1: 20},
-			passes: 4,
+			passes: 3,
 		},
 	}
 	for name, tc := range tests {
@@ -322,7 +326,12 @@ func TestRunErrors(t *testing.T) {
 		"a machine of 0 processors": {trace: "; MaxProcs: 0\n; MaxNodes: 0\n" + job, want: "gives no machine size"},
 		"a repeated job":            {trace: "; MaxProcs: 2\n" + job + job, want: "line 3: field 1 (job number): job 1 is also on line 2"},
 		"a job number of 0":         {trace: "; MaxProcs: 2\n0" + job[1:], want: "line 2: field 1 (job number): 0 is not a positive job number"},
-		"an unknown policy":         {trace: "; MaxProcs: 2\n" + job, policy: "sjf", want: `unknown scheduling policy "sjf"`},
+		// The first repeat in the file is named, with the line the
+		// number first was on; an error on a later line waits.
+		"repeats": {trace: "; MaxProcs: 2\n" + "7" + job[1:] + "5" + job[1:] + "5" + job[1:] + "7" + job[1:] + "5" + job[1:] + "0" + job[1:],
+			want: "line 4: field 1 (job number): job 5 is also on line 3"},
+		"a repeat after a job number of 0": {trace: "; MaxProcs: 2\n" + job + "0" + job[1:] + job, want: "line 3: field 1 (job number): 0 is not a positive job number"},
+		"an unknown policy":                {trace: "; MaxProcs: 2\n" + job, policy: "sjf", want: `unknown scheduling policy "sjf"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -68,16 +68,22 @@ var swfFieldNames = [swfFieldCount]string{
 // line number and field.
 func ReadSWF(r io.Reader) (*Trace, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
+	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("reading gzip-compressed trace: %w", err)
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 1<<16)
+		// Inflating costs about as much as reading the lines: it runs
+		// ahead in a goroutine of its own (on another core, when one is
+		// free).
+		ra := newReadAhead(zr)
+		defer ra.Close()
+		src = ra
 	}
 	tr := &Trace{}
-	sc := bufio.NewScanner(br)
+	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	line := 0
 	for sc.Scan() {
@@ -138,46 +144,56 @@ func (tr *Trace) readHeader(text string, line int) error {
 	return nil
 }
 
-// parseSWFJob reads one job line.
+// parseSWFJob reads one job line. It reads each field as it finds it: a
+// plain integer (what logs mostly write) digit by digit as it scans,
+// anything else with readField. A wrong field count is reported before a
+// field that is not a number, and the first such field is the one named.
 func parseSWFJob(text string, line int) (SWFJob, error) {
-	var fields [swfFieldCount]string
-	n := 0
+	var ints [swfFieldCount]int64
+	var floats [swfFieldCount]float64
+	n, bad := 0, -1
+	var badText, badWhat string
 	for i := 0; i < len(text); {
-		if isSWFSpace(text[i]) {
+		if swfSpace[text[i]] {
 			i++
 			continue
 		}
 		start := i
-		for i < len(text) && !isSWFSpace(text[i]) {
+		if text[i] == '-' {
 			i++
 		}
-		if n < swfFieldCount {
-			fields[n] = text[start:i]
+		digits := i
+		var v int64
+		for ; i < len(text) && text[i]-'0' <= 9; i++ {
+			v = v*10 + int64(text[i]-'0')
+		}
+		if d := i - digits; d > 0 && d <= 15 && (i == len(text) || swfSpace[text[i]]) {
+			// A plain integer, as plainInt reads it.
+			if digits > start {
+				v = -v
+			}
+			if n < swfFieldCount {
+				ints[n], floats[n] = v, float64(v)
+			}
+			n++
+			continue
+		}
+		for i < len(text) && !swfSpace[text[i]] {
+			i++
+		}
+		if n < swfFieldCount && bad < 0 {
+			f := text[start:i]
+			if ints[n], floats[n], badWhat = readField(f, n); badWhat != "" {
+				bad, badText = n, f
+			}
 		}
 		n++
 	}
 	if n != swfFieldCount {
 		return SWFJob{}, fmt.Errorf("line %d: %d fields, want %d (a job line holds the 18 SWF fields; use -1 for unknown values)", line, n, swfFieldCount)
 	}
-	var ints [swfFieldCount]int64
-	var floats [swfFieldCount]float64
-	for i, f := range fields {
-		if v, ok := plainInt(f); ok {
-			ints[i], floats[i] = v, float64(v)
-			continue
-		}
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return SWFJob{}, fmt.Errorf("line %d: field %d (%s): %q is not a number", line, i+1, swfFieldNames[i], f)
-		}
-		floats[i] = v
-		if isFractionalField(i) {
-			continue
-		}
-		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-			return SWFJob{}, fmt.Errorf("line %d: field %d (%s): %q is not a whole number", line, i+1, swfFieldNames[i], f)
-		}
-		ints[i] = int64(v)
+	if bad >= 0 {
+		return SWFJob{}, fmt.Errorf("line %d: field %d (%s): %q is not %s", line, bad+1, swfFieldNames[bad], badText, badWhat)
 	}
 	return SWFJob{
 		Number: ints[0], Submit: ints[1], Wait: ints[2], Run: ints[3], AllocProcs: ints[4],
@@ -186,6 +202,68 @@ func parseSWFJob(text string, line int) (SWFJob, error) {
 		Executable: ints[13], Queue: ints[14], Partition: ints[15], PrecedingJob: ints[16],
 		ThinkTimeAfter: ints[17], Line: line,
 	}, nil
+}
+
+// swfSpace marks the bytes isSWFSpace accepts, for the scan of a line.
+var swfSpace = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isSWFSpace(byte(c))
+	}
+	return t
+}()
+
+// readField reads field i, written f: its value as an integer (for the
+// fields that must be whole) and as a float, or what it is not ("a
+// number", "a whole number").
+func readField(f string, i int) (int64, float64, string) {
+	if v, ok := plainInt(f); ok {
+		return v, float64(v), ""
+	}
+	v, err := parseFloat(f)
+	switch {
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, 0, "a number"
+	case isFractionalField(i):
+		return 0, v, ""
+	case v != math.Trunc(v) || math.Abs(v) > 1<<53:
+		return 0, 0, "a whole number"
+	}
+	return int64(v), v, ""
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseFloat is strconv.ParseFloat(f, 64), with the decimals logs write
+// (an optional minus sign, digits, a point, digits: 15 digits at most)
+// read without it: their digits and their power of ten are exact in a
+// float64, so one division rounds as ParseFloat does.
+func parseFloat(f string) (float64, error) {
+	digits := f
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	point := strings.IndexByte(digits, '.')
+	if point < 1 || point == len(digits)-1 || len(digits) > 16 {
+		return strconv.ParseFloat(f, 64)
+	}
+	var m int64
+	for k := 0; k < len(digits); k++ {
+		if k == point {
+			continue
+		}
+		c := digits[k]
+		if c < '0' || c > '9' {
+			return strconv.ParseFloat(f, 64)
+		}
+		m = m*10 + int64(c-'0')
+	}
+	x := float64(m) / pow10[len(digits)-point-1]
+	if len(digits) < len(f) {
+		x = -x
+	}
+	return x, nil
 }
 
 // isSWFSpace reports whether c separates fields: ASCII white space.
@@ -222,3 +300,91 @@ func plainInt(f string) (int64, bool) {
 // average CPU time, used memory and requested memory. Real logs write the
 // others as integers.
 func isFractionalField(i int) bool { return i == 5 || i == 6 || i == 9 }
+
+// readAhead reads its source in a goroutine of its own, up to
+// readAheadChunks chunks ahead of its reader. Close stops the goroutine
+// and waits for it, so that the source may be closed then.
+type readAhead struct {
+	full chan readChunk
+	free chan []byte
+	// cur is what is left of the chunk being read, held its array
+	// (given back once read), err the source's error after it.
+	cur, held []byte
+	err       error
+	stop      chan struct{}
+	stopped   chan struct{}
+}
+
+// readChunk is one read of the source: its bytes, and the error that
+// ended the source after them (nil while it goes on).
+type readChunk struct {
+	b   []byte
+	err error
+}
+
+// The read-ahead's chunks: enough that inflating never waits for the
+// reader to catch up on a chunk boundary.
+const (
+	readAheadChunks = 3
+	readAheadSize   = 256 << 10
+)
+
+func newReadAhead(src io.Reader) *readAhead {
+	ra := &readAhead{full: make(chan readChunk, readAheadChunks), free: make(chan []byte, readAheadChunks+1),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	for range readAheadChunks + 1 {
+		ra.free <- make([]byte, readAheadSize)
+	}
+	go ra.fill(src)
+	return ra
+}
+
+// fill reads src into free chunks until it ends or Close.
+func (ra *readAhead) fill(src io.Reader) {
+	defer close(ra.stopped)
+	for {
+		var b []byte
+		select {
+		case b = <-ra.free:
+		case <-ra.stop:
+			return
+		}
+		n, err := 0, error(nil)
+		for n < len(b) && err == nil {
+			var k int
+			k, err = src.Read(b[n:])
+			n += k
+		}
+		select {
+		case ra.full <- readChunk{b: b[:n], err: err}:
+		case <-ra.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Read reads what the goroutine read, and its source's error after it.
+func (ra *readAhead) Read(p []byte) (int, error) {
+	for len(ra.cur) == 0 {
+		if ra.err != nil {
+			return 0, ra.err
+		}
+		if ra.held != nil {
+			ra.free <- ra.held[:cap(ra.held)]
+		}
+		c := <-ra.full
+		ra.cur, ra.held, ra.err = c.b, c.b, c.err
+	}
+	n := copy(p, ra.cur)
+	ra.cur = ra.cur[n:]
+	return n, nil
+}
+
+// Close stops the goroutine and waits until it no longer reads.
+func (ra *readAhead) Close() {
+	close(ra.stop)
+	<-ra.stopped
+}

@@ -3,9 +3,12 @@ package sim
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // headerTrace has a full header, a comment, a blank line and two jobs, the
@@ -144,4 +147,56 @@ func TestSWFNumberSpellings(t *testing.T) {
 	if _, err := parseSWFJob("1\t0 -1\v10 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1", 1); err == nil || !strings.Contains(err.Error(), "17 fields") {
 		t.Fatalf("17 fields separated by tabs and spaces: %v; want an error counting 17", err)
 	}
+}
+
+// TestReadSWFGzipReadAhead reads compressed traces longer than the
+// read-ahead's chunks: every job arrives, in order; a bad line far into
+// the file is named by its number; a file cut short is an error; and no
+// reading goroutine is left behind by any of them.
+func TestReadSWFGzipReadAhead(t *testing.T) {
+	gz := func(text string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		if _, err := zw.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	var text strings.Builder
+	text.WriteString("; MaxProcs: 8\n")
+	const jobs = 40_000 // about 2 MB: eight chunks
+	for n := 1; n <= jobs; n++ {
+		fmt.Fprintf(&text, "%d %d -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n", n, n)
+	}
+	good := gz(text.String())
+	goroutines := runtime.NumGoroutine()
+	tr, err := ReadSWF(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Jobs) != jobs || tr.Jobs[jobs-1].Number != jobs || tr.Jobs[jobs-1].Line != jobs+1 {
+		t.Fatalf("%d jobs, the last %+v; want %d, the last on line %d", len(tr.Jobs), tr.Jobs[len(tr.Jobs)-1], jobs, jobs+1)
+	}
+	bad := gz(text.String() + "x 0 -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n" + text.String())
+	if _, err := ReadSWF(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d: field 1", jobs+2)) {
+		t.Errorf("a bad line %d: %v; want an error naming it", jobs+2, err)
+	}
+	// Cut in half: the line cut short, or the end of the stream, is an
+	// error.
+	if _, err := ReadSWF(bytes.NewReader(good[:len(good)/2])); err == nil {
+		t.Errorf("a file cut in half was read whole")
+	}
+	if _, err := ReadSWF(bytes.NewReader(gz(text.String())[:len(good)-4])); err == nil || !strings.Contains(err.Error(), "reading trace after line") {
+		t.Errorf("a file without its last bytes (the size the gzip trailer checks): %v; want a read error", err)
+	}
+	for range 100 {
+		if runtime.NumGoroutine() <= goroutines {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d goroutines after reading, %d before", runtime.NumGoroutine(), goroutines)
 }

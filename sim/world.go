@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"corral/api"
@@ -34,19 +34,29 @@ type simulation struct {
 	hasWake bool
 	done    int
 	passes  int
+	// idle counts the passes not run because none could start anything
+	// (startsNothing); mayIdle says whether the simulation may skip them.
+	idle    int
+	mayIdle bool
 	// finished counts the jobs ended since the last PurgeJobs; paused
 	// the runs suspended by preemption, which a pass resumes.
 	finished, paused int
+	// nodes are the nodes' names, in order (simJob.node indexes them).
+	nodes []string
 	// accounts records the fair-share accounts and users created.
 	accounts map[string]bool
 	// lastReasons are the last plan's reasons, to explain jobs that never
 	// start.
 	lastReasons map[uint64]api.Reason
 	// sched runs the passes, keeping their buffers from one to the next;
-	// entry is the pass's ApplyPlan; due, reports and specs are
-	// endRuns', report's and submitJobs' buffers.
+	// entry is the pass's ApplyPlan, and submit and reports the other
+	// entries made every second (the state keeps none of an entry's
+	// lists); due, reports and specs are endRuns', report's and
+	// submitJobs' buffers.
 	sched   sched.Pass
 	entry   state.ApplyPlan
+	submit  state.SubmitJobs
+	ended   state.JobReports
 	due     []int
 	reports []api.JobReport
 	specs   []state.JobSpec
@@ -54,11 +64,14 @@ type simulation struct {
 
 // purgeEvery is how many ended jobs the state keeps before a PurgeJobs
 // entry forgets them (MinJobAge is 1 s): the state holds the queue and
-// the running jobs, not the trace.
-const purgeEvery = 4096
+// the running jobs, not the trace. Below state's shrinkMin (4,096 jobs),
+// so that a purge never copies the state's maps into small ones that the
+// next thousand jobs grow again.
+const purgeEvery = 1024
 
 func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sched.Policy, opts Options) (*simulation, error) {
 	s := &simulation{opts: opts, epoch: epoch, st: state.New(), jobs: jobs, accounts: map[string]bool{}}
+	s.mayIdle = !opts.runIdle && policy != sched.PolicyConservative && !preempts(opts.QOS)
 	t0 := s.at(0)
 	if _, err := s.apply(state.CmdSeedConfig, &state.SeedConfig{
 		Partitions: []api.Partition{{Name: partition, Default: true}}, DefMemPerCPU: jobMemMB, Policy: string(policy),
@@ -98,6 +111,7 @@ func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sche
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
+	s.nodes = slices.Clone(s.st.NodeNames())
 	return s, nil
 }
 
@@ -159,8 +173,13 @@ func (s *simulation) run() error {
 			}
 		}))
 		j := s.st.Jobs[id]
+		reason, ok := s.lastReasons[id]
+		if !ok {
+			// The passes since it was submitted were left out.
+			reason = s.sched.Schedule(s.sched.Snapshot(s.st, s.at(s.now))).Reasons[id]
+		}
 		return fmt.Errorf("%d jobs never started although nothing else was left to happen: the first, job %d (%d CPUs), was left pending with reason %q",
-			len(s.st.Pending), s.jobs[id-1].out.ID, j.Spec.CPUs(), s.lastReasons[id])
+			len(s.st.Pending), s.jobs[id-1].out.ID, j.Spec.CPUs(), reason)
 	}
 	return nil
 }
@@ -224,11 +243,12 @@ func (s *simulation) endRuns() (bool, error) {
 // JobReports per node in name order, each run ending as end says, then
 // takes each job's outcome from the state.
 func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
-	slices.SortStableFunc(jobs, func(a, b int) int { return strings.Compare(s.jobs[a].node, s.jobs[b].node) })
+	// Node indexes follow the names' order.
+	slices.SortStableFunc(jobs, func(a, b int) int { return cmp.Compare(s.jobs[a].node, s.jobs[b].node) })
 	for from := 0; from < len(jobs); {
-		node := s.jobs[jobs[from]].node
+		node := s.nodes[s.jobs[jobs[from]].node]
 		to := from + 1
-		for to < len(jobs) && s.jobs[jobs[to]].node == node {
+		for to < len(jobs) && s.jobs[jobs[to]].node == s.jobs[jobs[from]].node {
 			to++
 		}
 		// The state reads the reports and keeps none: the buffer is
@@ -239,7 +259,8 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
 		}
 		s.reports = reports
-		res, err := s.apply(state.CmdJobReports, &state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports})
+		s.ended = state.JobReports{Now: s.at(s.now), Node: node, BootID: bootID, Reports: reports}
+		res, err := s.apply(state.CmdJobReports, &s.ended)
 		if err != nil {
 			return err
 		}
@@ -262,7 +283,7 @@ func (s *simulation) settle(i int) {
 	if sj.suspended {
 		s.paused--
 	}
-	sj.alloc, sj.node, sj.suspended = 0, "", false
+	sj.alloc, sj.node, sj.suspended = 0, -1, false
 	if j.State == api.StatePending {
 		sj.out.Restarts++
 		return
@@ -285,14 +306,14 @@ func (s *simulation) submitJobs() error {
 	// reused from second to second.
 	specs := s.specs[:0]
 	for i := first; i < s.next; i++ {
-		sp, err := s.spec(&s.jobs[i])
-		if err != nil {
+		specs = append(specs, state.JobSpec{})
+		if err := s.spec(&specs[len(specs)-1], &s.jobs[i]); err != nil {
 			return err
 		}
-		specs = append(specs, sp)
 	}
 	s.specs = specs
-	res, err := s.apply(state.CmdSubmitJobs, &state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs})
+	s.submit = state.SubmitJobs{Now: s.at(s.now), FirstID: uint64(first + 1), Jobs: specs}
+	res, err := s.apply(state.CmdSubmitJobs, &s.submit)
 	if err != nil {
 		return err
 	}
@@ -304,23 +325,21 @@ func (s *simulation) submitJobs() error {
 	return nil
 }
 
-// spec is job sj's request, creating its fair-share account and user
-// first when Options.Fairshare asks for them.
-func (s *simulation) spec(sj *simJob) (state.JobSpec, error) {
-	sp := state.JobSpec{
-		NTasks: sj.out.Size, CPUsPerTask: 1, MemPerNode: jobMemMB, Partition: partition, TimeLimit: sj.limit,
-		QOS: s.opts.QOSByQueue[sj.queue],
+// spec writes job sj's request into sp (an empty spec), creating its
+// fair-share account and user first when Options.Fairshare asks for them.
+func (s *simulation) spec(sp *state.JobSpec, sj *simJob) error {
+	sp.NTasks, sp.CPUsPerTask, sp.MemPerNode, sp.Partition, sp.TimeLimit = sj.out.Size, 1, jobMemMB, partition, sj.limit
+	if s.opts.QOSByQueue != nil {
+		sp.QOS = s.opts.QOSByQueue[sj.queue]
 	}
 	if sj.gpu {
 		sp.Gres = []api.Gres{{Name: "gpu", Count: 1}}
 	}
 	if s.opts.Fairshare {
 		sp.User, sp.Account = "u"+strconv.FormatInt(sj.user, 10), "g"+strconv.FormatInt(sj.group, 10)
-		if err := s.ensureAccount(sp.Account, sp.User); err != nil {
-			return sp, err
-		}
+		return s.ensureAccount(sp.Account, sp.User)
 	}
-	return sp, nil
+	return nil
 }
 
 // ensureAccount creates an account and a user in it, one share each, the
@@ -349,6 +368,10 @@ const maxRounds = 8
 // pass runs the scheduler at the current second and applies its plan as
 // one ApplyPlan entry, as the leader proposes it.
 func (s *simulation) pass() error {
+	if s.startsNothing() {
+		s.idle++
+		return nil
+	}
 	s.hasWake = false
 	for round := 0; round < maxRounds && len(s.st.Pending)+s.paused > 0; round++ {
 		now := s.at(s.now)
@@ -378,6 +401,45 @@ func (s *simulation) pass() error {
 		}
 	}
 	return nil
+}
+
+// startsNothing reports whether a pass now would start, resume, stop and
+// cancel nothing, so that the simulation may leave it out (its reasons and
+// expected starts would only be written by the next pass instead). That
+// holds when every pending job asks for more CPUs than any usable node has
+// free (a job needs at least one CPU, and the pass starts a job only on a
+// node with its CPUs free now), no run is suspended (a resume needs free
+// CPUs too), no QoS may preempt (a preemptor frees CPUs itself), and no
+// advance reservation is defined (the simulation makes none). It is
+// not used under conservative backfill, where a pass's reservations are
+// kept by the next one, and so depend on when passes run; EASY and FCFS
+// read no reservation back. The trace's jobs have no begin time and no
+// dependency, so no pass would have set a wake-up either.
+// TestIdlePassesLeftOut checks that leaving these passes out changes no
+// job's start.
+func (s *simulation) startsNothing() bool {
+	if !s.mayIdle || s.paused > 0 || len(s.st.Pending) == 0 || len(s.st.Reservations) > 0 {
+		return false
+	}
+	free := 0
+	for _, name := range s.st.NodeNames() {
+		if n := s.st.Nodes[name]; !n.Down && !n.Drain && !n.Probing {
+			free = max(free, n.FreeCPUs())
+		}
+	}
+	fits := false
+	s.st.EachPending(func(j *state.Job) { fits = fits || j.Spec.CPUs() <= free })
+	return !fits
+}
+
+// preempts reports whether any of qos may preempt another.
+func preempts(qos []api.QOS) bool {
+	for _, q := range qos {
+		if len(q.Preempt) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // applied follows a plan's result: runs started get their end scheduled,
@@ -421,12 +483,18 @@ func (s *simulation) started(i int) {
 	sj := &s.jobs[i]
 	j := s.st.Jobs[uint64(i+1)]
 	a := s.st.LastAlloc(j)
-	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, a.Node, a.StartIndex, false
+	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, s.nodeIndex(a.Node), a.StartIndex, false
 	sj.out.Start, sj.left = s.now, sj.run
 	if p := a.Placement; p != nil {
 		sj.out.Placed, sj.out.Score, sj.out.SingleNUMA = true, p.Score, len(p.NUMANodes) == 1
 	}
 	s.schedule(i, s.now+sj.left)
+}
+
+// nodeIndex returns the index of the node named name in s.nodes.
+func (s *simulation) nodeIndex(name string) int32 {
+	i, _ := slices.BinarySearch(s.nodes, name)
+	return int32(i)
 }
 
 // schedule makes job i's current run end at second at.

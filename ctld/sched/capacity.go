@@ -12,8 +12,18 @@ import (
 type capacity struct {
 	nodes []nodeFree
 	// heldParts holds every partition that shares a node with one where an
-	// earlier job waits for resources.
+	// earlier job waits for resources; heldMemo is the last answer of held
+	// (a pass's jobs mostly share a partition).
 	heldParts map[string]bool
+	// lastIndex is index's last answer.
+	lastIndex int
+	// topology is set when a node reported its topology (placement
+	// inside nodes then applies).
+	topology bool
+	heldMemo struct {
+		part       string
+		held, read bool
+	}
 }
 
 // defaultPartitionOnly is the partitions of a node that names none (read
@@ -46,7 +56,9 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = make([]nodeFree, 0, len(nodes))
 	}
 	clear(c.heldParts)
+	c.heldMemo.read, c.lastIndex, c.topology = false, 0, false
 	for _, n := range nodes {
+		c.topology = c.topology || hasTopology(n.Inventory)
 		parts := n.Partitions
 		if len(parts) == 0 {
 			parts = defaultPartitionOnly
@@ -59,6 +71,28 @@ func (c *capacity) reset(nodes []*state.Node) {
 		})
 	}
 	slices.SortFunc(c.nodes, func(a, b nodeFree) int { return strings.Compare(a.name, b.name) })
+}
+
+// index returns the index of the node named name, or -1. The runs of a
+// snapshot come node by node, so the last answer is tried first.
+func (c *capacity) index(name string) int {
+	if i := c.lastIndex; i < len(c.nodes) && c.nodes[i].name == name {
+		return i
+	}
+	lo, hi := 0, len(c.nodes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.nodes[m].name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(c.nodes) || c.nodes[lo].name != name {
+		return -1
+	}
+	c.lastIndex = lo
+	return lo
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold
@@ -104,6 +138,7 @@ func (c *capacity) hold(part string) {
 		c.heldParts = map[string]bool{}
 	}
 	c.markGroup(c.heldParts, part)
+	c.heldMemo.read = false
 }
 
 // markGroup sets into[p] for every partition p that shares a node with
@@ -121,7 +156,12 @@ func (c *capacity) markGroup(into map[string]bool, part string) {
 // held reports whether the partition shares a node with one where an earlier
 // job waits. A partition that shares none cannot delay that job by starting
 // its own, so it keeps scheduling (Slurm blocks partitions, not the cluster).
-func (c *capacity) held(part string) bool { return c.heldParts[part] }
+func (c *capacity) held(part string) bool {
+	if m := &c.heldMemo; !m.read || m.part != part {
+		m.part, m.held, m.read = part, c.heldParts[part], true
+	}
+	return c.heldMemo.held
+}
 
 func (c *capacity) take(name string, cpus int, mem int64) {
 	for i := range c.nodes {

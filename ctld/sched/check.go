@@ -61,11 +61,15 @@ func CheckJob(j *state.Job) error {
 	case sp.Nice < -submit.MaxNice || sp.Nice > submit.MaxNice:
 		return fmt.Errorf("nice=%d is outside ±%d", sp.Nice, submit.MaxNice)
 	}
-	if err := checkDevices(sp); err != nil {
-		return err
+	if len(sp.Gres) > 0 || len(sp.Hugepages) > 0 {
+		if err := checkDevices(sp); err != nil {
+			return err
+		}
 	}
-	if err := checkDependency(sp.Dependency); err != nil {
-		return err
+	if sp.Dependency != nil {
+		if err := checkDependency(sp.Dependency); err != nil {
+			return err
+		}
 	}
 	if a := sp.Array; a != nil && a.Throttle < 0 {
 		return fmt.Errorf("array task limit %%%d is negative", a.Throttle)
@@ -307,28 +311,50 @@ func (p *Plan) invalid(id uint64, err error) {
 	p.Reasons[id] = api.ReasonInvalidJob
 }
 
-// placeContained places one ready job; when placing it fails, whatever the
-// attempt added to the plan is taken back and the job is named invalid.
-// Resources the attempt took in the pass's own accounting stay taken for
-// the rest of the pass, which can only delay another job by one pass (the
-// plan applier re-checks every start against the state).
-func (pl *placer) placeContained(j *state.Job, plan *Plan) {
-	starts, preempts, cancels, moves := len(plan.Starts), len(plan.Preemptions), len(plan.Cancels), len(plan.Migrations)
-	err := contained(func() {
-		if j.IsArrayPending() {
+// placeAll places the ready jobs in order, each contained: when placing
+// one fails, whatever the attempt added to the plan is taken back and the
+// job is named invalid. Resources the attempt took in the pass's own
+// accounting stay taken for the rest of the pass, which can only delay
+// another job by one pass (the plan applier re-checks every start against
+// the state).
+func (pl *placer) placeAll(ready []*state.Job, plan *Plan) {
+	var starts, preempts, cancels, moves int
+	eachContained(len(ready), func(i int) {
+		starts, preempts, cancels, moves = len(plan.Starts), len(plan.Preemptions), len(plan.Cancels), len(plan.Migrations)
+		if j := ready[i]; j.IsArrayPending() {
 			pl.placeArray(j, plan)
+		} else {
+			pl.place(j, plan, -1)
+		}
+	}, func(i int, err error) {
+		id := ready[i].ID
+		plan.Starts = plan.Starts[:starts]
+		plan.Preemptions = plan.Preemptions[:preempts]
+		plan.Cancels = plan.Cancels[:cancels]
+		plan.Migrations = plan.Migrations[:moves] // a preemption's moves
+		delete(pl.estimates, id)
+		delete(pl.reservations, id)
+		plan.invalid(id, err)
+	})
+}
+
+// eachContained calls f(i) for every i below n, contained: a failure in
+// f(i) is handed to failed(i, err) and the loop goes on with i+1. One
+// recovery serves the whole loop until something fails, rather than one
+// per call: in a pass over a short queue, setting up a recovery per job
+// cost about as much as placing the job.
+func eachContained(n int, f func(i int), failed func(i int, err error)) {
+	i := 0
+	for i < n {
+		err := contained(func() {
+			for ; i < n; i++ {
+				f(i)
+			}
+		})
+		if err == nil {
 			return
 		}
-		pl.place(j, plan, -1)
-	})
-	if err == nil {
-		return
+		failed(i, err)
+		i++
 	}
-	plan.Starts = plan.Starts[:starts]
-	plan.Preemptions = plan.Preemptions[:preempts]
-	plan.Cancels = plan.Cancels[:cancels]
-	plan.Migrations = plan.Migrations[:moves]
-	delete(pl.estimates, j.ID)
-	delete(pl.reservations, j.ID)
-	plan.invalid(j.ID, err)
 }

@@ -81,7 +81,7 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 			continue
 		}
 		resv := p.Reservations[j.ID]
-		if resv.Start.After(untold) {
+		if !resv.Start.IsZero() && resv.Start.After(untold) {
 			// Behind a job without a time limit: no start can be told,
 			// and any pass would find the same.
 			resv = Reservation{}
@@ -111,8 +111,9 @@ func drainNotes(notes map[string]string, snap *Snapshot, out []state.PlanDrainNo
 // job up to the slack. A start that only drifts later (one that tracks
 // "now") is written once it drifted EstimateSlack.
 func estimateMoved(old, new time.Time) bool {
-	if old.IsZero() != new.IsZero() {
-		return true
+	if old.IsZero() || new.IsZero() {
+		// Most pending jobs hold none before and after.
+		return old.IsZero() != new.IsZero()
 	}
 	d := new.Sub(old)
 	return d > EstimateSlack || d < 0

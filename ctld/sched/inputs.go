@@ -24,25 +24,33 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 }
 
 // fillSnapshot builds the snapshot of s at now into snap, reusing the
-// arrays of its lists (Pending, Nodes, Running) and its Reservations map;
-// every other field is rebuilt.
+// arrays of its lists (Pending, Nodes, Running, Moves) and its
+// Reservations, Going and Stuck maps; every other field is rebuilt.
 func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
-	policy, err := ParsePolicy(s.Config.SchedulerPolicy)
-	if err != nil {
-		policy = PolicyEASY
+	policy := Policy(s.Config.SchedulerPolicy)
+	switch policy {
+	case PolicyFCFS, PolicyEASY, PolicyConservative:
+	default:
+		var err error
+		if policy, err = ParsePolicy(s.Config.SchedulerPolicy); err != nil {
+			policy = PolicyEASY
+		}
 	}
 	resv := snap.Reservations
 	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
 		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0], Moves: snap.Moves[:0],
 		Going: snap.Going, Stuck: snap.Stuck}
+	if policy == PolicyConservative {
+		snap.Reservations = resv // made when the first is found
+	}
 	fillMoves(snap, s)
 	if len(s.Reservations) > 0 {
 		for _, name := range s.ResvNames() {
 			snap.Advance = append(snap.Advance, s.Reservations[name])
 		}
 	}
-	deps := &depTargets{}
+	var deps depTargets
 	if snap.Pending == nil || cap(snap.Pending) < len(s.Pending) {
 		snap.Pending = make([]*state.Job, 0, len(s.Pending))
 	}
@@ -51,14 +59,12 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 		if j.Spec.Dependency != nil {
 			deps.collect(j.Spec.Dependency, s)
 		}
-		if j.EstNode != "" {
+		if j.EstNode != "" && policy == PolicyConservative {
 			// The reservations are replicated with the plans that made
-			// them, so a new leader keeps every one of them.
+			// them, so a new leader keeps every one of them. Only
+			// conservative backfill reads them back.
 			if snap.Reservations == nil {
-				snap.Reservations = resv
-				if resv == nil {
-					snap.Reservations = map[uint64]Reservation{}
-				}
+				snap.Reservations = map[uint64]Reservation{}
 			}
 			snap.Reservations[j.ID] = Reservation{Start: j.EstStart, Node: j.EstNode}
 		}
@@ -66,25 +72,19 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	if snap.Nodes == nil || cap(snap.Nodes) < len(s.Nodes) {
 		snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
 	}
-	names := s.NodeNames()
-	held := 0
-	for _, name := range names {
-		held += len(s.Nodes[name].Allocs)
-	}
-	if snap.Running == nil || cap(snap.Running) < held {
-		snap.Running = make([]Run, 0, held)
-	}
 	clear(snap.Going)
 	clear(snap.Stuck)
 	moving := movingPreemptions(s)
-	for _, name := range names {
+	for _, name := range s.NodeNames() {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
 		for _, id := range n.Allocs {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				if j := s.Jobs[a.Job]; j != nil {
 					snap.Running = append(snap.Running, Run{Alloc: a, Job: j})
-					noteGoing(snap, s, j, a, moving)
+					if moving || len(j.Migrations) > 0 || j.Checkpoint != nil {
+						noteGoing(snap, s, j, a, moving) // most runs have none of these
+					}
 				}
 			}
 		}
@@ -137,17 +137,21 @@ func (t *depTargets) install(snap *Snapshot) {
 		snap.Lookup, snap.Array, snap.LookupTask = noJob, noArray, noTask
 		return
 	}
-	snap.Lookup = func(id uint64) *state.Job { return t.jobs[id] }
-	snap.Array = func(id uint64) []*state.Job { return t.arrays[id] }
+	// The lookups keep a copy of their own: t is the caller's, made
+	// for every pass, and stays off the heap when no job has a
+	// dependency.
+	c := &depTargets{jobs: t.jobs, arrays: t.arrays, tasks: t.tasks}
+	snap.Lookup = func(id uint64) *state.Job { return c.jobs[id] }
+	snap.Array = func(id uint64) []*state.Job { return c.arrays[id] }
 	var byTask map[api.TaskRef]*state.Job // the arrays' records by task, built on first use
 	snap.LookupTask = func(array uint64, task int) *state.Job {
 		ref := api.TaskRef{Array: array, Task: task}
-		if j := t.tasks[ref]; j != nil {
+		if j := c.tasks[ref]; j != nil {
 			return j
 		}
 		if byTask == nil {
 			byTask = map[api.TaskRef]*state.Job{}
-			for id, recs := range t.arrays {
+			for id, recs := range c.arrays {
 				for _, j := range recs {
 					if j.IsArrayTask() {
 						byTask[api.TaskRef{Array: id, Task: j.ArrayTaskID}] = j
@@ -158,7 +162,7 @@ func (t *depTargets) install(snap *Snapshot) {
 		if j := byTask[ref]; j != nil {
 			return j
 		}
-		if recs := t.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
+		if recs := c.arrays[array]; len(recs) > 0 && recs[0].IsArrayPending() && recs[0].ArrayPending.Contains(task) {
 			return recs[0]
 		}
 		return nil

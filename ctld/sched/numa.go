@@ -30,8 +30,13 @@ type NodeRequest struct {
 // (a type like 1g.10gb asks for MIG instances), --gres=vf:N, --hugepages and
 // --numa.
 func RequestOf(j *state.Job, defMemPerCPU int64) NodeRequest {
-	r := NodeRequest{CPUs: j.Spec.CPUs(), MemMB: MemRequest(j, defMemPerCPU), Hugepages: j.Spec.Hugepages, NUMA: j.Spec.NUMA}
-	for _, g := range j.Spec.Gres {
+	return requestOf(j.Spec, j.Spec.CPUs(), MemRequest(j, defMemPerCPU))
+}
+
+// requestOf is RequestOf for a spec whose CPUs and memory are known.
+func requestOf(sp *state.JobSpec, cpus int, mem int64) NodeRequest {
+	r := NodeRequest{CPUs: cpus, MemMB: mem, Hugepages: sp.Hugepages, NUMA: sp.NUMA}
+	for _, g := range sp.Gres {
 		switch {
 		case g.Name == "gpu" && gpu.IsMIGProfile(g.Type):
 			r.MIG, r.MIGProfile = r.MIG+g.Count, g.Type

@@ -67,14 +67,17 @@ func (pl *placer) reset(s *Snapshot) {
 	pl.free.reset(s.Nodes)
 	pl.lic = prev.lic
 	pl.lic.reset(s)
-	pl.parts = prev.parts
-	if pl.parts == nil {
-		pl.parts = make(map[string]*api.Partition, len(s.Partitions))
-	} else {
-		clear(pl.parts)
-	}
-	for i := range s.Partitions {
-		pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+	pl.parts, pl.partsOf = prev.parts, prev.partsOf
+	if !samePartitions(pl.partsOf, s.Partitions) {
+		if pl.parts == nil {
+			pl.parts = make(map[string]*api.Partition, len(s.Partitions))
+		} else {
+			clear(pl.parts)
+		}
+		for i := range s.Partitions {
+			pl.parts[s.Partitions[i].Name] = &s.Partitions[i]
+		}
+		pl.partsOf = s.Partitions
 	}
 	n := len(pl.free.nodes)
 	// The last pass's profiles become this one's spare arrays.
@@ -91,11 +94,8 @@ func (pl *placer) reset(s *Snapshot) {
 	for i := range pl.started {
 		pl.started[i] = pl.started[i][:0]
 	}
-	// Each node's list of releases keeps its array.
+	// Each node's list of releases keeps its array (buildReleases).
 	pl.releases, pl.relBuf = prev.releases, prev.relBuf[:0]
-	for name, rel := range pl.releases {
-		pl.releases[name] = rel[:0]
-	}
 	pl.open, pl.failed = prev.open[:0], prev.failed[:0]
 	for i := range pl.free.nodes {
 		if n := &pl.free.nodes[i]; n.usable && n.cpus > 0 {
@@ -104,12 +104,30 @@ func (pl *placer) reset(s *Snapshot) {
 	}
 	if prev.estimates != nil {
 		pl.estimates, pl.reservations = prev.estimates, prev.reservations
-		clear(pl.estimates)
-		clear(pl.reservations)
+		if len(pl.estimates) > 0 || len(pl.reservations) > 0 {
+			clear(pl.estimates)
+			clear(pl.reservations)
+		}
 	}
 	if len(s.Advance) > 0 {
 		pl.adv = pl.buildAdvance()
 	}
+}
+
+// samePartitions reports whether b is the very list a was (the same
+// array, length and names): the state hands every pass the list it
+// built after the last entry that changed the partitions, so the
+// placer's index by name is kept until then.
+func samePartitions(a, b []api.Partition) bool {
+	if len(a) != len(b) || len(a) > 0 && &a[0] != &b[0] {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // resized returns buf with length n, reusing its array when it is large

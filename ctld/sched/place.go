@@ -17,13 +17,17 @@ type placer struct {
 	now     int64
 	free    *capacity
 	defPart string
+	// parts indexes the snapshot's partitions by name; partsOf is the
+	// list it was built from (kept from pass to pass while it is the
+	// same list, see samePartitions).
 	parts   map[string]*api.Partition
+	partsOf []api.Partition
 	// profiles holds the free-resource profile of the nodes that need one
 	// (index as in free.nodes), built on first use; nil until then.
 	profiles []profile
-	// releases maps a node name to what its running jobs give back, built
-	// on first use (releasesBuilt).
-	releases      map[string][]release
+	// releases holds what each node's running jobs give back (index as
+	// in free.nodes), built on first use (releasesBuilt).
+	releases      [][]release
 	releasesBuilt bool
 	// relBuf is the scratch list a profile is built from; spare holds,
 	// per node, an earlier pass's profile array to build the node's
@@ -172,6 +176,9 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 // release gives back job id's previous reservation before it is placed
 // again, so it can only move earlier.
 func (pl *placer) release(id uint64) {
+	if len(pl.kept) == 0 {
+		return // no reservation is kept (always, but under conservative backfill)
+	}
 	k, ok := pl.kept[id]
 	if !ok {
 		return
@@ -237,18 +244,30 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
-	req := RequestOf(j, pl.s.DefMemPerCPU)
+	// What the in-node request adds to the CPUs and memory is read only
+	// on nodes with a topology, and for jobs that ask for devices or
+	// hugepages.
+	req := NodeRequest{CPUs: cpus, MemMB: mem}
+	if pl.free.topology || len(j.Spec.Gres) > 0 || len(j.Spec.Hugepages) > 0 {
+		req = requestOf(j.Spec, cpus, mem)
+	}
+	devices := req.needsInventory()
 	if !pl.free.anyCouldFit(part, cpus, mem) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
-	if r := pl.inventoryReason(part, req); r != "" {
-		plan.Reasons[j.ID] = r
-		return false
+	if devices {
+		if r := pl.inventoryReason(part, req); r != "" {
+			plan.Reasons[j.ID] = r
+			return false
+		}
 	}
-	if r := pl.qosLimit(j, cpus); r != "" {
-		plan.Reasons[j.ID] = r
-		return false
+	q := pl.qosOf(j)
+	if q != nil {
+		if r := pl.qosLimit(j, q, cpus); r != "" {
+			plan.Reasons[j.ID] = r
+			return false
+		}
 	}
 	if j.Spec.Reservation != "" {
 		started, outside := pl.placeMember(j, plan, task, part, req, int64(jobLimit(j, partition)))
@@ -263,7 +282,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		plan.Reasons[j.ID] = api.ReasonPriority
 		return false
 	}
-	if req.needsInventory() && pl.deviceHeld[part] {
+	if devices && pl.deviceHeld[part] {
 		// Reservations plan CPUs and memory over time, not devices: a
 		// later device job could take the GPUs or VFs an earlier one is
 		// waiting for. So device jobs queue in priority order per
@@ -276,7 +295,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	if state.Restoring(j) {
 		pl.restoring = j
 	}
-	i, placement := pl.fitNow(part, cpus, mem, dur, req)
+	i, placement := pl.fitNow(part, cpus, mem, dur, &req)
 	pl.restoring = nil
 	if i >= 0 {
 		n := &pl.free.nodes[i]
@@ -302,10 +321,10 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	// Its licenses wait with it: a later job must not take what it will
 	// need when its CPUs are free.
 	pl.lic.hold(j.Spec.Licenses)
-	if pl.preempt(j, part, cpus, mem, plan) {
+	if q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, plan) {
 		return false
 	}
-	if req.needsInventory() {
+	if devices {
 		pl.holdDevices(part)
 	}
 	if pl.policy == PolicyEASY && held {
@@ -382,14 +401,22 @@ func (pl *placer) placeArray(j *state.Job, plan *Plan) {
 // On nodes that reported their inventory the job also gets its exact
 // placement (PlaceInNode): the node with the best score wins, ties going
 // to the first in name order.
-func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (int, *api.Placement) {
+func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) (int, *api.Placement) {
 	if len(pl.open) == 0 {
 		return -1, nil // every node is full
 	}
-	req := shape{part, cpus, mem, dur, r}
-	for _, f := range pl.failed {
-		if f.covers(req) && pl.restoring == nil {
-			return -1, nil
+	// The failed shapes are worth it with several nodes open; with one,
+	// looking at it costs less and gives the same answer. Open nodes
+	// only go, so a pass that has one left never reads them again. A
+	// restore, held to the nodes that can read its file, neither reads
+	// nor adds one.
+	shapes := len(pl.open) > 1 && pl.restoring == nil
+	if shapes {
+		req := shape{part, cpus, mem, dur, *r}
+		for _, f := range pl.failed {
+			if f.covers(req) {
+				return -1, nil
+			}
 		}
 	}
 	extra := -1 // nodes left to examine once a placement was found
@@ -428,10 +455,10 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 			if pl.adv != nil && r.GPUs > 0 {
 				used = pl.adv.heldGPUs(i, n.inv, used, pl.now, pl.now+dur, -1)
 			}
-			if !mayFit(n.inv, used, r) {
+			if !mayFit(n.inv, used, *r) {
 				continue
 			}
-			p, ok := PlaceInNode(n.inv, used, r)
+			p, ok := PlaceInNode(n.inv, used, *r)
 			if !ok || best != nil && p.Score <= best.Score || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, &p, r.NUMA) {
 				continue
 			}
@@ -451,12 +478,12 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r NodeRequest) (
 		break
 	}
 	pl.open = keep
-	if found < 0 && pl.restoring == nil {
+	if found < 0 && shapes {
 		if len(pl.failed) == 8 {
 			copy(pl.failed, pl.failed[1:])
 			pl.failed = pl.failed[:7]
 		}
-		pl.failed = append(pl.failed, req)
+		pl.failed = append(pl.failed, shape{part, cpus, mem, dur, *r})
 	}
 	return found, best
 }
@@ -581,22 +608,10 @@ func (pl *placer) profile(i int) profile {
 		return pl.profiles[i]
 	}
 	if !pl.releasesBuilt {
-		pl.releasesBuilt = true
-		if pl.releases == nil {
-			pl.releases = map[string][]release{}
-		}
-		for _, r := range pl.s.Running {
-			part := r.Job.Spec.Partition
-			if part == "" {
-				part = pl.defPart
-			}
-			a := r.Alloc
-			end := expectedEnd(r, pl.parts[part], pl.s.Now).UnixNano()
-			pl.releases[a.Node] = append(pl.releases[a.Node], release{at: end, cpus: a.CPUs, mem: a.MemMB + a.OverheadMB})
-		}
+		pl.buildReleases()
 	}
 	n := &pl.free.nodes[i]
-	rel := append(pl.relBuf[:0], pl.releases[n.name]...)
+	rel := append(pl.relBuf[:0], pl.releases[i]...)
 	// This pass's starts on the node end too: their resources are already
 	// gone from n.cpus and n.mem, and come back at their planned end.
 	rel = append(rel, pl.started[i]...)
@@ -604,4 +619,28 @@ func (pl *placer) profile(i int) profile {
 	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
 	pl.spare[i] = nil
 	return pl.profiles[i]
+}
+
+// buildReleases lists, per node, what its running jobs give back and
+// when they are expected to end, reusing the lists' arrays.
+func (pl *placer) buildReleases() {
+	pl.releasesBuilt = true
+	pl.releases = resized(pl.releases, len(pl.free.nodes))
+	for i := range pl.releases {
+		pl.releases[i] = pl.releases[i][:0]
+	}
+	now := pl.s.Now
+	for _, r := range pl.s.Running {
+		i := pl.free.index(r.Alloc.Node)
+		if i < 0 {
+			continue
+		}
+		part := r.Job.Spec.Partition
+		if part == "" {
+			part = pl.defPart
+		}
+		a := r.Alloc
+		end := expectedEndNanos(r, pl.partition(part), now, pl.now)
+		pl.releases[i] = append(pl.releases[i], release{at: end, cpus: a.CPUs, mem: a.MemMB + a.OverheadMB})
+	}
 }

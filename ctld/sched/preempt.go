@@ -9,13 +9,9 @@ import (
 	"corral/qos"
 )
 
-// qosLimit returns the reason a QoS limit holds j back, or "" (package
-// qos says which).
-func (pl *placer) qosLimit(j *state.Job, cpus int) api.Reason {
-	q := pl.qosOf(j)
-	if q == nil {
-		return ""
-	}
+// qosLimit returns the reason a limit of j's QoS q holds j back, or ""
+// (package qos says which).
+func (pl *placer) qosLimit(j *state.Job, q *api.QOS, cpus int) api.Reason {
 	if r := qos.WallLimit(q, jobLimit(j, pl.partition(pl.partitionOf(j)))); r != "" {
 		return r
 	}
@@ -109,11 +105,9 @@ func (pl *placer) resume(plan *Plan) {
 // or cannot migrate, is preempted by its QoS's fallback mode instead
 // (qos.Fallback), and so is a victim of mode checkpoint that cannot be
 // saved (cancelled when that fallback is checkpoint too).
-func (pl *placer) preempt(j *state.Job, part string, cpus int, mem int64, plan *Plan) bool {
-	q := pl.qosOf(j)
-	if q == nil || len(q.Preempt) == 0 {
-		return false
-	}
+//
+// q is j's QoS, which names whom it may preempt.
+func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem int64, plan *Plan) bool {
 	if pl.onNode == nil {
 		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {

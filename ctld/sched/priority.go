@@ -92,11 +92,20 @@ type passPriority struct {
 	topQOS  int64
 	topTier int
 	tiers   map[string]int
+	// plain is set when no factor has a weight: every priority is then
+	// the job's own, less its nice value.
+	plain bool
 }
 
-func newPassPriority(s *Snapshot, total int) passPriority {
-	p := passPriority{s: s, total: total, topQOS: maxQOSPriority(s.QOS)}
-	if s.Config.Weights.Partition == 0 {
+func newPassPriority(s *Snapshot) passPriority {
+	w := s.Config.Weights
+	p := passPriority{s: s}
+	if w.Age == 0 && w.Fairshare == 0 && w.QOS == 0 && w.Partition == 0 && w.JobSize == 0 {
+		p.plain = true
+		return p
+	}
+	p.total, p.topQOS = totalCPUs(s.Nodes), maxQOSPriority(s.QOS)
+	if w.Partition == 0 {
 		return p // the tiers are read only for the partition factor
 	}
 	p.tiers = make(map[string]int, len(s.Partitions))
@@ -111,6 +120,9 @@ func newPassPriority(s *Snapshot, total int) passPriority {
 
 // of returns job j's priority, as Priority does.
 func (p *passPriority) of(j *state.Job) int64 {
+	if p.plain {
+		return j.Priority - int64(j.Spec.Nice)
+	}
 	c := p.s.Config
 	w := c.Weights
 	var sum float64

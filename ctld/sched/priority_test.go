@@ -13,14 +13,16 @@ import (
 // is Priority's for every job, under weights with some factors off, QoS of
 // several priorities, partition tiers and a fair-share function.
 func TestPassPriorityIsPriority(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range uint64(7) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 3))
 			s := benchScene(20, 500)
 			s.Config = api.DefaultSchedConfig()
 			w := &s.Config.Weights
 			for _, f := range []*int64{&w.Age, &w.Fairshare, &w.QOS, &w.Partition, &w.JobSize} {
-				if r.IntN(3) == 0 {
+				// The last seed sets every weight to 0: priorities are
+				// the jobs' own.
+				if r.IntN(3) == 0 || seed == 6 {
 					*f = 0
 				} else {
 					*f = int64(r.IntN(20_000))
@@ -37,10 +39,11 @@ func TestPassPriorityIsPriority(t *testing.T) {
 			s.Fairshare = func(account, user string) float64 { return float64(len(account)+len(user)) / 20 }
 			names := []string{"", "guaranteed", "burstable", "besteffort"}
 			total := totalCPUs(s.Nodes)
-			pp := newPassPriority(s, total)
+			pp := newPassPriority(s)
 			for _, j := range s.Pending {
 				j.Spec.QOS = names[int(j.ID)%len(names)]
 				j.Spec.Nice = int(j.ID % 7)
+				j.Priority = int64(j.ID % 5)
 				if got, want := pp.of(j), Priority(j, s, total).Priority; got != want {
 					t.Fatalf("job %d: pass priority %d, Priority %d", j.ID, got, want)
 				}

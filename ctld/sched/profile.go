@@ -33,7 +33,7 @@ type profile []step
 // the given releases (resources that come back at a time), in buf's array
 // when it is large enough (nil makes a new one). It sorts rel.
 func buildProfile(buf profile, now int64, cpus int, mem int64, rel []release) profile {
-	slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+	sortReleases(rel)
 	p := buf[:0]
 	if cap(p) < len(rel)+1 {
 		p = make(profile, 0, len(rel)+1)
@@ -49,6 +49,20 @@ func buildProfile(buf profile, now int64, cpus int, mem int64, rel []release) pr
 		p = append(p, step{at: r.at, cpus: last.cpus + r.cpus, mem: last.mem + r.mem})
 	}
 	return p
+}
+
+// sortReleases sorts rel by time: by insertion for the few runs of a
+// node (no comparison function to call), else as slices.SortFunc.
+func sortReleases(rel []release) {
+	if len(rel) > 16 {
+		slices.SortFunc(rel, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+		return
+	}
+	for i := 1; i < len(rel); i++ {
+		for k := i; k > 0 && rel[k].at < rel[k-1].at; k-- {
+			rel[k], rel[k-1] = rel[k-1], rel[k]
+		}
+	}
 }
 
 // release is what a running job gives back when it is expected to end.
@@ -156,4 +170,30 @@ func expectedEnd(r Run, part *api.Partition, now time.Time) time.Time {
 		return now
 	}
 	return end
+}
+
+// Bounds of the times expectedEndNanos computes with in integers: Unix
+// seconds from 1970 to 2200, so that differences of such times, limits
+// under Horizon and suspensions under suspendedMax stay far inside int64
+// nanoseconds.
+const (
+	unixSec2200  = 7_258_118_400
+	suspendedMax = 100 * 365 * 24 * time.Hour
+)
+
+// expectedEndNanos is expectedEnd(r, part, now) in Unix nanoseconds, nowNs
+// being now's. A run that is neither ended nor suspended, with times and a
+// limit in ordinary bounds (the usual case, once per running job and
+// pass), is computed in integers; any other goes through expectedEnd.
+func expectedEndNanos(r Run, part *api.Partition, now time.Time, nowNs int64) int64 {
+	a := r.Alloc
+	limit := jobLimit(r.Job, part)
+	start := a.StartTime.Unix()
+	if !a.EndTime.IsZero() || !a.SuspendTime.IsZero() || limit >= Horizon || limit < 0 ||
+		start < 0 || start > unixSec2200 || nowNs < 0 || nowNs/1e9 > unixSec2200 ||
+		a.SuspendedFor < 0 || a.SuspendedFor > suspendedMax {
+		return expectedEnd(r, part, now).UnixNano()
+	}
+	elapsed := max(nowNs-(start*1e9+int64(a.StartTime.Nanosecond()))-int64(a.SuspendedFor), 0)
+	return max(nowNs+int64(limit)-elapsed, nowNs)
 }

@@ -361,7 +361,7 @@ func (s *State) planByNode(c *ApplyPlan) []planOp {
 		}
 		return ""
 	}
-	ops := make([]planOp, 0, len(c.Stops)+len(c.Resumes)+len(c.Starts))
+	ops := s.planOps[:0]
 	for i, st := range c.Stops {
 		ops = append(ops, planOp{node: nodeOf(st.JobID), kind: opStop, i: i})
 	}
@@ -377,6 +377,7 @@ func (s *State) planByNode(c *ApplyPlan) []planOp {
 		}
 		return a.kind - b.kind
 	})
+	s.planOps = ops
 	return ops
 }
 

@@ -65,9 +65,19 @@ func (a finishedRef) compare(b finishedRef) int {
 	return 0
 }
 
+// Unix seconds of 1750-01-01 and 2150-01-01 UTC: inside endKey's bounds
+// by decades, so a time between them needs no calendar.
+const (
+	unix1750 = -6_942_499_200
+	unix2150 = 5_680_281_600
+)
+
 // endKey orders end times; a finished job without one (which the apply
 // never makes) sorts first, as ended long ago.
 func endKey(t time.Time) int64 {
+	if sec := t.Unix(); sec > unix1750 && sec < unix2150 {
+		return t.UnixNano() // the usual case, far from both bounds in any zone
+	}
 	if t.IsZero() || t.Year() < 1700 {
 		return math.MinInt64
 	}

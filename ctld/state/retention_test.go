@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -415,4 +416,31 @@ func envBlobs(s *State) int {
 		}
 	}
 	return n
+}
+
+// TestEndKey checks the order key of end times against the calendar
+// bounds it stands for, on both sides of the range that needs no
+// calendar and in zones far from UTC.
+func TestEndKey(t *testing.T) {
+	far := time.FixedZone("far", 14*3600)
+	for _, tc := range []struct {
+		t    time.Time
+		want int64
+	}{
+		{time.Time{}, math.MinInt64},
+		{time.Date(1699, 12, 31, 23, 0, 0, 0, time.UTC), math.MinInt64},
+		{time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
+		{time.Unix(unix1750, 0), time.Unix(unix1750, 0).UnixNano()},
+		{time.Unix(unix1750+1, 0).In(far), time.Unix(unix1750+1, 0).UnixNano()},
+		{t0, t0.UnixNano()},
+		{time.Unix(unix2150-1, 5).In(far), time.Unix(unix2150-1, 5).UnixNano()},
+		{time.Unix(unix2150, 0), time.Unix(unix2150, 0).UnixNano()},
+		{time.Date(2200, 12, 31, 23, 0, 0, 0, time.UTC), time.Date(2200, 12, 31, 23, 0, 0, 0, time.UTC).UnixNano()},
+		{time.Date(2201, 1, 1, 0, 0, 0, 0, time.UTC), math.MaxInt64},
+		{time.Date(2200, 12, 31, 23, 0, 0, 0, time.UTC).In(far), math.MaxInt64}, // 2201 there
+	} {
+		if got := endKey(tc.t); got != tc.want {
+			t.Errorf("endKey(%v) = %d, want %d", tc.t, got, tc.want)
+		}
+	}
 }

@@ -104,8 +104,10 @@ type State struct {
 	partitionList []api.Partition
 	// touched lists the nodes whose allocations changed during the entry
 	// being applied; the controller wakes their watchers (TakeTouched).
-	// It is scratch, never replicated.
+	// It is scratch, never replicated, and so is planOps, the array
+	// planByNode orders a plan's operations in.
 	touched []string
+	planOps []planOp
 	// endTrack collects what the applies end, for accounting (ends.go).
 	// It is scratch, never replicated.
 	endTrack endTracker
@@ -177,8 +179,9 @@ func (s *State) putJob(j *Job) {
 	if j.Spec == nil {
 		j.Spec = &JobSpec{}
 	}
-	s.trackRetention(s.Jobs[j.ID], j)
-	s.countActive(s.Jobs[j.ID], j)
+	old := s.Jobs[j.ID]
+	s.trackRetention(old, j)
+	s.countActive(old, j)
 	s.Jobs[j.ID] = j
 	_, was := s.Pending[j.ID]
 	switch {
@@ -239,7 +242,8 @@ func (s *State) editNode(name string) *Node {
 		return nil
 	}
 	c := *n
-	c.Allocs = slices.Clone(n.Allocs)
+	// Room for one more: most edits add an allocation.
+	c.Allocs = append(make([]uint64, 0, len(n.Allocs)+1), n.Allocs...)
 	return &c
 }
 

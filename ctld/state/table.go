@@ -105,6 +105,16 @@ var commands = map[CommandType]command{
 	}),
 }
 
+// commandByType is the command table indexed by type, for Apply: an
+// array index, where the map's lookup cost the simulator's short entries
+// a noticeable part of their apply.
+var commandByType = func() (t [256]*command) {
+	for ct, c := range commands {
+		t[ct] = &c
+	}
+	return t
+}()
+
 // errOrNil turns a nil error into a nil result (not a typed nil).
 func errOrNil(err error) any {
 	if err == nil {
@@ -162,8 +172,8 @@ func Decode(b []byte) (CommandType, any, error) {
 // states and results on every replica. It sets Index; the nodes whose
 // allocations changed are collected for TakeTouched.
 func (s *State) Apply(index uint64, t CommandType, payload any) any {
-	c, ok := commands[t]
-	if !ok {
+	c := commandByType[t]
+	if c == nil {
 		panic(fmt.Sprintf("state: applying unknown command type %d", uint8(t)))
 	}
 	// Index moves even when the apply panics (the controller contains
