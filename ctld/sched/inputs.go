@@ -74,7 +74,7 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	}
 	clear(snap.Going)
 	clear(snap.Stuck)
-	moving := movingPreemptions(s)
+	movers := moversOf(s)
 	for _, name := range s.NodeNames() {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
@@ -82,8 +82,8 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				if j := s.Jobs[a.Job]; j != nil {
 					snap.Running = append(snap.Running, Run{Alloc: a, Job: j})
-					if moving || len(j.Migrations) > 0 || j.Checkpoint != nil {
-						noteGoing(snap, s, j, a, moving) // most runs have none of these
+					if len(j.Migrations) > 0 || j.Checkpoint != nil || movers.may(j) {
+						noteGoing(snap, s, j, a, movers) // most runs have none of these
 					}
 				}
 			}

@@ -251,29 +251,42 @@ func (pl *placer) canRestoreOn(name string) bool {
 	return n.Accel == ck.Accel
 }
 
-// movingPreemptions reports whether some QoS or partition of s preempts
-// by migration or checkpoint: only then does the snapshot say which jobs
-// such a preemption cannot move (Snapshot.Stuck).
-func movingPreemptions(s *state.State) bool {
-	moving := func(m api.PreemptMode) bool { return m == api.PreemptMigrate || m == api.PreemptCheckpoint }
-	for _, q := range s.QOS {
-		if moving(q.PreemptMode) {
-			return true
-		}
-	}
-	for _, p := range s.Partitions {
-		if moving(p.PreemptMode) {
-			return true
-		}
-	}
-	return false
+// movers says which running jobs a preemption may move or park, so that
+// the snapshot says which of them it cannot (Snapshot.Stuck): the jobs of
+// a QoS whose mode is migrate or checkpoint, and, when some partition's
+// mode is, those of a QoS that names no mode. A job without a QoS is
+// never preempted.
+type movers struct {
+	qos map[string]bool
+	// unset: some partition moves, so a QoS without a mode may.
+	unset bool
 }
+
+func moversOf(s *state.State) movers {
+	moving := func(m api.PreemptMode) bool { return m == api.PreemptMigrate || m == api.PreemptCheckpoint }
+	var m movers
+	for _, p := range s.Partitions {
+		m.unset = m.unset || moving(p.PreemptMode)
+	}
+	for name, q := range s.QOS {
+		if moving(q.PreemptMode) || m.unset && q.PreemptMode == "" {
+			if m.qos == nil {
+				m.qos = map[string]bool{}
+			}
+			m.qos[name] = true
+		}
+	}
+	return m
+}
+
+// may reports whether job j may be.
+func (m movers) may(j *state.Job) bool { return m.qos[j.Spec.QOS] }
 
 // noteGoing records in snap what the pass must know of job j's active
 // allocation a beyond the allocation itself: that it is being given up
-// (Snapshot.Going), and, when moving is set, what a preemption cannot do
-// to the job (Snapshot.Stuck).
-func noteGoing(snap *Snapshot, s *state.State, j *state.Job, a *state.Allocation, moving bool) {
+// (Snapshot.Going), and, when a preemption may move or park j (movers),
+// what it cannot do to the job (Snapshot.Stuck).
+func noteGoing(snap *Snapshot, s *state.State, j *state.Job, a *state.Allocation, m movers) {
 	going := false
 	if m := s.LiveMigration(j); m != nil && m.Phase != migrate.Requested && m.Source == a.ID {
 		going = true
@@ -287,7 +300,7 @@ func noteGoing(snap *Snapshot, s *state.State, j *state.Job, a *state.Allocation
 		}
 		snap.Going[a.ID] = true
 	}
-	if !moving || j.State != api.StateRunning || going {
+	if !m.may(j) || j.State != api.StateRunning || going {
 		return
 	}
 	var st Stuck

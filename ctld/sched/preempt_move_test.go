@@ -319,3 +319,29 @@ func TestPreemptionByCheckpoint(t *testing.T) {
 		t.Errorf("job 1's new run does not start from its file: %+v", r)
 	}
 }
+
+// TestMovers: the snapshot looks at what a preemption cannot do only for
+// the jobs it may move or park: those of a QoS of mode migrate or
+// checkpoint, and, once a partition's mode is one of those, those of a
+// QoS without a mode of its own.
+func TestMovers(t *testing.T) {
+	s := state.New()
+	s.QOS = map[string]*api.QOS{"m": {Name: "m", PreemptMode: api.PreemptMigrate}, "c": {Name: "c", PreemptMode: api.PreemptCheckpoint},
+		"r": {Name: "r", PreemptMode: api.PreemptRequeue}, "u": {Name: "u"}}
+	s.Partitions = map[string]*api.Partition{"p": {Name: "p", PreemptMode: api.PreemptCancel}}
+	may := func(m movers) (out []string) {
+		for _, q := range []string{"m", "c", "r", "u", ""} {
+			if m.may(&state.Job{Spec: &state.JobSpec{QOS: q}}) {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	if got := may(moversOf(s)); !slices.Equal(got, []string{"m", "c"}) {
+		t.Errorf("the jobs of QoS %v may be moved, want m and c", got)
+	}
+	s.Partitions["p"].PreemptMode = api.PreemptMigrate
+	if got := may(moversOf(s)); !slices.Equal(got, []string{"m", "c", "u"}) {
+		t.Errorf("with a partition of mode migrate, the jobs of QoS %v may be moved, want m, c and u", got)
+	}
+}

@@ -56,9 +56,9 @@ type Snapshot struct {
 	// the runs being stopped. Nil: none.
 	Going map[uint64]bool
 	// Stuck are the running jobs a preemption cannot move or park, by
-	// job id (filled only when some QoS or partition preempts by
-	// migration or checkpoint): a migration blocker, or an earlier such
-	// preemption of the job failed. Nil: none.
+	// job id (filled only for the jobs whose QoS or partition preempts
+	// them by migration or checkpoint): a migration blocker, or an
+	// earlier such preemption of the job failed. Nil: none.
 	Stuck map[uint64]Stuck
 
 	// Advance are the advance reservations (scontrol create
