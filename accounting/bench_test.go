@@ -177,6 +177,35 @@ func BenchmarkExportParquet(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
+// BenchmarkExportFromStore exports every record of the store (1,000,000
+// by default) as corral acct export -a does on the controller: read in
+// chunks by Each (decoded on one goroutine) and written as Parquet (on
+// another).
+func BenchmarkExportFromStore(b *testing.B) {
+	s := sharedStore(b)
+	var size countingWriter
+	n := 0
+	for b.Loop() {
+		size, n = 0, 0
+		e, err := NewExporter("parquet", &size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = s.Each(Query{AllUsers: true}, func(recs []Record) error {
+			n += len(recs)
+			return e.Write(recs)
+		})
+		if err == nil {
+			err = e.Close()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(size)/1e6, "MB")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
 type countingWriter int64
 
 func (c *countingWriter) Write(p []byte) (int, error) {

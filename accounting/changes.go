@@ -3,7 +3,6 @@ package accounting
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -62,7 +61,7 @@ func (s *Store) Changes(after ChangePos, limit int) ([]Change, error) {
 			}
 			pk, _ := splitKeyValue(kv)
 			var r Record
-			if err := json.Unmarshal(recs.Get(pk), &r); err != nil {
+			if err := decodeRecord(recs.Get(pk), &r); err != nil {
 				return fmt.Errorf("reading the record of job %d allocation %d: %w; the store is damaged, rebuild it from a peer", pos.Job, pos.Alloc, err)
 			}
 			out = append(out, Change{Pos: pos, Record: r})

@@ -26,6 +26,16 @@
 // preemptions, and the node's measurements (CPU time, peak RSS). UID and
 // GID are not in the state; the CLI resolves them on its host.
 //
+// A run on several nodes (one allocation per node, made by one start) is
+// one record, keyed by its rank 0's allocation and written once the last
+// of its allocations ended: its nodes as a host list, their TRES and CPU
+// time summed, the largest peak RSS, the longest elapsed time, NODE_FAIL
+// when any node was lost; BatchNode and BatchTRES name the node that ran
+// the batch script and what it held. A run's record also holds its ended
+// steps (srun) as the state keeps them, the newest 128: sacct's JOB.0,
+// JOB.1 lines. The CSV and Parquet exports have a column per scalar and
+// leave the steps out; NDJSON has them.
+//
 // # Written from the log, on every member
 //
 // The state reports what each apply ended (state.Ends: allocations that
@@ -76,15 +86,18 @@
 // a range of one index; the account index's values hold the record's
 // usage, so a report never decodes a record; and per-day sums by account
 // and user (rollup.go), so a report over a year reads a few thousand sums.
-// Its cost is the file, about 1 KB per record (the values are the wire's
-// JSON; pages are filled to 95% since keys arrive in order), and decoding
-// JSON when many records are read. Every user's records of a month (86,000)
-// took 14 s through the CLI; since the CLI asks for the compact listing
-// (api.AcctRowsType, streamed) and Select sorts pointers rather than
-// records, the controller's and the CLI's CPU time for it fell from about
-// 4 s to under 2 s (docs/performance.md). Decoding the stored JSON is most
-// of what is left on the controller; a compact value in the store is the
-// next step when that matters.
+// Its cost was the file, about 1 KB per record with the wire's JSON as
+// the values, and decoding that JSON (7 µs a record) when many records are
+// read: an export of a year's records took a minute. The values are now a
+// compact binary encoding of the record (codec.go: a version byte, then
+// the fields in order; under a microsecond to decode, about 300 bytes a
+// record on disk). A store written with JSON is converted when it is
+// opened, a batch a transaction, its digest following each rewrite
+// (upgrade.go); decodeRecord still reads either form. Every user's
+// records of a month (86,000) took 14 s through the CLI; since the CLI
+// asks for the compact listing (api.AcctRowsType, streamed as the store
+// reads it) and Select sorts pointers rather than records, far less
+// (docs/performance.md).
 //
 // # Cluster utilization and usage over time
 //
@@ -114,7 +127,13 @@
 //
 // export.go writes NDJSON (the wire's JSON, a record a line) and CSV
 // (ExportColumns); parquet.go writes Parquet with parquet-go, one row of
-// ParquetRow per record: the documented schema. A test reads the Parquet
+// ParquetRow per record: the documented schema. Exporters take records a
+// chunk at a time, and Store.Each (each.go) gives a query's records in
+// chunks, read and decoded on one goroutine while the caller encodes the
+// chunk before on another: the controller streams an export of a million
+// records in constant memory (GET /v1/accounting/jobs?format=parquet,
+// which corral acct export asks for), where it held them all three times
+// over before (the store's, the wire's and the CLI's copies). A test reads the Parquet
 // back with Apache Arrow's implementation and compares every column of
 // every row.
 //

@@ -29,31 +29,82 @@ var ExportColumns = []string{
 	"restarts", "preemptions", "total_cpu_s", "max_rss_kb",
 }
 
+// ExportFormats are the formats NewExporter writes.
+var ExportFormats = []string{"csv", "ndjson", "parquet"}
+
+// Exporter writes records to a file in one of the export formats, a
+// chunk at a time, so that an export never holds every record.
+type Exporter interface {
+	// Write writes recs after those written before.
+	Write(recs []Record) error
+	// Close finishes the file (the Parquet footer; buffered bytes).
+	Close() error
+}
+
+// NewExporter returns an exporter writing format (one of ExportFormats)
+// to w.
+func NewExporter(format string, w io.Writer) (Exporter, error) {
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w)
+		return &csvExporter{w: cw}, cw.Write(ExportColumns)
+	case "ndjson":
+		bw := bufio.NewWriterSize(w, 64<<10)
+		return &ndjsonExporter{w: bw, enc: json.NewEncoder(bw)}, nil
+	case "parquet":
+		return newParquetExporter(w), nil
+	}
+	return nil, fmt.Errorf("export format %q: give one of %s", format, strings.Join(ExportFormats, ", "))
+}
+
 // WriteNDJSON writes records one JSON object a line.
-func WriteNDJSON(w io.Writer, recs []Record) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+func WriteNDJSON(w io.Writer, recs []Record) error { return export("ndjson", w, recs) }
+
+// WriteCSV writes a header of ExportColumns and one row per record.
+func WriteCSV(w io.Writer, recs []Record) error { return export("csv", w, recs) }
+
+// export writes recs to w in format, whole.
+func export(format string, w io.Writer, recs []Record) error {
+	e, err := NewExporter(format, w)
+	if err != nil {
+		return err
+	}
+	if err := e.Write(recs); err != nil {
+		return err
+	}
+	return e.Close()
+}
+
+type ndjsonExporter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func (e *ndjsonExporter) Write(recs []Record) error {
 	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
+		if err := e.enc.Encode(&recs[i]); err != nil {
 			return fmt.Errorf("writing the record of job %d allocation %d: %w", recs[i].JobID, recs[i].AllocID, err)
 		}
 	}
-	return bw.Flush()
+	return nil
 }
 
-// WriteCSV writes a header of ExportColumns and one row per record.
-func WriteCSV(w io.Writer, recs []Record) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(ExportColumns); err != nil {
-		return err
-	}
+func (e *ndjsonExporter) Close() error { return e.w.Flush() }
+
+type csvExporter struct{ w *csv.Writer }
+
+func (e *csvExporter) Write(recs []Record) error {
 	for i := range recs {
-		if err := cw.Write(csvRow(&recs[i])); err != nil {
+		if err := e.w.Write(csvRow(&recs[i])); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return nil
+}
+
+func (e *csvExporter) Close() error {
+	e.w.Flush()
+	return e.w.Error()
 }
 
 func csvRow(r *Record) []string {

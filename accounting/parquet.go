@@ -83,19 +83,38 @@ const parquetBatch = 4096
 
 // WriteParquet writes records as a Parquet file of ParquetRow rows
 // (Snappy-compressed).
-func WriteParquet(w io.Writer, recs []Record) error {
-	pw := parquet.NewGenericWriter[ParquetRow](w, parquet.Compression(&parquet.Snappy))
-	rows := make([]ParquetRow, 0, parquetBatch)
-	for i := range recs {
-		rows = append(rows, ToParquetRow(&recs[i]))
-		if len(rows) == parquetBatch || i == len(recs)-1 {
-			if _, err := pw.Write(rows); err != nil {
-				return fmt.Errorf("writing Parquet rows up to job %d: %w", recs[i].JobID, err)
-			}
-			rows = rows[:0]
-		}
+func WriteParquet(w io.Writer, recs []Record) error { return export("parquet", w, recs) }
+
+// parquetExporter writes ParquetRow rows, converted a batch at a time.
+type parquetExporter struct {
+	pw   *parquet.GenericWriter[ParquetRow]
+	rows []ParquetRow
+}
+
+func newParquetExporter(w io.Writer) *parquetExporter {
+	return &parquetExporter{
+		pw:   parquet.NewGenericWriter[ParquetRow](w, parquet.Compression(&parquet.Snappy)),
+		rows: make([]ParquetRow, 0, parquetBatch),
 	}
-	if err := pw.Close(); err != nil {
+}
+
+func (e *parquetExporter) Write(recs []Record) error {
+	for len(recs) > 0 {
+		n := min(len(recs), parquetBatch)
+		e.rows = e.rows[:0]
+		for i := range n {
+			e.rows = append(e.rows, ToParquetRow(&recs[i]))
+		}
+		if _, err := e.pw.Write(e.rows); err != nil {
+			return fmt.Errorf("writing Parquet rows up to job %d: %w", recs[n-1].JobID, err)
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+func (e *parquetExporter) Close() error {
+	if err := e.pw.Close(); err != nil {
 		return fmt.Errorf("finishing the Parquet file: %w", err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -74,7 +73,7 @@ func (s *Store) Select(q Query) ([]Record, error) {
 				return nil
 			}
 			r := new(Record)
-			if err := json.Unmarshal(v, r); err != nil {
+			if err := decodeRecord(v, r); err != nil {
 				return fmt.Errorf("reading the record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
 			}
 			if Matches(&q, r) {

@@ -7,6 +7,7 @@ import (
 
 	"corral/api"
 	"corral/ctld/state"
+	"corral/internal/hostlist"
 )
 
 // Record is one accounting record: a run (allocation) of a job, or a job's
@@ -62,7 +63,9 @@ func FromEnds(s *state.State, e state.Ends) Written {
 	w := Written{Nodes: nodeFacts(s, e.Nodes)}
 	ended := make(map[uint64]bool, len(e.Allocs))
 	for _, id := range e.Allocs {
-		ended[id] = true
+		// A multi-node run's record is its rank 0's: it is written once
+		// the run's last allocation ended.
+		ended[runKey(s, id)] = true
 	}
 	done := map[uint64]bool{}
 	add := func(j *state.Job) {
@@ -117,26 +120,84 @@ func allocsOf(s *state.State, j *state.Job) []*state.Allocation {
 	return out
 }
 
-// JobRecords returns the records job j has: one per ended allocation
-// (allocs are j's, oldest first), and, when j finished without its last
-// run ending with it (cancelled while pending), one without a run. The
-// record of the run that ended with the job is Final and carries the
-// job's state and exit code; an earlier run's carries how it ended.
+// JobRecords returns the records job j has: one per ended run (allocs
+// are j's, oldest first; a multi-node run's allocations, one per node,
+// make one record, keyed by its rank 0's allocation, once all of them
+// ended), and, when j finished without its last run ending with it
+// (cancelled while pending), one without a run. The record of the run
+// that ended with the job is Final and carries the job's state and exit
+// code; an earlier run's carries how it ended.
 func JobRecords(s *state.State, j *state.Job, allocs []*state.Allocation) []Record {
 	var out []Record
 	final := false
+	runs := 0
 	for i, a := range allocs {
-		if a.Status != state.AllocEnded {
+		if a.Rank != 0 {
 			continue
 		}
-		last := i == len(allocs)-1 && j.State.Terminal() && a.EndTime.Equal(j.EndTime)
-		out = append(out, runRecord(s, j, a, allocs[:i+1], last))
+		runs++
+		gang := runOf(allocs, a)
+		end, over := runEnd(gang)
+		if !over {
+			continue
+		}
+		later := slices.ContainsFunc(allocs[i+1:], func(o *state.Allocation) bool { return o.StartIndex != a.StartIndex })
+		last := !later && j.State.Terminal() && end.Equal(j.EndTime)
+		out = append(out, runRecord(s, j, gang, allocs[:i+1], runs-1, last))
 		final = final || last
 	}
 	if j.State.Terminal() && !final {
 		out = append(out, jobRecord(s, j, allocs))
 	}
 	return out
+}
+
+// runOf returns the allocations of a's run among allocs, in rank order:
+// a alone, or one per node of a multi-node run (they share their start
+// index).
+func runOf(allocs []*state.Allocation, a *state.Allocation) []*state.Allocation {
+	gang := []*state.Allocation{a}
+	for _, o := range allocs {
+		if o.StartIndex == a.StartIndex && o.Rank > 0 {
+			gang = append(gang, o)
+		}
+	}
+	if len(gang) > 2 {
+		slices.SortFunc(gang[1:], func(x, y *state.Allocation) int { return x.Rank - y.Rank })
+	}
+	return gang
+}
+
+// runEnd returns when a run ended (its last allocation's end), and
+// whether all of its allocations ended.
+func runEnd(gang []*state.Allocation) (time.Time, bool) {
+	var end time.Time
+	for _, a := range gang {
+		if a.Status != state.AllocEnded {
+			return time.Time{}, false
+		}
+		if a.EndTime.After(end) {
+			end = a.EndTime
+		}
+	}
+	return end, true
+}
+
+// runKey returns the key of the record allocation id's run has: the
+// allocation of rank 0 of its run.
+func runKey(s *state.State, id uint64) uint64 {
+	a := s.Allocs[id]
+	if a == nil || a.Rank == 0 {
+		return id
+	}
+	if j := s.Jobs[a.Job]; j != nil {
+		for _, o := range j.Allocs {
+			if r := s.Allocs[o]; r != nil && r.StartIndex == a.StartIndex && r.Rank == 0 {
+				return o
+			}
+		}
+	}
+	return id
 }
 
 // jobRecord is the record of a job that finished without a run ending
@@ -149,9 +210,13 @@ func jobRecord(s *state.State, j *state.Job, allocs []*state.Allocation) Record 
 	return r
 }
 
-// runRecord is the record of run a of job j (allocs are j's up to a);
-// final when it ended with the job.
-func runRecord(s *state.State, j *state.Job, a *state.Allocation, allocs []*state.Allocation, final bool) Record {
+// runRecord is the record of the run of job j whose allocations are gang
+// (rank order; allocs are j's up to its rank 0, restarts the runs before
+// it); final when it ended with the job. A multi-node run's figures are
+// its nodes' together: their TRES and CPU time summed, the largest
+// resident size, the longest elapsed time.
+func runRecord(s *state.State, j *state.Job, gang, allocs []*state.Allocation, restarts int, final bool) Record {
+	a := gang[0]
 	r := baseRecord(s, j, allocs)
 	r.AllocID, r.Final = a.ID, final
 	r.Start, r.End = a.StartTime, a.EndTime
@@ -159,12 +224,35 @@ func runRecord(s *state.State, j *state.Job, a *state.Allocation, allocs []*stat
 	r.NodeList = a.Node
 	r.AllocTRES = allocTRES(j, a)
 	r.TotalCPU, r.MaxRSSKB = a.CPUSeconds, a.PeakMemKB
+	ended := runState(a)
+	if len(gang) > 1 {
+		nodes := make([]string, len(gang))
+		for i, o := range gang {
+			nodes[i] = o.Node
+			if o.EndTime.After(r.End) {
+				r.End = o.EndTime
+			}
+			r.Elapsed = max(r.Elapsed, int64(o.Elapsed(o.EndTime)/time.Second))
+			if o.EndState == api.StateNodeFail {
+				ended = api.StateNodeFail
+			}
+			if i == 0 {
+				continue
+			}
+			addTRES(&r.AllocTRES, allocTRES(j, o))
+			r.TotalCPU += o.CPUSeconds
+			r.MaxRSSKB = max(r.MaxRSSKB, o.PeakMemKB)
+		}
+		r.NodeList = hostlist.Compress(nodes)
+		r.BatchNode, r.BatchTRES = a.Node, allocTRES(j, a)
+	}
 	if final {
 		r.State, r.ExitCode, r.Signal = j.State, j.ExitCode, j.Signal
 	} else {
-		r.State = runState(a)
-		r.Restarts = len(allocs) - 1
+		r.State = ended
+		r.Restarts = restarts
 	}
+	r.Steps = runSteps(j, a.StartIndex)
 	secs := float64(r.Elapsed)
 	r.CPUSeconds = float64(r.AllocTRES.CPU) * secs
 	r.MemSeconds = float64(r.AllocTRES.MemMB) * secs
@@ -174,6 +262,46 @@ func runRecord(s *state.State, j *state.Job, a *state.Allocation, allocs []*stat
 		float64(r.AllocTRES.GPUCount())*c.BillingGPU
 	r.Billing = r.BillingRate * secs
 	return r
+}
+
+// runSteps returns the ended steps of job j's run that started at index
+// run (those the state keeps: the newest ended ones).
+func runSteps(j *state.Job, run uint64) []api.AcctStep {
+	if j.Steps == nil {
+		return nil
+	}
+	var out []api.AcctStep
+	for _, st := range j.Steps.List {
+		if st.Run != run || st.State == api.StateRunning {
+			continue
+		}
+		out = append(out, api.AcctStep{
+			ID: st.ID, Name: st.Name, NodeList: hostlist.Compress(st.Nodes), Nodes: len(st.Nodes), NTasks: st.NTasks,
+			CPUs: st.NTasks * max(st.CPUsPerTask, 1), State: st.State, ExitCode: st.ExitCode, Signal: st.Signal,
+			Start: st.Start, End: st.End,
+		})
+	}
+	return out
+}
+
+// addTRES adds o to t.
+func addTRES(t *api.TRES, o api.TRES) {
+	t.CPU += o.CPU
+	t.MemMB += o.MemMB
+	t.Nodes += o.Nodes
+	t.VFs += o.VFs
+	for k, v := range o.GPUs {
+		if t.GPUs == nil {
+			t.GPUs = map[string]int{}
+		}
+		t.GPUs[k] += v
+	}
+	for k, v := range o.Hugepages {
+		if t.Hugepages == nil {
+			t.Hugepages = map[string]int64{}
+		}
+		t.Hugepages[k] += v
+	}
 }
 
 // runState is how a run that did not end with its job ended: NODE_FAIL
@@ -229,39 +357,59 @@ func timeLimit(s *state.State, sp *state.JobSpec) int64 {
 func preemptions(allocs []*state.Allocation) int {
 	n := 0
 	for _, a := range allocs {
-		if a.StopAs == api.StatePreempted || a.PreemptedBy != 0 {
+		if a.Rank == 0 && (a.StopAs == api.StatePreempted || a.PreemptedBy != 0) {
 			n++
 		}
 	}
 	return n
 }
 
-// reqTRES is what the job asked for, over all its nodes; memory it did
-// not ask for is the default per CPU.
+// reqTRES is what the job asked for, over all its nodes (the fewest of
+// its range); memory it did not ask for is the default per CPU.
 func reqTRES(s *state.State, sp *state.JobSpec) api.TRES {
-	nodes := max(sp.Nodes, 1)
-	t := api.TRES{CPU: sp.CPUs() * nodes, Nodes: nodes}
-	mem := sp.MemMB()
-	if mem == 0 {
-		mem = s.Config.DefMemPerCPU * int64(sp.CPUs())
+	nodes, _ := api.NodeRange(sp.Nodes, sp.NodesMax)
+	t := nodeTRES(s.Config.DefMemPerCPU, sp, nodes)
+	t.CPU = max(api.TasksOn(sp.NTasks, sp.NTasksPerNode, nodes), 1) * max(sp.CPUsPerTask, 1)
+	t.Nodes, t.MemMB = nodes, t.MemMB*int64(nodes)
+	for k := range t.GPUs {
+		t.GPUs[k] *= nodes
 	}
-	t.MemMB = mem * int64(nodes)
+	t.VFs *= nodes
+	for k := range t.Hugepages {
+		t.Hugepages[k] *= int64(nodes)
+	}
+	return t
+}
+
+// nodeTRES is what the job asks for on each of its nodes when it runs on
+// k: its share of CPUs and memory, its generic resources and hugepages.
+func nodeTRES(defMemPerCPU int64, sp *state.JobSpec, k int) api.TRES {
+	cpus := sp.CPUsPerNode(k)
+	t := api.TRES{CPU: cpus, Nodes: 1}
+	switch {
+	case sp.MemPerNode > 0:
+		t.MemMB = sp.MemPerNode
+	case sp.MemPerCPU > 0:
+		t.MemMB = sp.MemPerCPU * int64(cpus)
+	default:
+		t.MemMB = defMemPerCPU * int64(cpus)
+	}
 	for _, g := range sp.Gres {
 		switch g.Name {
 		case "gpu":
 			if t.GPUs == nil {
 				t.GPUs = map[string]int{}
 			}
-			t.GPUs[g.Type] += g.Count * nodes
+			t.GPUs[g.Type] += g.Count
 		case "vf":
-			t.VFs += g.Count * nodes
+			t.VFs += g.Count
 		}
 	}
 	for _, h := range sp.Hugepages {
 		if t.Hugepages == nil {
 			t.Hugepages = map[string]int64{}
 		}
-		t.Hugepages[strconv.FormatInt(h.SizeKB, 10)] += h.Count * int64(nodes)
+		t.Hugepages[strconv.FormatInt(h.SizeKB, 10)] += h.Count
 	}
 	return t
 }
@@ -272,7 +420,8 @@ func reqTRES(s *state.State, sp *state.JobSpec) api.TRES {
 // asked for one type.
 func allocTRES(j *state.Job, a *state.Allocation) api.TRES {
 	t := api.TRES{CPU: a.CPUs, MemMB: a.MemMB, Nodes: 1}
-	req := reqTRES(&state.State{}, j.Spec)
+	lo, _ := api.NodeRange(j.Spec.Nodes, j.Spec.NodesMax)
+	req := nodeTRES(0, j.Spec, lo)
 	if a.Placement == nil {
 		t.GPUs, t.VFs, t.Hugepages = req.GPUs, req.VFs, req.Hugepages
 		return t

@@ -179,3 +179,67 @@ func TestFromEnds(t *testing.T) {
 		t.Errorf("FromState gave %d records, want 2", len(all))
 	}
 }
+
+// TestMultiNodeRecord: a two-node run's allocations make one record,
+// keyed by rank 0's allocation and written once both ended (FromEnds of
+// rank 0's end alone writes nothing), with both nodes' TRES and CPU time,
+// the batch script's node and what it held, and the run's steps; a node lost makes an earlier run NODE_FAIL.
+func TestMultiNodeRecord(t *testing.T) {
+	s := testState()
+	sp := testSpec()
+	sp.Nodes, sp.NTasks, sp.NTasksPerNode = 2, 0, 2
+	a0 := ended(1, t0, t0.Add(time.Hour), api.StateCompleted, "")
+	a1 := ended(2, t0, t0.Add(time.Hour+time.Minute), api.StateCompleted, api.StateCompleted)
+	// Rank 0 runs on n2, the second of the run's node list, and holds
+	// more CPUs than rank 1 (--exclusive on unlike nodes).
+	a0.Node, a0.CPUs = "n2", 6
+	a1.Node, a1.Rank, a1.PeakMemKB = "n1", 1, 9000
+	a0.StartIndex, a1.StartIndex = 40, 40
+	a1.Status = state.AllocActive
+	j := &state.Job{ID: 7, Spec: sp, State: api.StateRunning, Allocs: []uint64{1, 2},
+		Steps: &state.JobSteps{Next: 3, List: []state.Step{
+			{ID: 0, Name: "hostname", Run: 40, Nodes: []string{"n1", "n2"}, NTasks: 4, CPUsPerTask: 2, State: api.StateCompleted,
+				Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute)},
+			{ID: 1, Name: "old", Run: 12, Nodes: []string{"n1"}, NTasks: 1, State: api.StateCancelled},
+			{ID: 2, Name: "sleep", Run: 40, Nodes: []string{"n2"}, NTasks: 1, State: api.StateFailed, ExitCode: 3,
+				Start: t0.Add(3 * time.Minute), End: t0.Add(4 * time.Minute)},
+		}}}
+	s.Jobs[7], s.Allocs[1], s.Allocs[2] = j, a0, a1
+	if w := FromEnds(s, state.Ends{Allocs: []uint64{1}}); len(w.Replace) != 0 {
+		t.Errorf("rank 0 ended, rank 1 runs: Replace = %+v, want none yet", w.Replace)
+	}
+	a1.Status = state.AllocEnded
+	j.State, j.EndTime = api.StateCompleted, a1.EndTime
+	w := FromEnds(s, state.Ends{Allocs: []uint64{2}, Jobs: []uint64{7}})
+	if len(w.Replace) != 1 || KeyOf(&w.Replace[0]) != (Key{7, 1}) {
+		t.Fatalf("Replace = %+v, want one record keyed by rank 0's allocation", w.Replace)
+	}
+	r := w.Replace[0]
+	if !r.Final || r.State != api.StateCompleted || r.NodeList != "n[1-2]" || r.AllocTRES.Nodes != 2 || r.AllocTRES.CPU != 10 ||
+		r.AllocTRES.GPUCount() != 2 || r.TotalCPU != 201 || r.MaxRSSKB != 9000 || r.Elapsed != 3660 || !r.End.Equal(a1.EndTime) ||
+		r.BatchNode != "n2" || r.BatchTRES.CPU != 6 || r.BatchTRES.Nodes != 1 || r.BatchTRES.GPUCount() != 1 {
+		t.Errorf("record: %+v", r)
+	}
+	if len(r.Steps) != 2 || r.Steps[0].NodeList != "n[1-2]" || r.Steps[0].CPUs != 8 || r.Steps[0].Nodes != 2 ||
+		r.Steps[1].ID != 2 || r.Steps[1].ExitCode != 3 || r.Steps[1].State != api.StateFailed {
+		t.Errorf("steps: %+v", r.Steps)
+	}
+	// The same run lost to n2's failure (the job requeued), and the job
+	// run again.
+	a1.EndState, a0.StopAs = api.StateNodeFail, api.StatePending
+	j.State, j.EndTime = api.StatePending, time.Time{}
+	if w := FromEnds(s, state.Ends{Allocs: []uint64{2}}); len(w.Replace) != 1 || KeyOf(&w.Replace[0]) != (Key{7, 1}) ||
+		w.Replace[0].State != api.StateNodeFail {
+		t.Errorf("n2 lost, the job requeued: Replace = %+v, want rank 0's record, NODE_FAIL", w.Replace)
+	}
+	j.State = api.StateCompleted
+	a2 := ended(3, t0.Add(2*time.Hour), t0.Add(3*time.Hour), api.StateCompleted, "")
+	a2.StartIndex = 50
+	s.Allocs[3] = a2
+	j.Allocs, j.EndTime = []uint64{1, 2, 3}, a2.EndTime
+	recs := JobRecords(s, j, allocsOf(s, j))
+	if len(recs) != 2 || recs[0].State != api.StateNodeFail || recs[0].Final || recs[1].AllocID != 3 || !recs[1].Final ||
+		recs[1].Restarts != 0 || recs[0].Restarts != 0 {
+		t.Errorf("records: %+v", recs)
+	}
+}

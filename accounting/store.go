@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -22,7 +22,7 @@ import (
 //
 // Buckets:
 //
-//	rec    end|job|alloc → the record (JSON)
+//	rec    end|job|alloc → the record (codec.go)
 //	key    job|alloc → end|job|alloc, change index (idempotence: a key written again replaces its record)
 //	user   user 0x00 end|job|alloc → nothing
 //	acct   account 0x00 end|job|alloc → usage (see usageValue)
@@ -32,7 +32,7 @@ import (
 //	node   node 0x00 time → the node's state from then on (nodes.go)
 //	chg    index|job|alloc → nothing: the records by the Raft index that last changed them (changes.go)
 //	meta   count, digest (XOR of each record's SHA-256), longest run,
-//	       longest span (runs.go)
+//	       longest span (runs.go), the records' encoding (upgrade.go)
 type Store struct {
 	db *bbolt.DB
 }
@@ -56,7 +56,11 @@ var (
 const fillPercent = 0.95
 
 // Open opens (or creates) the store at path.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenLogged(path, nil) }
+
+// OpenLogged opens (or creates) the store at path, telling log (may be
+// nil) how the conversion of a store written in an older encoding goes.
+func OpenLogged(path string, log *slog.Logger) (*Store, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, bbolt.ErrTimeout) {
@@ -83,6 +87,10 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("preparing the accounting store %s: %w", path, err)
+	}
+	if err := upgradeCodec(db, log); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("converting the accounting store %s's records to the current encoding: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }
@@ -212,10 +220,7 @@ func (t *writeTx) put(r *Record, replace bool, index uint64) error {
 	if old != nil && !replace {
 		return nil
 	}
-	val, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the record of job %d allocation %d: %w", r.JobID, r.AllocID, err)
-	}
+	val := appendRecord(nil, r)
 	pk := primaryKey(r.End, k)
 	if old != nil {
 		oldPK, oldChange := splitKeyValue(old)
@@ -278,7 +283,7 @@ func (t *writeTx) remove(pk, val []byte) error {
 
 // unmarshalRecord decodes the record stored at pk.
 func unmarshalRecord(pk, val []byte, r *Record) error {
-	if err := json.Unmarshal(val, r); err != nil {
+	if err := decodeRecord(val, r); err != nil {
 		return fmt.Errorf("reading the stored record at %x: %w; the store is damaged, rebuild it from a peer", pk, err)
 	}
 	return nil

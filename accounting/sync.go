@@ -3,7 +3,6 @@ package accounting
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -93,7 +92,7 @@ func (s *Store) Page(after []byte, limit int) ([]Change, []byte, error) {
 				return nil
 			}
 			var ch Change
-			if err := json.Unmarshal(v, &ch.Record); err != nil {
+			if err := decodeRecord(v, &ch.Record); err != nil {
 				return fmt.Errorf("reading the record at %x: %w; the store is damaged, rebuild it from a peer", k, err)
 			}
 			ch.Pos = ChangePos{Job: ch.Record.JobID, Alloc: ch.Record.AllocID}
@@ -150,10 +149,7 @@ func (t *writeTx) adopt(r *Record, index uint64) error {
 	if was == index {
 		return nil
 	}
-	val, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the record of job %d allocation %d: %w", r.JobID, r.AllocID, err)
-	}
+	val := appendRecord(nil, r)
 	if !bytes.Equal(pk, primaryKey(r.End, k)) || !bytes.Equal(t.rec.Get(pk), val) {
 		return nil // this member's record is newer: it stays where its entry put it
 	}

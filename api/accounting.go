@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -76,6 +77,33 @@ type AcctRecord struct {
 	// run; 0 when it measured nothing.
 	TotalCPU float64 `json:"total_cpu_s,omitempty"`
 	MaxRSSKB int64   `json:"max_rss_kb,omitempty"`
+
+	// BatchNode and BatchTRES, set for a run on several nodes, are the
+	// node that ran the batch script (rank 0, not necessarily the first
+	// of NodeList) and what that node held: sacct's JOB.batch line.
+	BatchNode string `json:"batch_node,omitempty"`
+	BatchTRES TRES   `json:"batch_tres,omitzero"`
+
+	// Steps are the run's steps (srun), in id order: sacct's 12.0, 12.1
+	// lines under the job's. A run keeps its newest 128 ended steps.
+	Steps []AcctStep `json:"steps,omitempty"`
+}
+
+// AcctStep is the accounting of one step of a run: what it ran, on which
+// nodes, with how many tasks, and how it ended (the worst task's exit
+// code or signal).
+type AcctStep struct {
+	ID       int       `json:"id"`
+	Name     string    `json:"name"`
+	NodeList string    `json:"node_list"`
+	Nodes    int       `json:"nodes"`
+	NTasks   int       `json:"ntasks"`
+	CPUs     int       `json:"cpus"`
+	State    JobState  `json:"state"`
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
 }
 
 // TRES is a set of trackable resources: CPUs, memory (MiB), GPUs by type
@@ -192,6 +220,27 @@ func (c *Client) Accounting(ctx context.Context, q AcctQuery) ([]AcctRecord, err
 		return nil, err
 	}
 	return DecodeAcctRows(bytes.NewReader(raw))
+}
+
+// AcctRecordsTrailer is the trailer that ends a streamed export: the
+// number of records it holds. Its absence means the export was cut.
+const AcctRecordsTrailer = "Corral-Records"
+
+// AccountingExport writes the records q selects to w in format (csv,
+// ndjson or parquet) as the controller streams them, and returns how many
+// there were.
+func (c *Client) AccountingExport(ctx context.Context, q AcctQuery, format string, w io.Writer) (int, error) {
+	v := q.Values()
+	v.Set("format", format)
+	out := &streamOut{w: w}
+	if err := c.do(ctx, http.MethodGet, "/v1/accounting/jobs?"+v.Encode(), nil, out); err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(out.trailer.Get(AcctRecordsTrailer))
+	if err != nil {
+		return 0, fmt.Errorf("%w: the export has no record count at its end", errStreamCut)
+	}
+	return n, nil
 }
 
 // AccountingSummary returns the controller's AcctSummary.

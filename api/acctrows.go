@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -25,11 +26,13 @@ const AcctRowsType = "application/x-corral-acct"
 
 // acctRowsVersion is the first line of a listing; bump it when fields
 // change.
-const acctRowsVersion = "corral-acct 1"
+const acctRowsVersion = "corral-acct 2"
 
 // acctRowFields is the number of tab-separated fields of a row: 25
-// scalars, two TRES sets of 6 fields, 9 figures.
-const acctRowFields = 46
+// scalars, two TRES sets of 6 fields, 9 figures, the batch node and its
+// TRES set, and the steps (a JSON list, empty when none: few records
+// have steps).
+const acctRowFields = 54
 
 // AcctRowWriter writes records in the compact listing, one at a time, so
 // that a server streams them as it reads them.
@@ -99,6 +102,16 @@ func appendAcctRow(b []byte, r *AcctRecord) []byte {
 	b = strconv.AppendFloat(b, r.TotalCPU, 'g', -1, 64)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, r.MaxRSSKB, 10)
+	b = append(b, '\t')
+	b = appendEscaped(b, r.BatchNode)
+	b = appendTRES(b, &r.BatchTRES)
+	b = append(b, '\t')
+	if len(r.Steps) > 0 {
+		// JSON escapes control characters: the list holds no tab or
+		// newline, and encoding a slice of plain structs cannot fail.
+		js, _ := json.Marshal(r.Steps)
+		b = append(b, js...)
+	}
 	return append(b, '\n')
 }
 
@@ -225,6 +238,15 @@ func decodeAcctRow(r *AcctRecord, f []string) error {
 	r.CPUSeconds, r.MemSeconds, r.GPUSeconds, r.BillingRate, r.Billing = d.float(), d.float(), d.float(), d.float(), d.float()
 	r.Restarts, r.Preemptions = int(d.int()), int(d.int())
 	r.TotalCPU, r.MaxRSSKB = d.float(), d.int()
+	r.BatchNode, r.BatchTRES = d.str(), d.tres()
+	if js := d.next(); js != "" {
+		if err := json.Unmarshal([]byte(js), &r.Steps); err != nil && d.err == nil {
+			d.err = fmt.Errorf("field %d: the steps: %w", d.i-1, err)
+		}
+		if len(r.Steps) == 0 {
+			r.Steps = nil // as "[]" would be written: not at all
+		}
+	}
 	return d.err
 }
 

@@ -23,6 +23,11 @@ func fullRecord(t testing.TB) AcctRecord {
 		AllocTRES:  TRES{CPU: 8, MemMB: 16384, GPUs: map[string]int{"a=b,c": 3}, Nodes: 1, Hugepages: map[string]int64{"1048576": 2}, VFs: 2},
 		CPUSeconds: 28320, MemSeconds: 1.5e7, GPUSeconds: 0.1, BillingRate: 1.0 / 3, Billing: 1180.000001,
 		Restarts: 2, Preemptions: 1, TotalCPU: 12.25, MaxRSSKB: 1 << 40,
+		BatchNode: "n\t2", BatchTRES: TRES{CPU: 4, MemMB: 8192, GPUs: map[string]int{"a100": 1}, Nodes: 1, Hugepages: map[string]int64{"2048": 256}, VFs: 1},
+		Steps: []AcctStep{{ID: 0, Name: "hostname\t-f", NodeList: "n[1-2]", Nodes: 2, NTasks: 4, CPUs: 4, State: StateCompleted,
+			Start: at.Add(2 * time.Minute), End: at.Add(3 * time.Minute)},
+			{ID: 1, Name: "sleep", NodeList: "n1", Nodes: 1, NTasks: 1, CPUs: 1, State: StateCancelled, ExitCode: 0, Signal: 9,
+				Start: at.Add(3 * time.Minute), End: at.Add(4 * time.Minute)}},
 	}
 	v := reflect.ValueOf(r)
 	for i := range v.NumField() {

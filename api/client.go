@@ -119,6 +119,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errStreamCut) {
+			return err // part of it is written: another try would repeat it
+		}
 		var apiErr *APIError
 		if errors.As(err, &apiErr) && status == http.StatusTooManyRequests {
 			if !waitRetryAfter(ctx, apiErr.RetryAfter, deadline) {
@@ -208,6 +211,9 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if so, ok := out.(*streamOut); ok && resp.StatusCode < 300 {
+		return resp.StatusCode, so.copy(resp)
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, err
@@ -434,6 +440,12 @@ func (c *Client) Drain(ctx context.Context, req DrainRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/nodes/drain", req, nil)
 }
 
+// SetNodeFeatures sets a node's features in place of those its daemon
+// reports, or with req.Reset gives them back to the daemon's.
+func (c *Client) SetNodeFeatures(ctx context.Context, req NodeFeaturesRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/nodes/features", req, nil)
+}
+
 // ForgetNodeKey lets node register with a new key (a reinstalled node's).
 func (c *Client) ForgetNodeKey(ctx context.Context, node string) error {
 	return c.do(ctx, http.MethodPost, "/v1/nodes/forget-key", DrainRequest{Node: node}, nil)
@@ -627,4 +639,28 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) ([]MemberPing,
 	}
 	wg.Wait()
 	return out, nil
+}
+
+// streamOut is an answer whose body is copied to w as it arrives (an
+// export of a year's records is never held whole), and whose trailers are
+// kept once it ended.
+type streamOut struct {
+	w       io.Writer
+	trailer http.Header
+}
+
+// errStreamCut is a streamed answer that broke after some of it was
+// written: it is not tried again.
+var errStreamCut = errors.New("the controller's answer was cut short")
+
+func (so *streamOut) copy(resp *http.Response) error {
+	n, err := io.Copy(so.w, resp.Body)
+	if err != nil {
+		if n > 0 {
+			return fmt.Errorf("%w after %d bytes: %w", errStreamCut, n, err)
+		}
+		return err
+	}
+	so.trailer = resp.Trailer
+	return nil
 }

@@ -220,11 +220,39 @@ type JobSpec struct {
 	// Env holds the exported environment as KEY=VALUE lines, sorted.
 	Env []string `json:"env,omitempty"`
 
-	NTasks      int   `json:"ntasks"`
-	CPUsPerTask int   `json:"cpus_per_task"`
-	Nodes       int   `json:"nodes,omitempty"`
-	MemPerNode  int64 `json:"mem_per_node_mb,omitempty"` // MiB; 0 means unset
-	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`  // MiB; 0 means unset
+	// NTasks is the job's tasks in all, CPUsPerTask each one's CPUs.
+	NTasks      int `json:"ntasks"`
+	CPUsPerTask int `json:"cpus_per_task"`
+	// Nodes is the fewest nodes the job runs on (-N MIN[-MAX]; 0 is
+	// unset: one node), NodesMax the most (0: Nodes).
+	Nodes    int `json:"nodes,omitempty"`
+	NodesMax int `json:"nodes_max,omitempty"`
+	// NTasksPerNode is --ntasks-per-node: the tasks on each node (with
+	// NTasks given too, the most on one node); 0 is unset.
+	NTasksPerNode int `json:"ntasks_per_node,omitempty"`
+	// MemPerNode is --mem, the memory on each node of the job;
+	// MemPerCPU is --mem-per-cpu.
+	MemPerNode int64 `json:"mem_per_node_mb,omitempty"` // MiB; 0 means unset
+	MemPerCPU  int64 `json:"mem_per_cpu_mb,omitempty"`  // MiB; 0 means unset
+	// Exclusive asks for whole nodes (--exclusive): no other job shares
+	// them, and the job gets all their CPUs and memory.
+	Exclusive bool `json:"exclusive,omitempty"`
+	// NodeList is -w/--nodelist, nodes the job must include, and Exclude
+	// is -x/--exclude, nodes it must not use; both are host lists
+	// ("n[1-4]"), written compressed.
+	NodeList string `json:"nodelist,omitempty"`
+	Exclude  string `json:"exclude,omitempty"`
+	// Constraint is -C/--constraint, the node features the job needs, in
+	// Slurm's syntax (submit.ParseConstraint).
+	Constraint string `json:"constraint,omitempty"`
+	// Distribution is -m/--distribution: how tasks are laid out over the
+	// nodes, "block" (the default) or "cyclic".
+	Distribution string `json:"distribution,omitempty"`
+	// SpreadJob spreads the job over as many nodes as it may have
+	// (--spread-job); Contiguous asks for nodes with consecutive names
+	// (--contiguous).
+	SpreadJob  bool `json:"spread_job,omitempty"`
+	Contiguous bool `json:"contiguous,omitempty"`
 	// TimeLimit is in seconds; 0 means the partition's limit.
 	TimeLimit int64 `json:"time_limit_s,omitempty"`
 	// Signal is the time-limit warning (sbatch --signal=[B:]SIG[@TIME]):
@@ -244,6 +272,8 @@ type JobSpec struct {
 	Comment string    `json:"comment,omitempty"`
 	Nice    int       `json:"nice,omitempty"`
 
+	// Gres are the generic resources on each node of the job (Slurm's
+	// --gres is per node).
 	Gres []Gres `json:"gres,omitempty"`
 	// Licenses are the cluster licenses the job holds while it runs
 	// (sbatch -L), sorted by name.
@@ -269,16 +299,33 @@ type JobSpec struct {
 	Reservation string `json:"reservation,omitempty"`
 }
 
-// CPUs returns the number of CPUs the job asks for on its node.
+// NodeRange returns the fewest and the most nodes the job may run on.
+func (s *JobSpec) NodeRange() (lo, hi int) {
+	return NodeRange(s.Nodes, s.NodesMax)
+}
+
+// NodeRange returns the node range of -N MIN[-MAX] as a request records
+// it: nodes 0 is one node, max 0 is nodes.
+func NodeRange(nodes, nodesMax int) (lo, hi int) {
+	lo = max(nodes, 1)
+	return lo, max(nodesMax, lo)
+}
+
+// TasksOn returns the tasks of a job with ntasks (0: perNode on each of
+// its nodes) on k nodes.
+func TasksOn(ntasks, perNode, k int) int {
+	if ntasks > 0 {
+		return ntasks
+	}
+	return k * max(perNode, 1)
+}
+
+// CPUs returns the number of CPUs the job asks for in all: on its node,
+// for a job of one node; at the most nodes it may have, for a job of a
+// node range.
 func (s *JobSpec) CPUs() int {
-	t, c := s.NTasks, s.CPUsPerTask
-	if t < 1 {
-		t = 1
-	}
-	if c < 1 {
-		c = 1
-	}
-	return t * c
+	_, hi := s.NodeRange()
+	return max(TasksOn(s.NTasks, s.NTasksPerNode, hi), 1) * max(s.CPUsPerTask, 1)
 }
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it
@@ -315,9 +362,16 @@ type Job struct {
 	SuspendedFor time.Duration `json:"suspended_for,omitempty"`
 	SuspendTime  time.Time     `json:"suspend_time,omitempty"`
 
-	Node  string `json:"node,omitempty"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
+	Node string `json:"node,omitempty"`
+	// Nodes are the nodes of a multi-node job's current (or last) run in
+	// rank order, Node (the batch script's) first; a node's desired state
+	// names them for every run, and NodeRank is there the rank of that
+	// node's part (SLURM_NODEID). CPUs is then that node's; elsewhere the
+	// run's in all.
+	Nodes    []string `json:"nodes,omitempty"`
+	NodeRank int      `json:"node_rank,omitempty"`
+	CPUs     int      `json:"cpus"`
+	MemMB    int64    `json:"mem_mb"`
 	// OverheadMB is the runner's own memory charged to the node for this
 	// job on top of MemMB (see NodeInfo.OverheadMB).
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
@@ -364,6 +418,10 @@ type Job struct {
 	// Placement is the exact set of CPUs, NUMA nodes, devices and
 	// hugepages the job got on a node that reported its inventory.
 	Placement *Placement `json:"placement,omitempty"`
+	// Net is a multi-node job's private network as its node needs it (see
+	// JobNet), in the job of a desired allocation; nil for a job of one
+	// node.
+	Net *JobNet `json:"net,omitempty"`
 
 	// CPUsLent is set while the job is suspended by preemption: its CPUs
 	// are lent to the preemptor (its memory stays held) until it resumes.

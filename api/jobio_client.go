@@ -118,12 +118,23 @@ func (c *Client) JobOutput(ctx context.Context, id uint64, stderr bool) (io.Read
 
 // Exec starts a command in a running job and returns its stream.
 func (c *Client) Exec(ctx context.Context, id uint64, req ExecRequest) (*ExecStream, error) {
+	return c.exec(ctx, id, jobPath(id, "exec"), req)
+}
+
+// ExecTask runs req as a task of step step of job id on node, one of the
+// nodes of the job's run (srun's tasks).
+func (c *Client) ExecTask(ctx context.Context, id uint64, node string, step int, req ExecRequest) (*ExecStream, error) {
+	q := url.Values{"node": {node}, "step": {strconv.Itoa(step)}}
+	return c.exec(ctx, id, jobPath(id, "exec")+"?"+q.Encode(), req)
+}
+
+func (c *Client) exec(ctx context.Context, id uint64, path string, req ExecRequest) (*ExecStream, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	hdr := http.Header{"Content-Type": {"application/json"}, "Connection": {"Upgrade"}, "Upgrade": {ExecUpgrade}}
-	resp, err := c.streamRequest(ctx, http.MethodPost, jobPath(id, "exec"), bytes.NewReader(body), hdr)
+	resp, err := c.streamRequest(ctx, http.MethodPost, path, bytes.NewReader(body), hdr)
 	if err != nil {
 		return nil, err
 	}

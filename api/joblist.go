@@ -19,10 +19,10 @@ const JobRowsType = "application/x-corral-jobs"
 
 // jobRowsVersion is the first line of a listing; bump it when fields
 // change.
-const jobRowsVersion = "corral-jobs 2"
+const jobRowsVersion = "corral-jobs 3"
 
 // rowFields is the number of tab-separated fields of a row.
-const rowFields = 43
+const rowFields = 50
 
 // EncodeJobRows writes jobs in the compact listing format.
 func EncodeJobRows(w io.Writer, jobs []*Job) error {
@@ -49,7 +49,8 @@ func appendRow(b []byte, j *Job) []byte {
 	}
 	for _, v := range []int64{int64(j.CPUs), j.MemMB, j.Priority, int64(j.ExitCode), int64(j.Signal),
 		int64(j.Restarts), s.TimeLimit, int64(s.NTasks), int64(s.CPUsPerTask), s.MemPerNode, s.MemPerCPU,
-		int64(j.SuspendedFor), int64(s.Nice), int64(boolInt(s.Hold) | boolInt(s.Requeue)<<1)} {
+		int64(j.SuspendedFor), int64(s.Nice), int64(boolInt(s.Hold) | boolInt(s.Requeue)<<1 |
+			boolInt(s.Exclusive)<<2 | boolInt(s.SpreadJob)<<3 | boolInt(s.Contiguous)<<4)} {
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, v, 10)
 	}
@@ -67,6 +68,14 @@ func appendRow(b []byte, j *Job) []byte {
 	if j.ArrayPending != nil {
 		b = append(b, '[')
 		b = append(b, j.ArrayPending.String()...)
+	}
+	for _, v := range []string{s.Constraint, s.NodeList, s.Exclude, s.Distribution} {
+		b = append(b, '\t')
+		b = appendEscaped(b, v)
+	}
+	for _, v := range []int{s.Nodes, s.NodesMax, s.NTasksPerNode} {
+		b = append(b, '\t')
+		b = strconv.AppendInt(b, int64(v), 10)
 	}
 	return append(b, '\n')
 }
@@ -209,6 +218,7 @@ func decodeRow(j *Job, f []string) error {
 	s.TimeLimit, s.NTasks, s.CPUsPerTask = nums[6], int(nums[7]), int(nums[8])
 	s.MemPerNode, s.MemPerCPU, j.SuspendedFor = nums[9], nums[10], time.Duration(nums[11])
 	s.Nice, s.Hold, s.Requeue = int(nums[12]), nums[13]&1 != 0, nums[13]&2 != 0
+	s.Exclusive, s.SpreadJob, s.Contiguous = nums[13]&4 != 0, nums[13]&8 != 0, nums[13]&16 != 0
 	times := []*time.Time{&j.SubmitTime, &j.StartTime, &j.EndTime, &s.Begin, &j.SuspendTime, &j.EstStart}
 	for k, t := range times {
 		if v := f[34+k]; v != "" {
@@ -232,6 +242,15 @@ func decodeRow(j *Job, f []string) error {
 		}
 		j.ArrayPending = set
 	}
+	s.Constraint, s.NodeList, s.Exclude, s.Distribution = str(43), str(44), str(45), str(46)
+	var counts [3]int64
+	for k := range counts {
+		var ok bool
+		if counts[k], ok = atoi(f[47+k]); !ok {
+			return fmt.Errorf("field %d: %q is not a number", 47+k, f[47+k])
+		}
+	}
+	s.Nodes, s.NodesMax, s.NTasksPerNode = int(counts[0]), int(counts[1]), int(counts[2])
 	if s.Array != nil {
 		if _, t, ok := strings.Cut(s.Array.Raw, "%"); ok {
 			s.Array.Throttle, _ = strconv.Atoi(t)

@@ -17,7 +17,9 @@ func TestJobRowsRoundTrip(t *testing.T) {
 		"escapes":       {ID: 3, State: StateFailed, ExitCode: 3, Signal: 9, Message: "line1\nline2\twith tab \\ and backslash", Spec: JobSpec{Name: "tab\tname", Comment: "c\\n"}},
 		"array pending": {ID: 5, State: StatePending, ArrayJobID: 5, ArrayPending: &IndexSet{Ranges: []ArrayRange{{0, 12, 4}, {20, 20, 1}}}, EstStart: t0.Add(time.Hour)},
 		"array task":    {ID: 6, State: StateRunning, ArrayJobID: 5, ArrayTaskID: 16, Node: "n1"},
-		"deps":          {ID: 4, State: StatePending, Spec: JobSpec{Dependency: &Dependency{Raw: "afterok:1"}, Array: &ArraySpec{Raw: "0-9%2", Throttle: 2}, Nice: -5, Gres: []Gres{{Name: "gpu", Type: "a100", Count: 2}, {Name: "vf", Count: 1}}}},
+		"nodes": {ID: 7, State: StatePending, Spec: JobSpec{Nodes: 2, NodesMax: 4, NTasksPerNode: 2, Exclusive: true, SpreadJob: true,
+			Contiguous: true, Constraint: "a&[b|c]", NodeList: "n[1-2]", Exclude: "n9", Distribution: "cyclic"}},
+		"deps": {ID: 4, State: StatePending, Spec: JobSpec{Dependency: &Dependency{Raw: "afterok:1"}, Array: &ArraySpec{Raw: "0-9%2", Throttle: 2}, Nice: -5, Gres: []Gres{{Name: "gpu", Type: "a100", Count: 2}, {Name: "vf", Count: 1}}}},
 	}
 	for name, j := range jobs {
 		t.Run(name, func(t *testing.T) {

@@ -77,6 +77,27 @@ type NodeInfo struct {
 	// there can be restored on any node with the same; empty when the
 	// node keeps its checkpoints to itself.
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// Overlay is where the node's end of its multi-node jobs' private
+	// networks listens, "ADDR:PORT" (UDP, VXLAN): an address of the node
+	// on the network between the nodes; empty when the node offers none
+	// (ParseOverlay reads it).
+	Overlay string `json:"overlay,omitempty"`
+	// Features are the node's features as its daemon reports them
+	// (`corral noded --features a,b`), which jobs ask for with
+	// --constraint; an operator may replace them (SetNodeFeatures).
+	Features []string `json:"features,omitempty"`
+}
+
+// MaxNodeFeatures bounds the features of one node.
+const MaxNodeFeatures = 64
+
+// NodeFeaturesRequest sets the features of a node in place of those its
+// daemon reports (`corral node update NAME Features=a,b`), or, with Reset,
+// gives them back to the daemon's report.
+type NodeFeaturesRequest struct {
+	Node     string   `json:"node"`
+	Features []string `json:"features"`
+	Reset    bool     `json:"reset,omitempty"`
 }
 
 // MaxRegisterReports bounds NodeInfo.Reports; a daemon with more pending
@@ -141,6 +162,11 @@ type Node struct {
 	// allocations themselves.
 	Jobs   []uint64 `json:"jobs,omitempty"`
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// ActiveFeatures are the features jobs' constraints are matched
+	// against: an operator's (FeaturesBy names who set them), else the
+	// daemon's (NodeInfo.Features).
+	ActiveFeatures []string `json:"active_features,omitempty"`
+	FeaturesBy     string   `json:"features_by,omitempty"`
 	// Reservations are the reservations whole of the node that are in
 	// force when the controllers answer, and Maint says one of them is a
 	// maintenance reservation. The controllers fill them in for each

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -87,6 +88,10 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/jobs/requeue", access: "users", summary: "Put running, suspended or finished jobs back in the queue (scontrol requeue, requeuehold).", req: jsonBody(RequeueRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/checkpoint", access: "users", summary: "Save running jobs to checkpoints, releasing their nodes, or restore checkpointed jobs.", req: jsonBody(CheckpointRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/migrate", access: "users", summary: "Move running jobs to other nodes while they run (live migration), or abort their migrations.", req: jsonBody(MigrateRequest{}), resp: jsonBody(HoldResponse{})},
+	{method: "POST", path: "/v1/jobs/{id}/steps", access: "users", summary: "Begin a step of a running job (srun): its id and its tasks' layout over the job's nodes.", req: jsonBody(StepRequest{}), resp: jsonBody(Step{})},
+	{method: "POST", path: "/v1/jobs/{id}/steps/{step}/end", access: "users", summary: "Report how a step ended (srun).", req: jsonBody(StepEnd{}), resp: empty},
+	{method: "POST", path: "/v1/jobs/{id}/steps/{step}/cancel", access: "users", summary: "Cancel a step and kill its tasks (scancel JOB.STEP).", req: jsonBody(struct{}{}), resp: empty},
+	{method: "GET", path: "/v1/steps", access: "users", summary: "The steps of the jobs the caller may see (squeue -s); ?job=ID for one job's.", query: []param{{"job", "integer", "one job's steps", false}}, resp: jsonBody([]Step{})},
 	{method: "POST", path: "/v1/jobs/update", access: "users", summary: "Change a job's request (scontrol update).", req: jsonBody(UpdateJobRequest{}), resp: empty},
 	{method: "GET", path: "/v1/nodes", access: "users", summary: "Every node.", query: []param{consistentParam}, resp: jsonBody([]Node{})},
 	{method: "GET", path: "/v1/nodes/{name}", access: "users", summary: "One node.", query: []param{consistentParam}, resp: jsonBody(Node{})},
@@ -96,6 +101,7 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/nodes/heartbeat", access: "nodes", summary: "A node daemon's heartbeat; 404 tells it to register again.", req: jsonBody(NodeStatus{}), resp: jsonBody(NodeAck{})},
 	{method: "POST", path: "/v1/nodes/status", access: "nodes", summary: "A node daemon's job reports.", req: jsonBody(NodeStatus{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/drain", access: "operators", summary: "Drain a node (with a reason) or resume it.", req: jsonBody(DrainRequest{}), resp: empty},
+	{method: "POST", path: "/v1/nodes/features", access: "operators", summary: "Set a node's features in place of those its daemon reports (corral node update NAME Features=...), or give them back to the daemon's (reset).", req: jsonBody(NodeFeaturesRequest{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/forget-key", access: "operators", summary: "Let a node's next registration bring a new key (a reinstalled node).", req: jsonBody(DrainRequest{}), resp: empty},
 	{method: "POST", path: "/v1/nodes/join", access: "anyone", summary: "A node with a join token gets a certificate of the cluster's authority; 501 without ctld --node-ca.", req: jsonBody(JoinRequest{}), resp: jsonBody(JoinResponse{})},
 	{method: "POST", path: "/v1/nodes/attest/begin", access: "nodes", summary: "Begin a TPM attestation: a credential to activate, the nonce and PCRs to quote; 501 without ctld --tpm-policy.", req: jsonBody(AttestBegin{}), resp: jsonBody(AttestChallenge{})},
@@ -134,7 +140,7 @@ var endpoints = []endpoint{
 			{"tenant", "string", "a tenant", true}, {"state", "string", "a job state", true}, {"all", "string", "1: every user's records the caller may see (sacct -a)", false},
 			{"duplicates", "string", "1: every run of a job (sacct -D)", false}, {"start", "string", "RFC 3339: runs that overlap from then", false},
 			{"end", "string", "RFC 3339: runs that overlap until then (now)", false},
-			{"format", "string", "json (the default) or rows (the compact listing of " + AcctRowsType + ", streamed)", false}},
+			{"format", "string", "json (the default), rows (the compact listing of " + AcctRowsType + ", streamed), or an export file streamed as the store reads it: csv, ndjson or parquet (corral acct export), ended by the trailer " + AcctRecordsTrailer + " with the record count", false}},
 		resp: &body{v: []AcctRecord{}, media: "application/json"}, alt: &body{media: AcctRowsType, schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/accounting/usage", access: "users", summary: "Usage by account and user of the runs that ended in a window, from the store's day sums (corral acct report), the rows the caller may see.",
 		query: []param{{"start", "string", "RFC 3339: the window's start (open when absent)", false}, {"end", "string", "RFC 3339: the window's end (open when absent)", false}},
@@ -168,6 +174,8 @@ var endpoints = []endpoint{
 		resp: &body{media: "text/plain", schema: map[string]any{"type": "string"}}},
 	{method: "GET", path: "/v1/openapi.json", access: "anyone", summary: "This document.", resp: &body{media: "application/json", schema: map[string]any{"type": "object"}}},
 	{method: "POST", path: "/v1/jobs/{id}/exec", access: "users", summary: "Run a command in a running job: with Connection: Upgrade and Upgrade: corral-exec/1, answered 101 and then exec stream frames (docs/api.md).",
+		query: []param{{"node", "string", "the node of the job's run to run it on (a step's task); default the batch script's", false},
+			{"step", "integer", "the step the command is a task of, so that cancelling the step kills it", false}},
 		req: jsonBody(ExecRequest{}), status: 101},
 	{method: "POST", path: "/v1/jobs/{id}/signal", access: "users", summary: "Signal a running job's processes.", req: jsonBody(SignalRequest{}), resp: empty},
 	{method: "GET", path: "/v1/jobs/{id}/file", access: "users", summary: "Read a file in a running job, streamed; X-Corral-Mode and X-Corral-Size headers.",
@@ -304,6 +312,7 @@ var (
 	timeType     = reflect.TypeOf(time.Time{})
 	durationType = reflect.TypeOf(time.Duration(0))
 	rawType      = reflect.TypeOf(json.RawMessage(nil))
+	textType     = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 )
 
 // schemaOf is t's schema.
@@ -315,6 +324,10 @@ func (g *schemaGen) schemaOf(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer", "format": "int64", "description": "nanoseconds"}
 	case rawType:
 		return map[string]any{}
+	}
+	if t.Kind() == reflect.Struct && t.Implements(textType) {
+		// A value that encodes itself as text (netip.Addr, netip.Prefix).
+		return map[string]any{"type": "string"}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

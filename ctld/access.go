@@ -94,6 +94,10 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
 		{"POST /v1/jobs/migrate", usersCancel, c.write(c.handleMigrate)},
 		{"POST /v1/jobs/checkpoint", usersCancel, c.write(c.handleCheckpoint)},
+		{"POST /v1/jobs/{id}/steps", usersExec, c.write(c.handleBeginStep)},
+		{"POST /v1/jobs/{id}/steps/{step}/end", usersExec, c.write(c.handleEndStep)},
+		{"POST /v1/jobs/{id}/steps/{step}/cancel", usersCancel, c.write(c.handleCancelStep)},
+		{"GET /v1/steps", usersRead, c.read(c.handleListSteps)},
 		{"GET /v1/nodes", usersRead, c.read(c.handleListNodes)},
 		{"GET /v1/nodes/{name}", usersRead, c.read(c.handleGetNode)},
 		{"GET /v1/nodes/{name}/desired", nodes, c.handleDesired},
@@ -102,6 +106,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/nodes/status", nodes, c.write(c.handleNodeStatus)},
 		{"POST /v1/nodes/drain", operators, c.write(c.handleDrain)},
 		{"POST /v1/nodes/forget-key", operators, c.write(c.handleForgetKey)},
+		{"POST /v1/nodes/features", operators, c.write(c.handleNodeFeatures)},
 		{"POST /v1/nodes/join", anyone, c.write(c.handleJoin)},
 		{"POST /v1/nodes/attest/begin", nodes, c.write(c.handleAttestBegin)},
 		{"POST /v1/nodes/attest/finish", nodes, c.write(c.handleAttestFinish)},
@@ -161,6 +166,9 @@ func (c *Controller) guard(rt route) http.HandlerFunc {
 			return
 		}
 		p, err := c.principalOf(r)
+		if err == nil {
+			p, err = c.actingForJob(p, r)
+		}
 		var unknown *unknownToken
 		if errors.As(err, &unknown) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
 			c.proxy.forward(w, r) // a token made a moment ago: the leader holds it

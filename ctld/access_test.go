@@ -222,6 +222,10 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"GET", "/v1/jobs/" + j1 + "/why", nil, []string{pUserA, pCoord, pOperator, pAdmin}},
 		{"POST", "/v1/jobs/hold", map[string]any{"ids": []uint64{held}, "hold": true}, ownerSide},
 		{"POST", "/v1/jobs/update", map[string]any{"id": held, "dependency": nil}, ownerSide},
+		{"POST", "/v1/jobs/" + j1 + "/steps", map[string]any{"ntasks": 1}, []string{pUserA, pAdmin}},
+		{"POST", "/v1/jobs/" + j1 + "/steps/0/end", map[string]any{"state": "COMPLETED"}, []string{pUserA, pAdmin}},
+		{"POST", "/v1/jobs/" + j1 + "/steps/1/cancel", map[string]any{}, ownerSide},
+		{"GET", "/v1/steps", nil, allUsers},
 		{"POST", "/v1/jobs/suspend", map[string]any{"ids": []uint64{running}, "suspend": false}, ownerSide},
 		{"POST", "/v1/jobs/requeue", map[string]any{"ids": []uint64{held}, "hold": true}, ownerSide},
 		{"POST", "/v1/jobs/migrate", map[string]any{"ids": []uint64{running}, "cancel": true}, ownerSide},
@@ -240,6 +244,7 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"POST", "/v1/nodes/status", map[string]any{"name": "n1", "boot_id": "n1-boot"}, node1},
 		{"POST", "/v1/nodes/drain", map[string]any{"node": "n1", "drain": false}, opsAdmin},
 		{"POST", "/v1/nodes/forget-key", map[string]any{"node": "n9"}, opsAdmin},
+		{"POST", "/v1/nodes/features", map[string]any{"node": "n1", "reset": true}, opsAdmin},
 		{"POST", "/v1/nodes/join", map[string]any{"name": "n9"}, everyone},
 		{"POST", "/v1/nodes/attest/begin", map[string]any{"name": "n1"}, node1},
 		{"POST", "/v1/nodes/attest/finish", map[string]any{"name": "n1"}, node1},
@@ -284,6 +289,36 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 				t.Errorf("%s %s as %s: status %d (%s); want allowed=%v", e.method, e.path, who, status, strings.TrimSpace(body), want)
 			}
 		}
+	}
+	t.Run("a node forwards its own job's steps only", func(t *testing.T) { testNodeForwardsSteps(t, sc, running, held) })
+}
+
+// testNodeForwardsSteps sends step requests as node n1, naming a job with
+// api.JobHeader as a node daemon forwards srun's: taken for the job n1
+// runs (as its owner's), refused for a job it does not run and for a
+// path of another job.
+func testNodeForwardsSteps(t *testing.T, sc *authScene, running, held uint64) {
+	send := func(header uint64, path uint64) (int, string) {
+		b, _ := json.Marshal(map[string]any{"ntasks": 1})
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/v1/jobs/%d/steps", sc.base, path), bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(api.JobHeader, fmt.Sprint(header))
+		resp, err := sc.clients[pNode1].Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if st, body := send(running, running); st != 200 || !strings.Contains(body, `"nodes":["n1"]`) {
+		t.Errorf("n1 forwarding a step of its job %d: %d %s", running, st, body)
+	}
+	if st, body := send(held, held); st != 403 || !strings.Contains(body, "holds no run of job") {
+		t.Errorf("n1 forwarding a step of job %d, which it does not run: %d %s", held, st, body)
+	}
+	if st, body := send(running, held); st != 403 || !strings.Contains(body, "a job's requests reach its own routes only") {
+		t.Errorf("n1 naming job %d on job %d's route: %d %s", running, held, st, body)
 	}
 }
 

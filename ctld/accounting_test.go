@@ -136,6 +136,27 @@ func TestAccountingAccess(t *testing.T) {
 		}
 		return recs
 	}
+	// The same through a streamed export (NDJSON), which must apply the
+	// same rules.
+	export := func(who, query string) []api.AcctRecord {
+		t.Helper()
+		status, body := sc.do(t, who, "GET", "/v1/accounting/jobs?format=ndjson&"+query, nil)
+		if status != 200 {
+			t.Fatalf("GET /v1/accounting/jobs?format=ndjson&%s as %s: %d %s", query, who, status, body)
+		}
+		var recs []api.AcctRecord
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			if line == "" {
+				continue
+			}
+			var r api.AcctRecord
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("the export line %q: %v", line, err)
+			}
+			recs = append(recs, r)
+		}
+		return recs
+	}
 	jobs := func(recs []api.AcctRecord) []uint64 {
 		var out []uint64
 		for _, r := range recs {
@@ -160,14 +181,20 @@ func TestAccountingAccess(t *testing.T) {
 		if got := jobs(get(c.who, c.query)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got jobs %v, want %v", c.name, got, c.want)
 		}
+		if got := jobs(export(c.who, c.query)); !slices.Equal(got, c.want) {
+			t.Errorf("%s, exported: got jobs %v, want %v", c.name, got, c.want)
+		}
 	}
-	for _, r := range get(pUserA, "all=1") {
+	for _, r := range append(get(pUserA, "all=1"), export(pUserA, "all=1")...) {
 		if want := map[uint64]string{a1: "/home/alice"}[r.JobID]; r.WorkDir != want {
 			t.Errorf("alice sees job %d's working directory as %q, want %q", r.JobID, r.WorkDir, want)
 		}
 	}
 	if status, body := sc.do(t, pUserA, "GET", "/v1/accounting/jobs?state=NOPE", nil); status != 400 || !strings.Contains(body, "state=") {
 		t.Errorf("a bad state: %d %s; want 400 naming the parameter", status, body)
+	}
+	if status, body := sc.do(t, pUserA, "GET", "/v1/accounting/jobs?format=xml", nil); status != 400 || !strings.Contains(body, "parquet") {
+		t.Errorf("an unknown format: %d %s; want 400 listing the formats", status, body)
 	}
 }
 

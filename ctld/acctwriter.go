@@ -250,9 +250,9 @@ func openAccounting(dataDir string, f *FSM, log *slog.Logger) (*acctWriter, erro
 	// opened: a minute or two per million records (14 s for 100,000 at load 20),
 	// said before and after.
 	path := filepath.Join(dataDir, acctFile)
-	log.Info("opening the accounting store (a store from before the run index builds it first: a minute or two per million records)", "store", path)
+	log.Info("opening the accounting store (a store from before the run index or the compact encoding is converted first: a minute or two per million records)", "store", path)
 	start := time.Now()
-	store, err := accounting.Open(path)
+	store, err := accounting.OpenLogged(path, log)
 	if err != nil {
 		return nil, err
 	}

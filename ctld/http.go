@@ -302,14 +302,24 @@ func matchesRef(j *state.Job, f *api.JobFilter) bool {
 type jobView struct {
 	job *state.Job
 	run *state.Allocation
-	lvl level
+	// runs are every allocation of a multi-node job's run, in rank order
+	// (run is the first); nil for a single-node job.
+	runs []*state.Allocation
+	lvl  level
 }
 
 // viewOf returns j's view in s for the viewer.
 func viewOf(s *state.State, j *state.Job, vw *viewer) jobView {
 	v := jobView{job: j, lvl: vw.level(j)}
-	if j.State != api.StatePending && len(j.Allocs) > 0 {
-		v.run = currentAlloc(s, j)
+	if j.State == api.StatePending || len(j.Allocs) == 0 {
+		return v
+	}
+	if !j.Spec.MultiNode() {
+		v.run = currentAlloc(s, j) // the run a migration did not give up
+		return v
+	}
+	if v.runs = s.RunAllocs(j); len(v.runs) > 0 {
+		v.run = v.runs[0]
 	}
 	return v
 }
@@ -318,7 +328,7 @@ func viewOf(s *state.State, j *state.Job, vw *viewer) jobView {
 // its owner, without its script, environment and paths to others.
 func (v jobView) api() api.Job {
 	if v.lvl >= owned {
-		return apiJobRun(v.job, v.run)
+		return v.withRuns(apiJobRun(v.job, v.run))
 	}
 	return v.slim()
 }
@@ -326,8 +336,16 @@ func (v jobView) api() api.Job {
 // slim is the view as listings show it: without the script and
 // environment (and the paths, to a viewer that does not own the job).
 func (v jobView) slim() api.Job {
-	out := apiJobRunSlim(v.job, v.run)
+	out := v.withRuns(apiJobRunSlim(v.job, v.run))
 	redact(&out, v.lvl)
+	return out
+}
+
+// withRuns adds a multi-node run's nodes to out.
+func (v jobView) withRuns(out api.Job) api.Job {
+	if len(v.runs) > 1 {
+		return withRun(out, v.runs)
+	}
 	return out
 }
 
@@ -709,6 +727,28 @@ func (c *Controller) handleForgetKey(w http.ResponseWriter, r *http.Request) err
 	}
 	noteTarget(r, "node %s", req.Node)
 	if err := c.proposeChecked(state.CmdForgetNodeKey, &state.ForgetNodeKey{Node: req.Node, By: principalFrom(r).name}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// handleNodeFeatures sets a node's features for an operator, or gives
+// them back to its daemon's report.
+func (c *Controller) handleNodeFeatures(w http.ResponseWriter, r *http.Request) error {
+	var req api.NodeFeaturesRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	noteTarget(r, "node %s", submit.Shown(req.Node))
+	if err := validateNodeFeatures(&req); err != nil {
+		return err
+	}
+	cmd := &state.SetNodeFeatures{Node: req.Node, Features: req.Features, Reset: req.Reset, By: principalFrom(r).name}
+	if err := c.proposeChecked(state.CmdSetNodeFeatures, cmd); err != nil {
+		if strings.Contains(err.Error(), "no such node") {
+			return notFound("%v", err)
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})

@@ -3,6 +3,9 @@ package ctld
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"corral/accounting"
@@ -34,46 +37,118 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 	if !q.AllUsers && len(q.Users) == 0 && len(q.Jobs) == 0 {
 		q.Users = []string{p.name}
 	}
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "rows" && !slices.Contains(accounting.ExportFormats, format) {
+		return badRequest("format=%q: use json (the default), rows, or an export format: %s", format, strings.Join(accounting.ExportFormats, ", "))
+	}
 	// What the entries applied so far ended is in the store before it is
 	// read: a job this member shows as ended has its record.
 	c.fsm.flushAccounting()
-	recs, err := store.Select(q)
-	if err != nil {
-		return err
-	}
-	out := recs[:0]
-	c.fsm.Read(func(s *state.State) {
-		v := viewerOf(s, p)
+	show := c.acctVisibility(p)
+	if format == "" || format == "json" {
+		recs, err := store.Select(q)
+		if err != nil {
+			return err
+		}
+		out := []accounting.Record{}
 		for _, rec := range recs {
-			l := v.level(&state.Job{Spec: &state.JobSpec{User: rec.User, Account: rec.Account}})
-			if l == hidden {
-				continue
+			if show(&rec) {
+				out = append(out, rec)
 			}
-			if l < owned {
-				rec.WorkDir = ""
-			}
-			out = append(out, rec)
-		}
-	})
-	switch r.URL.Query().Get("format") {
-	case "rows":
-		w.Header().Set("Content-Type", api.AcctRowsType)
-		rw := api.NewAcctRowWriter(w)
-		for i := range out {
-			if err := rw.Write(&out[i]); err != nil {
-				return nil // the client went away
-			}
-		}
-		_ = rw.Flush()
-		return nil
-	case "", "json":
-		if out == nil {
-			out = []accounting.Record{}
 		}
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	return badRequest("format=%q: use json (the default) or rows", r.URL.Query().Get("format"))
+	return c.streamAccounting(w, store, q, format, show)
+}
+
+// streamAccounting writes the records q selects that show to the caller,
+// as sacct's compact rows or an export file, a chunk at a time as the
+// store reads them (a year's records never sit in memory). Once the first
+// bytes are out the status cannot change: a store that fails later cuts
+// the connection, so that the client sees a broken transfer, never a
+// short file that looks whole.
+func (c *Controller) streamAccounting(w http.ResponseWriter, store *accounting.Store, q accounting.Query, format string, show func(*accounting.Record) bool) error {
+	var write func([]accounting.Record) error
+	var finish func() error
+	if format == "rows" {
+		w.Header().Set("Content-Type", api.AcctRowsType)
+		rw := api.NewAcctRowWriter(w)
+		write = func(recs []accounting.Record) error {
+			for i := range recs {
+				if err := rw.Write(&recs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		finish = rw.Flush
+	} else {
+		w.Header().Set("Content-Type", exportTypes[format])
+		w.Header().Set("Trailer", api.AcctRecordsTrailer)
+		e, err := accounting.NewExporter(format, w)
+		if err != nil {
+			return nil // the client went away
+		}
+		write, finish = e.Write, e.Close
+	}
+	var gone error
+	n := 0
+	err := store.Each(q, func(recs []accounting.Record) error {
+		kept := recs[:0]
+		for i := range recs {
+			if show(&recs[i]) {
+				kept = append(kept, recs[i])
+			}
+		}
+		n += len(kept)
+		gone = write(kept)
+		return gone
+	})
+	if gone == nil && err == nil {
+		gone = finish()
+		w.Header().Set(api.AcctRecordsTrailer, strconv.Itoa(n))
+	}
+	if gone != nil {
+		return nil // the client went away
+	}
+	if err != nil {
+		c.log.Error("reading the accounting store for a listing failed part way: cutting the response", "format", format, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// exportTypes are the media types of the export formats.
+var exportTypes = map[string]string{
+	"csv": "text/csv; charset=utf-8", "ndjson": "application/x-ndjson", "parquet": "application/vnd.apache.parquet",
+}
+
+// acctVisibility returns the test of which records p may see, by the job
+// access rule (jobaccess.go): it tells whether a record shows and blanks
+// its working directory where p may see the job but does not own it. A
+// record's user and account decide, so each pair is judged once, under
+// the state's read lock, however many records it has.
+func (c *Controller) acctVisibility(p principal) func(*accounting.Record) bool {
+	type pair struct{ user, account string }
+	levels := map[pair]level{}
+	return func(rec *accounting.Record) bool {
+		k := pair{rec.User, rec.Account}
+		l, ok := levels[k]
+		if !ok {
+			c.fsm.Read(func(s *state.State) {
+				l = viewerOf(s, p).level(&state.Job{Spec: &state.JobSpec{User: rec.User, Account: rec.Account}})
+			})
+			levels[k] = l
+		}
+		if l == hidden {
+			return false
+		}
+		if l < owned {
+			rec.WorkDir = ""
+		}
+		return true
+	}
 }
 
 // handleAccountingUsage is GET /v1/accounting/usage (corral acct report):

@@ -15,6 +15,7 @@ import (
 	"corral/api"
 	"corral/ctld/state"
 	"corral/internal/pki"
+	"corral/submit"
 )
 
 // The job I/O routes reach into a running job: exec (an upgraded
@@ -102,14 +103,24 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		}
 		found, st, owner, reason = true, j.State, j.Spec.User, string(j.Reason)
 		t = nodeTarget{job: j.ID}
-		// The run to reach is the job's active allocation (a job has one
-		// node today; a migrating job's source answers until it
+		// The run to reach is the job's active allocation on the node
+		// the request names (a step's task), else its first: the batch
+		// script's node (a migrating job's source answers until it
 		// switches over, its destination from then on).
-		if a := currentAlloc(s, j); a != nil && a.Active() {
-			t.node = a.Node
-			if n := s.Nodes[t.node]; n != nil {
-				t.addr = n.APIAddr
+		if want := r.URL.Query().Get("node"); want == "" {
+			if a := currentAlloc(s, j); a != nil && a.Active() {
+				t.node = a.Node
 			}
+		} else {
+			for _, a := range s.ActiveAllocs(j) {
+				if a.Node == want && !a.Leaving {
+					t.node = a.Node
+					break
+				}
+			}
+		}
+		if n := s.Nodes[t.node]; n != nil {
+			t.addr = n.APIAddr
 		}
 	})
 	if (!found || st != api.StateRunning) && !c.isLeading() && r.Header.Get("X-Corral-Forwarded") == "" {
@@ -128,6 +139,8 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is pending (%s): it has no node to reach yet", ref.ID, reason)}
 	case st != api.StateRunning && st != api.StateMigrating:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is %s, not running", ref.ID, st)}
+	case t.node == "":
+		return t, notFound("job %d does not run on node %s", ref.ID, submit.Shown(r.URL.Query().Get("node")))
 	case t.addr == "":
 		return t, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf("job %d runs on node %s, which serves no job API (start its node daemon with --listen, or upgrade it)", ref.ID, t.node)}
 	}

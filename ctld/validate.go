@@ -75,6 +75,12 @@ func (c *Controller) validateSpec(i int, sp *api.JobSpec, s *state.State, parts 
 	if err := checkLicenseTotals(i, sp, s.Config); err != nil {
 		return err
 	}
+	if err := checkNodeSelection(i, sp, part, s); err != nil {
+		return err
+	}
+	if err := refuseUnplaced(i, sp); err != nil {
+		return err
+	}
 	return fits.check(i, sp, part)
 }
 

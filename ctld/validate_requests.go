@@ -141,6 +141,11 @@ func validateNodeInfo(info *api.NodeInfo) error {
 			c.fail("api_addr", "api_addr %q is not http://HOST:PORT or https://HOST:PORT", submit.Shown(info.APIAddr))
 		}
 	}
+	if info.Overlay != "" {
+		if _, err := api.ParseOverlay(info.Overlay); err != nil {
+			c.fail("overlay", "%v", err)
+		}
+	}
 	c.count("partitions", len(info.Partitions), maxNodePartitions)
 	for i, p := range info.Partitions {
 		c.name("partitions", p, submit.MaxNameBytes)
@@ -160,6 +165,7 @@ func validateNodeInfo(info *api.NodeInfo) error {
 			c.fail("running", "job id 0 does not exist")
 		}
 	}
+	checkFeatures(c, info.Features)
 	if c.err == nil && info.Inventory != nil {
 		validateInventory(c, info.Inventory)
 	}
@@ -364,6 +370,30 @@ func validateDrain(req *api.DrainRequest) error {
 	c.nodeName("node", req.Node)
 	c.text("reason", req.Reason, submit.MaxNameBytes)
 	return c.err
+}
+
+// validateNodeFeatures checks an operator's features for a node: a node
+// name, at most api.MaxNodeFeatures valid feature names, none given with
+// Reset.
+func validateNodeFeatures(req *api.NodeFeaturesRequest) error {
+	c := &reqCheck{}
+	c.nodeName("node", req.Node)
+	if req.Reset && len(req.Features) > 0 {
+		c.fail("features", "node %s: give features or reset, not both", req.Node)
+	}
+	checkFeatures(c, req.Features)
+	return c.err
+}
+
+// checkFeatures checks a node's feature list: at most api.MaxNodeFeatures
+// names, each a valid feature name.
+func checkFeatures(c *reqCheck, features []string) {
+	c.count("features", len(features), api.MaxNodeFeatures)
+	for _, f := range features {
+		if why := submit.FeatureProblem(f); why != "" {
+			c.fail("features", "feature %q %s", submit.Shown(f), why)
+		}
+	}
 }
 
 // validateIDs checks the job ids of a hold, suspend or cancel.

@@ -91,10 +91,7 @@ func TestSubmitStateChecks(t *testing.T) {
 	if a := post(t, base, "/v1/nodes/register", later); a.status != 200 {
 		t.Fatalf("register: %d %q", a.status, a.err.Error)
 	}
-	tests := map[string]struct {
-		edit        func(s *api.JobSpec)
-		field, want string // field "" means accepted
-	}{
+	tests := map[string]submitCase{
 		"a job that fits":         {edit: func(s *api.JobSpec) { s.CPUsPerTask = 8 }},
 		"two GPUs and a VF fit":   {edit: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}, {Name: "vf", Count: 1}} }},
 		"root may be negative":    {edit: func(s *api.JobSpec) { s.User, s.Nice = "root", -10 }},
@@ -127,6 +124,19 @@ func TestSubmitStateChecks(t *testing.T) {
 		"an account the partition does not take": {edit: func(s *api.JobSpec) { s.Partition, s.Account = "chemonly", "phys" }, field: "account",
 			want: `Invalid account or account/partition combination specified: partition chemonly takes jobs of accounts chem only; account "phys" is not one`},
 	}
+	submitCases(t, base, tests)
+}
+
+// submitCase is a job submitted alone: accepted when field is "", else
+// refused naming field and saying want.
+type submitCase struct {
+	edit        func(s *api.JobSpec)
+	field, want string
+}
+
+// submitCases submits each case's job to base and checks the answer.
+func submitCases(t *testing.T, base string, tests map[string]submitCase) {
+	t.Helper()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			a := post(t, base, "/v1/jobs", api.SubmitRequest{Jobs: []api.JobSpec{jobSpec(tc.edit)}})
@@ -187,6 +197,8 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"a node named a..b":         {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Name = "a..b" }), "name", `must not contain ".."`},
 		"a node without a name":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Name = "" }), "name", "without a name"},
 		"a node with 0 CPUs":        {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.CPUs = 0 }), "cpus", "cpus=0 must be between 1 and 1000000"},
+		"an overlay without a port": {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Overlay = "192.0.2.1" }), "overlay", "give the node's IPv4 address and a UDP port"},
+		"an overlay on 0.0.0.0":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Overlay = "0.0.0.0:4789" }), "overlay", "overlay endpoint"},
 		"a node with 2^40 CPUs":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.CPUs = 1 << 40 }), "cpus", "between 1 and 1000000"},
 		"negative memory":           {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.MemMB = -1 }), "mem_mb", "mem_mb=-1"},
 		"a partition with a space":  {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Partitions = []string{"a b"} }), "partitions", "may hold only letters"},

@@ -21,6 +21,9 @@ func stateSpec(sp *api.JobSpec) state.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: stateDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, NoWarm: sp.NoWarm, Licenses: sp.Licenses, Reservation: sp.Reservation,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 	// The script and environment go inline here; submit moves them out of
 	// line (state.OutOfLine) before the job is proposed.
@@ -61,6 +64,9 @@ func apiSpecSlim(sp *state.JobSpec) api.JobSpec {
 		Comment: sp.Comment, Nice: sp.Nice, Gres: sp.Gres, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
 		Dependency: apiDependency(sp.Dependency), Array: sp.Array, Image: sp.Image, Signal: sp.Signal,
 		NoMigrate: sp.NoMigrate, NoWarm: sp.NoWarm, Licenses: sp.Licenses, Reservation: sp.Reservation,
+		NodesMax: sp.NodesMax, NTasksPerNode: sp.NTasksPerNode, Exclusive: sp.Exclusive, NodeList: sp.NodeList,
+		Exclude: sp.Exclude, Constraint: sp.Constraint, Distribution: sp.Distribution, SpreadJob: sp.SpreadJob,
+		Contiguous: sp.Contiguous,
 	}
 }
 
@@ -83,13 +89,27 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 // node, resources and placement of its current run or, once it ended, of
 // its last one (a pending job shows none).
 func apiJob(s *state.State, j *state.Job) api.Job {
-	var a *state.Allocation
-	if j.State != api.StatePending {
-		a = currentAlloc(s, j)
-	}
-	out := apiJobRun(j, a)
+	out := apiJobOf(s, j)
 	out.Migrations = apiMigrations(s, j)
 	return out
+}
+
+// apiJobOf is apiJob without the job's migrations.
+func apiJobOf(s *state.State, j *state.Job) api.Job {
+	if j.State == api.StatePending {
+		return apiJobRun(j, nil)
+	}
+	if !j.Spec.MultiNode() {
+		return apiJobRun(j, currentAlloc(s, j)) // a multi-node job never migrates
+	}
+	run := s.RunAllocs(j)
+	switch len(run) {
+	case 0:
+		return apiJobRun(j, nil)
+	case 1:
+		return apiJobRun(j, run[0])
+	}
+	return withRun(apiJobRun(j, run[0]), run)
 }
 
 // currentAlloc is job j's run as users see it: its newest allocation that
@@ -117,6 +137,19 @@ func currentAlloc(s *state.State, j *state.Job) *state.Allocation {
 		return ended
 	}
 	return s.LastAlloc(j)
+}
+
+// withRun adds to job out, filled in from its multi-node run's first
+// allocation, the nodes of the whole run and its CPUs in all.
+func withRun(out api.Job, run []*state.Allocation) api.Job {
+	out.Nodes = make([]string, len(run))
+	cpus := 0
+	for i, a := range run {
+		out.Nodes[i] = a.Node
+		cpus += a.CPUs
+	}
+	out.CPUs = cpus
+	return out
 }
 
 // apiJobRun is job j with run a (nil: none) filled in.
@@ -155,7 +188,9 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
 			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, Migrate: n.Migrate, CheckpointDir: n.CheckpointDir,
+			Overlay: n.Overlay, Features: n.Features,
 		},
+		ActiveFeatures: n.ActiveFeatures(), FeaturesBy: n.OpFeaturesBy,
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
 		DrainMigrate: n.DrainMigrate, DrainNote: n.DrainNote,
 		Registered: n.Registered, LastSeen: n.LastSeen,
@@ -185,6 +220,14 @@ func desired(s *state.State, name string) api.Desired {
 			continue
 		}
 		run := apiJobRun(j, a)
+		if j.Spec.MultiNode() {
+			for _, o := range s.RunAllocs(j) {
+				run.Nodes = append(run.Nodes, o.Node)
+			}
+		} else {
+			run.Nodes = []string{a.Node}
+		}
+		run.NodeRank = a.Rank
 		run.State = api.StateRunning
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended

@@ -20,11 +20,13 @@ import (
 // AcctDefaultFormat is sacct's default --format.
 const AcctDefaultFormat = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 
-// AcctLine is one line of sacct's output: a job's record, or the batch
-// step line under it (Step set).
+// AcctLine is one line of sacct's output: a job's record, or a step line
+// under it (Step set): its batch step, or, with StepID, a step srun ran
+// (Rec is then the step's own, made from the job's by AcctLines).
 type AcctLine struct {
-	Rec  *api.AcctRecord
-	Step bool
+	Rec    *api.AcctRecord
+	Step   bool
+	StepID string
 }
 
 // AcctEnv is what the lines need beyond the records: the time zone to
@@ -56,7 +58,12 @@ func (c AcctColumn) Name() string { return c.field.name }
 var acctFields = []acctField{
 	{"JobID", -12, func(l AcctLine, _ *AcctEnv) string { return stepID(l, l.Rec.Ref) }},
 	{"JobIDRaw", -12, func(l AcctLine, _ *AcctEnv) string { return stepID(l, strconv.FormatUint(l.Rec.JobID, 10)) }},
-	{"JobName", 10, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "batch", l.Rec.Name) }},
+	{"JobName", 10, func(l AcctLine, _ *AcctEnv) string {
+		if l.StepID != "" {
+			return l.Rec.Name
+		}
+		return ifStep(l, "batch", l.Rec.Name)
+	}},
 	{"Partition", 10, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "", l.Rec.Partition) }},
 	{"Account", 10, func(l AcctLine, _ *AcctEnv) string { return l.Rec.Account }},
 	{"User", 9, func(l AcctLine, _ *AcctEnv) string { return ifStep(l, "", l.Rec.User) }},
@@ -119,7 +126,10 @@ var acctFields = []acctField{
 }
 
 func stepID(l AcctLine, id string) string {
-	if l.Step {
+	switch {
+	case l.StepID != "":
+		return id + "." + l.StepID
+	case l.Step:
 		return id + ".batch"
 	}
 	return id
@@ -299,17 +309,48 @@ type AcctLayout struct {
 }
 
 // AcctLines returns the lines sacct prints for recs: each record, and
-// under it its batch step line unless allocationsOnly (-X) or the record
-// has no run.
+// under it, unless allocationsOnly (-X) or the record has no run, its
+// batch step line (on the run's first node) and a line per step srun ran
+// (JOB.0, JOB.1, ...).
 func AcctLines(recs []api.AcctRecord, allocationsOnly bool) []AcctLine {
 	var out []AcctLine
 	for i := range recs {
-		out = append(out, AcctLine{Rec: &recs[i]})
-		if !allocationsOnly && recs[i].AllocID != 0 {
-			out = append(out, AcctLine{Rec: &recs[i], Step: true})
+		r := &recs[i]
+		out = append(out, AcctLine{Rec: r})
+		if allocationsOnly || r.AllocID == 0 {
+			continue
+		}
+		out = append(out, AcctLine{Rec: batchRecord(r), Step: true})
+		for _, st := range r.Steps {
+			out = append(out, AcctLine{Rec: stepRecord(r, &st), Step: true, StepID: strconv.Itoa(st.ID)})
 		}
 	}
 	return out
+}
+
+// batchRecord is the record of r's batch step: r itself, or, for a run
+// on several nodes, what the batch script's node (rank 0) held.
+func batchRecord(r *api.AcctRecord) *api.AcctRecord {
+	if r.BatchNode == "" {
+		return r
+	}
+	b := *r
+	b.NodeList, b.AllocTRES, b.Steps = r.BatchNode, r.BatchTRES, nil
+	secs := float64(r.Elapsed)
+	b.CPUSeconds, b.MemSeconds = float64(b.AllocTRES.CPU)*secs, float64(b.AllocTRES.MemMB)*secs
+	b.GPUSeconds, b.BillingRate, b.Billing = float64(b.AllocTRES.GPUCount())*secs, 0, 0
+	return &b
+}
+
+// stepRecord is step st of record r as a record of its own, for its line.
+func stepRecord(r *api.AcctRecord, st *api.AcctStep) *api.AcctRecord {
+	return &api.AcctRecord{
+		JobID: r.JobID, Ref: r.Ref, ArrayJobID: r.ArrayJobID, ArrayTaskID: r.ArrayTaskID, AllocID: r.AllocID,
+		Name: st.Name, User: r.User, Account: r.Account, Partition: r.Partition, QOS: r.QOS,
+		Submit: r.Submit, Eligible: r.Eligible, Start: st.Start, End: st.End, Elapsed: int64(st.End.Sub(st.Start) / time.Second),
+		State: st.State, ExitCode: st.ExitCode, Signal: st.Signal, NodeList: st.NodeList,
+		ReqTRES: api.TRES{CPU: st.CPUs, Nodes: st.Nodes}, AllocTRES: api.TRES{CPU: st.CPUs, Nodes: st.Nodes},
+	}
 }
 
 // Acct writes lines in cols as sacct does.

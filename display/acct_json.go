@@ -139,7 +139,21 @@ func acctJob(r *api.AcctRecord, env *AcctEnv) acctJSONJob {
 		s.Nodes.Count, s.Nodes.List = 1, []string{r.NodeList}
 		s.Statistics.MaxRSSKB = r.MaxRSSKB
 		s.TRES.Allocated = j.TRES.Allocated
+		if b := batchRecord(r); b != r {
+			// A multi-node run's batch script runs on its rank 0 alone.
+			s.Nodes.List, s.TRES.Allocated = []string{b.NodeList}, tresList(b.AllocTRES, 0)
+		}
 		j.Steps = append(j.Steps, s)
+		for i := range r.Steps {
+			st := stepRecord(r, &r.Steps[i])
+			var s acctJSONStep
+			s.Step.ID, s.Step.Name = strconv.FormatUint(r.JobID, 10)+"."+strconv.Itoa(r.Steps[i].ID), st.Name
+			s.State, s.ExitCode, s.Time = []string{string(st.State)}, acctExit(st), acctTimes(st)
+			s.Time.Limit = acctJSONNumber{}
+			s.Nodes.Count, s.Nodes.List = st.AllocTRES.Nodes, []string{st.NodeList}
+			s.TRES.Allocated = tresList(st.AllocTRES, 0)
+			j.Steps = append(j.Steps, s)
+		}
 	}
 	return j
 }

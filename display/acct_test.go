@@ -169,3 +169,66 @@ func FuzzParseAcctFormat(f *testing.F) {
 		}
 	})
 }
+
+// TestAcctMultiNodeSteps: a two-node run's lines: the job's (both nodes),
+// its batch step's (rank 0's node, not the first of the list, and what
+// it held), and a line per step srun
+// ran, as JOB.STEP; -X leaves the step lines out; --json lists them.
+func TestAcctMultiNodeSteps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	recs := []api.AcctRecord{{
+		JobID: 20, Ref: "20", AllocID: 9, Final: true, Name: "mpi", User: "ada", Account: "physics", Partition: "batch",
+		Submit: t0, Eligible: t0, Start: t0, End: t0.Add(time.Hour), Elapsed: 3600, State: api.StateCompleted, NodeList: "n[1-2]",
+		ReqTRES: api.TRES{CPU: 8, MemMB: 4096, Nodes: 2}, AllocTRES: api.TRES{CPU: 10, MemMB: 4096, Nodes: 2},
+		BatchNode: "n2", BatchTRES: api.TRES{CPU: 6, MemMB: 2048, Nodes: 1},
+		Steps: []api.AcctStep{
+			{ID: 0, Name: "hostname", NodeList: "n[1-2]", Nodes: 2, NTasks: 4, CPUs: 4, State: api.StateCompleted,
+				Start: t0.Add(time.Minute), End: t0.Add(2 * time.Minute)},
+			{ID: 1, Name: "a.out", NodeList: "n2", Nodes: 1, NTasks: 1, CPUs: 1, State: api.StateFailed, ExitCode: 2,
+				Start: t0.Add(3 * time.Minute), End: t0.Add(3*time.Minute + 5*time.Second)},
+		},
+	}}
+	cols, err := ParseAcctFormat("JobID,JobName,NNodes,AllocCPUS,State,ExitCode,Elapsed,NodeList")
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(allocations bool) string {
+		var b bytes.Buffer
+		if err := Acct(&b, AcctLines(recs, allocations), cols, AcctLayout{Parsable2: true, NoHeader: true}, AcctEnv{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	want := "20|mpi|2|10|COMPLETED|0:0|01:00:00|n[1-2]\n" +
+		"20.batch|batch|1|6|COMPLETED|0:0|01:00:00|n2\n" +
+		"20.0|hostname|2|4|COMPLETED|0:0|00:01:00|n[1-2]\n" +
+		"20.1|a.out|1|1|FAILED|2:0|00:00:05|n2\n"
+	if got := render(false); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := render(true); got != "20|mpi|2|10|COMPLETED|0:0|01:00:00|n[1-2]\n" {
+		t.Errorf("-X: got\n%s", got)
+	}
+	var b bytes.Buffer
+	if err := AcctJSON(&b, recs, AcctEnv{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Jobs []struct {
+			Steps []struct {
+				Step  struct{ ID, Name string }
+				Nodes struct {
+					Count int
+					List  []string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if s := doc.Jobs[0].Steps; len(s) != 3 || s[0].Step.ID != "20.batch" || s[0].Nodes.List[0] != "n2" ||
+		s[1].Step.ID != "20.0" || s[1].Nodes.Count != 2 || s[2].Step.Name != "a.out" {
+		t.Errorf("--json steps: %+v", s)
+	}
+}

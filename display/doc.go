@@ -5,8 +5,8 @@
 // It owns the text layouts: squeue's -o and -O format languages, field
 // codes, headers, widths and truncation rules, and its -S sort keys;
 // sinfo's -o and -O format engine, in which every built-in layout is a
-// format, and how it puts nodes on lines; scontrol's Key=Value records; Slurm's hostlist
-// notation; the JSON document of `corral queue --json`; and the
+// format, and how it puts nodes on lines; scontrol's Key=Value records
+// (node lists written with package internal/hostlist); the JSON document of `corral queue --json`; and the
 // `corral status` summary.
 //
 // It never does I/O beyond writing to the io.Writer it is handed, never
@@ -23,7 +23,6 @@
 //	ParseNodeStates, FilterNodes                  sinfo
 //	ShowJob, ShowNode                             scontrol show job|node
 //	Status                                        corral status
-//	CompressHostlist, ExpandHostlist              hostlist notation
 //
 // # Choices where corral and Slurm differ
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // NodesOptions are sinfo's display options.
@@ -396,7 +397,7 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func leadingNumber(s string) uint64 {
 	var n uint64
-	for i := 0; i < len(s) && isDigit(s[i]) && i < maxDigits; i++ {
+	for i := 0; i < len(s) && isDigit(s[i]) && i < hostlist.MaxDigits; i++ {
 		n = n*10 + uint64(s[i]-'0')
 	}
 	return n

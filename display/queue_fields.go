@@ -113,12 +113,14 @@ func init() {
 			return strconv.AppendInt(dst, int64(cpusOf(j)), 10)
 		}},
 		'd': {header: "MIN_TMP_DISK", value: fixed("0")},
-		'D': {header: "NODES", value: fixed("1")},
+		'D': {header: "NODES", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
+			return strconv.AppendInt(dst, int64(nodeCountOf(j)), 10)
+		}},
 		'e': {header: "END_TIME", value: valueEndTime},
 		'E': {header: "DEPENDENCY", value: str(func(j *api.Job) string { return orNull(dependencyOf(j)) })},
-		'f': {header: "FEATURES", value: fixed(nullStr)},
+		'f': {header: "FEATURES", value: str(func(j *api.Job) string { return orNull(j.Spec.Constraint) })},
 		'F': {header: "ARRAY_JOB_ID", value: arrayJobID},
-		'h': {header: "OVER_SUBSCRIBE", value: fixed("OK")},
+		'h': {header: "OVER_SUBSCRIBE", value: str(func(j *api.Job) string { return map[bool]string{true: "NO", false: "OK"}[j.Spec.Exclusive] })},
 		'H': {header: "SOCKETS_PER_NODE", value: fixed("*")},
 		'i': {header: "JOBID", value: jobRef},
 		'I': {header: "CORES_PER_SOCKET", value: fixed("*")},
@@ -134,10 +136,12 @@ func init() {
 		'M': {header: "TIME", cut: cutNever, value: func(dst []byte, j *api.Job, c *rowCtx) []byte {
 			return appendSqueueSecs(dst, elapsedSecs(j, c.now))
 		}},
-		'n': {header: "REQ_NODES", cut: cutNever, value: fixed("")},
+		'n': {header: "REQ_NODES", cut: cutNever, value: str(func(j *api.Job) string { return j.Spec.NodeList })},
 		'N': {header: "NODELIST", headerNoCut: true, cut: cutNever, value: valueNodes},
 		'o': {header: "COMMAND", value: str(commandOf)},
-		'O': {header: "CONTIGUOUS", value: fixed("0")},
+		'O': {header: "CONTIGUOUS", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
+			return strconv.AppendInt(dst, boolInt(j.Spec.Contiguous), 10)
+		}},
 		'p': {header: "PRIORITY", value: valuePriorityFraction},
 		'P': {header: "PARTITION", value: str(partitionOf)},
 		'q': {header: "QOS", value: str(func(j *api.Job) string { return orNull(j.Spec.QOS) })},
@@ -189,6 +193,12 @@ func valueExecHost(dst []byte, j *api.Job, _ *rowCtx) []byte {
 		return append(dst, "n/a"...)
 	}
 	return append(dst, j.Node...)
+}
+
+// nodeCountOf is %D: the nodes a job asks for (the fewest of a range).
+func nodeCountOf(j *api.Job) int {
+	lo, _ := j.Spec.NodeRange()
+	return lo
 }
 
 func valueNodes(dst []byte, j *api.Job, _ *rowCtx) []byte {

@@ -388,3 +388,18 @@ func TestQueueRowsDoNotAllocate(t *testing.T) {
 		t.Errorf("Queue of 5000 jobs made %v allocations, want a handful", allocs)
 	}
 }
+
+// TestQueueNodeRequest checks the fields of a multi-node request: %D the
+// fewest nodes, %f the constraint, %n the -w list, %h and %O.
+func TestQueueNodeRequest(t *testing.T) {
+	j := pendingJob()
+	j.Spec.Nodes, j.Spec.NodesMax, j.Spec.NTasks, j.Spec.NTasksPerNode = 3, 5, 0, 1
+	j.Spec.Constraint, j.Spec.NodeList, j.Spec.Exclusive, j.Spec.Contiguous = "intel&ib", "n[1-2]", true, true
+	var b strings.Builder
+	if err := Queue(&b, []api.Job{j, pendingJob()}, QueueOptions{Format: "%D|%f|%n|%h|%O", NoHeader: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if want := "3|intel&ib|n[1-2]|NO|1\n1|(null)||OK|0\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // ShowReservation renders one reservation like scontrol show reservation
@@ -22,7 +23,7 @@ func ShowReservation(w io.Writer, r *api.ReservationInfo, loc *time.Location) {
 	k.time("EndTime", r.End, "Unknown")
 	k.str("Duration", resvDuration(&r.Reservation))
 	k.newLine()
-	k.str("Nodes", orNull(CompressHostlist(r.Nodes)))
+	k.str("Nodes", orNull(hostlist.Compress(r.Nodes)))
 	k.int("NodeCnt", int64(len(r.Nodes)))
 	k.int("CoreCnt", int64(r.CoreCnt))
 	k.str("Features", nullStr)
@@ -77,7 +78,7 @@ func Reservations(w io.Writer, rs []api.ReservationInfo, loc *time.Location, noH
 		start := string(appendTime(nil, r.Start, loc, "Unknown"))
 		end := string(appendTime(nil, r.End, loc, "Unknown"))
 		fmt.Fprintf(&b, "%-*s  %8s  %19s  %19s  %11s  %s\n", width, Safe(r.Name), resvState(r), start, end,
-			resvDuration(&r.Reservation), Safe(CompressHostlist(r.Nodes)))
+			resvDuration(&r.Reservation), Safe(hostlist.Compress(r.Nodes)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

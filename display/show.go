@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // kvWriter builds scontrol's layout: a first line, then lines indented by
@@ -248,10 +249,25 @@ func showJobResources(k *kvWriter, j *api.Job) {
 		k.str("BatchHost", nodes)
 	}
 	k.newLine()
-	k.str("NumNodes", "1")
+	lo, hi := j.Spec.NodeRange()
+	k.str("NumNodes", nodeRangeText(lo, hi))
 	k.int("NumCPUs", int64(cpusOf(j)))
-	k.int("NumTasks", int64(max(j.Spec.NTasks, 1)))
+	k.int("NumTasks", int64(max(api.TasksOn(j.Spec.NTasks, j.Spec.NTasksPerNode, lo), 1)))
 	k.int("CPUs/Task", int64(max(j.Spec.CPUsPerTask, 1)))
+	if j.Spec.NTasksPerNode > 0 {
+		k.int("NtasksPerNode", int64(j.Spec.NTasksPerNode))
+	}
+	k.newLine()
+	k.str("ReqNodeList", orNull(j.Spec.NodeList))
+	k.str("ExcNodeList", orNull(j.Spec.Exclude))
+	k.newLine()
+	k.str("Features", orNull(j.Spec.Constraint))
+	k.str("OverSubscribe", map[bool]string{true: "NO", false: "OK"}[j.Spec.Exclusive])
+	k.int("Contiguous", boolInt(j.Spec.Contiguous))
+	if j.Spec.Distribution != "" || j.Spec.SpreadJob {
+		k.str("Distribution", orNull(j.Spec.Distribution))
+		k.int("SpreadJob", boolInt(j.Spec.SpreadJob))
+	}
 	if p := j.Placement; p != nil {
 		k.newLine()
 		k.str("CPU_IDs", intRanges(p.CPUs))
@@ -309,6 +325,14 @@ func showJobResources(k *kvWriter, j *api.Job) {
 	}
 }
 
+// nodeRangeText is a node count, or MIN-MAX for a range.
+func nodeRangeText(lo, hi int) string {
+	if hi > lo {
+		return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
+	}
+	return strconv.Itoa(lo)
+}
+
 // jobTRES is scontrol's TRES string: cpu=4,mem=1G,node=1[,gres/gpu=2].
 func jobTRES(j *api.Job) string {
 	b := []byte("cpu=")
@@ -317,7 +341,9 @@ func jobTRES(j *api.Job) string {
 		b = append(b, ",mem="...)
 		b = appendMemMB(b, mem)
 	}
-	b = append(b, ",node=1"...)
+	lo, _ := j.Spec.NodeRange()
+	b = append(b, ",node="...)
+	b = strconv.AppendInt(b, int64(lo), 10)
 	for _, g := range j.Spec.Gres {
 		b = append(b, ",gres/"...)
 		b = append(b, g.Name...)
@@ -405,6 +431,16 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	k.str("Weight", "1")
 	k.newLine()
 	k.str("Partitions", orNull(strings.Join(n.Partitions, ",")))
+	k.newLine()
+	// Slurm's changeable features are not corral's: what a node has is
+	// what it has, so both lines show the active list.
+	k.str("AvailableFeatures", orNull(strings.Join(n.ActiveFeatures, ",")))
+	k.newLine()
+	k.str("ActiveFeatures", orNull(strings.Join(n.ActiveFeatures, ",")))
+	if n.FeaturesBy != "" {
+		k.str("FeaturesSetBy", n.FeaturesBy)
+		k.str("ReportedFeatures", orNull(strings.Join(n.Features, ",")))
+	}
 	k.newLine()
 	k.str("Runner", orNull(n.Runner))
 	if len(n.Images) > 0 {
@@ -599,7 +635,7 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("MaxNodes", maxNodes)
 	k.int("MinNodes", int64(max(p.MinNodes, 0)))
 	k.newLine()
-	k.str("Nodes", orNull(CompressHostlist(p.Nodes)))
+	k.str("Nodes", orNull(hostlist.Compress(p.Nodes)))
 	k.newLine()
 	k.int("PriorityTier", int64(p.PriorityTier))
 	mode := string(p.PreemptMode)

@@ -24,6 +24,8 @@ var showJobGoldens = map[string]struct {
    SuspendTime=None SecsSuspended=0
    Partition=batch NodeList=(null)
    NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1
+   ReqNodeList=(null) ExcNodeList=(null)
+   Features=(null) OverSubscribe=OK Contiguous=0
    ReqTRES=cpu=1,node=1
    AllocTRES=(null)
    MinMemoryNode=0 MinTmpDiskNode=0
@@ -48,6 +50,8 @@ var showJobGoldens = map[string]struct {
    Partition=gpu NodeList=gpu01
    BatchHost=gpu01
    NumNodes=1 NumCPUs=4 NumTasks=2 CPUs/Task=2
+   ReqNodeList=(null) ExcNodeList=(null)
+   Features=(null) OverSubscribe=OK Contiguous=0
    ReqTRES=cpu=4,mem=1.50G,node=1,gres/gpu:a100=2
    AllocTRES=cpu=4,mem=1.50G,node=1,gres/gpu:a100=2
    MinMemoryNode=1.50G MinTmpDiskNode=0
@@ -72,6 +76,8 @@ var showJobGoldens = map[string]struct {
    Partition=batch NodeList=n3
    BatchHost=n3
    NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1
+   ReqNodeList=(null) ExcNodeList=(null)
+   Features=(null) OverSubscribe=OK Contiguous=0
    ReqTRES=cpu=1,mem=500M,node=1
    AllocTRES=cpu=1,mem=500M,node=1
    MinMemoryCPU=500M MinTmpDiskNode=0
@@ -166,8 +172,9 @@ func TestShowNode(t *testing.T) {
 	vm := api.Node{
 		NodeInfo: api.NodeInfo{
 			Name: "vm1", CPUs: 16, MemMB: 65536, Partitions: []string{"gpu"}, Runner: "vm",
-			Version: "0.3.1", Images: []string{"ubuntu-24.04", "rocky-9"}, Accel: "kvm",
+			Version: "0.3.1", Images: []string{"ubuntu-24.04", "rocky-9"}, Accel: "kvm", Features: []string{"intel"},
 		},
+		ActiveFeatures: []string{"amd", "ib"}, FeaturesBy: "oscar",
 		Down: true, Drain: true, Reason: "hypervisor upgrade", ReasonUser: "oscar", ReasonTime: t0.Add(-90e9),
 		AllocCPUs: 4, AllocMemMB: 4096,
 		Jobs: []uint64{42, 43},
@@ -181,6 +188,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=8000 AllocMem=2000 FreeMem=6000
    State=MIXED ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=batch,gpu
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
    Runner=process
    SlurmdStartTime=2024-02-29T10:00:00 LastSeen=2024-03-01T09:59:57 HeartbeatAge=00:00:03
    Jobs=(null)
@@ -191,6 +200,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=8000 AllocMem=0 FreeMem=8000
    State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=batch
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
    Runner=process
    SlurmdStartTime=2024-02-29T10:00:00 LastSeen=2024-03-01T09:59:57 HeartbeatAge=00:00:03
    Jobs=(null)
@@ -202,6 +213,8 @@ func TestShowNode(t *testing.T) {
    RealMemory=65536 AllocMem=4096 FreeMem=61440
    State=DOWN+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1
    Partitions=gpu
+   AvailableFeatures=amd,ib
+   ActiveFeatures=amd,ib FeaturesSetBy=oscar ReportedFeatures=intel
    Runner=vm Images=ubuntu-24.04,rocky-9 Accel=kvm
    SlurmdStartTime=None LastSeen=None HeartbeatAge=N/A
    Jobs=42,43
@@ -259,5 +272,28 @@ func TestLongDurations(t *testing.T) {
 				t.Errorf("appendLongSecs(%d) = %q, want %q", tc.secs, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestShowJobNodes checks how show job writes a multi-node request: the
+// node range, tasks per node, the host lists, the constraint, exclusive
+// and the distribution.
+func TestShowJobNodes(t *testing.T) {
+	j := pendingJob()
+	s := &j.Spec
+	s.Nodes, s.NodesMax, s.NTasks, s.NTasksPerNode, s.CPUsPerTask = 2, 4, 0, 2, 3
+	s.NodeList, s.Exclude, s.Constraint, s.Exclusive = "n[1-2]", "n9", "intel&[r1|r2]", true
+	s.Distribution, s.SpreadJob = "cyclic", true
+	var b strings.Builder
+	ShowJob(&b, &j, t0)
+	for _, want := range []string{
+		"NumNodes=2-4 NumCPUs=24 NumTasks=4 CPUs/Task=3 NtasksPerNode=2\n",
+		"ReqNodeList=n[1-2] ExcNodeList=n9\n",
+		"Features=intel&[r1|r2] OverSubscribe=NO Contiguous=0 Distribution=cyclic SpreadJob=1\n",
+		"ReqTRES=cpu=24,node=2\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("show job lacks %q:\n%s", want, b.String())
+		}
 	}
 }

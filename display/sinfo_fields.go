@@ -5,12 +5,13 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // This file is the table of sinfo's fields: for each -o letter and -O long
 // name, its header, how it groups nodes into lines and how corral fills it.
-// Values for what corral nodes do not have (temporary disk, weights,
-// features, CPU load) are the ones sinfo prints for a node that never set
+// Values for what corral nodes do not have (temporary disk, weights, CPU
+// load) are the ones sinfo prints for a node that never set
 // them, so that scripts written for Slurm keep parsing.
 
 // nodeFieldKind says how a field takes part in deciding lines.
@@ -167,7 +168,7 @@ func valueNodeList(dst []byte, g *nodeGroup) []byte {
 	if len(g.nodes) == 1 {
 		return append(dst, g.nodes[0].Name...)
 	}
-	return append(dst, CompressHostlist(nodeNames(g))...)
+	return append(dst, hostlist.Compress(nodeNames(g))...)
 }
 
 // valueState is %t and %T: the line's state, "n/a" for a partition
@@ -230,6 +231,14 @@ func reasonTime(n *api.Node) string {
 }
 
 // nodeGres is a node's GRES as sinfo shows it: gpu:N from its inventory.
+// nodeFeatures is %f and %b: the node's active features, (null) for none.
+func nodeFeatures(n *api.Node) string {
+	if len(n.ActiveFeatures) == 0 {
+		return nullStr
+	}
+	return strings.Join(n.ActiveFeatures, ",")
+}
+
 func nodeGres(n *api.Node) string {
 	_, gpus, _ := inventoryCounts(n.Inventory)
 	if gpus == "-" || gpus == "0" {
@@ -331,7 +340,7 @@ func init() {
 		{'a', "available", nodeFieldDef{"AVAIL", kindPart, partValue(partAvail)}},
 		{'A', "nodeai", nodeFieldDef{"NODES(A/I)", kindAgg, counts(false, false)}},
 		{0, "allocmem", nodeFieldDef{"ALLOCMEM", kindSize, minPlus(false, func(n *api.Node) int64 { return n.AllocMemMB })}},
-		{'b', "features_act", nodeFieldDef{"ACTIVE_FEATURES", kindNode, fixedNode(nullStr)}},
+		{'b', "features_act", nodeFieldDef{"ACTIVE_FEATURES", kindNode, firstNode(nullStr, nodeFeatures)}},
 		{'B', "maxcpuspernode", nodeFieldDef{"MAX_CPUS_PER_NODE", kindPart, partValue(func(*partView) string { return "UNLIMITED" })}},
 		{'c', "cpus", nodeFieldDef{"CPUS", kindSize, minPlus(true, int64Of(func(n *api.Node) int { return n.CPUs }))}},
 		{'C', "cpusstate", nodeFieldDef{"CPUS(A/I/O/T)", kindAgg, counts(true, true)}},
@@ -339,7 +348,7 @@ func init() {
 		{'D', "nodes", nodeFieldDef{"NODES", kindAgg, nodeCount}},
 		{'e', "freemem", nodeFieldDef{"FREE_MEM", kindSize, firstNode("N/A", freeMem)}},
 		{'E', "reason", nodeFieldDef{"REASON", kindNode, firstNode("none", reasonOr)}},
-		{'f', "features", nodeFieldDef{"AVAIL_FEATURES", kindNode, fixedNode(nullStr)}},
+		{'f', "features", nodeFieldDef{"AVAIL_FEATURES", kindNode, firstNode(nullStr, nodeFeatures)}},
 		{'F', "nodeaiot", nodeFieldDef{"NODES(A/I/O/T)", kindAgg, counts(true, false)}},
 		{'g', "groups", nodeFieldDef{"GROUPS", kindPart, partValue(func(*partView) string { return "all" })}},
 		{'G', "gres", nodeFieldDef{"GRES", kindNode, firstNode(nullStr, nodeGres)}},

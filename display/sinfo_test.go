@@ -383,3 +383,25 @@ func BenchmarkNodes1000(b *testing.B) {
 		})
 	}
 }
+
+// TestNodesFeatures checks %f and %b: a node's active features, and that
+// nodes with other features never share a line.
+func TestNodesFeatures(t *testing.T) {
+	node := func(name string, features ...string) api.Node {
+		return api.Node{NodeInfo: api.NodeInfo{Name: name, CPUs: 4, MemMB: 4096}, ActiveFeatures: features}
+	}
+	nodes := []api.Node{node("n1", "ib", "intel"), node("n2", "ib", "intel"), node("n3", "amd"), node("n4")}
+	opts := NodesOptions{Format: "%10N %.3D %f %b"}
+	want := "" +
+		"NODELIST   NOD AVAIL_FEATURES ACTIVE_FEATURES\n" +
+		"n[1-2]       2 ib,intel ib,intel\n" +
+		"n3           1 amd amd\n" +
+		"n4           1 (null) (null)\n"
+	var b strings.Builder
+	if err := Nodes(&b, nodes, nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -180,7 +180,8 @@ for i in $(seq 120); do sleep 1; done
 }
 
 // TestReachIntoAVMJob runs exec, cp, attach and scancel --signal on a job
-// in a VM (real QEMU, TCG here), through the controller and the node.
+// in a VM (real QEMU, TCG here), through the controller and the node, and
+// srun's steps in one (stepsInJob).
 func TestReachIntoAVMJob(t *testing.T) {
 	root := imageRoot(t)
 	dir, u := userDir(t)
@@ -189,10 +190,11 @@ func TestReachIntoAVMJob(t *testing.T) {
 	c.startNode(t, "vm1", "--cpus", "2", "--mem", "2G", "--runner", "vm", "--images", root, "--run-jobs-as", "user")
 	c.waitNodes(t, 1)
 	reachIntoJob(t, c, dir, u.Username, u.Uid, "vm1", "\n   Migratable=Yes\n")
+	t.Run("steps", func(t *testing.T) { stepsInJob(t, c, dir, u.Username, "vm1") })
 }
 
 // TestReachIntoAProcessJob is the same for the process runner: the
-// commands, files and signals are the host's, as the job's user.
+// commands, files, signals and steps are the host's, as the job's user.
 func TestReachIntoAProcessJob(t *testing.T) {
 	dir, u := userDir(t)
 	c := startControllers(t, 1)
@@ -201,4 +203,5 @@ func TestReachIntoAProcessJob(t *testing.T) {
 	c.waitNodes(t, 1)
 	host, _ := os.Hostname()
 	reachIntoJob(t, c, dir, u.Username, u.Uid, host, "Migratable=No MigrationBlocker=it runs as processes on node p1 (runner process), not in a VM")
+	t.Run("steps", func(t *testing.T) { stepsInJob(t, c, dir, u.Username, "p1") })
 }

@@ -28,6 +28,9 @@ type Config struct {
 	// Partitions the node serves; empty leaves the choice to the
 	// controllers (their default partition).
 	Partitions []string
+	// Features are the node's features (--features), which jobs ask for
+	// with --constraint.
+	Features []string
 	// Inventory is the node's NUMA topology, GPUs and SR-IOV functions,
 	// reported at registration; nil when not discovered.
 	Inventory *api.Inventory
@@ -71,6 +74,10 @@ type Config struct {
 	// output of running jobs, which the controllers proxy here; see
 	// jobapi.go), host:port; empty serves none.
 	APIListen string
+	// StepListen is where the step forwarder listens (srun inside the
+	// node's jobs reaches the controllers through it; stepfwd.go),
+	// host:port on loopback; empty serves none.
+	StepListen string
 	// TLS, when any file is named, serves the job API over TLS with the
 	// node's certificate to controller members only (their certificate of
 	// the cluster's authority); the controllers' client is set up by the
@@ -147,6 +154,12 @@ type Daemon struct {
 	// apiURL is where it listens.
 	runs   atomic.Pointer[map[uint64]*liveRun]
 	apiURL atomic.Pointer[string]
+	// steps are the running tasks of the jobs' steps (steps.go);
+	// stepAddr is the step forwarder's URL and stepKey its key
+	// (stepfwd.go).
+	steps    stepSessions
+	stepAddr string
+	stepKey  []byte
 
 	mu         sync.Mutex
 	runCalled  bool
@@ -313,6 +326,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	if err := d.listenAPI(runCtx); err != nil {
+		cancel()
+		return err
+	}
+	if err := d.listenSteps(runCtx); err != nil {
 		cancel()
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"corral/api"
+	"corral/internal/hostlist"
 )
 
 // defaultPath is the PATH a job gets when its submitter exported none.
@@ -63,8 +64,18 @@ func jobVars(job *api.Job, node string) []jobVar {
 	if mem <= 0 {
 		mem = s.MemMB()
 	}
-	nodes := max(s.Nodes, 1)
-	ntasks := max(s.NTasks, 1)
+	// A multi-node job's run names its nodes in rank order; a
+	// single-node run is its one node.
+	nodes := job.Nodes
+	if len(nodes) == 0 {
+		nodes = []string{node}
+	}
+	counts := api.TaskCounts(s.NTasks, s.NTasksPerNode, len(nodes))
+	ntasks := 0
+	for _, c := range counts {
+		ntasks += c
+	}
+	ntasks = max(ntasks, 1)
 	cpt := max(s.CPUsPerTask, 1)
 	itoa := strconv.Itoa
 	memStr := ""
@@ -77,9 +88,14 @@ func jobVars(job *api.Job, node string) []jobVar {
 		{[]string{"CORRAL_JOB_NAME", "SLURM_JOB_NAME"}, s.Name},
 		{[]string{"CORRAL_SUBMIT_DIR", "SLURM_SUBMIT_DIR"}, s.SubmitDir},
 		{[]string{"CORRAL_CPUS_ON_NODE", "SLURM_CPUS_ON_NODE"}, itoa(cpus)},
-		{[]string{"CORRAL_JOB_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, node},
+		{[]string{"CORRAL_JOB_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, hostlist.Compress(nodes)},
 		{[]string{"CORRAL_NODENAME", "SLURMD_NODENAME"}, node},
-		{[]string{"CORRAL_JOB_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_NNODES"}, itoa(nodes)},
+		{[]string{"CORRAL_JOB_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_NNODES"}, itoa(len(nodes))},
+		{[]string{"CORRAL_NODEID", "SLURM_NODEID"}, itoa(job.NodeRank)},
+		{[]string{"CORRAL_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}, api.TasksPerNodeText(counts)},
+		{[]string{"CORRAL_JOB_CPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}, cpusPerNodeText(cpus, len(nodes))},
+		{[]string{"CORRAL_NTASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}, positive(s.NTasksPerNode)},
+		{[]string{"CORRAL_DISTRIBUTION", "SLURM_DISTRIBUTION"}, s.Distribution},
 		{[]string{"CORRAL_NTASKS", "SLURM_NTASKS", "SLURM_NPROCS"}, itoa(ntasks)},
 		{[]string{"CORRAL_CPUS_PER_TASK", "SLURM_CPUS_PER_TASK"}, itoa(cpt)},
 		{[]string{"CORRAL_MEM_PER_NODE", "SLURM_MEM_PER_NODE"}, memStr},
@@ -89,6 +105,23 @@ func jobVars(job *api.Job, node string) []jobVar {
 		{[]string{"CORRAL_JOB_QOS", "SLURM_JOB_QOS"}, s.QOS},
 		{[]string{"CORRAL_RESTART_COUNT", "SLURM_RESTART_COUNT"}, itoa(job.Restarts)},
 	}, append(arrayVars(job), placementVars(job)...)...)
+}
+
+// cpusPerNodeText is SLURM_JOB_CPUS_PER_NODE: every node of a run holds
+// the same CPUs, "4" on one node, "4(x3)" on three.
+func cpusPerNodeText(cpus, nodes int) string {
+	if nodes <= 1 {
+		return strconv.Itoa(cpus)
+	}
+	return strconv.Itoa(cpus) + "(x" + strconv.Itoa(nodes) + ")"
+}
+
+// positive is n as text, or "" (unset) when it is not positive.
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // placementVars tell a job what it got inside its node: its GPUs (as

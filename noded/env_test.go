@@ -41,6 +41,9 @@ func TestJobEnv(t *testing.T) {
 		"CORRAL_JOB_NODELIST": "n3", "SLURM_JOB_NODELIST": "n3", "SLURM_NODELIST": "n3",
 		"CORRAL_NODENAME": "n3", "SLURMD_NODENAME": "n3",
 		"CORRAL_JOB_NUM_NODES": "1", "SLURM_JOB_NUM_NODES": "1", "SLURM_NNODES": "1",
+		"CORRAL_NODEID": "0", "SLURM_NODEID": "0",
+		"CORRAL_TASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "2",
+		"CORRAL_JOB_CPUS_PER_NODE": "8", "SLURM_JOB_CPUS_PER_NODE": "8",
 		"CORRAL_NTASKS": "2", "SLURM_NTASKS": "2", "SLURM_NPROCS": "2",
 		"CORRAL_CPUS_PER_TASK": "4", "SLURM_CPUS_PER_TASK": "4",
 		"CORRAL_MEM_PER_NODE": "2048", "SLURM_MEM_PER_NODE": "2048",
@@ -76,6 +79,23 @@ func TestJobEnvDefaults(t *testing.T) {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "SLURM_MEM_PER_NODE=") {
 			t.Errorf("memory set for a job that asked for none: %s", kv)
+		}
+	}
+}
+
+// TestJobEnvMultiNode checks the variables of one node of a multi-node
+// run: the run's nodes, this node's rank, the tasks on each node.
+func TestJobEnvMultiNode(t *testing.T) {
+	job := &api.Job{ID: 7, CPUs: 4, Nodes: []string{"n3", "n1", "n2"}, NodeRank: 1,
+		Spec: api.JobSpec{Nodes: 3, NTasks: 0, NTasksPerNode: 2, CPUsPerTask: 2, Distribution: "cyclic"}}
+	env := JobEnv(job, "n1")
+	for _, want := range []string{
+		"SLURM_JOB_NODELIST=n[1-3]", "CORRAL_JOB_NODELIST=n[1-3]", "SLURM_NNODES=3", "SLURM_JOB_NUM_NODES=3",
+		"SLURM_NODEID=1", "CORRAL_NODEID=1", "SLURMD_NODENAME=n1", "SLURM_TASKS_PER_NODE=2(x3)", "SLURM_NTASKS=6",
+		"SLURM_NTASKS_PER_NODE=2", "SLURM_CPUS_ON_NODE=4", "SLURM_JOB_CPUS_PER_NODE=4(x3)", "SLURM_DISTRIBUTION=cyclic",
+	} {
+		if !slices.Contains(env, want) {
+			t.Errorf("JobEnv lacks %s: %v", want, env)
 		}
 	}
 }

@@ -116,6 +116,7 @@ func (d *Daemon) apiRoutes() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/file", membersOnly(d.handleReadFile))
 	mux.HandleFunc("PUT /v1/jobs/{id}/file", membersOnly(d.handleWriteFile))
 	mux.HandleFunc("GET /v1/jobs/{id}/output", membersOnly(d.handleOutput))
+	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/kill", membersOnly(d.handleKillStep))
 	mux.HandleFunc("POST /v1/migrations/{id}/stream", d.handleMigrationStream)
 	return mux
 }

@@ -25,6 +25,10 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = decodeBody(w, r, &req)
 	}
+	step, inStep, serr := stepOf(r)
+	if err == nil {
+		err = serr
+	}
 	if err == nil {
 		err = req.Validate()
 	}
@@ -56,6 +60,11 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("exec into a job", "job", run.job.ID, "caller", caller, "argv0", req.Argv[0], "root", req.Root, "tty", req.TTY)
+	if inStep {
+		k := stepKey{job: run.job.ID, step: step}
+		d.steps.add(k, sess)
+		defer d.steps.remove(k, sess)
+	}
 	conn.SetDeadline(time.Time{})
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + api.ExecUpgrade + "\r\n\r\n")
 	brw.Flush()

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,6 +159,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 			d.followSuspend(lj, j.State == api.StateSuspended)
 			d.followMigration(lj, migs[lj.key])
 			d.followCheckpoint(lj, cks[lj.key])
+			d.followJobNet(lj, j)
 			continue
 		}
 		state, msg := api.StateCancelled, ""
@@ -292,7 +295,7 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if err != nil {
 		return LaunchSpec{}, err
 	}
-	return LaunchSpec{
+	spec := LaunchSpec{
 		Job:     j,
 		Dir:     lj.dir,
 		Env:     jc.env,
@@ -303,8 +306,19 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 		WorkDir: jc.workDir,
 		User:    jc.user,
 		Shares:  jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
-	}, nil
+	}
+	if j.NodeRank > 0 {
+		// Another node of a multi-node job: the batch script runs on
+		// the first; this one holds the job's place for its steps, and
+		// writes nothing into the job's output files.
+		spec.Script, spec.Args, spec.Stdout, spec.Stderr = holdScript, nil, os.DevNull, os.DevNull
+	}
+	return spec, nil
 }
+
+// holdScript is what the other nodes of a multi-node job run: nothing,
+// until the job ends and its node stops it.
+const holdScript = "#!/bin/sh\n# corral: a node of a multi-node job, waiting for its steps\nwhile :; do sleep 3600; done\n"
 
 // jobCtx is what a run is started with, and what the job API acts with:
 // the run's user, environment, working directory and output files.
@@ -335,7 +349,11 @@ func (d *Daemon) jobContext(j *api.Job) (jobCtx, error) {
 	if errPath != "" && !filepath.IsAbs(errPath) {
 		errPath = filepath.Join(workDir, errPath)
 	}
-	return jobCtx{user: u, env: userEnv(JobEnv(j, d.cfg.Name), u), workDir: workDir, stdout: out, stderr: errPath}, nil
+	env := JobEnv(j, d.cfg.Name)
+	if step := d.stepEnv(jobKey{ID: j.ID, StartIndex: j.StartIndex}); step != nil {
+		env = mergeEnv(env, step)
+	}
+	return jobCtx{user: u, env: userEnv(env, u), workDir: workDir, stdout: out, stderr: errPath}, nil
 }
 
 func (d *Daemon) onStarted(ev startedEvent) {
@@ -358,6 +376,7 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	d.publishRuns()
 	d.log.Info("job started", "job", ev.key.ID, "start_index", ev.key.StartIndex, "dir", lj.dir)
 	go d.waitJob(ev.key, ev.handle)
+	d.serveGuestSteps(lj)
 	d.recordSession(lj)
 	d.ensureKeeper()
 	if lj.rec.Kill != nil {
@@ -527,6 +546,26 @@ func (d *Daemon) armTimer(lj *localJob) {
 }
 
 // updateTimeLimit follows a time limit changed on the controller.
+// followJobNet hands a running job's handle the job's private network
+// when the controllers changed it (a member's node moved its endpoint),
+// and records it. A failure is logged and tried again at the next
+// reconcile.
+func (d *Daemon) followJobNet(lj *localJob, j *api.Job) {
+	if j.Net == nil || lj.handle == nil || reflect.DeepEqual(j.Net, lj.rec.Job.Net) {
+		return
+	}
+	f, ok := lj.handle.(JobNetFollower)
+	if !ok {
+		return
+	}
+	if err := f.SetJobNet(j.Net); err != nil {
+		d.log.Warn("cannot follow a change of the job's network", "job", lj.key.ID, "start_index", lj.key.StartIndex, "err", err)
+		return
+	}
+	lj.rec.Job.Net = j.Net
+	d.saveRecord(lj, "cannot record a job's network")
+}
+
 func (d *Daemon) updateTimeLimit(lj *localJob, j *api.Job) {
 	if j.Spec.TimeLimit == lj.rec.Job.Spec.TimeLimit {
 		return

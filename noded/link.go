@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
 	"slices"
 	"sync"
@@ -125,6 +126,13 @@ type overheadOffer interface {
 	OverheadMB() int64
 }
 
+// overlayOffer is implemented by a runner that can put a multi-node job's
+// VMs on the job's private network: where the node's end of it listens
+// (api.NodeInfo.Overlay), invalid when it offers none.
+type overlayOffer interface {
+	Overlay() netip.AddrPort
+}
+
 // nodeInfo builds a registration. It carries the runs that are alive
 // (Running) and the reports not acknowledged yet (Reports, and the jobs of
 // those beyond api.MaxRegisterReports in Running), so that the controllers
@@ -138,6 +146,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		CPUs:       d.cfg.CPUs,
 		MemMB:      d.cfg.MemMB,
 		Partitions: d.cfg.Partitions,
+		Features:   d.cfg.Features,
 		Runner:     d.runner.Name(),
 		BootID:     d.bootID,
 		Running:    slices.Clone(*d.running.Load()),
@@ -167,6 +176,11 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 	}
 	if o, ok := d.runner.(overheadOffer); ok && !info.Probing {
 		info.OverheadMB = o.OverheadMB()
+	}
+	if o, ok := d.runner.(overlayOffer); ok {
+		if ep := o.Overlay(); ep.IsValid() {
+			info.Overlay = ep.String()
+		}
 	}
 	return info, keys
 }

@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"corral/api"
@@ -71,6 +72,20 @@ type Prober interface {
 	// Restore adopts what an earlier Probe with the same ProbeKey found on
 	// this boot. An error (a record it cannot read) makes the daemon probe.
 	Restore(found []byte) error
+}
+
+// GuestSteps is implemented by a runner whose jobs run where the node's
+// loopback is not theirs (a VM's guest): they reach the node's step
+// forwarder at GuestStepURL, which each run's handle serves (StepServer).
+type GuestSteps interface {
+	GuestStepURL() string
+}
+
+// StepServer is implemented by the handle of a run that reaches its node
+// at an address of its own: ListenSteps opens the listener there, which
+// only that run reaches.
+type StepServer interface {
+	ListenSteps() (net.Listener, error)
 }
 
 // LaunchSpec is everything a runner needs to start one job.
@@ -143,6 +158,15 @@ type Pausable interface {
 // which a crash between pausing and recording may have left behind.
 type PauseReporter interface {
 	Paused() (bool, error)
+}
+
+// JobNetFollower is implemented by a Handle whose job is on a multi-node
+// job's private network (api.JobNet): the daemon hands it the network
+// again when the controllers changed it while the job runs (a member's
+// node moved its endpoint). The job's own segment and address do not
+// change.
+type JobNetFollower interface {
+	SetJobNet(n *api.JobNet) error
 }
 
 // UsageReporter is implemented by a Handle whose runner measures what the

@@ -85,6 +85,7 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		lj.handle = h
 		d.log.Info("re-adopted a running job", "job", k.ID, "start_index", k.StartIndex, "paused", rec.paused())
 		go d.waitJob(k, h)
+		d.serveGuestSteps(lj)
 		d.recordSession(lj)
 		if rec.Incoming == 0 {
 			// A migration's destination is stopped because it waits.

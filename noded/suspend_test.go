@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,6 +297,9 @@ type offeringRunner struct{ Runner }
 func (offeringRunner) Images() []string  { return []string{"default", "big"} }
 func (offeringRunner) Accel() string     { return "tcg" }
 func (offeringRunner) OverheadMB() int64 { return 42 }
+func (offeringRunner) Overlay() netip.AddrPort {
+	return netip.MustParseAddrPort("192.0.2.1:4789")
+}
 
 func TestDaemonRegistersRunnerOffer(t *testing.T) {
 	tests := map[string]struct {
@@ -303,9 +307,10 @@ func TestDaemonRegistersRunnerOffer(t *testing.T) {
 		images     []string
 		accel      string
 		overheadMB int64
+		overlay    string
 	}{
-		"vm-like runner": {offeringRunner{NewProcessRunner()}, []string{"default", "big"}, "tcg", 42},
-		"process runner": {NewProcessRunner(), nil, "", 0},
+		"vm-like runner": {offeringRunner{NewProcessRunner()}, []string{"default", "big"}, "tcg", 42, "192.0.2.1:4789"},
+		"process runner": {NewProcessRunner(), nil, "", 0, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -313,9 +318,9 @@ func TestDaemonRegistersRunnerOffer(t *testing.T) {
 			startDaemon(t, f, t.TempDir(), func(c *Config) { c.Runner = tc.runner })
 			f.waitRegistrations(t, 1)
 			reg := f.registrations()[0]
-			if !slices.Equal(reg.Images, tc.images) || reg.Accel != tc.accel || reg.OverheadMB != tc.overheadMB {
-				t.Errorf("registered images %v accel %q overhead %d MB, want %v %q %d",
-					reg.Images, reg.Accel, reg.OverheadMB, tc.images, tc.accel, tc.overheadMB)
+			if !slices.Equal(reg.Images, tc.images) || reg.Accel != tc.accel || reg.OverheadMB != tc.overheadMB || reg.Overlay != tc.overlay {
+				t.Errorf("registered images %v accel %q overhead %d MB overlay %q, want %v %q %d %q",
+					reg.Images, reg.Accel, reg.OverheadMB, reg.Overlay, tc.images, tc.accel, tc.overheadMB, tc.overlay)
 			}
 		})
 	}

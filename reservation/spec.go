@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"corral/api"
-	"corral/display"
+	"corral/internal/hostlist"
 	"corral/submit"
 )
 
@@ -255,7 +255,7 @@ func ParseNodes(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("give node names, e.g. Nodes=n[1-4] or Nodes=ALL")
 	}
-	names, err := display.ExpandHostlist(s)
+	names, err := hostlist.Expand(s, MaxNodes)
 	if err != nil {
 		return nil, err
 	}

@@ -203,6 +203,7 @@ declare -A features=(
 	[virtio]="virtio_mmio"
 	[virtiofs]="virtiofs"
 	[nfs]="virtio_net nfsv3"
+	[net]="virtio_net"
 	[overlay]="overlay"
 	[agent]="virtio_console"
 	[balloon]="virtio_balloon"

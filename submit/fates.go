@@ -38,26 +38,21 @@ var otherOptions = []struct {
 	why   string
 }{
 	{0, "acctg-freq", req, fateWarn, "the node measures a job's CPU time and peak memory from its cgroup once, at its end"},
-	{0, "batch", req, fateRefuse, "node features do not exist in corral; " + hintPartition},
+	{0, "batch", req, fateRefuse, "the batch script runs on the job's first node; choose nodes with --constraint"},
 	{0, "bb", req, fateRefuse, "corral has no burst buffers; stage data in the script"},
 	{0, "bbf", req, fateRefuse, "corral has no burst buffers; stage data in the script"},
 	{0, "cluster-constraint", req, fateRefuse, "corral runs one cluster"},
 	{'M', "clusters", req, fateRefuse, "corral runs one cluster: submit to its controllers (CORRAL_ADDR)"},
-	{'C', "constraint", req, fateRefuse, "node features do not exist in corral; " + hintPartition},
 	{0, "container", req, fateRefuse, "every job runs in its own VM; use --image to give it another root"},
 	{0, "container-id", req, fateRefuse, "every job runs in its own VM; use --image to give it another root"},
-	{0, "contiguous", none, fateRefuse, "a job runs on one node; there is nothing to keep contiguous"},
 	{'S', "core-spec", req, fateRefuse, "corral reserves no cores for system use per job; " + hintCPUs},
 	{0, "cores-per-socket", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by socket counts; " + hintCPUs},
 	{0, "cpu-freq", req, fateWarn, "a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set"},
 	{0, "cpus-per-gpu", req, fateRefuse, hintCPUs + " beside --gres=gpu:N"},
 	{0, "deadline", req, fateRefuse, "corral does not cancel a job that could not finish by a deadline; bound its run with --time"},
 	{0, "delay-boot", req, fateWarn, "nodes are never rebooted for a job"},
-	{'m', "distribution", req, fateRefuse, "a job runs on one node, so tasks have no distribution across nodes; corral places them by NUMA node (--numa)"},
-	{'x', "exclude", req, fateRefuse, "corral picks the node itself; " + hintPartition},
-	{0, "exclusive", opt, fateRefuse, "ask for the CPUs and memory the job needs with -n, -c and --mem: it gets them to itself in its VM"},
 	{0, "export-file", req, fateRefuse, "use --export=VAR=value"},
-	{0, "extra", req, fateRefuse, "node features do not exist in corral; " + hintPartition},
+	{0, "extra", req, fateRefuse, "corral keeps no extra node data; choose nodes by feature with --constraint"},
 	{'B', "extra-node-info", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by socket, core and thread counts; " + hintCPUs},
 	{0, "get-user-env", opt, fateWarn, "the job gets the submitting environment (--export=ALL); no login environment is read on the node"},
 	{0, "gid", req, fateRefuse, "a job runs with the groups of the user the controllers authenticated"},
@@ -72,26 +67,22 @@ var otherOptions = []struct {
 	{0, "mcs-label", req, fateWarn, "corral has no MCS labels; tenants are walled off by account"},
 	{0, "mem-bind", req, fateWarn, "corral binds a job's memory to the NUMA nodes of its CPUs (--numa decides how strictly)"},
 	{0, "mem-per-gpu", req, fateRefuse, "use --mem or --mem-per-cpu"},
-	{0, "mincpus", req, fateRefuse, "a job runs on one node; " + hintCPUs},
+	{0, "mincpus", req, fateRefuse, "ask for the CPUs on each node with --ntasks-per-node and -c"},
 	{0, "network", req, fateWarn, "corral configures no interconnect windows; a job's VM gets its network from the node"},
-	{'k', "no-kill", opt, fateWarn, "a job runs on one node, so no node of it can fail alone"},
-	{'F', "nodefile", req, fateRefuse, "corral picks the node itself; " + hintPartition},
-	{'w', "nodelist", req, fateRefuse, "corral picks the node itself; " + hintPartition},
+	{'k', "no-kill", opt, fateWarn, "when a node of a job fails, corral ends the whole job (NODE_FAIL), or requeues it with --requeue"},
 	{0, "ntasks-per-core", req, fateRefuse, hintCPUs},
 	{0, "ntasks-per-gpu", req, fateRefuse, hintCPUs + " beside --gres=gpu:N"},
-	{0, "ntasks-per-node", req, fateRefuse, "a job runs on one node, so use -n for its task count"},
 	{0, "ntasks-per-socket", req, fateRefuse, hintCPUs},
 	{'O', "overcommit", none, fateRefuse, "corral never gives a job fewer CPUs than it has tasks; " + hintCPUs},
 	{'s', "oversubscribe", none, fateRefuse, "corral never shares a CPU between jobs"},
 	{0, "power", req, fateWarn, "corral has no power management"},
-	{0, "prefer", req, fateRefuse, "node features do not exist in corral; " + hintPartition},
+	{0, "prefer", req, fateRefuse, "corral has no soft feature preferences; --constraint is a requirement"},
 	{0, "priority", req, fateRefuse, "a job's priority comes from the scheduler's factors; lower it with --nice, and an operator raises it with scontrol update JobId=ID Nice=-N"},
 	{0, "profile", req, fateWarn, "corral records no profiles; the node measures a job's CPU time and peak memory"},
 	{0, "propagate", opt, fateWarn, "the submitting shell's resource limits are not applied in the job's VM, whose size is its limit"},
 	{0, "reboot", none, fateWarn, "nodes are never rebooted for a job; every job boots a VM of its own"},
 	{0, "sockets-per-node", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by socket counts; " + hintCPUs},
-	{0, "spread-job", none, fateRefuse, "a job runs on one node"},
-	{0, "switches", req, fateWarn, "a job runs on one node, so it spans no switches"},
+	{0, "switches", req, fateWarn, "corral does not know the network's switches; --contiguous keeps a job on nodes with consecutive names"},
 	{0, "thread-spec", req, fateRefuse, "corral reserves no threads for system use per job; " + hintCPUs},
 	{0, "threads-per-core", req, fateRefuse, "corral places a job's CPUs by NUMA node (--numa), not by thread counts; " + hintCPUs},
 	{0, "time-min", req, fateWarn, "corral never shortens a job's time limit to start it sooner; --time is its limit"},
@@ -99,15 +90,14 @@ var otherOptions = []struct {
 	{0, "tres-bind", req, fateWarn, "corral binds a job's devices to the NUMA nodes of its CPUs when it can, always"},
 	{0, "tres-per-task", req, fateRefuse, hintGPUs},
 	{0, "uid", req, fateRefuse, "a job runs as the user the controllers authenticated"},
-	{0, "use-min-nodes", none, fateWarn, "a job runs on one node"},
-	{0, "wait-all-nodes", req, fateWarn, "a job runs on one node, which is up when it starts"},
+	{0, "use-min-nodes", none, fateWarn, "a job with a node range -N MIN-MAX gets MIN nodes unless --spread-job asks for as many as it may have"},
+	{0, "wait-all-nodes", req, fateWarn, "a job starts on all its nodes at once: the controllers place every node's part together"},
 	{0, "wckey", req, fateWarn, "corral keeps no workload keys; --comment is recorded with the job"},
 }
 
 const (
-	hintPartition = "choose where the job runs with -p PARTITION"
-	hintCPUs      = "ask for CPUs with -n (tasks) and -c (CPUs per task)"
-	hintGPUs      = "ask for GPUs with --gres=gpu:N or --gres=gpu:TYPE:N"
+	hintCPUs = "ask for CPUs with -n (tasks) and -c (CPUs per task)"
+	hintGPUs = "ask for GPUs with --gres=gpu:N or --gres=gpu:TYPE:N"
 )
 
 // otherDefs turns otherOptions into hidden option entries whose apply

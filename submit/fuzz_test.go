@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		{"#!/bin/sh\n#SBATCH --begin=now+1hour -o out-%j.txt\n", "--wrap"},
 		{"#!/bin/sh\n#SBATCH--time=1\n#SBATCH -J 'a b' # comment\n", "-p debug"},
 		{"no shebang", ""},
+		{"#!/bin/sh\n#SBATCH -N 2-4 --ntasks-per-node=2 -C 'intel&[r1|r2]'\n", "-w n[1-2] -x n9 --exclusive -m cyclic"},
 	}
 	for _, s := range seeds {
 		f.Add(s.script, s.args)
@@ -174,6 +175,44 @@ func FuzzExportEnv(f *testing.F) {
 		for _, e := range out {
 			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 				t.Fatalf("ExportEnv(%q) exported %q, not KEY=VALUE", value, e)
+			}
+		}
+	})
+}
+
+// FuzzParseConstraint reads any text as a --constraint. What it accepts
+// names at most MaxConstraintFeatures features, each a valid feature name,
+// needs between 1 and MaxNodes nodes, and reads the same again once its
+// every-node part is written back out.
+func FuzzParseConstraint(f *testing.F) {
+	for _, s := range []string{"intel&ib", "a|b", "(a|b)&c*2", "[r1|r2]&x", "[a*2&(b|c)*4]", "a&&", "((((a))))", "[a*0]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseConstraint(s)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Field != "--constraint" {
+				t.Fatalf("ParseConstraint(%q): %v is not an *Error naming --constraint", s, err)
+			}
+			return
+		}
+		names := c.Features()
+		if len(names) == 0 || len(names) > MaxConstraintFeatures {
+			t.Fatalf("ParseConstraint(%q) names %d features", s, len(names))
+		}
+		for _, n := range names {
+			if why := FeatureProblem(n); why != "" {
+				t.Fatalf("ParseConstraint(%q) took feature %q, which %s", s, n, why)
+			}
+		}
+		if n := c.NodesNeeded(); n < 1 || n > MaxNodes*MaxConstraintFeatures {
+			t.Fatalf("ParseConstraint(%q) needs %d nodes", s, n)
+		}
+		if c.All != nil {
+			again, err := ParseConstraint(c.All.String())
+			if err != nil || again.All == nil || again.All.String() != c.All.String() {
+				t.Fatalf("ParseConstraint(%q): its every-node part %q reads back as %v, %v", s, c.All.String(), again, err)
 			}
 		}
 	})

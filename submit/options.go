@@ -25,8 +25,19 @@ const (
 	opt  = getopt.OptionalArgument
 )
 
-// supportedOptions lists the options corral implements, in help order.
-var supportedOptions = []optionDef{
+// supportedOptions lists the options corral implements, in help order:
+// jobOptions with nodeOptions after -c.
+var supportedOptions = withNodeOptions(jobOptions)
+
+// withNodeOptions returns defs with nodeOptions inserted after
+// --cpus-per-task.
+func withNodeOptions(defs []optionDef) []optionDef {
+	i := slices.IndexFunc(defs, func(d optionDef) bool { return d.Long == "cpus-per-task" }) + 1
+	return slices.Concat(defs[:i], nodeOptions, defs[i:])
+}
+
+// jobOptions are the options of a job's other requests, in help order.
+var jobOptions = []optionDef{
 	{Option: getopt.Option{Short: 'J', Long: "job-name", Arg: req, ArgName: "NAME", Help: "name of the job (default: the script's file name)"},
 		apply: func(b *builder, v string, _ bool) error { return setWord(&b.spec.Name, "--job-name", v, true) }},
 	{Option: getopt.Option{Short: 'p', Long: "partition", Arg: req, ArgName: "PARTITION", Help: "partition to run in (default: the cluster's default)"},
@@ -34,13 +45,14 @@ var supportedOptions = []optionDef{
 	{Option: getopt.Option{Short: 't', Long: "time", Arg: req, ArgName: "TIME", Help: "time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED"},
 		apply: applyTime},
 	{Option: getopt.Option{Short: 'n', Long: "ntasks", Arg: req, ArgName: "N", Help: "number of tasks (default 1)"},
-		apply: func(b *builder, v string, _ bool) error { return setCount(&b.spec.NTasks, "--ntasks", "-n 4", v) }},
+		apply: func(b *builder, v string, _ bool) error {
+			b.ntasksSet = true
+			return setCount(&b.spec.NTasks, "--ntasks", "-n 4", v)
+		}},
 	{Option: getopt.Option{Short: 'c', Long: "cpus-per-task", Arg: req, ArgName: "N", Help: "CPUs per task (default 1)"},
 		apply: func(b *builder, v string, _ bool) error {
 			return setCount(&b.spec.CPUsPerTask, "--cpus-per-task", "-c 4", v)
 		}},
-	{Option: getopt.Option{Short: 'N', Long: "nodes", Arg: req, ArgName: "N", Help: "number of nodes; only 1 is supported"},
-		apply: applyNodes},
 	{Option: getopt.Option{Long: "mem", Arg: req, ArgName: "SIZE", Help: "memory for the job, e.g. 4G (units K, M, G, T; default M)"},
 		apply: func(b *builder, v string, _ bool) error { return b.setMemory("--mem", v) }},
 	{Option: getopt.Option{Long: "mem-per-cpu", Arg: req, ArgName: "SIZE", Help: "memory per CPU, e.g. 2G; excludes --mem"},
@@ -91,9 +103,12 @@ var supportedOptions = []optionDef{
 		apply: func(b *builder, _ string, _ bool) error { b.wait = true; return nil }},
 	{Option: getopt.Option{Long: "test-only", Help: "say when and where the job would start (one scheduling pass over the current queue); submit nothing"},
 		apply: func(b *builder, _ string, _ bool) error { b.testOnly = true; return nil }},
-	{Option: getopt.Option{Short: 'G', Long: "gpus", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs for the job, e.g. --gpus=2 or --gpus=h100:2 (same as --gres=gpu:[TYPE:]N)"},
-		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus", v, 1) }},
-	{Option: getopt.Option{Long: "gpus-per-task", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs per task: N × --ntasks GPUs for the job"},
+	{Option: getopt.Option{Short: 'G', Long: "gpus", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs for the job in all, e.g. --gpus=2 or --gpus=h100:2 (on one node the same as --gres=gpu:[TYPE:]N; on several split evenly over them)"},
+		apply: func(b *builder, v string, _ bool) error {
+			b.gpusTotal = v
+			return addGPUs(b, "--gpus", v, 1)
+		}},
+	{Option: getopt.Option{Long: "gpus-per-task", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs per task: N × the tasks on a node, on each node"},
 		apply: func(b *builder, v string, _ bool) error {
 			b.gpusPerTask = v
 			_, count, ok := strings.Cut(v, ":")
@@ -126,8 +141,11 @@ var supportedOptions = []optionDef{
 			b.spec.Licenses = ls
 			return nil
 		}},
-	{Option: getopt.Option{Long: "gpus-per-node", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs on the job's node: a job runs on one node, so the same as --gpus"},
-		apply: func(b *builder, v string, _ bool) error { return addGPUs(b, "--gpus-per-node", v, 1) }},
+	{Option: getopt.Option{Long: "gpus-per-node", Arg: req, ArgName: "[TYPE:]N", Help: "GPUs on each node of the job (same as --gres=gpu:[TYPE:]N)"},
+		apply: func(b *builder, v string, _ bool) error {
+			b.gpusTotal = ""
+			return addGPUs(b, "--gpus-per-node", v, 1)
+		}},
 	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},
 		apply: applyOpenMode},
 	{Option: getopt.Option{Long: "ignore-pbs", Help: "ignore #PBS lines in the script (corral reads none)"},
@@ -203,26 +221,6 @@ func applyTime(b *builder, v string, _ bool) error {
 	return nil
 }
 
-// applyNodes accepts -N 1 (or the range 1-1); corral places every job on
-// one node, so more is refused rather than silently ignored.
-func applyNodes(b *builder, v string, _ bool) error {
-	lo, hi, isRange := strings.Cut(v, "-")
-	n, err := strconv.Atoi(lo)
-	m := n
-	if isRange && err == nil {
-		m, err = strconv.Atoi(hi)
-	}
-	if err != nil || n < 1 || m < n {
-		return optionError("--nodes", v, err, "must be a whole number of at least 1 (e.g. -N 1)")
-	}
-	if m > 1 {
-		return optionError("--nodes", v, ErrUnsupported,
-			"corral runs each job on a single node; drop -N or use -N 1, and ask for CPUs with -n and -c")
-	}
-	b.spec.Nodes = 1
-	return nil
-}
-
 func applyExport(b *builder, v string, _ bool) error {
 	if _, err := ExportEnv(v, nil); err != nil {
 		return err
@@ -266,13 +264,14 @@ func applyGres(b *builder, v string, _ bool) error {
 	if err != nil {
 		return err
 	}
-	b.spec.Gres = g
+	b.spec.Gres, b.gpusTotal = g, ""
 	return nil
 }
 
-// addGPUs adds a gpu entry to --gres from --gpus ([TYPE:]N) or, with
-// perTask 0, --gpus-per-task (N per task, counted when the job is built).
-func addGPUs(b *builder, opt, v string, perTask int) error {
+// addGPUs sets the gpu entry of --gres from --gpus, --gpus-per-node
+// ([TYPE:]N) or --gpus-per-task (N per task, times the tasks on a node,
+// mult, when the job is built).
+func addGPUs(b *builder, opt, v string, mult int) error {
 	typ, count, hasType := strings.Cut(v, ":")
 	if !hasType {
 		typ, count = "", v
@@ -281,9 +280,7 @@ func addGPUs(b *builder, opt, v string, perTask int) error {
 	if err != nil || n < 1 || n > MaxGresCount {
 		return optionError(opt, v, nil, "give a GPU count from 1 to %d, optionally with a type: e.g. %s=2 or %s=h100:2", MaxGresCount, opt, opt)
 	}
-	if perTask == 0 {
-		n *= max(b.spec.NTasks, 1)
-	}
+	n *= mult
 	for i, g := range b.spec.Gres {
 		if g.Name == "gpu" && g.Type == typ {
 			b.spec.Gres[i].Count = n

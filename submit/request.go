@@ -98,8 +98,15 @@ type builder struct {
 	version   bool
 	usage     bool
 	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
-	// --ntasks in finish.
+	// tasks per node in finish.
 	gpusPerTask string
+	// gpusTotal is --gpus ([TYPE:]N) when it is the last GPU option,
+	// spread over a multi-node job's nodes in finish.
+	gpusTotal string
+	// ntasksSet records that -n was given.
+	ntasksSet bool
+	// ctx is the submission's context (for the files -w and -F name).
+	ctx Context
 }
 
 // warn records that option has no effect under corral, and why; an option
@@ -175,7 +182,7 @@ func Parse(args []string, c Context) (*Request, error) {
 	}
 	// Check the command line on its own first, so its mistakes are reported
 	// before the script is even read (sbatch's first pass does the same).
-	first := &builder{now: c.Now}
+	first := &builder{now: c.Now, ctx: c}
 	if err := first.applyAll(layerCLI, cli.Options); err != nil {
 		return nil, err
 	}
@@ -193,7 +200,7 @@ func Parse(args []string, c Context) (*Request, error) {
 			return nil, err
 		}
 	}
-	b := &builder{now: c.Now}
+	b := &builder{now: c.Now, ctx: c}
 	b.spec = api.JobSpec{
 		Name: src.name, User: c.User, Script: src.text, Args: src.args,
 		SubmitDir: c.Cwd, NTasks: 1, CPUsPerTask: 1,
@@ -213,10 +220,8 @@ func Parse(args []string, c Context) (*Request, error) {
 // directory and the exported environment.
 func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	b.resolveMemory()
-	if b.gpusPerTask != "" {
-		if err := addGPUs(b, "--gpus-per-task", b.gpusPerTask, 0); err != nil {
-			return nil, err
-		}
+	if err := b.settleNodes(); err != nil {
+		return nil, err
 	}
 	b.spec.WorkDir = c.Cwd
 	if b.chdir != "" {
@@ -364,4 +369,19 @@ func checkScript(text, path string) error {
 		return &Error{Field: "script", Value: path, Message: why, Err: cause}
 	}
 	return nil
+}
+
+// SplitCommand splits a command line of sbatch options followed by a
+// command and its arguments (salloc's and srun's form) into the options
+// and the command; an option the grammar does not know is an error.
+func SplitCommand(args []string) (options, command []string, err error) {
+	p, err := cliParser.Parse(args)
+	if err != nil {
+		return nil, nil, grammarError(err)
+	}
+	n := len(args) - len(p.Args)
+	if n > 0 && args[n-1] == "--" {
+		return args[: n-1 : n-1], p.Args, nil
+	}
+	return args[:n:n], p.Args, nil
 }

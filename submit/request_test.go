@@ -271,7 +271,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("Usage() lacks %q", want)
 		}
 	}
-	for _, hidden := range []string{"--exclusive", "--acctg-freq", "--nodelist"} {
+	for _, hidden := range []string{"--bb", "--acctg-freq", "--uid"} {
 		if strings.Contains(u, hidden) {
 			t.Errorf("Usage() shows option %s, which corral does not honour", hidden)
 		}

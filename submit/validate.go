@@ -29,6 +29,12 @@ const (
 	MaxTasks       = 1_000_000
 	MaxCPUsPerTask = 1_000_000
 	MaxCPUs        = 1_000_000
+	// MaxNodes bounds --nodes, the names of --nodelist and --exclude, and
+	// the counts of --constraint.
+	MaxNodes = 100_000
+	// MaxHostListBytes bounds the text of --nodelist and --exclude (and
+	// the file -F names).
+	MaxHostListBytes = 1 << 20
 	// MaxMemoryMiB (1 EiB) bounds --mem, --mem-per-cpu, and --mem-per-cpu
 	// × CPUs.
 	MaxMemoryMiB = 1 << 40
@@ -101,7 +107,7 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 }
 
 var specChecks = []func(*api.JobSpec, time.Time) error{
-	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkMemory,
+	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkNodes, checkMemory,
 	checkTimes, checkNice, checkGres, checkLicenses, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
 }
 
@@ -330,22 +336,19 @@ func checkArgs(sp *api.JobSpec, _ time.Time) error {
 	return nil
 }
 
-// checkCounts checks tasks, CPUs per task and nodes. Both counts must be at
-// least 1 (the CLI always sends both); nodes is 0 (unset) or 1, since a job
-// runs on one node.
+// checkCounts checks tasks and CPUs per task: CPUs per task at least 1,
+// tasks at least 1 unless --ntasks-per-node gives them (0: that many on
+// each node the job gets), and the CPUs in all within MaxCPUs. The nodes
+// are checkNodes'.
 func checkCounts(sp *api.JobSpec, _ time.Time) error {
 	switch {
-	case sp.NTasks < 1 || sp.NTasks > MaxTasks:
-		return fieldErr("ntasks", strconv.Itoa(sp.NTasks), ErrInvalid, "--ntasks must be between 1 and %d", MaxTasks)
+	case sp.NTasks < 0 || sp.NTasks > MaxTasks || sp.NTasks == 0 && sp.NTasksPerNode < 1:
+		return fieldErr("ntasks", strconv.Itoa(sp.NTasks), ErrInvalid, "--ntasks must be between 1 and %d (or 0 with ntasks_per_node: that many on each node)", MaxTasks)
 	case sp.CPUsPerTask < 1 || sp.CPUsPerTask > MaxCPUsPerTask:
 		return fieldErr("cpus_per_task", strconv.Itoa(sp.CPUsPerTask), ErrInvalid, "--cpus-per-task must be between 1 and %d", MaxCPUsPerTask)
 	case sp.NTasks > MaxCPUs/sp.CPUsPerTask:
 		return fieldErr("cpus_per_task", strconv.Itoa(sp.CPUsPerTask), ErrInvalid,
 			"ntasks × cpus_per_task = %d × %d CPUs: the most a job may ask for is %d", sp.NTasks, sp.CPUsPerTask, MaxCPUs)
-	case sp.Nodes < 0:
-		return fieldErr("nodes", strconv.Itoa(sp.Nodes), ErrInvalid, "--nodes must be 1 (or 0, unset)")
-	case sp.Nodes > 1:
-		return fieldErr("nodes", strconv.Itoa(sp.Nodes), ErrUnsupported, "corral runs each job on one node; ask for --nodes=1, and for CPUs with -n and -c")
 	}
 	return nil
 }

@@ -30,14 +30,33 @@ var badSpecs = map[string]struct {
 	want  string
 }{
 	// Counts and their product.
-	"ntasks 0":               {func(s *api.JobSpec) { s.NTasks = 0 }, "ntasks", "--ntasks must be between 1 and 1000000"},
-	"ntasks negative":        {func(s *api.JobSpec) { s.NTasks = -5 }, "ntasks", `ntasks "-5"`},
-	"cpus_per_task 0":        {func(s *api.JobSpec) { s.CPUsPerTask = 0 }, "cpus_per_task", "--cpus-per-task must be between 1"},
-	"cpus product overflows": {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = 1<<20-1, 1<<20 }, "ntasks", "between 1 and 1000000"},
-	"cpus product too large": {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = 1000, 1001 }, "cpus_per_task", "1000 × 1001 CPUs"},
-	"ntasks MaxInt":          {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = math.MaxInt, math.MaxInt }, "ntasks", "between 1"},
-	"nodes negative":         {func(s *api.JobSpec) { s.Nodes = -5 }, "nodes", "--nodes must be 1 (or 0, unset)"},
-	"nodes 2":                {func(s *api.JobSpec) { s.Nodes = 2 }, "nodes", "corral runs each job on one node"},
+	"ntasks 0":                  {func(s *api.JobSpec) { s.NTasks = 0 }, "ntasks", "--ntasks must be between 1 and 1000000"},
+	"ntasks negative":           {func(s *api.JobSpec) { s.NTasks = -5 }, "ntasks", `ntasks "-5"`},
+	"cpus_per_task 0":           {func(s *api.JobSpec) { s.CPUsPerTask = 0 }, "cpus_per_task", "--cpus-per-task must be between 1"},
+	"cpus product overflows":    {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = 1<<20-1, 1<<20 }, "ntasks", "between 1 and 1000000"},
+	"cpus product too large":    {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = 1000, 1001 }, "cpus_per_task", "1000 × 1001 CPUs"},
+	"ntasks MaxInt":             {func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask = math.MaxInt, math.MaxInt }, "ntasks", "between 1"},
+	"nodes negative":            {func(s *api.JobSpec) { s.Nodes = -5 }, "nodes", "--nodes must be between 1 and 100000"},
+	"nodes too many":            {func(s *api.JobSpec) { s.Nodes, s.NTasks = 100_001, 100_001 }, "nodes", "--nodes must be between 1 and 100000"},
+	"nodes over tasks":          {func(s *api.JobSpec) { s.Nodes = 2 }, "ntasks", "every node runs a task at least"},
+	"nodes_max below nodes":     {func(s *api.JobSpec) { s.Nodes, s.NodesMax, s.NTasks = 3, 2, 3 }, "nodes_max", "MAX must be between MIN (3)"},
+	"nodes_max too many":        {func(s *api.JobSpec) { s.NodesMax = 100_001 }, "nodes_max", "and 100000"},
+	"ntasks 0 without per node": {func(s *api.JobSpec) { s.NTasks = 0 }, "ntasks", "or 0 with ntasks_per_node"},
+	"ntasks_per_node negative":  {func(s *api.JobSpec) { s.NTasksPerNode = -1 }, "ntasks_per_node", "between 1 and 1000000 CPUs"},
+	"ntasks_per_node × cpus":    {func(s *api.JobSpec) { s.NTasksPerNode, s.CPUsPerTask = 1000, 1001 }, "ntasks_per_node", "between 1 and 1000000 CPUs"},
+	"per node × nodes_max": {func(s *api.JobSpec) { s.NTasks, s.NTasksPerNode, s.NodesMax = 0, 100_000, 100_000 }, "ntasks_per_node",
+		"100000 nodes × 100000 tasks × 1 CPUs: the most a job may ask for is 1000000 tasks"},
+	"tasks over nodes × per node": {func(s *api.JobSpec) { s.NTasks, s.NTasksPerNode, s.Nodes = 9, 4, 2 }, "ntasks", "9 tasks do not fit on 2 nodes of 4 tasks"},
+	"distribution":                {func(s *api.JobSpec) { s.Distribution = "plane" }, "distribution", "use block or cyclic"},
+	"nodelist syntax":             {func(s *api.JobSpec) { s.NodeList = "n[1-" }, "nodelist", "never closed"},
+	"nodelist name":               {func(s *api.JobSpec) { s.NodeList = "../x" }, "nodelist", "not a host list"},
+	"nodelist repeated":           {func(s *api.JobSpec) { s.NodeList, s.Nodes, s.NTasks = "n1,n2,n1", 3, 3 }, "nodelist", "names node n1 twice"},
+	"nodelist over nodes":         {func(s *api.JobSpec) { s.NodeList = "n[1-2]" }, "nodelist", "names 2 nodes, but the job may have at most 1"},
+	"nodelist huge":               {func(s *api.JobSpec) { s.NodeList = "n[0-99999999999]" }, "nodelist", "a job has at most 100000 nodes"},
+	"exclude syntax":              {func(s *api.JobSpec) { s.Exclude = "n]" }, "exclude", "closes no"},
+	"exclude overlaps":            {func(s *api.JobSpec) { s.NodeList, s.Exclude = "n1", "n[1-2]" }, "exclude", "node n1 is both"},
+	"constraint syntax":           {func(s *api.JobSpec) { s.Constraint = "a&&b" }, "constraint", "at byte 2"},
+	"constraint count":            {func(s *api.JobSpec) { s.Constraint = "[a*2&b*2]"; s.NodesMax = 3 }, "constraint", "its counts need 4 nodes"},
 
 	// Memory.
 	"mem negative":         {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},
@@ -156,9 +175,16 @@ func TestValidateSpecRefuses(t *testing.T) {
 
 func TestValidateSpecAccepts(t *testing.T) {
 	tests := map[string]func(s *api.JobSpec){
-		"the base request":         func(*api.JobSpec) {},
-		"everything at its bounds": atBounds,
-		"nodes 0 is unset":         func(s *api.JobSpec) { s.Nodes = 0 },
+		"the base request":              func(*api.JobSpec) {},
+		"everything at its bounds":      atBounds,
+		"nodes 0 is unset":              func(s *api.JobSpec) { s.Nodes = 0 },
+		"a node range, a task per node": func(s *api.JobSpec) { s.Nodes, s.NodesMax, s.NTasks, s.NTasksPerNode = 2, 4, 0, 1 },
+		"nodes and tasks":               func(s *api.JobSpec) { s.Nodes, s.NTasks, s.NTasksPerNode = 2, 4, 2 },
+		"everything of nodes": func(s *api.JobSpec) {
+			s.Nodes, s.NodesMax, s.NTasks, s.NTasksPerNode, s.Exclusive = 4, 8, 8, 2, true
+			s.NodeList, s.Exclude, s.Constraint, s.Distribution = "n[1-2]", "n[7-9]", "intel&(ib|roce)&gpu*2&[r1|r2]", "cyclic"
+			s.SpreadJob, s.Contiguous = true, true
+		},
 		"a negative nice":          func(s *api.JobSpec) { s.Nice = -MaxNice },
 		"an array with raw text":   func(s *api.JobSpec) { s.Array, _ = ParseArray("0-15:4,3,7%2") },
 		"a dependency with raw":    func(s *api.JobSpec) { s.Dependency, _ = ParseDependency("after:12+5:13,afterok:4_2") },

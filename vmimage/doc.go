@@ -33,7 +33,7 @@
 // true): the cloud kernel has 8250 serial, initrd and devtmpfs built in, and
 // virtio, virtiofs, NFS and overlayfs only as modules. Each feature's
 // modules are listed in load order in /etc/corral/modules/FEATURE (virtio,
-// overlay, virtiofs, nfs, agent, balloon). With a job/fs in the payload the
+// overlay, virtiofs, nfs, net, agent, balloon). With a job/fs in the payload the
 // job's root is the host's tree (see docs/vm.md); without, it is the
 // initramfs, where /bin/bash runs busybox ash.
 //
@@ -111,6 +111,11 @@
 //	job/fs        0644  optional (protocol 2): the host's tree as the job's root:
 //	                    "root virtiofs TAG" (or "root nfs ADDR PORT EXPORT GUESTADDR"),
 //	                    then "share PATH" per path mounted read-write at the same path
+//	job/net       0644  optional: a multi-node job's private network (Net):
+//	                    "card MAC ADDR/BITS MTU", then "host ADDR NAME" per node
+//	                    of the job; init sets the card whose MAC is MAC up with
+//	                    ADDR and writes /etc/hosts (RenderHosts): the job's
+//	                    hosts first, then the host's entries for other names
 //
 // Values may hold spaces and newlines; nothing may hold NUL (WritePayload
 // refuses it). With job/fs, init mounts the host's tree read-only under a

@@ -31,6 +31,9 @@ type Payload struct {
 	// FS, when set, gives the job the host's tree as its root and its
 	// shared paths (job/fs); nil leaves it the initramfs.
 	FS *FS
+	// Net, when set, is the job's private network (job/net): a
+	// multi-node job's second card and its hosts.
+	Net *Net
 }
 
 // Mode bits and sizes of the newc cpio format ("SVR4 with no CRC").
@@ -78,6 +81,11 @@ func (p Payload) Validate() error {
 			return err
 		}
 	}
+	if p.Net != nil {
+		if err := p.Net.Validate(); err != nil {
+			return err
+		}
+	}
 	if p.WorkDir != "" {
 		if !path.IsAbs(p.WorkDir) {
 			return fmt.Errorf("payload workdir %q: not an absolute path (start it with /)", p.WorkDir)
@@ -108,6 +116,9 @@ func (p Payload) entries() []payloadEntry {
 	}
 	if p.FS != nil {
 		ents = append(ents, payloadEntry{name: "job/fs", mode: modeFile | 0o644, data: p.FS.encode()})
+	}
+	if p.Net != nil {
+		ents = append(ents, payloadEntry{name: "job/net", mode: modeFile | 0o644, data: p.Net.encode()})
 	}
 	return ents
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -230,6 +231,9 @@ func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	q.Tenants = o.list("tenant")
+	if !o.has("per-tenant") && len(tasks) == 0 {
+		return streamExport(ctx, env, q, o.get("format"), out)
+	}
 	recs, err := fetchRecords(ctx, env, q, tasks)
 	if err != nil {
 		return err
@@ -254,6 +258,38 @@ func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// streamExport has the controller write the export, and copies it to
+// path (standard output for -) as it comes: a year's records are never in
+// memory, here or there. A cut transfer leaves no file behind.
+func streamExport(ctx context.Context, env *cliEnv, q api.AcctQuery, format, path string) error {
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := cl.AccountingExport(ctx, q, format, env.stdout)
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("acct export: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	n, err := cl.AccountingExport(ctx, q, format, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("acct export: writing %s: %w", path, err)
+	}
+	fmt.Fprintf(env.stderr, "%s: %d records\n", path, n)
 	return nil
 }
 

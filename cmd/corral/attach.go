@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"corral/api"
@@ -26,13 +25,17 @@ func runAttach(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	for i, a := range o.args {
-		// sattach names a step, JOB.STEP: a job has one.
-		if j, _, ok := strings.Cut(a, "."); ok {
-			o.args[i] = j
-		}
+	steps, rest, err := splitStepRefs(o.args)
+	if err != nil {
+		return err
 	}
-	ids, err := parseJobIDs(o.args)
+	if len(steps)+len(rest) != 1 {
+		return fmt.Errorf("attach: give one job id, or one step (JOB.STEP)")
+	}
+	if len(steps) == 1 {
+		return attachStep(ctx, env, steps[0], o.has("error"))
+	}
+	ids, err := parseJobIDs(rest)
 	if err != nil {
 		return err
 	}
@@ -68,6 +71,54 @@ func runAttach(ctx context.Context, env *cliEnv, args []string) error {
 		path = errPath
 	}
 	return follow(ctx, env.stdout, cl, j.ID, path)
+}
+
+// attachStep is sattach JOB.STEP: a step's tasks write into the output of
+// the srun that launched it (in a batch job, the job's output file), so
+// it streams the job's output from its node while the step runs, and
+// stops when the step ends.
+func attachStep(ctx context.Context, env *cliEnv, s stepRef, errFile bool) error {
+	cl, err := env.client()
+	if err != nil {
+		return err
+	}
+	running := func() (bool, error) {
+		list, err := cl.Steps(ctx, s.job)
+		if err != nil {
+			return false, err
+		}
+		for _, st := range list {
+			if st.ID == s.step {
+				return st.State == api.StateRunning, nil
+			}
+		}
+		return false, fmt.Errorf("attach: step %d.%d: no such step", s.job, s.step)
+	}
+	if ok, err := running(); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("attach: step %d.%d has ended: its output is in the output of the srun that ran it", s.job, s.step)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for sctx.Err() == nil {
+			time.Sleep(time.Second)
+			if ok, err := running(); err != nil || !ok {
+				cancel()
+			}
+		}
+	}()
+	rd, err := cl.JobOutput(sctx, s.job, errFile)
+	if err != nil {
+		return fmt.Errorf("attach: step %d.%d: %w", s.job, s.step, err)
+	}
+	defer rd.Close()
+	_, err = io.Copy(env.stdout, rd)
+	if sctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // waitStarted returns the job once it has a node (it may have ended).

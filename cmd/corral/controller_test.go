@@ -74,6 +74,7 @@ func TestDispatchAgainstController(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
+	t.Run("node features", func(t *testing.T) { testNodeFeatures(t, f) })
 	t.Run("sinfo forms", func(t *testing.T) { testNodeForms(t, f) })
 	t.Run("squeue -r", func(t *testing.T) { testQueueArray(t, f) })
 	t.Run("reservations", func(t *testing.T) { testReservations(t, f) })

@@ -301,13 +301,16 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "cpus", "N", "CPUs to offer (default: the host's)"),
 		valued(0, "mem", "SIZE", "memory to offer, e.g. 8G (default: the host's)"),
 		valued(0, "partitions", "LIST", "partitions this node serves (default: the cluster's default)"),
+		valued(0, "features", "LIST", "the node's features, which jobs ask for with --constraint, e.g. intel,ib,rack1 (an operator may replace them: corral node update NAME Features=...)"),
 		valued(0, "runner", "NAME", "how jobs run: vm (default: a QEMU VM per job) or process"),
 		valued(0, "images", "DIR", "guest images for the vm runner (default $CORRAL_IMAGES or build/images)"),
 		valued(0, "vm-ids", "FIRST-LAST", "uids (and gids of the same numbers) reserved for the VMs' QEMU processes, one per running VM; nothing else on the node may use them (default 1879048192-1879113727)"),
+		valued(0, "overlay", "ADDR:PORT", "the node's end of its multi-node jobs' private networks (VXLAN over UDP): an IPv4 address of this node on the network between the nodes and a UDP port, e.g. 192.0.2.1:4789 (default: the address this node reaches the first controller from, port 4789; none when that controller is on loopback); none: no VM of a multi-node job runs here"),
 		valued(0, "warm-max", "N", "warm starts: how many snapshots of booted guests the vm runner keeps in DATA/warm, one per shape of VM, to restore job VMs from instead of booting them (default 8; 0 turns warm starts off)"),
 		valued(0, "warm-max-bytes", "SIZE", "warm starts: how much disk the snapshots may take (default 4G)"),
 		valued(0, "warm-settle", "DURATION", "warm starts: how long a snapshot's guest idles before it is saved, so that the cached attributes of the node's files (60 s on the root mount) have expired in every copy (default 65s; 0 saves it at once, for tests)"),
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
+		valued(0, "step-listen", "HOST:PORT", "where srun inside this node's jobs reaches the controllers through the daemon (default 127.0.0.1:0, a free loopback port kept over restarts, for the process runner; none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
 		valued(0, "checkpoint-dir", "DIR", "where jobs' checkpoints are written (corral checkpoint; default DATA/checkpoints)"),
 		flag(0, "checkpoint-shared", "--checkpoint-dir is shared with other nodes at the same path: they may restore the checkpoints written here"),
@@ -439,10 +442,16 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		inv = nil
 	}
 	scaleNUMAMemory(inv, mem)
+	for _, f := range o.list("features") {
+		if why := submit.FeatureProblem(f); why != "" {
+			return noded.Config{}, fmt.Errorf("noded %s: --features: feature %q %s", name, f, why)
+		}
+	}
 	cfg := noded.Config{
-		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Inventory: inv,
+		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
+		StepListen:    stepListen(o.get("step-listen"), o.get("runner")),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
 		CheckpointDir: o.get("checkpoint-dir"), CheckpointShared: o.has("checkpoint-shared"),
 	}
@@ -479,6 +488,19 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 
 // apiListen is the node's job API address for --listen: loopback when
 // unset, none for "none".
+// stepListen is where the step forwarder listens: loopback for the
+// process runner's jobs, which run on the host; none for VMs, whose
+// guests do not reach the node's loopback.
+func stepListen(v, runner string) string {
+	switch {
+	case v == "none" || v == "" && runner != "process":
+		return ""
+	case v == "":
+		return "127.0.0.1:0"
+	}
+	return v
+}
+
 func apiListen(v string) string {
 	switch v {
 	case "":
@@ -627,6 +649,13 @@ func runDevCluster(ctx context.Context, env *cliEnv, o *optSet, dir string) erro
 	}
 	for i := range cfgs {
 		cfgs[i].Runner = runner
+		if vr, ok := runner.(*vmrun.Runner); ok {
+			// The nodes share the host's network namespace: each gets
+			// a port of its own for its jobs' private networks.
+			if cfgs[i].Runner, err = devOverlay(vr); err != nil {
+				return err
+			}
+		}
 	}
 	ccfg := ctld.Config{
 		ID: "dev", RaftAddr: raftAddr, HTTPAddr: httpAddr, DataDir: filepath.Join(dir, "ctld"),
@@ -745,6 +774,9 @@ func makeRunner(ctx context.Context, env *cliEnv, o *optSet, log *slog.Logger, i
 		cfg := vmrun.Config{ImageRoot: root, DefaultImage: "default", Logger: log, Inventory: inv,
 			Controllers: controllers, VMIDs: ids, WarmDir: warmDir}
 		if err := warmOptions(o, &cfg); err != nil {
+			return nil, err
+		}
+		if cfg.Overlay, err = overlayOption(ctx, o.get("overlay"), controllers, log); err != nil {
 			return nil, err
 		}
 		load := vmrun.Load

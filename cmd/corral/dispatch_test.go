@@ -128,8 +128,11 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"exec without a command": {argv: []string{"corral", "exec", "12", "--"}, code: 1, stderr: []string{"exec into job 12", "no command given"}},
 		"exec bad job id":        {argv: []string{"corral", "exec", "x12", "--", "true"}, code: 1, stderr: []string{`"x12" is not a job id`}},
 		"exec bad env":           {argv: []string{"corral", "exec", "-e", "=x", "12", "true"}, code: 1, stderr: []string{"env", "NAME=VALUE"}},
-		"srun without --jobid":   {argv: []string{"/usr/bin/srun", "-n", "4", "hostname"}, code: 2, stderr: []string{"srun: error:"}},
-		"srun alone":             {argv: []string{"srun", "hostname"}, code: 1, stderr: []string{"only `srun --jobid=JOB"}},
+		"salloc --help":          {argv: []string{"/usr/bin/salloc", "--help"}, stdout: []string{"usage: salloc [sbatch options]"}, emptyError: true},
+		"salloc bad option":      {argv: []string{"salloc", "--bogus", "sh"}, code: 2, stderr: []string{"salloc: error:", "--bogus"}},
+		"srun bad -n":            {argv: []string{"srun", "--jobid=3", "-n", "x", "hostname"}, code: 1, stderr: []string{"--ntasks=x: give a whole number"}},
+		"srun no command":        {argv: []string{"srun", "-n", "2"}, code: 1, stderr: []string{"give a command to run"}},
+		"srun --mpi=pmix":        {argv: []string{"srun", "--jobid=3", "--mpi=pmix", "true"}, code: 1, stderr: []string{"not PMIx"}},
 		"srun --help":            {argv: []string{"srun", "--help"}, stdout: []string{"usage: srun [options]", "--jobid", "--overlap", "--pty"}, emptyError: true},
 		"cp without a job":       {argv: []string{"corral", "cp", "a", "b"}, code: 1, stderr: []string{"exactly one of the two must be in a job"}},
 		"cp both in jobs":        {argv: []string{"corral", "cp", "1:a", "2:b"}, code: 1, stderr: []string{"exactly one"}},
@@ -152,6 +155,7 @@ func TestDispatchHelpAndUnknownCommands(t *testing.T) {
 		"noded without data":      {argv: []string{"corral", "noded", "--name", "n1"}, code: 1, stderr: []string{"--data is required"}},
 		"noded bad cpus":          {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--cpus", "0"}, code: 1, stderr: []string{"--cpus=0"}},
 		"noded bad runner":        {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "docker"}, code: 1, stderr: []string{"--runner=docker", "process, vm"}},
+		"noded bad overlay":       {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--overlay", "192.0.2.1"}, code: 1, stderr: []string{"--overlay=192.0.2.1", "a UDP port", "or none"}},
 		"noded vm without images": {argv: []string{"corral", "noded", "--name", "n1", "--data", "d", "--ctld", "127.0.0.1:1", "--runner", "vm", "--images", "/nonexistent"}, code: 1, stderr: []string{"make image"}},
 	}
 	for name, tc := range cases {

@@ -44,29 +44,6 @@ func runExec(ctx context.Context, env *cliEnv, args []string) error {
 	return execInto(ctx, env, id, req)
 }
 
-// runSrun is the srun alias: the one form corral supports until multi-node
-// jobs arrive is a command in a running job.
-func runSrun(ctx context.Context, env *cliEnv, args []string) error {
-	o, err := parseOpts(env, "srun", getopt.StopAtNonOption, args,
-		valued(0, "jobid", "JOB", "the running job to run the command in"),
-		flag(0, "overlap", "share the job's resources (the only way corral runs it)"),
-		flag(0, "pty", "give the command a terminal"),
-		flag('u', "unbuffered", "accepted: output is never buffered"),
-		valued('D', "chdir", "DIR", "working directory in the job"),
-	)
-	if err != nil {
-		return err
-	}
-	if !o.has("jobid") {
-		return fmt.Errorf("srun: only `srun --jobid=JOB [--overlap] [--pty] CMD...` (a command in a running job) is supported until multi-node jobs arrive; submit batch work with sbatch")
-	}
-	id, err := parseOneJobID(o.get("jobid"))
-	if err != nil {
-		return fmt.Errorf("srun: --jobid: %w", err)
-	}
-	return execInto(ctx, env, id, api.ExecRequest{Argv: o.args, Dir: o.get("chdir"), TTY: o.has("pty")})
-}
-
 func parseOneJobID(s string) (uint64, error) {
 	ids, err := parseJobIDs([]string{s})
 	if err != nil {

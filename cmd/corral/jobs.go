@@ -183,6 +183,16 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	steps, rest, err := splitStepRefs(o.args)
+	if err != nil {
+		return err
+	}
+	if len(steps) > 0 {
+		if len(rest) > 0 || o.has("signal") {
+			return fmt.Errorf("cancel: give steps (JOB.STEP) alone, without jobs or --signal")
+		}
+		return cancelSteps(ctx, env, steps)
+	}
 	ids, tasks, err := parseJobRefs(o.args)
 	if err != nil {
 		return err
@@ -391,12 +401,17 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 
 func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"),
-		flag(0, "migrate", "drain by moving the node's running jobs to other nodes (live migration)"))
+		flag(0, "migrate", "drain by moving the node's running jobs to other nodes (live migration)"),
+		flag(0, "reset-features", "give the node's features back to what its daemon reports (node update)"))
 	if err != nil {
 		return err
 	}
+	const usage = "usage: corral node drain NAME --reason TEXT [--migrate] | corral node resume NAME | corral node forget-key NAME | corral node update NAME Features=a,b | corral node update NAME --reset-features"
+	if len(o.args) >= 2 && o.args[0] == "update" {
+		return updateNode(ctx, env, o.args[1], o.args[2:], o.has("reset-features"))
+	}
 	if len(o.args) != 2 || (o.args[0] != "drain" && o.args[0] != "resume" && o.args[0] != "forget-key") {
-		return fmt.Errorf("usage: corral node drain NAME --reason TEXT [--migrate] | corral node resume NAME | corral node forget-key NAME")
+		return errors.New(usage)
 	}
 	cl, err := env.client()
 	if err != nil {

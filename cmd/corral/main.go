@@ -50,7 +50,8 @@ func init() {
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
-		"srun":            {"srun --jobid=JOB [--overlap] [--pty] CMD...: exec into a running job", runSrun},
+		"salloc":          {"get an allocation, run a command (default your shell) here in it, give it up when the command exits (salloc)", runSalloc},
+		"srun":            {"launch a step of tasks on a job's nodes (inside a job); srun --jobid=JOB --overlap [--pty] CMD...: exec into a running job", runSrun},
 		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT [--migrate] | node resume NAME | node forget-key NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
@@ -72,7 +73,7 @@ func init() {
 		"noded":           {"run a node daemon", runNoded},
 		"dev":             {"run an embedded cluster (one controller, two nodes) in this process", runDev},
 		"nfsd":            {"serve one job VM's files over NFS (started by the node daemon)", runNFSD},
-		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sacct, sprio, sshare, srun and sattach symlinks in DIR", runInstallAliases},
+		"install-aliases": {"create sbatch, squeue, sinfo, scancel, scontrol, sacct, sprio, sshare, srun, salloc and sattach symlinks in DIR", runInstallAliases},
 		"version":         {"print the version", runVersion},
 	}
 }
@@ -117,7 +118,7 @@ func (e *cliEnv) client() (*api.Client, error) {
 // slurmAliases maps a Slurm command name to a corral subcommand.
 var slurmAliases = map[string]string{
 	"sbatch": "submit", "squeue": "queue", "sinfo": "nodes", "scancel": "cancel", "scontrol": "scontrol",
-	"sprio": "prio", "sshare": "share", "srun": "srun", "sattach": "attach", "sacct": "acct",
+	"sprio": "prio", "sshare": "share", "srun": "srun", "sattach": "attach", "sacct": "acct", "salloc": "salloc",
 }
 
 func main() {
@@ -204,7 +205,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|reservation|config [ID], hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
+const scontrolCommands = "show job|node|partition|reservation|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.

@@ -13,6 +13,7 @@ import (
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
+	"corral/internal/hostlist"
 )
 
 // activeStates are the states squeue lists when -t is not given.
@@ -35,7 +36,7 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 		valued('S', "sort", "KEYS", "sort by these keys, e.g. \"-p,i\" (default P,t,-p)"),
 		flag('r', "array", "one line per array task, pending tasks too"),
 		valued('i', "iterate", "SECONDS", "print again every SECONDS until interrupted"),
-		flag('s', "steps", "list job steps (corral jobs have none yet)"),
+		flag('s', "steps", "list job steps: STEPID NAME PARTITION USER TIME NODELIST"),
 		flag('h', "noheader", "do not print the header line"),
 		flag('l', "long", "long format"),
 		flag(0, "start", "show pending jobs' expected start times"),
@@ -56,6 +57,9 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 	cl, err := env.client()
 	if err != nil {
 		return err
+	}
+	if o.has("steps") {
+		return listSteps(ctx, env, cl, o, q)
 	}
 	if o.has("me") {
 		me, err := meUser(ctx, env, cl)
@@ -87,9 +91,6 @@ func runQueue(ctx context.Context, env *cliEnv, args []string) error {
 // when those are not given.
 func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	var q api.QueueQuery
-	if o.has("steps") {
-		return q, fmt.Errorf("--steps: corral jobs have no steps yet; list the jobs themselves without -s")
-	}
 	ids, tasks, err := parseJobRefs(append(o.list("jobs"), o.args...))
 	if err != nil {
 		return q, err
@@ -104,7 +105,7 @@ func queueQuery(o *optSet, getenv func(string) string) (api.QueueQuery, error) {
 	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), States: states, Partitions: o.list("partition"),
 		Names: o.list("name"), Accounts: o.list("account"), QOS: o.list("qos"), Reservations: o.list("reservation")}
 	if o.has("nodelist") {
-		if f.Nodes, err = display.ExpandHostlist(strings.Join(o.all["nodelist"], ",")); err != nil {
+		if f.Nodes, err = hostlist.Expand(strings.Join(o.all["nodelist"], ","), hostlistLimit); err != nil {
 			return q, fmt.Errorf("--nodelist: %w", err)
 		}
 		if len(f.Nodes) == 0 {
@@ -249,7 +250,7 @@ func nodesOptions(o *optSet) (display.NodesOptions, time.Duration, error) {
 		return opts, 0, err
 	}
 	if o.has("nodes") {
-		names, err := display.ExpandHostlist(strings.Join(o.all["nodes"], ","))
+		names, err := hostlist.Expand(strings.Join(o.all["nodes"], ","), hostlistLimit)
 		if err != nil {
 			return opts, 0, fmt.Errorf("--nodes: %w", err)
 		}
@@ -480,6 +481,12 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	if len(o.args) > 0 && o.args[0] == "partition" {
 		return showPartitions(ctx, env, o.args[1:])
 	}
+	if len(o.args) > 0 && o.args[0] == "hostnames" {
+		return showHostnames(env, o.args[1:], false)
+	}
+	if len(o.args) > 0 && (o.args[0] == "hostlist" || o.args[0] == "hostlistsorted") {
+		return showHostnames(env, o.args[1:], true)
+	}
 	if len(o.args) > 0 && (o.args[0] == "reservation" || o.args[0] == "reservations" || o.args[0] == "res") {
 		return resvShow(ctx, env, "show reservation", o.args[1:])
 	}
@@ -494,7 +501,7 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		return showLicenses(ctx, env, o.args[1:])
 	}
 	if len(o.args) == 0 || (o.args[0] != "job" && o.args[0] != "node") {
-		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show reservation [NAME] | corral show config")
+		return fmt.Errorf("usage: corral show job [ID] | corral show node [NAME] | corral show partition [NAME] | corral show reservation [NAME] | corral show config | corral show hostnames [LIST] | corral show hostlist LIST")
 	}
 	cl, err := env.client()
 	if err != nil {

@@ -23,12 +23,16 @@ func runUpdate(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stdout, "usage: corral update JOBID KEY=VALUE...   (scontrol update JobId=JOBID KEY=VALUE...)")
 		fmt.Fprintln(env.stdout, "       keys: "+strings.Join(jobUpdateKeys, ", ")+"; TimeLimit=+T or -T changes it by T")
 		fmt.Fprintln(env.stdout, "       corral update PartitionName=NAME KEY=VALUE...   (scontrol update PartitionName=NAME State=DRAIN)")
+		fmt.Fprintln(env.stdout, "       corral update NodeName=NAME Features=a,b        (scontrol update NodeName=NAME Features=a,b)")
 		fmt.Fprintln(env.stdout, "       corral update ReservationName=NAME KEY=VALUE...   (scontrol update ReservationName=NAME Duration=120 Users+=bob)")
 		return nil
 	}
 	for i, a := range args {
 		if k, v, ok := strings.Cut(a, "="); ok && strings.EqualFold(k, "PartitionName") {
 			return updatePartition(ctx, env, v, append(append([]string{}, args[:i]...), args[i+1:]...))
+		}
+		if k, v, ok := strings.Cut(a, "="); ok && strings.EqualFold(k, "NodeName") {
+			return updateNode(ctx, env, v, append(append([]string{}, args[:i]...), args[i+1:]...), false)
 		}
 		if k, _, ok := strings.Cut(a, "="); ok && (strings.EqualFold(k, "ReservationName") || strings.EqualFold(k, "Reservation")) {
 			return resvUpdate(ctx, env, "update", args)

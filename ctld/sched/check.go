@@ -48,10 +48,17 @@ func CheckJob(j *state.Job) error {
 		return fmt.Errorf("ntasks=%d is outside 0..%d", sp.NTasks, submit.MaxTasks)
 	case sp.CPUsPerTask < 0 || sp.CPUsPerTask > submit.MaxCPUsPerTask:
 		return fmt.Errorf("cpus_per_task=%d is outside 0..%d", sp.CPUsPerTask, submit.MaxCPUsPerTask)
-	case int64(max(sp.NTasks, 1))*int64(max(sp.CPUsPerTask, 1)) > submit.MaxCPUs:
-		return fmt.Errorf("ntasks × cpus_per_task = %d × %d is more than %d CPUs", sp.NTasks, sp.CPUsPerTask, submit.MaxCPUs)
-	case sp.Nodes < 0 || sp.Nodes > 1:
-		return fmt.Errorf("nodes=%d: a pass places jobs on one node", sp.Nodes)
+	case sp.NTasksPerNode < 0 || sp.NTasksPerNode > submit.MaxTasks:
+		return fmt.Errorf("ntasks_per_node=%d is outside 0..%d", sp.NTasksPerNode, submit.MaxTasks)
+	case int64(max(api.TasksOn(sp.NTasks, sp.NTasksPerNode, 1), 1))*int64(max(sp.CPUsPerTask, 1)) > submit.MaxCPUs:
+		return fmt.Errorf("ntasks × cpus_per_task = %d × %d is more than %d CPUs", api.TasksOn(sp.NTasks, sp.NTasksPerNode, 1), sp.CPUsPerTask, submit.MaxCPUs)
+	case sp.Nodes < 0 || sp.NodesMax < 0:
+		return fmt.Errorf("nodes=%d, nodes_max=%d: negative", sp.Nodes, sp.NodesMax)
+	case sp.Nodes > 1 || sp.NodesMax > 1:
+		lo, hi := api.NodeRange(sp.Nodes, sp.NodesMax)
+		return fmt.Errorf("nodes=%d-%d: this release's pass places jobs on one node", lo, hi)
+	case sp.NodeList != "" || sp.Exclude != "" || sp.Constraint != "" || sp.Exclusive:
+		return fmt.Errorf("nodelist, exclude, constraint and exclusive: this release's pass does not honour them")
 	case sp.MemPerNode < 0 || sp.MemPerNode > MaxMemMB:
 		return fmt.Errorf("mem_per_node_mb=%d is outside 0..%d", sp.MemPerNode, MaxMemMB)
 	case sp.MemPerCPU < 0 || sp.MemPerCPU > MaxMemMB || sp.MemPerCPU*int64(sp.CPUs()) > MaxMemMB:

@@ -73,6 +73,12 @@
 // node that reported an inventory, a start also carries its placement: the
 // exact CPUs, NUMA memory, hugepages, GPUs and VFs (docs/placement.md).
 //
+// Every job runs on one node: the pass does not place multi-node jobs yet
+// (CheckJob holds one as InvalidJob; the controllers refuse them at
+// submit). gang.go holds the search such placement will reserve with: the
+// earliest time at which k nodes are free together over their profiles
+// (gangStart, one sweep over each node's possible start spans).
+//
 // Dependencies (deps.go) are read from the typed targets the state parsed
 // once, at submit (a job, a task of an array, a whole array), with the same
 // resolution the state's cycle check uses: after, afterany, afterok,

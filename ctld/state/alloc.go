@@ -10,15 +10,19 @@ import (
 // Allocation is the exact resources one node gives one run of a job: its
 // CPUs and memory, and on a node that reported its inventory the exact
 // CPUs, NUMA memory, hugepages, GPUs and VFs (Placement). A pending job
-// has none; a running single-node job one; a multi-node job would have one
-// per node and a migrating job two. A node daemon watches the allocations
-// of its node and reports their ends by allocation id.
+// has none; a running single-node job one; a multi-node job one per node
+// (all made by one start, so they share their StartIndex, each with its
+// Rank) and a migrating job two. A node daemon watches the allocations of
+// its node and reports their ends by allocation id.
 type Allocation struct {
-	ID    uint64 `json:"id"`
-	Job   uint64 `json:"job"`
-	Node  string `json:"node"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
+	ID   uint64 `json:"id"`
+	Job  uint64 `json:"job"`
+	Node string `json:"node"`
+	// Rank is the node's place in a multi-node run (SLURM_NODEID): 0 runs
+	// the batch script, the others wait for the job's steps.
+	Rank  int   `json:"rank,omitempty"`
+	CPUs  int   `json:"cpus"`
+	MemMB int64 `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the run.
 	OverheadMB int64          `json:"overhead_mb,omitempty"`
 	Placement  *api.Placement `json:"placement,omitempty"`

@@ -48,6 +48,10 @@ const (
 	CmdCheckpointJobs    CommandType = 32
 	CmdCheckpointReports CommandType = 33
 	CmdRestoreJobs       CommandType = 34
+	// 35 to 45 belong to other features (35, 36: reservations.go); 46 to 49
+	// to multi-node jobs and steps.
+	CmdSetNodeFeatures CommandType = 46
+	CmdSteps           CommandType = 47
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at
@@ -110,6 +114,16 @@ type RegisterNode struct {
 	Now  time.Time    `json:"now"`
 	Info api.NodeInfo `json:"info"`
 	Key  string       `json:"key,omitempty"`
+}
+
+// SetNodeFeatures sets a node's features in place of those its daemon
+// reports (an operator's `corral node update NAME Features=...`), or with
+// Reset gives them back to the daemon's. By is who asked.
+type SetNodeFeatures struct {
+	Node     string   `json:"node"`
+	Features []string `json:"features,omitempty"`
+	Reset    bool     `json:"reset,omitempty"`
+	By       string   `json:"by,omitempty"`
 }
 
 // ForgetNodeKey lets a node's next registration bring a new key (a

@@ -90,21 +90,35 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			NotUsers: []string{"bob"}, Flags: []api.ResvFlag{api.ResvDaily, api.ResvPurgeComp, api.ResvIgnoreJobs},
 			PurgeAfter: 60, CPUs: 1, Parts: []api.ResvPart{{Node: "n2", CPUs: 1, MemMB: 2048}}}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(3 * time.Hour), Names: []string{"gone", "cap"}}},
-		// Checkpoints (checkpoints.go): job 20 saved on v1 and restored on
-		// v2 (a shared checkpoint directory), job 21's save failing.
-		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(4 * time.Hour), FirstID: 20, Jobs: []JobSpec{spec("c20"), spec("c21")}}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(4 * time.Hour), Starts: []PlanStart{{JobID: 20, Node: "v1", CPUs: 1, MemMB: 256}, {JobID: 21, Node: "v1", CPUs: 1, MemMB: 256}}}},
-		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(4 * time.Hour), IDs: []uint64{20, 21}, By: "alice"}},
+		// Checkpoints (checkpoints.go): job 30 saved on v1 and restored on
+		// v2 (a shared checkpoint directory), job 31's save failing.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(4 * time.Hour), FirstID: 30, Jobs: []JobSpec{spec("c30"), spec("c31")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(4 * time.Hour), Starts: []PlanStart{{JobID: 30, Node: "v1", CPUs: 1, MemMB: 256}, {JobID: 31, Node: "v1", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(4 * time.Hour), IDs: []uint64{30, 31}, By: "alice"}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(4 * time.Hour), Node: "v1", Reports: []api.CheckpointReport{
-			{Job: 20, Alloc: 9, Event: "saved", Path: "/shared/checkpoints/20-9.ckpt", Size: 1 << 20, SHA256: "ab01", TookMS: 300},
-			{Job: 21, Alloc: 10, Event: "failed", Message: "no room"}}}},
+			{Job: 30, Alloc: 9, Event: "saved", Path: "/shared/checkpoints/30-9.ckpt", Size: 1 << 20, SHA256: "ab01", TookMS: 300},
+			{Job: 31, Alloc: 10, Event: "failed", Message: "no room"}}}},
 		{CmdJobReports, &JobReports{Now: t0.Add(4 * time.Hour), Node: "v1", BootID: "bv1", Reports: []api.JobReport{
-			{Alloc: 9, JobID: 20, StartIndex: 48, State: api.StateCancelled, Signal: 9}}}},
-		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(5 * time.Hour), IDs: []uint64{20}, To: "v2", By: "alice"}},
-		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(5 * time.Hour), Starts: []PlanStart{{JobID: 20, Node: "v2", CPUs: 1, MemMB: 256}}}},
+			{Alloc: 9, JobID: 30, StartIndex: 48, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(5 * time.Hour), IDs: []uint64{30}, To: "v2", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(5 * time.Hour), Starts: []PlanStart{{JobID: 30, Node: "v2", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(5 * time.Hour), Node: "v2", Reports: []api.CheckpointReport{
-			{Job: 20, Alloc: 11, Event: "restored", TookMS: 200}}}},
+			{Job: 30, Alloc: 11, Event: "restored", TookMS: 200}}}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "n1", Features: []string{"ib", "intel"}, By: "oscar"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 20, Jobs: []JobSpec{func() JobSpec {
+			j := spec("wide")
+			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode, j.Exclusive = 2, 4, 0, 2, true
+			j.NodeList, j.Exclude, j.Constraint, j.Distribution, j.SpreadJob, j.Contiguous = "n1", "n2", "ib&intel", "cyclic", true, true
+			return j
+		}()}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 21, Jobs: []JobSpec{spec("stepping")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Starts: []PlanStart{{JobID: 21, Node: "k1", CPUs: 1, MemMB: 256}}}},
 	}
+	// A step of job 21's run, which the plan just above started.
+	cmds = append(cmds, struct {
+		t CommandType
+		p any
+	}{CmdSteps, &Steps{Now: t0.Add(3 * time.Hour), Begin: []StepBegin{{Job: 21, Run: uint64(len(cmds)), Name: "hostname", Nodes: []string{"k1"}, NTasks: 1}}}})
 	var logs []*logEntry
 	for i, c := range cmds {
 		logs = append(logs, entry(t, uint64(i+1), c.t, c.p))

@@ -91,7 +91,7 @@ func goldenCommands() []struct {
 	placement := &api.Placement{CPUs: []int{1, 3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 512}},
 		Hugepages: []api.HugepageAmount{{Node: 1, SizeKB: 2048, Count: 8}}, GPUs: []string{"GPU-aaaa"},
 		MIG: []string{"MIG-cccc"}, VFs: []string{"0000:3b:00.2"}, Score: 100}
-	return []struct {
+	cmds := []struct {
 		t CommandType
 		p any
 	}{
@@ -331,6 +331,62 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19*time.Hour + time.Second), Starts: []PlanStart{{JobID: 101, Node: "wm1", CPUs: 1, MemMB: 256}}}},
 		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + time.Minute), Node: "wm1", BootID: "boot-wm", Reports: []api.JobReport{
 			{JobID: 101, StartIndex: 103, State: api.StateCompleted, VMStart: api.VMStartWarm}}}},
+		// A node offering its multi-node jobs' private networks.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(20 * time.Hour), Info: api.NodeInfo{Name: "ov1", CPUs: 2, MemMB: 2048,
+			Runner: "vm", BootID: "boot-ov1", Overlay: "192.0.2.1:4789"}}},
+		// Multi-node requests and node features: a node reporting its
+		// features, a job asking for nodes by range, list and feature,
+		// an operator's features in place of the node's, then the node's
+		// again.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(27 * time.Hour), Info: api.NodeInfo{Name: "f1", CPUs: 4, MemMB: 4096,
+			Runner: "process", BootID: "boot-f", Features: []string{"intel", "ib"}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(27 * time.Hour), FirstID: 180, Jobs: []JobSpec{func() JobSpec {
+			j := simple("wide")
+			j.Nodes, j.NodesMax, j.NTasks, j.NTasksPerNode = 2, 4, 0, 2
+			j.Exclusive, j.NodeList, j.Exclude, j.Constraint = true, "f1", "k1", "intel&[r1|r2]"
+			j.Distribution, j.SpreadJob, j.Contiguous = "cyclic", true, true
+			return j
+		}()}}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Features: []string{"gpu", "amd"}, By: "oscar"}},
+		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "f1", Reset: true, By: "oscar"}},
+		// A two-node job started whole (rank 0 on f1, rank 1 on f2), then
+		// f2 lost: f1 is told to stop the run, as NODE_FAIL.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(28 * time.Hour), Info: api.NodeInfo{Name: "f2", CPUs: 4, MemMB: 8192,
+			Runner: "vm", BootID: "boot-f2", Inventory: goldenInventory(), OverheadMB: 16}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(28 * time.Hour), FirstID: 190, Jobs: []JobSpec{func() JobSpec {
+			j := simple("gang")
+			j.Nodes, j.NTasks = 2, 2
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(28*time.Hour + time.Second), Starts: []PlanStart{{JobID: 190, Node: "f1", CPUs: 1, MemMB: 256,
+			Parts: []PlanPart{{Node: "f2", CPUs: 1, MemMB: 256, OverheadMB: 16,
+				Placement: &api.Placement{CPUs: []int{1}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 90}}}}}}},
+		{CmdNodeDown, &NodeDown{Now: t0.Add(29 * time.Hour), Nodes: []string{"f2"}, Reason: "Not responding"}},
+		// A job's steps: one begun on f3 and ended, one begun and
+		// cancelled.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(30 * time.Hour), Info: api.NodeInfo{Name: "f3", CPUs: 2, MemMB: 2048,
+			Runner: "process", BootID: "boot-f3"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(30 * time.Hour), FirstID: 195, Jobs: []JobSpec{simple("steps")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(30 * time.Hour), Starts: []PlanStart{{JobID: 195, Node: "f3", CPUs: 1, MemMB: 256}}}},
+	}
+	// The run just started is at the index of the entry above.
+	run := uint64(len(cmds))
+	cmds = append(cmds, []struct {
+		t CommandType
+		p any
+	}{
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Second), Begin: []StepBegin{
+			{Job: 195, Run: run, Name: "hostname", Nodes: []string{"f3"}, NTasks: 2, CPUsPerTask: 1},
+			{Job: 195, Run: run, Name: "sleep", Nodes: []string{"f3"}, NTasks: 1}}}},
+		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Minute), End: []StepEnd{{Job: 195, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
+			Cancel: []StepEnd{{Job: 195, Step: 1, Signal: 9}}, By: "alice"}},
+	}...)
+	// Live migration's drains, checkpoints and preemption by moving, after
+	// the steps.
+	return append(cmds, []struct {
+		t CommandType
+		p any
+	}{
 		// Node w1 drained by migration: a pass moves job 81 and says
 		// that job 82 stays.
 		{CmdNodeDrain, &NodeDrain{Now: t0.Add(18 * time.Hour), Node: "w1", Drain: true, Reason: "new firmware", By: "oscar", Migrate: true}},
@@ -347,14 +403,14 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w3", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(19*time.Hour + time.Minute), IDs: []uint64{110}, By: "alice"}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(19*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
-			{Job: 110, Alloc: 16, Event: "saved", Path: "/shared/checkpoints/110-16.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
+			{Job: 110, Alloc: 19, Event: "saved", Path: "/shared/checkpoints/110-19.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
 			{Job: 80, Alloc: 12, Event: "failed", Message: "not being saved"}}}},
 		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + 3*time.Minute), Node: "w3", BootID: "boot-w3", Reports: []api.JobReport{
-			{Alloc: 16, JobID: 110, StartIndex: 110, State: api.StateCancelled, Signal: 9}}}},
+			{Alloc: 19, JobID: 110, StartIndex: 124, State: api.StateCancelled, Signal: 9}}}},
 		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(20 * time.Hour), IDs: []uint64{110}, To: "w4", By: "alice"}},
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w4", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(20*time.Hour + time.Second), Node: "w4", Reports: []api.CheckpointReport{
-			{Job: 110, Alloc: 17, Event: "restored", TookMS: 300}}}},
+			{Job: 110, Alloc: 20, Event: "restored", TookMS: 300}}}},
 		// Preemption by migration and by checkpoint: a QoS that moves its
 		// victims, parking them when no node has room; a pass that moves
 		// job 120 from w3 to w4 and parks job 121 for job 122; job 121
@@ -366,8 +422,8 @@ func goldenCommands() []struct {
 		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(21*time.Hour + time.Minute), Stops: []PlanStop{{JobID: 121, Mode: api.PreemptCheckpoint, By: 122}},
 			Migrations: []PlanMigration{{JobID: 120, From: "w3", To: "w4", Cause: "preempt", By: "job 122", Token: "gt-120", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(21*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
-			{Job: 121, Alloc: 19, Event: "saved", Path: "/shared/checkpoints/121-19.ckpt", Size: 69 << 20, SHA256: "2c26b46b", TookMS: 400}}}},
-	}
+			{Job: 121, Alloc: 22, Event: "saved", Path: "/shared/checkpoints/121-22.ckpt", Size: 69 << 20, SHA256: "2c26b46b", TookMS: 400}}}},
+	}...)
 }
 
 // ptr returns a pointer to v.

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"reflect"
 	"slices"
 	"sort"
@@ -157,12 +158,23 @@ func (w *fieldWalker) change(path string, do func() (undo func())) {
 }
 
 // value walks v (addressable), changing each leaf under it.
+// prefixType is netip.Prefix, a leaf to the walker.
+var prefixType = reflect.TypeOf(netip.Prefix{})
+
 func (w *fieldWalker) value(v reflect.Value, path string) {
 	switch {
 	case v.Type() == timeType:
 		old := v.Interface().(time.Time)
 		w.change(path, func() func() {
 			v.Set(reflect.ValueOf(old.Add(time.Second)))
+			return func() { v.Set(reflect.ValueOf(old)) }
+		})
+		return
+	case v.Type() == prefixType:
+		// No exported fields: a value of its own.
+		old := v.Interface().(netip.Prefix)
+		w.change(path, func() func() {
+			v.Set(reflect.ValueOf(netip.MustParsePrefix("192.0.2.0/24")))
 			return func() { v.Set(reflect.ValueOf(old)) }
 		})
 		return

@@ -144,6 +144,23 @@ func (s *State) checkJob(j *Job) error {
 			return fmt.Errorf("job %d lists allocation %d, which is not one of its own", j.ID, id)
 		}
 	}
+	running := s.runningAllocs(j)
+	// A live migration's source and destination both run until the
+	// switch (on two nodes, both of rank 0: checkMigration checks them).
+	var pair [2]uint64
+	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
+		pair = [2]uint64{m.Source, m.Dest}
+	}
+	for i, a := range running {
+		for _, b := range running[:i] {
+			if pair[1] != 0 && (pair == [2]uint64{b.ID, a.ID} || pair == [2]uint64{a.ID, b.ID}) && a.Node != b.Node {
+				continue
+			}
+			if a.Node == b.Node || a.Rank == b.Rank {
+				return fmt.Errorf("job %d has two running allocations, %d and %d, on node %s / %s of ranks %d / %d", j.ID, b.ID, a.ID, b.Node, a.Node, b.Rank, a.Rank)
+			}
+		}
+	}
 	want, ok := jobState(s.runningAllocs(j))
 	if ok && want == api.StateRunning && s.LiveMigration(j) != nil {
 		want = api.StateMigrating

@@ -31,11 +31,28 @@ type JobSpec struct {
 	WorkDir   string   `json:"work_dir"`
 	*InlineEnv
 
-	NTasks      int   `json:"ntasks"`
-	CPUsPerTask int   `json:"cpus_per_task"`
-	Nodes       int   `json:"nodes,omitempty"`
-	MemPerNode  int64 `json:"mem_per_node_mb,omitempty"`
-	MemPerCPU   int64 `json:"mem_per_cpu_mb,omitempty"`
+	// NTasks is the job's tasks in all (0: NTasksPerNode on each node it
+	// gets); Nodes and NodesMax its node range (0: one node; 0: Nodes).
+	NTasks        int   `json:"ntasks"`
+	CPUsPerTask   int   `json:"cpus_per_task"`
+	Nodes         int   `json:"nodes,omitempty"`
+	NodesMax      int   `json:"nodes_max,omitempty"`
+	NTasksPerNode int   `json:"ntasks_per_node,omitempty"`
+	MemPerNode    int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPU     int64 `json:"mem_per_cpu_mb,omitempty"`
+	// Exclusive asks for whole nodes; NodeList and Exclude are host lists
+	// of nodes the job must include and must not use; Constraint is the
+	// node features it needs (submit.ParseConstraint); Distribution lays
+	// its tasks out over its nodes ("block" or "cyclic"); SpreadJob asks
+	// for as many nodes as it may have, Contiguous for nodes with
+	// consecutive names. See api.JobSpec.
+	Exclusive    bool   `json:"exclusive,omitempty"`
+	NodeList     string `json:"nodelist,omitempty"`
+	Exclude      string `json:"exclude,omitempty"`
+	Constraint   string `json:"constraint,omitempty"`
+	Distribution string `json:"distribution,omitempty"`
+	SpreadJob    bool   `json:"spread_job,omitempty"`
+	Contiguous   bool   `json:"contiguous,omitempty"`
 	// TimeLimit is in seconds; 0 means the partition's limit.
 	TimeLimit int64 `json:"time_limit_s,omitempty"`
 	// Signal is the time-limit warning (sbatch --signal); nil sends none.
@@ -74,8 +91,24 @@ type JobSpec struct {
 	Env    *Blob `json:"env_ref,omitempty"`
 }
 
-// CPUs returns the number of CPUs the job asks for on its node.
-func (s *JobSpec) CPUs() int { return max(s.NTasks, 1) * max(s.CPUsPerTask, 1) }
+// CPUs returns the number of CPUs the job asks for in all: on its node,
+// for a job of one node (see api.JobSpec.CPUs).
+func (s *JobSpec) CPUs() int {
+	_, hi := api.NodeRange(s.Nodes, s.NodesMax)
+	return max(api.TasksOn(s.NTasks, s.NTasksPerNode, hi), 1) * max(s.CPUsPerTask, 1)
+}
+
+// CPUsPerNode returns the CPUs each node of the job holds when it runs on
+// k nodes: the most tasks one of them runs, times CPUs per task.
+func (s *JobSpec) CPUsPerNode(k int) int {
+	return max(api.MostTasksPerNode(s.NTasks, s.NTasksPerNode, k), 1) * max(s.CPUsPerTask, 1)
+}
+
+// MultiNode reports whether the job may run on more than one node.
+func (s *JobSpec) MultiNode() bool {
+	_, hi := api.NodeRange(s.Nodes, s.NodesMax)
+	return hi > 1
+}
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it
 // asked for none (the default per CPU applies).
@@ -206,6 +239,9 @@ type Job struct {
 	EstNode  string    `json:"est_node,omitempty"`
 	EndTime  time.Time `json:"end_time,omitempty"`
 
+	// Steps are the job's steps (srun), nil until its first (steps.go).
+	Steps *JobSteps `json:"steps,omitempty"`
+
 	// The outcome of the last run.
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal,omitempty"`
@@ -231,6 +267,9 @@ type Job struct {
 	// Checkpoint is the job's checkpoint (checkpoints.go), nil when it
 	// never had one.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// Net is the private network of the job's multi-node run (jobnet.go),
+	// assigned when the run starts; nil for a run of one node.
+	Net *JobNet `json:"net,omitempty"`
 }
 
 // IsArrayTask reports whether the record is one task of an array.

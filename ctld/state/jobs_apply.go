@@ -158,6 +158,9 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 		// A checkpointed job holds only its file: it ends (or goes
 		// back to the queue, to start afresh) at once, and so does the
 		// file.
+		if final.Terminal() {
+			s.endRunSteps(j, final, now)
+		}
 		j.State, j.Reason = final, api.ReasonNone
 		s.dropCheckpoint(j, index)
 		if final == api.StatePending {

@@ -207,8 +207,8 @@ func (s *State) planMigration(pm PlanMigration, now time.Time, index uint64, res
 	if m == nil {
 		m = s.newMigration(j, src, "", pm.Cause, pm.By, pm.Token, now)
 	}
-	st := PlanStart{JobID: j.ID, Node: pm.To, CPUs: pm.CPUs, MemMB: pm.MemMB, OverheadMB: pm.OverheadMB, Placement: pm.Placement}
-	dest := s.newAlloc(j, st, now, index)
+	st := PlanPart{Node: pm.To, CPUs: pm.CPUs, MemMB: pm.MemMB, OverheadMB: pm.OverheadMB, Placement: pm.Placement}
+	dest := s.newAlloc(j, st, 0, now, index)
 	mc := *m
 	if err := mc.Place(dest.Node, dest.ID, now); err != nil {
 		panic(err) // checkPlanMigration checked the phase and the nodes

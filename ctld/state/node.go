@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"time"
 
 	"corral/api"
@@ -31,11 +32,20 @@ type Node struct {
 	// Key is the fingerprint of the key the node's daemon registers with
 	// (RegisterNode.Key).
 	Key string `json:"key,omitempty"`
+	// Features are what the node's daemon reports (its --features);
+	// OpFeatures, when OpFeaturesBy names who set them, replace them
+	// (SetNodeFeatures) and outlive the daemon's registrations.
+	Features     []string `json:"features,omitempty"`
+	OpFeatures   []string `json:"op_features,omitempty"`
+	OpFeaturesBy string   `json:"op_features_by,omitempty"`
 	// Migrate says the daemon can be either side of a live migration
 	// (api.NodeInfo.Migrate); CheckpointDir is its shared checkpoint
 	// directory (api.NodeInfo.CheckpointDir).
 	Migrate       bool   `json:"migrate,omitempty"`
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// Overlay is where the node's end of its multi-node runs' networks
+	// listens (api.NodeInfo.Overlay); empty when it offers none.
+	Overlay string `json:"overlay,omitempty"`
 
 	// Down is set by liveness when heartbeats stop; Drain by an operator.
 	Down   bool   `json:"down,omitempty"`
@@ -68,6 +78,18 @@ type Node struct {
 	Checkpoints []uint64 `json:"checkpoints,omitempty"`
 }
 
+// ActiveFeatures returns the features jobs' constraints are matched
+// against: the operator's when one set them, else the daemon's.
+func (n *Node) ActiveFeatures() []string {
+	if n.OpFeaturesBy != "" {
+		return n.OpFeatures
+	}
+	return n.Features
+}
+
+// HasFeature reports whether f is one of the node's active features.
+func (n *Node) HasFeature(f string) bool { return slices.Contains(n.ActiveFeatures(), f) }
+
 // controllerUser is who the controllers' own reasons are set by, as sinfo
 // -R shows them.
 const controllerUser = "root"
@@ -87,7 +109,8 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir,
+		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir, Overlay: info.Overlay,
+		Features: sortedFeatures(info.Features),
 	}
 }
 
@@ -116,3 +139,12 @@ func (n *Node) FreeCPUs() int { return n.CPUs - n.AllocCPUs }
 
 // FreeMemMB returns the memory no active allocation holds.
 func (n *Node) FreeMemMB() int64 { return n.MemMB - n.AllocMemMB }
+
+// sortedFeatures returns features sorted, without repeats, in a list of
+// its own (nil for none), so every replica records them alike.
+func sortedFeatures(features []string) []string {
+	if len(features) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(features)))
+}

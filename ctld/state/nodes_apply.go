@@ -34,6 +34,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		// ended them).
 		n.Drain, n.Checkpoints = old.Drain, old.Checkpoints
 		n.DrainMigrate, n.DrainNote = old.DrainMigrate, old.DrainNote
+		n.OpFeatures, n.OpFeaturesBy = old.OpFeatures, old.OpFeaturesBy
 		n.setReason(old.Reason, old.ReasonUser, old.ReasonTime)
 		if old.Down && !old.Drain {
 			n.setReason("", "", time.Time{})
@@ -80,6 +81,24 @@ func (s *State) applyForgetKey(c *ForgetNodeKey) error {
 		return fmt.Errorf("node %s: no such node", c.Node)
 	}
 	n.Key = ""
+	s.Nodes[c.Node] = n
+	return nil
+}
+
+// applySetNodeFeatures sets a node's features in place of its daemon's,
+// or gives them back to the daemon's report (Reset).
+func (s *State) applySetNodeFeatures(c *SetNodeFeatures) error {
+	n := s.editNode(c.Node)
+	if n == nil {
+		return fmt.Errorf("node %s: no such node", c.Node)
+	}
+	n.OpFeatures, n.OpFeaturesBy = nil, ""
+	if !c.Reset {
+		n.OpFeatures, n.OpFeaturesBy = sortedFeatures(c.Features), c.By
+		if n.OpFeaturesBy == "" {
+			n.OpFeaturesBy = controllerUser
+		}
+	}
 	s.Nodes[c.Node] = n
 	return nil
 }
@@ -159,8 +178,9 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		return true
 	}
 	final := r.State
+	decides := a.Desired != AllocStop
 	switch {
-	case a.Desired == AllocStop && a.StopAs != "":
+	case !decides && a.StopAs != "":
 		final = a.StopAs
 	case r.State == api.StateNodeFail && j.Spec.Requeue:
 		final = api.StatePending
@@ -176,9 +196,23 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		// cost the simulator a tenth of its applies).
 		s.migrationAllocEnded(j, ended, fmt.Sprintf("%s %s", r.State, r.Message), now, index)
 	}
+	if decides && j.Spec.MultiNode() {
+		s.stopRun(j, final, index)
+	}
 	s.finishRun(j, final, now)
 	s.checkpointRunEnded(j, index)
-	if !j.State.Active() && j.State != api.StatePending {
+	switch {
+	case j.State == api.StatePending:
+	case j.Spec.MultiNode():
+		// The batch script's node says how the job ended; another node's
+		// report says why only when its end ended the job.
+		if a.Rank == 0 {
+			j.ExitCode, j.Signal = r.ExitCode, r.Signal
+		}
+		if r.Message != "" && (a.Rank == 0 || decides) {
+			j.Message = r.Message
+		}
+	case !j.State.Active():
 		j.ExitCode, j.Signal = r.ExitCode, r.Signal
 		if r.Message != "" {
 			j.Message = r.Message

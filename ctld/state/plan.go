@@ -8,6 +8,7 @@ import (
 
 	"corral/api"
 	"corral/migrate"
+	"corral/submit"
 )
 
 // ApplyPlan commits one scheduling pass, whole, as one entry: the jobs it
@@ -82,6 +83,25 @@ type PlanStart struct {
 	NewID uint64 `json:"new_id,omitempty"`
 	// Placement is the exact set inside the node (nodes with inventory).
 	Placement *api.Placement `json:"placement,omitempty"`
+	// Parts are a multi-node job's other nodes, in the order of their
+	// ranks (1, 2, ...); Node is rank 0, where the batch script runs. A
+	// start is applied whole or not at all.
+	Parts []PlanPart `json:"parts,omitempty"`
+}
+
+// PlanPart is one more node of a multi-node job's start: what it gives
+// the job there.
+type PlanPart struct {
+	Node       string         `json:"node"`
+	CPUs       int            `json:"cpus"`
+	MemMB      int64          `json:"mem_mb"`
+	OverheadMB int64          `json:"overhead_mb,omitempty"`
+	Placement  *api.Placement `json:"placement,omitempty"`
+}
+
+// AllParts returns every node of the start, rank 0 first.
+func (st *PlanStart) AllParts() []PlanPart {
+	return append([]PlanPart{{Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}}, st.Parts...)
 }
 
 // PlanReason sets the pending reason of a job the pass left pending, and
@@ -161,24 +181,15 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 			}
 		}
 	}
-	n, ok := s.Nodes[st.Node]
-	if !ok {
-		return "no such node"
-	}
-	if n.Down || n.Drain || n.Probing {
-		return fmt.Sprintf("node %s is %s", n.Name, n.State())
-	}
-	u := used[st.Node]
-	if st.OverheadMB < n.OverheadMB {
-		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, st.OverheadMB)
-	}
-	if int64(n.FreeCPUs())-u[0] < int64(st.CPUs) || n.FreeMemMB()-u[1] < st.MemMB+st.OverheadMB {
-		return fmt.Sprintf("node %s lacks resources", n.Name)
-	}
-	if st.CPUs < j.Spec.CPUs() {
-		return "fewer CPUs than the job asked for"
+	parts := st.AllParts()
+	if why := s.checkGang(j.Spec, parts); why != "" {
+		return why
 	}
 	if Restoring(j) {
+		// A restore starts from its file: on one node that can read it.
+		if len(parts) != 1 {
+			return "a restore runs on one node"
+		}
 		if w := j.Checkpoint.Want; w != "" && w != st.Node {
 			return "not the node its restore asked for"
 		}
@@ -186,8 +197,91 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 			return why
 		}
 	}
-	if st.Placement != nil {
-		return s.checkPlacement(n, st.Placement)
+	for _, p := range parts {
+		if why := s.checkPart(j.Spec, p, len(parts), used); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// checkPart says why one node's part of a start cannot be applied: the
+// node is not up, lacks the resources or the placement, or the part is
+// smaller than the job's share of k nodes (all of the node, for an
+// exclusive job).
+func (s *State) checkPart(sp *JobSpec, p PlanPart, k int, used map[string][2]int64) string {
+	n, ok := s.Nodes[p.Node]
+	if !ok {
+		return "no such node"
+	}
+	if n.Down || n.Drain || n.Probing {
+		return fmt.Sprintf("node %s is %s", n.Name, n.State())
+	}
+	u := used[p.Node]
+	if p.OverheadMB < n.OverheadMB {
+		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, p.OverheadMB)
+	}
+	if int64(n.FreeCPUs())-u[0] < int64(p.CPUs) || n.FreeMemMB()-u[1] < p.MemMB+p.OverheadMB {
+		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if p.CPUs < sp.CPUsPerNode(k) {
+		return "fewer CPUs than the job asked for"
+	}
+	if sp.Exclusive && p.CPUs < n.CPUs {
+		return fmt.Sprintf("the job asked for whole nodes (--exclusive); node %s has %d CPUs, the plan gives %d", n.Name, n.CPUs, p.CPUs)
+	}
+	if p.Placement != nil {
+		return s.checkPlacement(n, p.Placement)
+	}
+	return ""
+}
+
+// checkGang says why the nodes of a start cannot be the job's: fewer or
+// more than its node range, one twice, a -w node missing, a -x node
+// present, or features that do not satisfy its constraint. Each node's
+// own part is checkPart's.
+func (s *State) checkGang(sp *JobSpec, parts []PlanPart) string {
+	lo, hi := api.NodeRange(sp.Nodes, sp.NodesMax)
+	if len(parts) < lo || len(parts) > hi {
+		return fmt.Sprintf("the job asked for %d to %d nodes; the plan gives %d", lo, hi, len(parts))
+	}
+	if len(parts) == 1 && sp.NodeList == "" && sp.Exclude == "" && sp.Constraint == "" {
+		return ""
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		if slices.Contains(names[:i], p.Node) {
+			return fmt.Sprintf("node %s is given twice", p.Node)
+		}
+		names[i] = p.Node
+	}
+	for _, n := range submit.NodeNames(sp.NodeList) {
+		if !slices.Contains(names, n) {
+			return fmt.Sprintf("the job asked for node %s (--nodelist); the plan leaves it out", n)
+		}
+	}
+	for _, n := range submit.NodeNames(sp.Exclude) {
+		if slices.Contains(names, n) {
+			return fmt.Sprintf("the job excluded node %s (--exclude)", n)
+		}
+	}
+	if sp.Constraint == "" {
+		return ""
+	}
+	c, err := submit.ParseConstraint(sp.Constraint)
+	if err != nil {
+		return err.Error()
+	}
+	has := make([]func(string) bool, len(names))
+	for i, name := range names {
+		if n := s.Nodes[name]; n != nil {
+			has[i] = n.HasFeature
+		} else {
+			has[i] = func(string) bool { return false }
+		}
+	}
+	if !c.SatisfiedBy(has) {
+		return "the nodes' features do not satisfy the job's constraint " + sp.Constraint
 	}
 	return ""
 }
@@ -369,7 +463,15 @@ func (s *State) planByNode(c *ApplyPlan) []planOp {
 		ops = append(ops, planOp{node: nodeOf(id), kind: opResume, i: i})
 	}
 	for i, st := range c.Starts {
-		ops = append(ops, planOp{node: st.Node, kind: opStart, i: i})
+		node := st.Node
+		if len(st.Parts) > 0 {
+			// A multi-node start applies after every node's stops and
+			// resumes (a suspension may lend it CPUs on any of its
+			// nodes), and after the single-node starts, which the pass
+			// planned beside it.
+			node = lastNodeKey + node
+		}
+		ops = append(ops, planOp{node: node, kind: opStart, i: i})
 	}
 	slices.SortStableFunc(ops, func(a, b planOp) int {
 		if c := strings.Compare(a.node, b.node); c != 0 {
@@ -380,6 +482,10 @@ func (s *State) planByNode(c *ApplyPlan) []planOp {
 	s.planOps = ops
 	return ops
 }
+
+// lastNodeKey sorts after every node name (names are letters, digits,
+// '.', '-' and '_').
+const lastNodeKey = "\xff"
 
 // planJob changes job id as one part of a plan: the change says why it
 // cannot be made, or "" after making it on the private copy it is given.
@@ -410,7 +516,9 @@ func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanRe
 	if st.Array {
 		j = s.splitTask(j, st.Task, st.NewID)
 	}
-	s.newAlloc(j, st, now, index)
+	for rank, p := range st.AllParts() {
+		s.newAlloc(j, p, rank, now, index)
+	}
 	if j.Spec.Reservation != "" {
 		s.noteResvStart(j, st)
 	}

@@ -60,11 +60,12 @@ func (s *State) changeAlloc(a *Allocation, index uint64, change func(a *Allocati
 	return &c
 }
 
-// newAlloc makes the allocation of a start of job j (a private copy) at
-// index, charges it to its node and lists it on the job and the node.
-func (s *State) newAlloc(j *Job, st PlanStart, now time.Time, index uint64) *Allocation {
+// newAlloc makes the allocation of one node's part of a start of job j (a
+// private copy) at index, as the node of that rank, charges it to its node
+// and lists it on the job and the node.
+func (s *State) newAlloc(j *Job, st PlanPart, rank int, now time.Time, index uint64) *Allocation {
 	a := &Allocation{
-		ID: s.NextAllocID, Job: j.ID, Node: s.intern(st.Node), CPUs: st.CPUs, MemMB: st.MemMB,
+		ID: s.NextAllocID, Job: j.ID, Node: s.intern(st.Node), Rank: rank, CPUs: st.CPUs, MemMB: st.MemMB,
 		OverheadMB: st.OverheadMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
 		StartIndex: index, StartTime: now,
 	}
@@ -119,6 +120,11 @@ func (s *State) finishRun(j *Job, final api.JobState, now time.Time) {
 		s.deriveState(j)
 		return
 	}
+	stepsEnd := final
+	if !stepsEnd.Terminal() {
+		stepsEnd = api.StateCancelled // the run was requeued
+	}
+	s.endRunSteps(j, stepsEnd, now)
 	j.State = final
 	if final == api.StatePending {
 		s.requeue(j)
@@ -150,9 +156,14 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 	}
 	ended := s.endAlloc(a, api.StateNodeFail, now, index)
 	s.migrationAllocEnded(j, ended, msg, now, index)
+	decides := a.Desired != AllocStop && j.Spec.MultiNode()
+	if decides {
+		// A multi-node run ends on every node with this one's loss.
+		s.stopRun(j, final, index)
+	}
 	s.finishRun(j, final, now)
 	s.checkpointRunEnded(j, index)
-	if !j.State.Active() {
+	if !j.State.Active() || decides {
 		// The job ended (or went back to the queue) with this run; a job
 		// that runs on elsewhere (its migration was aborted) keeps its
 		// message.
@@ -175,6 +186,38 @@ func (s *State) endLeaving(j *Job, a *Allocation, ended api.JobState, why string
 	s.migrationAllocEnded(j, c, why, now, index)
 	s.deriveState(j)
 	s.putJob(j)
+}
+
+// stopRun tells the nodes of job j's other active allocations to stop
+// them, as final: a multi-node job runs on all its nodes or on none, so
+// one node's end (its batch script done, its node lost) ends the run on
+// every node, and the job takes final once they confirm.
+func (s *State) stopRun(j *Job, final api.JobState, index uint64) {
+	for _, o := range s.activeAllocs(j) {
+		if o.Desired != AllocStop {
+			s.changeAlloc(o, index, func(o *Allocation) { o.Desired, o.StopAs = AllocStop, final })
+		}
+	}
+}
+
+// RunAllocs returns the allocations of job j's current run, or its last
+// one when none is active, in rank order: one for a single-node run, one
+// per node for a multi-node run (they share their start index).
+func (s *State) RunAllocs(j *Job) []*Allocation {
+	last := s.LastAlloc(j)
+	if last == nil {
+		return nil
+	}
+	var out []*Allocation
+	for i := len(j.Allocs) - 1; i >= 0; i-- {
+		a := s.Allocs[j.Allocs[i]]
+		if a == nil || a.StartIndex != last.StartIndex {
+			break
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *Allocation) int { return a.Rank - b.Rank })
+	return out
 }
 
 // requeue resets a job whose run ended to PENDING for another run; a job

@@ -103,6 +103,10 @@ var commands = map[CommandType]command{
 	CmdExpireReservations: def("ExpireReservations", func(s *State, c *ExpireReservations, _ uint64) any {
 		return s.applyExpireReservations(c)
 	}),
+	CmdSetNodeFeatures: def("SetNodeFeatures", func(s *State, c *SetNodeFeatures, _ uint64) any {
+		return errOrNil(s.applySetNodeFeatures(c))
+	}),
+	CmdSteps: def("Steps", func(s *State, c *Steps, _ uint64) any { return s.applySteps(c) }),
 }
 
 // commandByType is the command table indexed by type, for Apply: an

@@ -31,7 +31,7 @@ func nftConn(nsFd int) (*nftables.Conn, error) {
 // transaction: the kernel applies all of it or none, so a table is never
 // seen half-built, and applying the same table twice leaves one copy.
 func applyTable(c *nftables.Conn, t Table) error {
-	nt := &nftables.Table{Name: t.Name, Family: nftables.TableFamilyIPv4}
+	nt := &nftables.Table{Name: t.Name, Family: tableFamily(t.Bridge)}
 	// Adding before deleting makes the delete succeed whether or not the
 	// table was there.
 	c.AddTable(nt)
@@ -52,6 +52,8 @@ func applyTable(c *nftables.Conn, t Table) error {
 			nc.Hooknum = nftables.ChainHookInput
 		case hookForward:
 			nc.Hooknum = nftables.ChainHookForward
+		case hookOutput:
+			nc.Hooknum = nftables.ChainHookOutput
 		case hookPostrouting:
 			nc.Hooknum = nftables.ChainHookPostrouting
 		default:
@@ -72,7 +74,16 @@ func applyTable(c *nftables.Conn, t Table) error {
 	return nil
 }
 
-// deleteTable removes table name if it is there.
+// tableFamily is the netfilter family of an IPv4 table, or of a bridge
+// one.
+func tableFamily(bridge bool) nftables.TableFamily {
+	if bridge {
+		return nftables.TableFamilyBridge
+	}
+	return nftables.TableFamilyIPv4
+}
+
+// deleteTable removes the IPv4 table name if it is there.
 func deleteTable(c *nftables.Conn, name string) error {
 	nt := &nftables.Table{Name: name, Family: nftables.TableFamilyIPv4}
 	c.AddTable(nt)
@@ -129,6 +140,24 @@ func ruleExprs(r Rule) ([]expr.Any, error) {
 	}
 	if r.DAddr.IsValid() {
 		e = append(e, addrMatch(16, r.DAddr, expr.CmpOpEq)...)
+	}
+	if r.UDPDport != 0 {
+		e = append(e,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(r.UDPDport)})
+	}
+	if r.VNI != 0 {
+		if r.UDPDport == 0 || r.VNI >= 1<<24 {
+			return nil, fmt.Errorf("vni %d: a VXLAN network identifier of 24 bits, with the UDP port", r.VNI)
+		}
+		// The VNI is bytes 4-6 of the VXLAN header, after the UDP
+		// header's 8 bytes (IP fragments are reassembled before the
+		// input hook, so the header is always there).
+		e = append(e,
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 12, Len: 3},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(r.VNI >> 16), byte(r.VNI >> 8), byte(r.VNI)}})
 	}
 	if r.Established {
 		e = append(e,

@@ -68,7 +68,13 @@ type Rule struct {
 	// Established matches packets of connections already accepted (ct
 	// state established,related).
 	Established bool
-	Verdict     Verdict
+	// UDPDport matches UDP datagrams to this port; 0 matches any packet.
+	UDPDport uint16
+	// VNI, with UDPDport, matches VXLAN packets of one segment: the
+	// 24-bit network identifier at bytes 4-6 of the VXLAN header, which
+	// follows the 8-byte UDP header. 0 matches any.
+	VNI     uint32
+	Verdict Verdict
 	// To is the new source address of an SNAT rule.
 	To netip.Addr
 }
@@ -83,9 +89,12 @@ type Chain struct {
 	Rules []Rule
 }
 
-// Table is an IPv4 table of chains.
+// Table is a table of chains: an IPv4 one, or, with Bridge set, one of
+// the bridge family, which sees the frames a bridge switches and those it
+// hands to (or takes from) its own namespace.
 type Table struct {
 	Name   string
+	Bridge bool
 	Chains []Chain
 }
 
@@ -93,6 +102,7 @@ type Table struct {
 const (
 	hookInput       = "input"
 	hookForward     = "forward"
+	hookOutput      = "output"
 	hookPostrouting = "postrouting"
 )
 
@@ -226,6 +236,12 @@ func (r Rule) String() string {
 	if r.Established {
 		w = append(w, "ct state established,related")
 	}
+	if r.UDPDport != 0 {
+		w = append(w, fmt.Sprintf("udp dport %d", r.UDPDport))
+	}
+	if r.VNI != 0 {
+		w = append(w, fmt.Sprintf("@th,96,24 %d", r.VNI))
+	}
 	v := string(r.Verdict)
 	if r.Verdict == SNAT {
 		v = "snat to " + r.To.String()
@@ -236,7 +252,7 @@ func (r Rule) String() string {
 // String writes the table as `nft list table ip NAME` would.
 func (t Table) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table ip %s {\n", t.Name)
+	fmt.Fprintf(&b, "table %s %s {\n", t.family(), t.Name)
 	for _, c := range t.Chains {
 		kind, prio, policy := "filter", "filter", "accept"
 		if c.NAT {
@@ -253,6 +269,14 @@ func (t Table) String() string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// family names the table's family as nft(8) does.
+func (t Table) family() string {
+	if t.Bridge {
+		return "bridge"
+	}
+	return "ip"
 }
 
 func prefixString(p netip.Prefix) string {

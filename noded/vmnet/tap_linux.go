@@ -26,20 +26,11 @@ func (n *Netns) Tap(name string, mac net.HardwareAddr, host netip.Prefix, mtu in
 	}
 	var tap *os.File
 	err := n.Do(func() error {
-		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		f, err := openTap(name)
 		if err != nil {
-			return fmt.Errorf("open /dev/net/tun: %w", err)
+			return err
 		}
-		f := os.NewFile(uintptr(fd), "tap:"+name)
-		ifr, err := unix.NewIfreq(name)
-		if err == nil {
-			ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
-			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
-		}
-		if err == nil {
-			err = configure(name, mac, host, mtu)
-		}
-		if err != nil {
+		if err := configure(name, mac, host, mtu); err != nil {
 			f.Close()
 			return fmt.Errorf("tap %s: %w", name, err)
 		}
@@ -47,6 +38,26 @@ func (n *Netns) Tap(name string, mac net.HardwareAddr, host netip.Prefix, mtu in
 		return nil
 	})
 	return tap, err
+}
+
+// openTap creates a tap device named name in the calling thread's
+// namespace, with virtio-net headers, and returns its descriptor.
+func openTap(name string) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "tap:"+name)
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tap %s: %w", name, err)
+	}
+	return f, nil
 }
 
 // configure sets an interface's IPv4 address, netmask and MTU and brings it

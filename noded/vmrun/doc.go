@@ -21,7 +21,15 @@
 // outbound.go): the NFS share's namespace then gets a way out through
 // the node (vmnet.Outbound) in a slot of the transit range, recorded in
 // the state directory so that Recover sets its rules again or removes
-// them, and the guest a default route and the node's nameservers.
+// them, and the guest a default route and the node's nameservers. A VM
+// of a multi-node job (its job's api.JobNet) also joins the job's private
+// network (jobnet.go, vmnet.JobNet): a second card on a tap device of its
+// own in the VM's namespace (made for it when the VM has no NFS share),
+// bridged there to the job's VXLAN segment whose node side is the node's
+// overlay endpoint (Config.Overlay) in the node's namespace
+// (Config.NodeNetns, the daemon's own by default), recorded in
+// jobnet.json for Recover and torn down when QEMU exits; the guest gets
+// its address and the job's hosts in its payload.
 //
 // A VM whose image can take the host's root (vmimage.Image.HostRoot) gets
 // it, with the job's shared paths, over one of two shares
@@ -127,6 +135,7 @@
 //	         -device virtserialport,chardev=agent,name=corral.agent                 (the guest agent)
 //	         -global virtio-mmio.force-legacy=false
 //	         -netdev tap,id=share,fd=3,vhost=off -device virtio-net-device,...      (NFS: the tap in DIR/netns)
+//	         -netdev tap,id=job,fd=14,vhost=off -device virtio-net-device,...       (a multi-node job's network)
 //	         | -chardev socket,id=vfs,fd=12 -device vhost-user-fs-device           (virtiofs: a connection to DIR/virtiofs.sock)
 //	         -kernel /proc/self/fd/4 -initrd /proc/self/fd/5                        (IMAGE/vmlinux, DIR/job.initrd)
 //	         -append "console=ttyS0 ... tsc_early_khz=HOST_KHZ corral.hostname=NODE corral.agent=1"

@@ -1,6 +1,7 @@
 package vmrun
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"corral/noded"
 	"corral/noded/vmnet"
 )
 
@@ -45,13 +47,15 @@ type guestNet struct {
 	ns  *vmnet.Netns
 	tap *os.File
 	// out is the namespace's way out (a partition's network node), nil
-	// when it has none.
-	out *vmnet.Outbound
+	// when it has none; node is the node's namespace it goes through
+	// (nil: the daemon's own).
+	out  *vmnet.Outbound
+	node *vmnet.Netns
 }
 
 // newGuestNet creates the namespace of the VM whose state directory is dir
 // and its tap device.
-func newGuestNet(dir string) (*guestNet, error) {
+func newGuestNet(dir string, node *vmnet.Netns) (*guestNet, error) {
 	path := filepath.Join(dir, netnsFile)
 	if ns, err := vmnet.Open(path); err == nil {
 		ns.Remove() // left by an earlier run in a reused state directory
@@ -66,7 +70,7 @@ func newGuestNet(dir string) (*guestNet, error) {
 		ns.Remove()
 		return nil, fmt.Errorf("the VM's network: %w", err)
 	}
-	return &guestNet{ns: ns, tap: tap}, nil
+	return &guestNet{ns: ns, tap: tap, node: node}, nil
 }
 
 // qemuArgs are the QEMU arguments of the guest's card, none without a
@@ -111,8 +115,38 @@ func (n *guestNet) remove() {
 		return
 	}
 	n.closeTap()
-	if err := removeOutbound(filepath.Dir(n.ns.Path), n.out); err != nil {
+	if err := removeOutbound(n.node, filepath.Dir(n.ns.Path), n.out); err != nil {
 		slog.Warn("removing the VM's outbound network", "err", err)
 	}
 	n.ns.Remove()
 }
+
+// stepPort is where a guest reaches its node's step forwarder: srun in the
+// job, on the node's side of the tap device (serverAddr).
+const stepPort = 6818
+
+// GuestStepURL is the step forwarder's address as every guest sees it.
+func (r *Runner) GuestStepURL() string {
+	return "http://" + netip.AddrPortFrom(serverAddr.Addr(), stepPort).String()
+}
+
+// ListenSteps opens the VM's step listener in its network namespace,
+// where only its guest reaches it. A VM without a network (virtiofs) has
+// none.
+func (v *VM) ListenSteps() (net.Listener, error) {
+	v.nfsMu.Lock()
+	n := v.nfs
+	if n == nil {
+		n = v.heldNFS
+	}
+	v.nfsMu.Unlock()
+	if n == nil || n.net == nil || n.net.ns == nil {
+		return nil, errors.New("the VM has no network (its files are shared over virtiofs)")
+	}
+	return n.net.ns.Listen(netip.AddrPortFrom(serverAddr.Addr(), stepPort).String())
+}
+
+var (
+	_ noded.GuestSteps = (*Runner)(nil)
+	_ noded.StepServer = (*VM)(nil)
+)

@@ -81,7 +81,7 @@ func startWithSlirp(b *testing.B, r *Runner, spec noded.LaunchSpec) *VM {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
+	if err := writeInitrd(img, f.initrd, spec, gfs, nil, as); err != nil {
 		b.Fatal(err)
 	}
 	var q qemuFiles

@@ -37,11 +37,17 @@ import (
 // now, as QEMU itself says it (query-migrate's blocked-reasons): empty when
 // nothing blocks a migration. A VM with the virtiofs share is blocked by
 // its vhost-user-fs device on QEMU 7.2; the bare initramfs and the NFS
-// share are not.
+// share are not. A VM on a multi-node job's network is blocked too
+// (jobnet.go), though QEMU would not know it.
 func (v *VM) MigrationBlockers() ([]string, error) {
 	st, err := v.migration()
 	if err != nil {
 		return nil, err
+	}
+	if hasJobNet(v.f.dir) {
+		// QEMU could move the guest, but its job's other nodes would
+		// keep sending its network to this one.
+		return append(st.Return.BlockedReasons, "the VM is on its multi-node job's private network, which does not follow a migration"), nil
 	}
 	if st.Return.Blocked && len(st.Return.BlockedReasons) == 0 {
 		return []string{"QEMU reports the migration blocked without a reason"}, nil

@@ -92,7 +92,7 @@ func outermost(paths []string) []string {
 // prepareNFS creates the VM's network namespace, its tap device and the
 // server's listener; the server starts once QEMU runs (startNFS).
 func (r *Runner) prepareNFS(dir string, spec noded.LaunchSpec, gfs *vmimage.FS, o startOpts) (*nfsServer, error) {
-	gn, err := newGuestNet(dir)
+	gn, err := newGuestNet(dir, r.nodeNS)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +355,7 @@ func (r *Runner) recoverNFS(dir string, vmAlive bool) (n *nfsServer, held bool) 
 	noServer := err != nil
 	n = &nfsServer{log: r.log.With("dir", dir), argv: r.nfsArgv(), dir: dir}
 	if ns, err := vmnet.Open(filepath.Join(dir, netnsFile)); err == nil {
-		n.net = &guestNet{ns: ns, out: r.recoverOutbound(dir, ns, vmAlive)}
+		n.net = &guestNet{ns: ns, out: r.recoverOutbound(dir, ns, vmAlive), node: r.nodeNS}
 	} else if noServer {
 		return nil, false
 	}

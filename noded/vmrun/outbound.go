@@ -106,7 +106,7 @@ func (r *Runner) connectOutbound(dir string, gn *guestNet) error {
 	if err != nil {
 		return err
 	}
-	if err := vmnet.EnableForwarding(hostIfPrefix); err != nil {
+	if err := r.onNode(func() error { return vmnet.EnableForwarding(hostIfPrefix) }); err != nil {
 		return fmt.Errorf("the VM's outbound network: %w", err)
 	}
 	r.outMu.Lock()
@@ -117,13 +117,15 @@ func (r *Runner) connectOutbound(dir string, gn *guestNet) error {
 	start := int(h.Sum32() % uint32(slots))
 	for k := 0; k < slots; k++ {
 		o := outboundAt(r.transit(), (start+k)%slots, blocked)
-		if vmnet.HasLink(o.HostIf) {
+		taken := false
+		r.onNode(func() error { taken = vmnet.HasLink(o.HostIf); return nil })
+		if taken {
 			continue
 		}
 		if err := procref.WriteJSON(filepath.Join(dir, outboundFile), o); err != nil {
 			return fmt.Errorf("recording the VM's outbound network: %w", err)
 		}
-		err := gn.ns.Connect(o)
+		err := r.onNode(func() error { return gn.ns.Connect(o) })
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -151,29 +153,42 @@ func (r *Runner) recoverOutbound(dir string, ns *vmnet.Netns, alive bool) *vmnet
 		return nil
 	}
 	if alive && ns != nil {
-		if err := ns.Restore(o); err != nil {
+		if err := r.onNode(func() error { return ns.Restore(o) }); err != nil {
 			r.log.Error("cannot restore the VM's outbound network; the VM runs without it", "dir", dir, "err", err)
-			o.Remove()
+			r.onNode(o.Remove)
 			return nil
 		}
 		r.log.Info("re-adopted the VM's outbound network", "dir", dir, "veth", o.HostIf, "table", o.Table)
 		return &o
 	}
-	if err := o.Remove(); err != nil {
+	if err := r.onNode(o.Remove); err != nil {
 		r.log.Warn("cannot remove the outbound network of a VM that is gone", "dir", dir, "err", err)
 	}
 	os.Remove(path)
 	return nil
 }
 
-// removeOutbound removes the VM's way out and its record.
-func removeOutbound(dir string, o *vmnet.Outbound) error {
+// removeOutbound removes the VM's way out and its record, in the node's
+// namespace node (nil: the daemon's own).
+func removeOutbound(node *vmnet.Netns, dir string, o *vmnet.Outbound) error {
 	if o == nil {
 		return nil
 	}
-	err := o.Remove()
+	err := onNode(node, o.Remove)
 	os.Remove(filepath.Join(dir, outboundFile))
 	return err
+}
+
+// onNode runs fn in the node's namespace (Config.NodeNetns): on a thread
+// of its own inside it, or on the caller's when the node's is the
+// daemon's own.
+func (r *Runner) onNode(fn func() error) error { return onNode(r.nodeNS, fn) }
+
+func onNode(node *vmnet.Netns, fn func() error) error {
+	if node == nil {
+		return fn()
+	}
+	return node.Do(fn)
 }
 
 // resolvConfs are where the node's resolvers are listed: resolv.conf,

@@ -29,6 +29,7 @@ const (
 	fdAgent               // DIR/agent.sock, a listening socket
 	fdVirtiofs            // a connection to virtiofsd's socket
 	fdIncoming            // a migration stream to load (incoming.go)
+	fdJobTap              // the job network's tap device (jobnet.go)
 	fdEnd
 )
 

@@ -41,6 +41,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 			return r.abandonRestore(f, st, p)
 		case err == nil:
 			v := r.reattach(f, st, p)
+			r.recoverJobNet(abs, true)
 			if n, held := r.recoverNFS(abs, true); held {
 				v.holdNFS(n)
 			} else {
@@ -54,6 +55,7 @@ func (r *Runner) Recover(dir string) (noded.Handle, *noded.Result, error) {
 	}
 	removeLeftovers(r.log, f)
 	revokeVFIO(st.As.VFIO)
+	r.recoverJobNet(abs, false)
 	r.recoverNFS(abs, false)
 	r.recoverOutbound(abs, nil, false)
 	if st.Cgroup != "" && r.cg != nil {
@@ -102,6 +104,7 @@ func (r *Runner) recoverUnrecorded(f vmFiles, readErr error) (*noded.Result, err
 		}
 	}
 	removeLeftovers(r.log, f)
+	r.recoverJobNet(f.dir, false)
 	r.recoverOutbound(f.dir, nil, false)
 	if ns, err := vmnet.Open(filepath.Join(f.dir, netnsFile)); err == nil {
 		ns.Remove()

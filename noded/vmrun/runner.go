@@ -15,6 +15,7 @@ import (
 	"corral/api"
 	"corral/noded"
 	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 	"corral/vmimage"
 )
 
@@ -48,6 +49,17 @@ type Config struct {
 	// their veth addresses from, a /30 per VM; 10.213.0.0/16 when unset.
 	// It must not overlap the site's networks.
 	TransitNet netip.Prefix
+	// Overlay is the node's end of its multi-node jobs' private networks:
+	// an address of the node on the network between the nodes and the UDP
+	// port its VXLAN endpoints listen on (noded --overlay). Unset, the
+	// node runs no VM of a multi-node job.
+	Overlay netip.AddrPort
+	// NodeNetns is the path of the network namespace that is the node's
+	// for the VMs' networks (where Overlay's address is, where the job
+	// networks' and the ways out's rules go); empty for the daemon's own.
+	// It lets several node daemons of one host (corral dev, tests) each
+	// have a network of their own.
+	NodeNetns string
 	// VMIDs is the range of uids (and gids of the same numbers) the VMs'
 	// QEMU processes run as, one of its own per running VM; DefaultVMIDs
 	// when unset. Nothing else on the node may use these ids.
@@ -92,6 +104,8 @@ type Runner struct {
 	tscNote string
 	// outMu serialises the search for a free slot of the transit range.
 	outMu sync.Mutex
+	// nodeNS is Config.NodeNetns, nil for the daemon's own namespace.
+	nodeNS *vmnet.Netns
 	// warm holds the warm starts' snapshots; nil when they are off.
 	// hashes caches the contents' hashes snapshots are keyed by.
 	warm   *warmPool
@@ -150,6 +164,16 @@ func Load(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("vm runner: %w", err)
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger.With("runner", "vm"), images: map[string]*vmimage.Image{}}
+	if cfg.NodeNetns != "" {
+		ns, err := vmnet.Open(cfg.NodeNetns)
+		if err != nil {
+			return nil, fmt.Errorf("vm runner: the node's network namespace: %w", err)
+		}
+		r.nodeNS = ns
+	}
+	if cfg.Overlay.IsValid() && (!cfg.Overlay.Addr().Is4() || cfg.Overlay.Addr().IsUnspecified() || cfg.Overlay.Port() == 0) {
+		return nil, fmt.Errorf("vm runner: overlay endpoint %v: give an IPv4 address of the node and a UDP port, as 192.0.2.1:4789", cfg.Overlay)
+	}
 	qemu, err := exec.LookPath(cfg.QEMU)
 	if err != nil {
 		return nil, fmt.Errorf("vm runner: %s not found (install qemu-system-x86, or run jobs with --runner process): %w", cfg.QEMU, err)

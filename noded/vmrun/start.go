@@ -20,6 +20,7 @@ import (
 	"corral/api"
 	"corral/noded"
 	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 	"corral/vmimage"
 
 	"corral/internal/procref"
@@ -200,8 +201,12 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	if err := checkNetwork(spec.Network, gfs); err != nil {
 		return nil, err
 	}
+	jn, guestJN, err := r.planJobNet(job)
+	if err != nil {
+		return nil, err
+	}
 	if o.incoming == nil {
-		if err := writeInitrd(img, f.initrd, spec, gfs, as); err != nil {
+		if err := writeInitrd(img, f.initrd, spec, gfs, guestJN, as); err != nil {
 			return nil, err
 		}
 	} else if err := o.incoming.check(); err != nil {
@@ -209,7 +214,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	}
 	a := vmArgs{img: img, accel: accel, cpus: cpus, memMB: memMB, f: f,
 		out: out, node: job.Node, placement: job.Placement, numa: job.Spec.NUMA, agent: o.agent && img.Agent,
-		baseInitrd: o.incoming != nil, warm: o.warm}
+		baseInitrd: o.incoming != nil, warm: o.warm, jobNet: jn}
 	if err := q.setIncoming(o.incoming); err != nil {
 		return nil, err
 	}
@@ -251,6 +256,7 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 		if vfsd != nil {
 			vfsd.Process.Kill()
 		}
+		leaveJobNet(r.log, r.nodeNS, dir)
 		nfs.stop()
 		os.Remove(f.initrd)
 		return nil, err
@@ -281,8 +287,8 @@ func (r *Runner) vmIdentity(dir, accel string, job *api.Job) (qemuIdentity, erro
 
 // prepareShare starts the job's share (virtiofsd, or the NFS share's
 // network namespace, tap device and listener; its server starts once QEMU
-// runs) and opens what QEMU inherits into q. On an error nothing of it is
-// left.
+// runs), puts the VM on its job's network when it has one, and opens what
+// QEMU inherits into q. On an error nothing of it is left.
 func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gfs *vmimage.FS, o startOpts) (*exec.Cmd, *nfsServer, error) {
 	var vfsd *exec.Cmd
 	var nfs *nfsServer
@@ -296,6 +302,12 @@ func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gf
 			a.net = nfs.net
 		}
 	}
+	if err == nil && a.jobNet != nil {
+		var tap *os.File
+		if tap, err = r.joinJobNet(a.f.dir, a.net, *a.jobNet); err == nil {
+			q.set(fdJobTap, tap)
+		}
+	}
 	if err == nil {
 		q.set(fdTap, a.net.tapFile())
 		err = openQEMUFiles(q, *a)
@@ -304,6 +316,7 @@ func (r *Runner) prepareShare(a *vmArgs, q *qemuFiles, spec noded.LaunchSpec, gf
 		if vfsd != nil {
 			vfsd.Process.Kill()
 		}
+		leaveJobNet(r.log, r.nodeNS, a.f.dir)
 		nfs.stop()
 		return nil, nil, err
 	}
@@ -483,7 +496,7 @@ func planOutputs(out, errPath string) outputs {
 // jobPayload is what the guest's init gets of the job: in its initrd when
 // the VM boots, over the agent when it is restored from a warm start's
 // snapshot (warmstart.go).
-func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS) vmimage.Payload {
+func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS, jobNet *vmimage.Net) vmimage.Payload {
 	env := spec.Env
 	hasPath := false
 	for _, kv := range env {
@@ -492,7 +505,7 @@ func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS) vmimage.Payload {
 	if !hasPath {
 		env = append(append([]string(nil), env...), guestPath)
 	}
-	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs, Net: jobNet}
 	if u := spec.User; u.Name != "" && u.UID != 0 {
 		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
 	}
@@ -504,8 +517,8 @@ func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS) vmimage.Payload {
 //
 // It holds the job's script and environment: only the VM's own id may read
 // it (QEMU reopens it as that id, see fdPath).
-func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS, as qemuIdentity) error {
-	p := jobPayload(spec, fs)
+func writeInitrd(img *vmimage.Image, path string, spec noded.LaunchSpec, fs *vmimage.FS, jobNet *vmimage.Net, as qemuIdentity) error {
+	p := jobPayload(spec, fs, jobNet)
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o400)
 	if err != nil {
 		return fmt.Errorf("writing the VM's initrd: %w", err)
@@ -544,6 +557,8 @@ type vmArgs struct {
 	virtiofs bool
 	// net adds the network card of the NFS share (nil: none).
 	net *guestNet
+	// jobNet adds the card of a multi-node job's network (nil: none).
+	jobNet *vmnet.JobNet
 	// agent adds the guest agent's port (agentArgs).
 	agent bool
 	// warm boots the guest for a warm start's snapshot, prepared to this
@@ -612,6 +627,7 @@ func (r *Runner) argv(a vmArgs) []string {
 		argv = append(argv, virtiofsArgs()...)
 	}
 	argv = append(argv, a.net.qemuArgs()...)
+	argv = append(argv, jobNetArgs(a.jobNet, a.net != nil)...)
 	if a.placement != nil {
 		argv = append(argv, r.passthrough(a.placement)...)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"corral/noded"
 	"corral/noded/cgroup"
+	"corral/noded/vmnet"
 	"corral/vmimage"
 
 	"corral/internal/procref"
@@ -62,6 +63,9 @@ type VM struct {
 	agent *agentClient
 	// release frees QEMU's id (identity.go) once QEMU is gone.
 	release func()
+	// nodeNS is the runner's Config.NodeNetns (nil: the daemon's own),
+	// where the VM's job network has its node's side (jobnet.go).
+	nodeNS *vmnet.Netns
 }
 
 var (
@@ -72,7 +76,7 @@ var (
 
 func (r *Runner) newVM(f vmFiles, st vmState, p *procref.Ref, cmd *exec.Cmd, grp *cgroup.Group) *VM {
 	v := &VM{log: r.log.With("pid", st.PID, "dir", f.dir, "uid", st.As.UID), f: f, st: st, proc: p, cmd: cmd, grp: grp,
-		done: make(chan struct{}), release: func() { revokeVFIO(st.As.VFIO); releaseID(st.As.UID, f.dir) }}
+		done: make(chan struct{}), release: func() { revokeVFIO(st.As.VFIO); releaseID(st.As.UID, f.dir) }, nodeNS: r.nodeNS}
 	if st.Agent != "" {
 		v.agent = newAgentClient(v.log, st.Agent)
 	}
@@ -105,6 +109,9 @@ func (v *VM) watch() {
 		v.proc.Wait()
 	}
 	v.proc.Close()
+	// Before the share's namespace goes: the job network's devices are
+	// removed from it, which frees the segment on the node at once.
+	leaveJobNet(v.log, v.nodeNS, v.f.dir)
 	v.stopNFS()
 	v.inMu.Lock()
 	if v.in != nil {

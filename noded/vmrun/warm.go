@@ -64,6 +64,9 @@ func (r *Runner) warmShapeOf(spec noded.LaunchSpec, accel string) (*warmShape, s
 		return nil, "its share is virtiofs, which QEMU cannot save"
 	case len(r.passthroughAddrs(job.Placement)) > 0:
 		return nil, "devices passed through to it (vfio) cannot be saved"
+	case job.Net != nil:
+		// A snapshot's device model has no card on a job's network.
+		return nil, "it is on its multi-node job's private network, whose card no snapshot has"
 	}
 	cpus, memMB, err := vmShape(job)
 	if err != nil {

@@ -72,7 +72,7 @@ func (r *Runner) restore(ctx context.Context, spec noded.LaunchSpec, s *warmSnap
 	// The job's payload first: one the guest could not take is the job's
 	// fault, which its boot would meet too, not the snapshot's.
 	var payload bytes.Buffer
-	if err := vmimage.WritePayload(&payload, jobPayload(spec, r.guestFS(spec))); err != nil {
+	if err := vmimage.WritePayload(&payload, jobPayload(spec, r.guestFS(spec), nil)); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(r.warm.statePath(s.Key))

@@ -42,7 +42,7 @@ func (g *guest) hostRoot(fs *vmimage.FS) error {
 		return err
 	}
 	if fs.Gateway != "" {
-		if err := routeOut(fs, newRoot); err != nil {
+		if err := routeOut(fs, g.shareNIC, newRoot); err != nil {
 			return err
 		}
 		g.logf("default route via %s", fs.Gateway)
@@ -90,9 +90,11 @@ func (g *guest) prepareRoot(fs *vmimage.FS, stage int) error {
 		}
 		g.logf("modules loaded")
 		if fs.Kind == vmimage.ShareNFS {
-			if err := g.networkUp(fs); err != nil {
+			nic, err := g.networkUp(fs)
+			if err != nil {
 				return err
 			}
+			g.shareNIC = nic
 			g.logf("network up")
 		}
 		g.stage, g.prepared = stageNet, fs

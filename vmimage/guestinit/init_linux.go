@@ -36,6 +36,8 @@ type guest struct {
 	// root is the job's root: "" for the initramfs, newRoot when the
 	// host's tree is.
 	root string
+	// shareNIC is the NFS share's card, once it is up.
+	shareNIC string
 	// reaper collects init's children; agent serves the node's requests
 	// (nil without an agent port).
 	reaper *reaper
@@ -85,6 +87,11 @@ func Main() {
 		g.logf("host root ready")
 	} else if err := os.MkdirAll(job.WorkDir, 0o755); err != nil {
 		g.finish(127, "cannot enter working directory "+job.WorkDir)
+	}
+	if job.Net != nil {
+		if err := g.jobNet(job.Net); err != nil {
+			g.finish(127, err.Error())
+		}
 	}
 	if st, err := os.Stat(g.root + job.WorkDir); err != nil || !st.IsDir() {
 		g.finish(127, "cannot enter working directory "+job.WorkDir+" (it must exist on the host, and the job's user must be allowed in)")

@@ -23,6 +23,8 @@ type Job struct {
 	User *vmimage.User
 	// FS, when set, makes the host's tree the job's root (see vmimage.FS).
 	FS *vmimage.FS
+	// Net, when set, is the job's private network (see vmimage.Net).
+	Net *vmimage.Net
 }
 
 // ErrNoPayload says the initramfs holds no job: the image was booted alone.
@@ -82,6 +84,15 @@ func ReadJob(dir string) (Job, error) {
 		j.FS = &f
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Job{}, fmt.Errorf("job fs: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "net")); err == nil {
+		n, err := vmimage.ParseNet(b)
+		if err != nil {
+			return Job{}, err
+		}
+		j.Net = &n
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job net: %w", err)
 	}
 	j.WorkDir = "/"
 	if b, err := os.ReadFile(filepath.Join(dir, "workdir")); err == nil {

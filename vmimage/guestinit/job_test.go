@@ -3,6 +3,8 @@ package guestinit
 import (
 	"errors"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -71,6 +73,13 @@ func TestReadJob(t *testing.T) {
 			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
 				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24"}},
 		},
+		"a multi-node job's network": {
+			files: map[string]string{"script": "#!/bin/sh\n",
+				"net": "card 52:54:01:d6:00:02 10.214.0.2/16 1450\nhost 10.214.0.1 n1\nhost 10.214.0.2 n2\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/",
+				Net: &vmimage.Net{MAC: net.HardwareAddr{0x52, 0x54, 1, 0xd6, 0, 2}, Addr: netip.MustParsePrefix("10.214.0.2/16"), MTU: 1450,
+					Hosts: []vmimage.Host{{Name: "n1", Addr: netip.MustParseAddr("10.214.0.1")}, {Name: "n2", Addr: netip.MustParseAddr("10.214.0.2")}}}},
+		},
 		"one empty argument": {
 			files: map[string]string{"script": "#!/bin/sh\n", "args": "\x00"},
 			want:  Job{Argv: []string{"SCRIPT", ""}, WorkDir: "/"},
@@ -96,6 +105,13 @@ func TestReadJob(t *testing.T) {
 				t.Errorf("ReadJob = %#v\nwant %#v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestReadJobRefusesABadNet(t *testing.T) {
+	dir := writeJob(t, map[string]string{"script": "#!/bin/sh\n", "net": "card 52:54:01:d6:00:02 10.214.0.2/16 1450\nhost 10.215.0.1 n1\n"})
+	if j, err := ReadJob(dir); err == nil {
+		t.Errorf("ReadJob took a host off the job's network: %+v", j.Net)
 	}
 }
 

@@ -5,6 +5,7 @@ package guestinit
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -16,9 +17,6 @@ import (
 
 	"corral/vmimage"
 )
-
-// guestNIC is the guest's network card, the virtio-net device of the share.
-const guestNIC = "eth0"
 
 // Mount options of the NFS share beyond the server's address.
 //   - hard: a server that restarts, or a VM that migrates to another
@@ -41,27 +39,24 @@ const (
 	nfsShareOptions  = nfsCommonOptions
 )
 
-// networkUp brings the share's network card up with the guest's address
-// (fs.GuestAddr). The server is on the same subnet: no route is needed, and
-// the guest has no other way out. The card can appear a moment after its
-// driver loaded.
-func (g *guest) networkUp(fs *vmimage.FS) error {
+// networkUp brings the share's network card (MAC vmimage.ShareMAC) up
+// with the guest's address (fs.GuestAddr). The server is on the same
+// subnet: no route is needed, and the guest has no other way out. The
+// card can appear a moment after its driver loaded.
+func (g *guest) networkUp(fs *vmimage.FS) (string, error) {
 	addr, err := netip.ParsePrefix(fs.GuestAddr)
 	if err != nil || !addr.Addr().Is4() {
-		return fmt.Errorf("guest address %q: want IPv4/prefix", fs.GuestAddr)
+		return "", fmt.Errorf("guest address %q: want IPv4/prefix", fs.GuestAddr)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		err = configureNIC(guestNIC, addr, fs.MTU)
-		if err == nil || !errors.Is(err, unix.ENODEV) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	mac, _ := net.ParseMAC(vmimage.ShareMAC)
+	nic, err := nicByMAC(mac, 3*time.Second)
+	if err == nil {
+		err = configureNIC(nic, addr, fs.MTU)
 	}
 	if err != nil {
-		return fmt.Errorf("network card %s for the NFS share: %w", guestNIC, err)
+		return "", fmt.Errorf("network card for the NFS share: %w", err)
 	}
-	return nil
+	return nic, nil
 }
 
 // configureNIC sets an interface's IPv4 address, netmask and MTU (0 keeps
@@ -113,16 +108,16 @@ func configureNIC(name string, addr netip.Prefix, mtu int) error {
 }
 
 // routeOut gives the guest its way out (a partition whose network is
-// node): a default route via fs.Gateway on the share's card, and, when
+// node): a default route via fs.Gateway on the share's card (nic), and, when
 // the node named nameservers, a resolv.conf of the guest's own in root's
 // overlay (the host's may name a resolver on the host's loopback, which
 // the guest cannot reach).
-func routeOut(fs *vmimage.FS, root string) error {
+func routeOut(fs *vmimage.FS, nic, root string) error {
 	gw, err := netip.ParseAddr(fs.Gateway)
 	if err != nil || !gw.Is4() {
 		return fmt.Errorf("gateway %q: want an IPv4 address", fs.Gateway)
 	}
-	if err := addDefaultRoute(guestNIC, gw); err != nil {
+	if err := addDefaultRoute(nic, gw); err != nil {
 		return fmt.Errorf("default route via %s: %w", gw, err)
 	}
 	if len(fs.Nameservers) == 0 {
