@@ -88,6 +88,10 @@ func NewTLSClient(addrs string, cfg *tls.Config) (*Client, error) {
 	return &Client{addrs: list, http: &http.Client{Transport: tr}, RetryFor: 15 * time.Second}, nil
 }
 
+// CloseIdle closes the connections the client keeps open for its next
+// calls: for a caller done with it that goes on running.
+func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+
 // Addrs returns the controller URLs the client knows.
 func (c *Client) Addrs() []string { return append([]string(nil), c.addrs...) }
 

@@ -125,13 +125,25 @@ func (c *Controller) isLeading() bool {
 	return c.leading
 }
 
+// reasonsEvery is the least time between two plans that only change
+// pending jobs' reasons and expected starts. Each submission wakes a
+// pass, which gives the new job its reason: during a stream of single
+// submissions (a workflow manager's sbatch loop) that was one more Raft
+// entry per job, on every voter, as costly as the submission's own. A
+// reasons-only plan within reasonsEvery of the last one is left to a pass
+// at its end, which commits the reasons as they are then; the first one
+// after a quiet spell, and any plan that starts, stops or cancels, is
+// committed at once.
+const reasonsEvery = 100 * time.Millisecond
+
 // scheduleLoop runs a pass whenever the FSM signals a change that may let
 // a job start, and when a begin time arrives. Changes that arrive during a
 // pass are coalesced into the next one; there is no periodic tick.
 func (c *Controller) scheduleLoop(ctx context.Context) {
 	wake := c.clock.NewTimer(time.Hour)
 	defer wake.Stop()
-	c.schedulePass(wake) // the previous leader may have left work
+	var reasonsAt time.Time          // the next reasons-only plan waits until then
+	c.schedulePass(wake, &reasonsAt) // the previous leader may have left work
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,13 +151,13 @@ func (c *Controller) scheduleLoop(ctx context.Context) {
 		case <-c.fsm.Changed:
 		case <-wake.C():
 		}
-		c.schedulePass(wake)
+		c.schedulePass(wake, &reasonsAt)
 	}
 }
 
 // schedulePass runs one pass and commits its whole plan as one ApplyPlan
-// entry.
-func (c *Controller) schedulePass(wake Timer) {
+// entry (a plan of reasons only, not before *reasonsAt: reasonsEvery).
+func (c *Controller) schedulePass(wake Timer, reasonsAt *time.Time) {
 	now := c.clock.Now().UTC()
 	snap := c.snapshotForSched(now)
 	began := time.Now()
@@ -166,6 +178,16 @@ func (c *Controller) schedulePass(wake Timer) {
 	cmd := c.planCommand(now, snap, plan)
 	if sched.EmptyEntry(cmd) {
 		return
+	}
+	if sched.ReasonsOnly(cmd) {
+		mono := c.clock.Now()
+		if wait := reasonsAt.Sub(mono); wait > 0 {
+			if plan.NextWake.IsZero() || wait < plan.NextWake.Sub(now) {
+				wake.Reset(wait)
+			}
+			return
+		}
+		*reasonsAt = mono.Add(reasonsEvery)
 	}
 	res, err := c.propose(state.CmdApplyPlan, cmd)
 	if err != nil {

@@ -29,6 +29,11 @@ type cliResult struct {
 // CORRAL_ADDR and USER=tester set, in dir.
 func runBinary(t *testing.T, bin, addr, dir string, args ...string) cliResult {
 	t.Helper()
+	if bin == corralBin {
+		// Users' commands run in the client binary; what it does not
+		// hold it hands to corral beside it.
+		bin = clientBin
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -365,7 +370,7 @@ func testStatus(t *testing.T, c *cluster, work string) {
 func testAliases(t *testing.T, c *cluster, work string) {
 	bin := filepath.Join(work, "bin")
 	mustCLI(t, corralBin, c.addr, work, "install-aliases", bin)
-	real, err := filepath.EvalSymlinks(corralBin)
+	real, err := filepath.EvalSymlinks(clientBin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,16 @@ import (
 	"corral/api"
 )
 
-var corralBin string
+// corralBin is the full binary (daemons and every command); clientBin the
+// client binary beside it, which the Slurm aliases point at: the CLI
+// tests run every command through it (runBinary), as users do.
+var corralBin, clientBin string
 
 func TestMain(m *testing.M) {
 	if bin := os.Getenv(binEnv); bin != "" {
-		// A child of inOwnNetns: its parent built the binary.
+		// A child of inOwnNetns: its parent built the binaries.
 		corralBin = bin
+		clientBin = filepath.Join(filepath.Dir(bin), "corral-client")
 		if rec := os.Getenv(probeEnv); rec != "" {
 			vmProbe.record = []byte(rec)
 		}
@@ -41,6 +45,14 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building corral:", err)
+		os.Exit(1)
+	}
+	clientBin = filepath.Join(dir, "corral-client")
+	build = exec.Command("go", "build", "-tags", "corral_client", "-o", clientBin, "corral/cmd/corral")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building corral-client:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

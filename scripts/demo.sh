@@ -72,15 +72,21 @@ echo "about to fail"
 exit 3
 JOB
 
-say "submitting: a script with #SBATCH lines, a --wrap, and a job that fails"
-"$corral" submit hello.sh
-"$corral" submit -J wrapped -o wrapped-%j.out --wrap 'echo "wrapped command ran as job $CORRAL_JOB_ID"; sleep 1'
-"$corral" submit fails.sh
+say "the Slurm commands: symlinks to corral-client, the lean client binary (corral install-aliases)"
+"$corral" install-aliases "$work/bin"
+export PATH="$work/bin:$PATH"
+[ "$(readlink -f "$(command -v sbatch)")" = "$(readlink -f "$root/bin/corral-client")" ] ||
+	{ echo "demo: sbatch does not resolve to bin/corral-client" >&2; exit 1; }
 
-say "corral queue"
-"$corral" queue
-say "corral nodes (each job runs in its own QEMU VM: the node's images and accelerator)"
-"$corral" nodes
+say "sbatch: a script with #SBATCH lines, a --wrap, and a job that fails"
+sbatch hello.sh
+sbatch -J wrapped -o wrapped-%j.out --wrap 'echo "wrapped command ran as job $CORRAL_JOB_ID"; sleep 1'
+sbatch fails.sh
+
+say "squeue"
+squeue
+say "sinfo (each job runs in its own QEMU VM: the node's images and accelerator)"
+sinfo
 "$corral" show node n1 | grep -E "NodeName|Runner|Images|Accel"
 
 say "waiting for the jobs"
@@ -89,9 +95,9 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 "$corral" queue -t all -o "%.6i %.10j %.10T %.8M %N"
-say "exit codes (corral show job)"
+say "exit codes (scontrol show job)"
 for id in $("$corral" queue -t all -h -o "%i"); do
-  "$corral" show job "$id" | grep -E "JobId=|ExitCode=" | tr -s ' \n' ' '; echo
+  scontrol show job "$id" | grep -E "JobId=|ExitCode=" | tr -s ' \n' ' '; echo
 done
 
 say "job outputs"

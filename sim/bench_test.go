@@ -69,3 +69,27 @@ func BenchmarkReadSWFLANL(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRunSWFLANL is what `corral sim` does with the LANL CM-5 trace
+// under EASY: RunSWF reading the compressed file while it simulates.
+func BenchmarkRunSWFLANL(b *testing.B) {
+	openTrace(b, lanlTrace) // skips when the trace is absent
+	dir := os.Getenv("CORRAL_TRACES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "traces")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, lanlTrace))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var passes int
+	for b.Loop() {
+		res, err := RunSWF(bytes.NewReader(data), Options{Policy: sched.PolicyEASY})
+		if err != nil {
+			b.Fatal(err)
+		}
+		passes = res.Passes
+	}
+	b.ReportMetric(float64(passes), "passes/op")
+}

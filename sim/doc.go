@@ -1,12 +1,19 @@
 // Package sim replays a recorded workload through corral's own controller
 // code in virtual time: `corral sim TRACE.swf` runs here.
 //
-// It owns two things: the Standard Workload Format reader (ReadSWF, which
-// also reads gzip-compressed traces, recognised by their magic bytes,
-// inflating them in a goroutine of its own a few chunks ahead of the line
-// parser) and a discrete-event driver (Run) around the pass
-// (sched.Schedule) and the state machine (state.State). It never holds a policy or an apply step of
-// its own: every change to the simulated cluster is a Raft command applied
+// It owns three things: the Standard Workload Format reader (ReadSWF,
+// which also reads gzip-compressed traces, recognised by their magic
+// bytes, inflating them in a goroutine of its own a few chunks ahead of the
+// line parser), a discrete-event driver (Run) around the pass
+// (sched.Schedule) and the state machine (state.State), and RunSWF, which
+// `corral sim` calls: it starts the simulation once the trace's header is
+// read, while a goroutine parses the rest of the job lines straight into
+// the simulation's jobs, handed over in chunks of 4,096 (the trace's
+// []SWFJob is never built). A file that lists its jobs out of queue order,
+// or changes the machine or the epoch in a header line after the first
+// job, is read again whole first (it must seek), so the result or the
+// error is always ReadSWF then Run's (TestRunSWFAsRun, TestRunSWFErrors).
+// It never holds a policy or an apply step of its own: every change to the simulated cluster is a Raft command applied
 // to a state.State, as the controllers apply it — the submits of a second
 // as one SubmitJobs entry, each pass's plan as the one ApplyPlan entry
 // sched.Plan.Entry makes of it (the leader's own conversion), the runs that
@@ -16,7 +23,7 @@
 // daemons and no VMs, and it never reads the wall clock for simulated time
 // (only to report how long a run took).
 //
-//	ReadSWF ─► Trace ─► Run: setup entries (SeedConfig, SetConfig, PutQOS,
+//	ReadSWF ─► Trace ─► Run (or RunSWF, reading beside it): setup entries (SeedConfig, SetConfig, PutQOS,
 //	                      RegisterNode per node)
 //	                    for each second that has events:
 //	                      JobReports (the runs that end, as their node
@@ -92,6 +99,7 @@
 // Reservations follow the controller's: a job's expected start is written
 // to the state when it moves earlier, or later by more than 30 s.
 //
-// The entry points are ReadSWF, ReadQOS and Run; WriteText and WriteJSON
-// print a Result.
+// The entry points are ReadSWF, ReadQOS, Run and RunSWF; WriteText and
+// WriteJSON print a Result (Options.NoOutcomes leaves the per-job outcomes
+// out of it when only the figures are wanted).
 package sim

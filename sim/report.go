@@ -40,7 +40,8 @@ type Result struct {
 	// would have started nothing).
 	Passes     int
 	IdlePasses int
-	// Wall is how long the simulation took on this machine.
+	// Wall is how long the simulation took on this machine (with
+	// RunSWF, the reading of the trace that it overlaps included).
 	Wall time.Duration
 	// Outcomes hold every simulated job in queue order.
 	Outcomes []Outcome
@@ -85,18 +86,20 @@ type Outcome struct {
 	Submit int64
 	Start  int64
 	// End is when the job ended or was killed at its time limit.
-	End      int64
-	TimedOut bool
-	// With a cluster: whether the job got a placement inside its node,
-	// its score (100: all on one NUMA node), and whether it spans one NUMA
-	// node.
-	Placed     bool
-	Score      int
-	SingleNUMA bool
+	End int64
+	// With a cluster: whether the job got a placement inside its node
+	// (Placed, below), its score (100: all on one NUMA node), and whether
+	// it spans one NUMA node.
+	Score int
 	// Restarts counts the runs preemption requeued; Preempted is set when
 	// preemption ended the job (mode cancel).
-	Restarts  int
-	Preempted bool
+	Restarts int
+	// The flags are last, together: 64 bytes a job rather than 80 (the
+	// simulation holds one per job of the trace).
+	TimedOut   bool
+	Placed     bool
+	SingleNUMA bool
+	Preempted  bool
 }
 
 // Wait returns the seconds from submit to start.
@@ -115,19 +118,25 @@ func (o Outcome) BSLD() float64 {
 }
 
 // summarize computes a Result's metrics from the jobs of a finished run,
-// which are in queue order.
-func summarize(jobs []simJob, procs int) Result {
-	res := Result{Procs: procs, Jobs: len(jobs), Outcomes: make([]Outcome, len(jobs))}
-	if len(jobs) == 0 {
+// which are in queue order, and their outcomes when asked.
+func summarize(jobs *jobList, procs int, outcomes bool) Result {
+	n := jobs.len()
+	res := Result{Procs: procs, Jobs: n}
+	if outcomes {
+		res.Outcomes = make([]Outcome, n)
+	}
+	if n == 0 {
 		return res
 	}
-	waits := make([]float64, len(jobs))
-	bslds := make([]float64, len(jobs))
+	waits := make([]float64, n)
+	bslds := make([]float64, n)
 	var work, waitSum, bsldSum float64
-	first, last := jobs[0].out.Submit, jobs[0].out.End
-	for i := range jobs {
-		o := jobs[i].out
-		res.Outcomes[i] = o
+	first, last := jobs.at(0).out.Submit, jobs.at(0).out.End
+	for i := range n {
+		o := jobs.at(i).out
+		if outcomes {
+			res.Outcomes[i] = o
+		}
 		if o.TimedOut && !o.Preempted {
 			res.Timeouts++
 		}
@@ -152,12 +161,15 @@ func summarize(jobs []simJob, procs int) Result {
 		res.MeanScore /= float64(res.Placed)
 		res.SingleNUMAShare /= float64(res.Placed)
 	}
-	slices.Sort(waits)
-	slices.Sort(bslds)
-	n := len(jobs)
 	res.MeanWait, res.MeanBSLD = waitSum/float64(n), bsldSum/float64(n)
-	res.MedianWait = (waits[(n-1)/2] + waits[n/2]) / 2
-	res.P95BSLD = bslds[int(math.Ceil(0.95*float64(n)))-1]
+	// Order statistics by selection: sorting both lists cost more.
+	upper := nth(waits, n/2)
+	lower := upper
+	if n%2 == 0 {
+		lower = slices.Max(waits[:n/2]) // the n/2 smallest are before it
+	}
+	res.MedianWait = (lower + upper) / 2
+	res.P95BSLD = nth(bslds, int(math.Ceil(0.95*float64(n)))-1)
 	res.Makespan = last - first
 	if res.Makespan > 0 {
 		res.Utilization = work / (float64(procs) * float64(res.Makespan))
@@ -249,4 +261,40 @@ func WriteJSON(w io.Writer, r Result) error {
 		Makespan: r.Makespan, Passes: r.Passes, IdlePasses: r.IdlePasses, Wall: r.Wall.Seconds(),
 		Placed: r.Placed, MeanScore: r.MeanScore, SingleNUMA: r.SingleNUMAShare,
 	})
+}
+
+// nth returns the k-th smallest of a (counted from 0), which holds no NaN,
+// reordering a so that none before index k is larger and none after it
+// smaller (quickselect with a three-way partition, as many values repeat:
+// most waits are 0).
+func nth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)
+	for hi-lo > 16 {
+		x, y, z := a[lo], a[lo+(hi-lo)/2], a[hi-1]
+		p := max(min(x, y), min(max(x, y), z)) // the median of three
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch {
+			case a[i] < p:
+				a[lt], a[i] = a[i], a[lt]
+				lt++
+				i++
+			case a[i] > p:
+				gt--
+				a[i], a[gt] = a[gt], a[i]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return p
+		}
+	}
+	slices.Sort(a[lo:hi])
+	return a[k]
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// user with one share, so that the fair-share factor orders the queue
 	// by what each has used.
 	Fairshare bool
+	// NoOutcomes leaves Result.Outcomes nil: the figures only, as
+	// `corral sim` prints them (the outcomes of LANL-CM5's 122,057 jobs
+	// are 10 MB).
+	NoOutcomes bool
 	// runIdle runs every pass, also those that provably start nothing
 	// (see simulation.startsNothing): for the test that leaving them out
 	// changes no outcome.
@@ -75,13 +79,13 @@ type simJob struct {
 	left, endAt int64
 	// The trace's user, group and queue (fields 12, 13 and 15).
 	user, group, queue int64
-	gpu                bool
 	// alloc and node name the current run (node indexes the
 	// simulation's node names); startIndex is its plan's. No field
 	// holds a pointer, so that the collector never scans the jobs.
 	alloc, startIndex uint64
 	node              int32
-	suspended         bool
+	// gpu beside suspended: 144 bytes a job rather than 168.
+	gpu, suspended bool
 }
 
 // Run replays the trace through the controller's own code in virtual
@@ -98,98 +102,80 @@ func Run(tr *Trace, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	procs := tr.MaxProcs
-	if procs <= 0 {
-		procs = tr.MaxNodes
-	}
-	// One node of P CPUs: the model of the package doc.
-	nodes := []api.NodeInfo{{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}}
-	largest, largestGPU := procs, 0
-	if opts.Cluster != nil {
-		nodes = opts.Cluster.nodes()
-		procs, largest = 0, 0
-		for _, n := range nodes {
-			procs += n.CPUs
-			largest = max(largest, n.CPUs)
-			if len(n.Inventory.GPUs) > 0 {
-				largestGPU = max(largestGPU, n.CPUs)
-			}
-		}
-	}
-	if procs <= 0 {
-		return Result{}, errors.New(`the trace gives no machine size: add a header line such as "; MaxProcs: 128"`)
-	}
-	jobs, skipped, err := queueJobs(tr, largest)
+	m, err := newMachine(tr, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	if c := opts.Cluster; c != nil && c.GPUJobEvery > 0 {
-		// Every Nth job asks for a GPU; one no GPU node can hold is
-		// skipped as too large.
-		kept := jobs[:0]
-		for _, sj := range jobs {
-			if sj.out.ID%uint64(c.GPUJobEvery) == 0 {
-				if sj.out.Size > largestGPU {
-					skipped.TooLarge++
-					continue
-				}
-				sj.gpu = true
-			}
-			kept = append(kept, sj)
-		}
-		jobs = kept
+	jobs, skipped, err := queueJobs(tr, m)
+	if err != nil {
+		return Result{}, err
 	}
 	// Nothing reads tr below: its jobs, as large as the simulation's, may
 	// be collected while it runs.
 	name, epoch := tr.Name, tr.UnixStartTime
-	s, err := newSimulation(jobs, nodes, epoch, policy, opts)
+	s, err := newSimulation(jobs, m.nodes, epoch, policy, opts)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := s.run(); err != nil {
 		return Result{}, err
 	}
-	res := summarize(s.jobs, procs)
+	res := summarize(&s.jobs, m.procs, !opts.NoOutcomes)
 	res.Trace, res.Policy, res.Skipped, res.Passes, res.IdlePasses = name, policy, skipped, s.passes, s.idle
 	res.Wall = time.Since(began)
 	return res, nil
 }
 
-// queueJobs turns the trace's jobs into pending api.Jobs in queue order and
-// counts the ones it skips.
-func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
-	var skipped Skipped
-	jobs := make([]simJob, 0, len(tr.Jobs))
-	// numbers are the kept jobs' numbers with their lines, to find the
-	// first repeated one (by sorting: a map of 100,000 jobs cost more).
-	numbers := make([]jobLine, 0, len(tr.Jobs))
-	for _, sw := range tr.Jobs {
-		size := sw.ReqProcs
-		if size <= 0 {
-			size = sw.AllocProcs
-		}
-		switch {
-		case size <= 0:
-			skipped.NoSize++
-			continue
-		case sw.Run < 0:
-			skipped.NoRunTime++
-			continue
-		case size > int64(procs):
-			skipped.TooLarge++
-			continue
-		}
-		if sw.Number <= 0 {
-			if err := repeatedJob(numbers); err != nil {
-				return nil, skipped, err // a repeat on an earlier line
-			}
-			return nil, skipped, fmt.Errorf("line %d: field 1 (job number): %d is not a positive job number", sw.Line, sw.Number)
-		}
-		numbers = append(numbers, jobLine{sw.Number, sw.Line})
-		jobs = append(jobs, newSimJob(sw, int(size)))
+// machine is the simulated machine: its nodes, its processors, and the
+// largest job it can hold (a GPU job: on a GPU node).
+type machine struct {
+	nodes                      []api.NodeInfo
+	procs, largest, largestGPU int
+	gpuEvery                   int
+}
+
+// newMachine lays out the machine of the trace's header, or the
+// Options.Cluster's.
+func newMachine(tr *Trace, opts Options) (machine, error) {
+	procs := tr.MaxProcs
+	if procs <= 0 {
+		procs = tr.MaxNodes
 	}
-	if err := repeatedJob(numbers); err != nil {
-		return nil, skipped, err
+	// One node of P CPUs: the model of the package doc.
+	m := machine{nodes: []api.NodeInfo{{Name: nodeName, CPUs: procs, MemMB: nodeMemMB, Partitions: []string{partition}}},
+		procs: procs, largest: procs}
+	if c := opts.Cluster; c != nil {
+		m = machine{nodes: c.nodes(), gpuEvery: c.GPUJobEvery}
+		for _, n := range m.nodes {
+			m.procs += n.CPUs
+			m.largest = max(m.largest, n.CPUs)
+			if len(n.Inventory.GPUs) > 0 {
+				m.largestGPU = max(m.largestGPU, n.CPUs)
+			}
+		}
+	}
+	if m.procs <= 0 {
+		return machine{}, errors.New(`the trace gives no machine size: add a header line such as "; MaxProcs: 128"`)
+	}
+	return m, nil
+}
+
+// queueJobs turns the trace's jobs into the simulation's jobs in queue
+// order and counts the ones it skips.
+func queueJobs(tr *Trace, m machine) (jobList, Skipped, error) {
+	q := queuer{machine: m, numbers: make([]jobLine, 0, len(tr.Jobs))}
+	jobs := make([]simJob, 0, len(tr.Jobs))
+	for i := range tr.Jobs {
+		sj, ok, err := q.add(&tr.Jobs[i])
+		if err != nil {
+			return jobList{}, q.skipped, err
+		}
+		if ok {
+			jobs = append(jobs, sj)
+		}
+	}
+	if err := repeatedJob(q.numbers); err != nil {
+		return jobList{}, q.skipped, err
 	}
 	slices.SortFunc(jobs, func(a, b simJob) int {
 		if c := cmp.Compare(a.out.Submit, b.out.Submit); c != 0 {
@@ -197,7 +183,87 @@ func queueJobs(tr *Trace, procs int) ([]simJob, Skipped, error) {
 		}
 		return cmp.Compare(a.out.ID, b.out.ID)
 	})
-	return jobs, skipped, nil
+	var l jobList
+	for len(jobs) > 0 {
+		n := min(len(jobs), chunkLen)
+		l.add(jobs[:n:n])
+		jobs = jobs[n:]
+	}
+	return l, q.skipped, nil
+}
+
+// queuer turns trace jobs, one at a time in the file's order, into the
+// simulation's jobs (see the package doc for the model).
+type queuer struct {
+	machine
+	skipped Skipped
+	// numbers are the queued jobs' numbers with their lines, to find the
+	// first repeated one (by sorting: a map of 100,000 jobs cost more).
+	numbers []jobLine
+}
+
+// add returns the simulation's job for sw, or false when it is skipped
+// (and counted). A job number that is not positive is an error (after a
+// repeat on an earlier line, which is named first).
+func (q *queuer) add(sw *SWFJob) (simJob, bool, error) {
+	size := sw.ReqProcs
+	if size <= 0 {
+		size = sw.AllocProcs
+	}
+	switch {
+	case size <= 0:
+		q.skipped.NoSize++
+		return simJob{}, false, nil
+	case sw.Run < 0:
+		q.skipped.NoRunTime++
+		return simJob{}, false, nil
+	case size > int64(q.largest):
+		q.skipped.TooLarge++
+		return simJob{}, false, nil
+	}
+	if sw.Number <= 0 {
+		if err := repeatedJob(q.numbers); err != nil {
+			return simJob{}, false, err // a repeat on an earlier line
+		}
+		return simJob{}, false, fmt.Errorf("line %d: field 1 (job number): %d is not a positive job number", sw.Line, sw.Number)
+	}
+	q.numbers = append(q.numbers, jobLine{sw.Number, sw.Line})
+	sj := newSimJob(sw, int(size))
+	if q.gpuEvery > 0 && sj.out.ID%uint64(q.gpuEvery) == 0 {
+		// Every Nth job asks for a GPU; one no GPU node can hold is
+		// skipped as too large.
+		if sj.out.Size > q.largestGPU {
+			q.skipped.TooLarge++
+			return simJob{}, false, nil
+		}
+		sj.gpu = true
+	}
+	return sj, true, nil
+}
+
+// chunkLen is the number of jobs in each of a jobList's chunks.
+const chunkLen = 1 << chunkBits
+
+const chunkBits = 12
+
+// jobList holds the simulation's jobs in queue order, in chunks of
+// chunkLen, so that it grows while the trace is read without copying the
+// jobs already in it (a 20 MB list for LANL-CM5).
+type jobList struct {
+	chunks [][]simJob
+	n      int
+}
+
+// at returns job i (its queue position).
+func (l *jobList) at(i int) *simJob { return &l.chunks[i>>chunkBits][i&(chunkLen-1)] }
+
+func (l *jobList) len() int { return l.n }
+
+// add appends a chunk of at most chunkLen jobs; every chunk before it must
+// be full.
+func (l *jobList) add(c []simJob) {
+	l.chunks = append(l.chunks, c)
+	l.n += len(c)
 }
 
 // jobLine is a job number and the line it is on.
@@ -233,7 +299,7 @@ func repeatedJob(numbers []jobLine) error {
 
 // newSimJob builds one trace line's job (see the package doc for the
 // model).
-func newSimJob(sw SWFJob, size int) simJob {
+func newSimJob(sw *SWFJob, size int) simJob {
 	limit := sw.ReqTime
 	if limit <= 0 {
 		limit = sw.Run

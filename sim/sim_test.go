@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -440,6 +441,40 @@ func checkOutcomes(t *testing.T, res Result, procs int, runs map[uint64]int64) {
 	for _, c := range changes {
 		if busy += c.delta; busy > procs {
 			t.Fatalf("%d processors busy at second %d, of %d", busy, c.at, procs)
+		}
+	}
+}
+
+// TestNth compares nth with sorting, on lists with many repeats, sorted,
+// reversed and short ones, for every k, and checks the order it leaves.
+func TestNth(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 16, 17, 40, 101, 1000} {
+		for kind := range 4 {
+			a := make([]float64, n)
+			for i := range a {
+				switch kind {
+				case 0:
+					a[i] = float64(r.IntN(5)) // repeats, as waits of 0 are
+				case 1:
+					a[i] = r.Float64()
+				case 2:
+					a[i] = float64(i)
+				default:
+					a[i] = float64(n - i)
+				}
+			}
+			sorted := slices.Clone(a)
+			slices.Sort(sorted)
+			for k := range n {
+				b := slices.Clone(a)
+				if got := nth(b, k); got != sorted[k] {
+					t.Fatalf("n %d kind %d: nth(%d) = %v, want %v", n, kind, k, got, sorted[k])
+				}
+				if k > 0 && slices.Max(b[:k]) > b[k] || k < n-1 && slices.Min(b[k+1:]) < b[k] {
+					t.Fatalf("n %d kind %d: nth(%d) left %v", n, kind, k, b)
+				}
+			}
 		}
 	}
 }

@@ -67,24 +67,12 @@ var swfFieldNames = [swfFieldCount]string{
 // one job of 18 numeric fields. A malformed line is an error that names its
 // line number and field.
 func ReadSWF(r io.Reader) (*Trace, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	var src io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("reading gzip-compressed trace: %w", err)
-		}
-		defer zr.Close()
-		// Inflating costs about as much as reading the lines: it runs
-		// ahead in a goroutine of its own (on another core, when one is
-		// free).
-		ra := newReadAhead(zr)
-		defer ra.Close()
-		src = ra
+	sc, done, err := swfLines(r)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	tr := &Trace{}
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -113,6 +101,32 @@ func ReadSWF(r io.Reader) (*Trace, error) {
 		return nil, fmt.Errorf("reading trace after line %d: %w", line, err)
 	}
 	return tr, nil
+}
+
+// swfLines returns a scanner of r's lines, r being a trace, gzip-compressed
+// (recognised by its magic bytes) or not; done releases what it holds.
+func swfLines(r io.Reader) (sc *bufio.Scanner, done func(), err error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var src io.Reader = br
+	done = func() {}
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading gzip-compressed trace: %w", err)
+		}
+		// Inflating costs about as much as reading the lines: it runs
+		// ahead in a goroutine of its own (on another core, when one is
+		// free).
+		ra := newReadAhead(zr)
+		src = ra
+		done = func() {
+			ra.Close()
+			zr.Close()
+		}
+	}
+	sc = bufio.NewScanner(src)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	return sc, done, nil
 }
 
 // readHeader keeps the header fields the simulation uses; other comment

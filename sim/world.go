@@ -24,9 +24,13 @@ type simulation struct {
 	st    *state.State
 	index uint64
 	// jobs are in queue order (submit time, then job number); job i has
-	// state id i+1. next is the first one not yet submitted.
-	jobs []simJob
+	// state id i+1. next is the first one not yet submitted. While the
+	// trace is still being read (RunSWF), feed brings the rest of its jobs
+	// (fed reports that all came).
+	jobs jobList
 	next int
+	feed *feed
+	fed  bool
 	ends endHeap
 	now  int64
 	// wake is a time the last plan asked to be woken at, when hasWake.
@@ -69,7 +73,7 @@ type simulation struct {
 // next thousand jobs grow again.
 const purgeEvery = 1024
 
-func newSimulation(jobs []simJob, nodes []api.NodeInfo, epoch int64, policy sched.Policy, opts Options) (*simulation, error) {
+func newSimulation(jobs jobList, nodes []api.NodeInfo, epoch int64, policy sched.Policy, opts Options) (*simulation, error) {
 	s := &simulation{opts: opts, epoch: epoch, st: state.New(), jobs: jobs, accounts: map[string]bool{}}
 	s.mayIdle = !opts.runIdle && policy != sched.PolicyConservative && !preempts(opts.QOS)
 	t0 := s.at(0)
@@ -139,10 +143,15 @@ func (s *simulation) run() error {
 	for {
 		select {
 		case <-s.opts.Stop:
-			return fmt.Errorf("at second %d, %d of %d jobs done: %w", s.now, s.done, len(s.jobs), ErrStopped)
+			return fmt.Errorf("at second %d, %d of %d jobs done: %w", s.now, s.done, s.jobs.len(), ErrStopped)
 		default:
 		}
 		now, ok := s.nextEvent()
+		if s.fed && s.feed.failed() {
+			// The trace ended in an error or must be read whole first:
+			// RunSWF says which.
+			return errFeed
+		}
 		if !ok {
 			break
 		}
@@ -161,7 +170,7 @@ func (s *simulation) run() error {
 			return err
 		}
 		if ended && s.opts.Progress != nil {
-			s.opts.Progress(s.done, len(s.jobs))
+			s.opts.Progress(s.done, s.jobs.len())
 		}
 	}
 	if len(s.st.Pending) > 0 {
@@ -179,7 +188,7 @@ func (s *simulation) run() error {
 			reason = s.sched.Schedule(s.sched.Snapshot(s.st, s.at(s.now))).Reasons[id]
 		}
 		return fmt.Errorf("%d jobs never started although nothing else was left to happen: the first, job %d (%d CPUs), was left pending with reason %q",
-			len(s.st.Pending), s.jobs[id-1].out.ID, j.Spec.CPUs(), reason)
+			len(s.st.Pending), s.jobs.at(int(id-1)).out.ID, j.Spec.CPUs(), reason)
 	}
 	return nil
 }
@@ -193,8 +202,8 @@ func (s *simulation) nextEvent() (int64, bool) {
 			next, ok = t, true
 		}
 	}
-	if s.next < len(s.jobs) {
-		consider(s.jobs[s.next].out.Submit)
+	if sj := s.upcoming(); sj != nil {
+		consider(sj.out.Submit)
 	}
 	for len(s.ends) > 0 && s.stale(s.ends[0]) {
 		s.ends.pop()
@@ -211,7 +220,7 @@ func (s *simulation) nextEvent() (int64, bool) {
 // stale reports whether an end event no longer ends a run: the run was
 // stopped, suspended, or ended otherwise since it was scheduled.
 func (s *simulation) stale(e endEvent) bool {
-	sj := &s.jobs[e.job]
+	sj := s.jobs.at(e.job)
 	return sj.alloc != e.alloc || sj.suspended || sj.endAt != e.at
 }
 
@@ -244,18 +253,18 @@ func (s *simulation) endRuns() (bool, error) {
 // takes each job's outcome from the state.
 func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 	// Node indexes follow the names' order.
-	slices.SortStableFunc(jobs, func(a, b int) int { return cmp.Compare(s.jobs[a].node, s.jobs[b].node) })
+	slices.SortStableFunc(jobs, func(a, b int) int { return cmp.Compare(s.jobs.at(a).node, s.jobs.at(b).node) })
 	for from := 0; from < len(jobs); {
-		node := s.nodes[s.jobs[jobs[from]].node]
+		node := s.nodes[s.jobs.at(jobs[from]).node]
 		to := from + 1
-		for to < len(jobs) && s.jobs[jobs[to]].node == s.jobs[jobs[from]].node {
+		for to < len(jobs) && s.jobs.at(jobs[to]).node == s.jobs.at(jobs[from]).node {
 			to++
 		}
 		// The state reads the reports and keeps none: the buffer is
 		// reused.
 		reports := s.reports[:0]
 		for _, i := range jobs[from:to] {
-			sj := &s.jobs[i]
+			sj := s.jobs.at(i)
 			reports = append(reports, api.JobReport{Alloc: sj.alloc, JobID: uint64(i + 1), StartIndex: sj.startIndex, State: end(sj)})
 		}
 		s.reports = reports
@@ -278,7 +287,7 @@ func (s *simulation) report(jobs []int, end func(*simJob) api.JobState) error {
 // settle takes the outcome of job i's run that just ended from the state:
 // ended (completed, timed out, preempted) or back in the queue (requeued).
 func (s *simulation) settle(i int) {
-	sj := &s.jobs[i]
+	sj := s.jobs.at(i)
 	j := s.st.Jobs[uint64(i+1)]
 	if sj.suspended {
 		s.paused--
@@ -296,7 +305,7 @@ func (s *simulation) settle(i int) {
 // submitJobs applies the jobs submitted by now as one SubmitJobs entry.
 func (s *simulation) submitJobs() error {
 	first := s.next
-	for s.next < len(s.jobs) && s.jobs[s.next].out.Submit <= s.now {
+	for sj := s.upcoming(); sj != nil && sj.out.Submit <= s.now; sj = s.upcoming() {
 		s.next++
 	}
 	if first == s.next {
@@ -307,7 +316,7 @@ func (s *simulation) submitJobs() error {
 	specs := s.specs[:0]
 	for i := first; i < s.next; i++ {
 		specs = append(specs, state.JobSpec{})
-		if err := s.spec(&specs[len(specs)-1], &s.jobs[i]); err != nil {
+		if err := s.spec(&specs[len(specs)-1], s.jobs.at(i)); err != nil {
 			return err
 		}
 	}
@@ -319,7 +328,7 @@ func (s *simulation) submitJobs() error {
 	}
 	for k, r := range res.(*state.SubmitResult).Results {
 		if r.JobID != uint64(first+k+1) {
-			return fmt.Errorf("second %d: job %d was not taken: %s", s.now, s.jobs[first+k].out.ID, r.Error)
+			return fmt.Errorf("second %d: job %d was not taken: %s", s.now, s.jobs.at(first+k).out.ID, r.Error)
 		}
 	}
 	return nil
@@ -448,7 +457,7 @@ func preempts(qos []api.QOS) bool {
 // stopped, so that another pass may use what they freed.
 func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 	if len(r.Rejected) > 0 {
-		return false, fmt.Errorf("second %d: the state rejected the plan's start of job %d", s.now, s.jobs[r.Rejected[0]-1].out.ID)
+		return false, fmt.Errorf("second %d: the state rejected the plan's start of job %d", s.now, s.jobs.at(int(r.Rejected[0]-1)).out.ID)
 	}
 	for _, id := range r.Started {
 		s.started(int(id - 1))
@@ -456,7 +465,7 @@ func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 	var stopped []int
 	for _, id := range r.Stopped {
 		i := int(id - 1)
-		sj := &s.jobs[i]
+		sj := s.jobs.at(i)
 		if j := s.st.Jobs[id]; j.State == api.StateSuspended {
 			sj.suspended, sj.left = true, sj.endAt-s.now
 			s.paused++
@@ -465,7 +474,7 @@ func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 		stopped = append(stopped, i)
 	}
 	for _, id := range r.Resumed {
-		sj := &s.jobs[id-1]
+		sj := s.jobs.at(int(id - 1))
 		sj.suspended = false
 		s.paused--
 		s.schedule(int(id-1), s.now+sj.left)
@@ -480,7 +489,7 @@ func (s *simulation) applied(r *state.PlanResult) (bool, error) {
 
 // started takes job i's new run from the state and schedules its end.
 func (s *simulation) started(i int) {
-	sj := &s.jobs[i]
+	sj := s.jobs.at(i)
 	j := s.st.Jobs[uint64(i+1)]
 	a := s.st.LastAlloc(j)
 	sj.alloc, sj.node, sj.startIndex, sj.suspended = a.ID, s.nodeIndex(a.Node), a.StartIndex, false
@@ -499,7 +508,7 @@ func (s *simulation) nodeIndex(name string) int32 {
 
 // schedule makes job i's current run end at second at.
 func (s *simulation) schedule(i int, at int64) {
-	sj := &s.jobs[i]
+	sj := s.jobs.at(i)
 	sj.endAt = at
 	s.ends.push(endEvent{at: at, job: i, alloc: sj.alloc})
 }

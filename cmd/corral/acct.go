@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"corral/accounting"
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
@@ -216,9 +215,10 @@ func runAcctExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	write := map[string]func(io.Writer, []api.AcctRecord) error{
-		"csv": accounting.WriteCSV, "ndjson": accounting.WriteNDJSON, "parquet": accounting.WriteParquet,
-	}[o.get("format")]
+	write, err := exportWriter(env, o.get("format"))
+	if err != nil {
+		return err
+	}
 	if write == nil {
 		return fmt.Errorf("acct export: --format %q: give csv, ndjson or parquet", display.Safe(o.get("format")))
 	}

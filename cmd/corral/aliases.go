@@ -26,6 +26,7 @@ func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return err
 	}
+	target := aliasTarget(self)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -50,10 +51,10 @@ func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
 				return fmt.Errorf("install-aliases: %w", err)
 			}
 		}
-		if err := os.Symlink(self, link); err != nil {
+		if err := os.Symlink(target, link); err != nil {
 			return fmt.Errorf("install-aliases: %w", err)
 		}
-		fmt.Fprintf(env.stdout, "%s -> %s\n", link, self)
+		fmt.Fprintf(env.stdout, "%s -> %s\n", link, target)
 	}
 	return nil
 }
@@ -62,4 +63,19 @@ func runInstallAliases(_ context.Context, env *cliEnv, args []string) error {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// clientBinaryName is the client binary's file name (make build puts it
+// beside corral): every Slurm command is a user command, and the client
+// binary starts in a fraction of the full one's time.
+const clientBinaryName = "corral-client"
+
+// aliasTarget is what the aliases point at: the client binary when it is
+// installed beside self, else self.
+func aliasTarget(self string) string {
+	client := filepath.Join(filepath.Dir(self), clientBinaryName)
+	if fi, err := os.Stat(client); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return client
+	}
+	return self
 }

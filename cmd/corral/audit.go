@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"corral/api"
-	"corral/ctld"
 	"corral/internal/getopt"
 )
 
@@ -101,11 +100,10 @@ func auditVerify(ctx context.Context, env *cliEnv, args []string) error {
 	var heads map[string]api.AuditHead
 	var problems []error
 	if dir := o.get("data"); dir != "" {
-		s, replay, err := ctld.ReadStore(dir)
-		if err != nil {
+		var err error
+		if records, heads, problems, err = readAuditStore(env, dir); err != nil {
 			return err
 		}
-		records, heads, problems = s.Audit, s.AuditHeads(), replay
 	} else {
 		cl, err := env.client()
 		if err != nil {

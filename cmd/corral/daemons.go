@@ -1,3 +1,5 @@
+//go:build !corral_client
+
 package main
 
 import (
@@ -28,10 +30,6 @@ import (
 	"corral/noded/vmrun"
 	"corral/submit"
 )
-
-// defaultDevAddr is where `corral dev` serves and where the CLI looks when
-// CORRAL_ADDR is unset (6817 is slurmctld's port).
-const defaultDevAddr = "http://127.0.0.1:6817"
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
@@ -284,13 +282,6 @@ func backfillPolicy(v string) (sched.Policy, error) {
 		return "", fmt.Errorf("--backfill=%s: use easy, conservative or none", v)
 	}
 	return p, nil
-}
-
-func orString(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 func runNoded(ctx context.Context, env *cliEnv, args []string) error {

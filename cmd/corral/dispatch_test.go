@@ -310,53 +310,6 @@ func TestParseStates(t *testing.T) {
 	}
 }
 
-func TestParsePartitions(t *testing.T) {
-	good := map[string][]api.Partition{
-		"batch*,debug:30:00": {{Name: "batch", Default: true}, {Name: "debug", MaxTime: 1800}},
-		"batch":              {{Name: "batch"}},
-		" a , b*:1-0 ,":      {{Name: "a"}, {Name: "b", Default: true, MaxTime: 86400}},
-		"long:UNLIMITED":     {{Name: "long"}},
-		"short*:5":           {{Name: "short", Default: true, MaxTime: 300}},
-	}
-	for in, want := range good {
-		t.Run(in, func(t *testing.T) {
-			got, err := parsePartitions(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("parsePartitions(%q) = %+v, want %+v", in, got, want)
-			}
-			for i := range got {
-				if got[i].Name != want[i].Name || got[i].Default != want[i].Default || got[i].MaxTime != want[i].MaxTime {
-					t.Fatalf("parsePartitions(%q) = %+v, want %+v", in, got, want)
-				}
-			}
-		})
-	}
-	bad := map[string]string{
-		"*":                 "empty partition name",
-		":30":               "empty partition name",
-		"debug:abc":         "debug",
-		"debug:-5":          "debug",
-		"batch,x:1:2:3:4":   "x",
-		"batch*,debug*":     "both batch and debug are marked default",
-		"batch,debug,batch": "batch is listed twice",
-		"batch*,batch:5":    "batch is listed twice",
-	}
-	for in, want := range bad {
-		t.Run("bad "+in, func(t *testing.T) {
-			got, err := parsePartitions(in)
-			if err == nil {
-				t.Fatalf("parsePartitions(%q) = %+v, want an error", in, got)
-			}
-			if !strings.Contains(err.Error(), "--partitions") || !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not name --partitions and %q", err, want)
-			}
-		})
-	}
-}
-
 func TestInstallAliases(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -408,17 +361,29 @@ func TestInstallAliases(t *testing.T) {
 	}
 }
 
-func TestDispatchDevRefusesBadNodesBeforeStarting(t *testing.T) {
-	raftAddr := freeAddr(t)
-	r := runCLI(t, context.Background(), "", "corral", "dev", "--data", t.TempDir(), "--http", "127.0.0.1:0",
-		"--raft", raftAddr, "--nodes", "0")
-	if r.code != 1 || !strings.Contains(r.stderr, "--nodes=0") {
-		t.Fatalf("exit %d, stderr %q; want 1 naming --nodes=0", r.code, r.stderr)
+func TestAliasTarget(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "corral")
+	client := filepath.Join(dir, clientBinaryName)
+	if err := os.WriteFile(full, []byte("full"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// Nothing may be left running: the Raft port is free again.
-	l, err := net.Listen("tcp", raftAddr)
-	if err != nil {
-		t.Fatalf("after a refused dev the Raft address is still taken: %v", err)
+	if got := aliasTarget(full); got != full {
+		t.Errorf("without a client binary beside it: %s, want %s", got, full)
 	}
-	l.Close()
+	if err := os.WriteFile(client, []byte("client"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := aliasTarget(full); got != full {
+		t.Errorf("with a client binary that is not executable: %s, want %s", got, full)
+	}
+	if err := os.Chmod(client, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := aliasTarget(full); got != client {
+		t.Errorf("with the client binary beside it: %s, want %s", got, client)
+	}
+	if got := aliasTarget(client); got != client {
+		t.Errorf("run as the client binary: %s, want itself", got)
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"net"
@@ -137,72 +136,4 @@ func agentToken(t *testing.T, sock string, roots *x509.CertPool) (authd.Claims, 
 		t.Fatalf("the token names uid %d; want this process's %d", c.UID, os.Geteuid())
 	}
 	return c, id
-}
-
-func TestAuthdCommand(t *testing.T) {
-	files, roots := hostFiles(t, pki.RoleLogin, "login1")
-	client, _ := hostFiles(t, pki.RoleClient, "ops")
-	sock := filepath.Join(t.TempDir(), "run", "authd.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		env := &cliEnv{stdout: &bytes.Buffer{}, stderr: &stderr, getenv: func(string) string { return "" }}
-		done <- dispatch(ctx, env, []string{"corral", "authd", "--socket", sock, "--tls-cert", files.Cert, "--tls-key", files.Key, "--tls-ca", files.CA})
-	}()
-	_, id := agentToken(t, sock, roots)
-	if id != (pki.Identity{Role: pki.RoleLogin, Name: "login1"}) {
-		t.Fatalf("the token is vouched for by %+v; want login login1", id)
-	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("corral authd: exit %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "identity agent listening") {
-		t.Errorf("corral authd logged no start:\n%s", stderr.String())
-	}
-	for name, tc := range map[string]struct {
-		argv []string
-		want string
-	}{
-		"no certificate":     {[]string{"corral", "authd", "--socket", sock}, "--tls-cert, --tls-key and --tls-ca are required"},
-		"only a certificate": {[]string{"corral", "authd", "--socket", sock, "--tls-cert", files.Cert}, "--tls-cert, --tls-key and --tls-ca are required"},
-		"a client's":         {[]string{"corral", "authd", "--socket", sock, "--tls-cert", client.Cert, "--tls-key", client.Key, "--tls-ca", client.CA}, "may not vouch for users"},
-		"a bad ttl":          {[]string{"corral", "authd", "--ttl", "forever"}, "--ttl=forever"},
-		"an argument":        {[]string{"corral", "authd", "extra"}, `unexpected argument "extra"`},
-		"noded without TLS":  {[]string{"corral", "noded", "--data", t.TempDir(), "--ctld", "127.0.0.1:1", "--authd-socket", sock}, "--authd-socket needs the node's certificate"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			r := runCLI(t, context.Background(), "", tc.argv...)
-			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("%s: exit %d, stderr %q; want a refusal containing %q", strings.Join(tc.argv, " "), r.code, r.stderr, tc.want)
-			}
-		})
-	}
-}
-
-// TestNodedRunsTheAgent starts a node daemon with --authd-socket: its
-// agent vouches for this process's user with the node's certificate, while
-// the daemon tries to reach a controller that is not there.
-func TestNodedRunsTheAgent(t *testing.T) {
-	files, roots := hostFiles(t, pki.RoleNode, "n1")
-	sock := filepath.Join(t.TempDir(), "authd.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	data, ctl := t.TempDir(), freeAddr(t)
-	done := make(chan result, 1)
-	go func() {
-		done <- runCLI(t, ctx, "", "corral", "noded", "--name", "n1", "--data", data, "--ctld", ctl,
-			"--runner", "process", "--listen", "none", "--tls-cert", files.Cert, "--tls-key", files.Key, "--tls-ca", files.CA,
-			"--authd-socket", sock)
-	}()
-	c, id := agentToken(t, sock, roots)
-	if id != (pki.Identity{Role: pki.RoleNode, Name: "n1"}) || c.Host != "n1" {
-		t.Fatalf("the token is vouched for by %+v for host %q; want node n1", id, c.Host)
-	}
-	cancel()
-	if r := <-done; r.code != 0 {
-		t.Fatalf("noded: exit %d: %s", r.code, r.stderr)
-	}
 }

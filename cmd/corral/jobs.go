@@ -147,6 +147,8 @@ func testOnly(ctx context.Context, env *cliEnv, cl *api.Client, req *submit.Requ
 // submission yet when the first read reaches it, and would say "no such
 // job".
 func waitJob(ctx context.Context, cl *api.Client, id uint64) (*api.Job, error) {
+	ctx, stop := untilInterrupted(ctx)
+	defer stop()
 	delay := 20 * time.Millisecond
 	for {
 		j, err := cl.Job(ctx, id, true)

@@ -81,12 +81,37 @@ func init() {
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// defaultDevAddr is where `corral dev` serves and where the CLI looks when
+// CORRAL_ADDR is unset (6817 is slurmctld's port).
+const defaultDevAddr = "http://127.0.0.1:6817"
+
+// interruptible names the commands that run until they are stopped: they
+// get a context that SIGINT and SIGTERM end, so that they stop cleanly.
+// Every other command is one request and leaves both signals their
+// default action (the process ends at once, as Slurm's commands do):
+// catching them costs each process two more threads (os/signal's), a
+// fifth of what a short command costs to start. Commands that may wait
+// under an option of theirs (submit --wait, queue --iterate) catch them
+// when they start waiting (untilInterrupted).
+var interruptible = map[string]bool{
+	"ctld": true, "noded": true, "dev": true, "authd": true, "nfsd": true, "sim": true,
+	"attach": true, "exec": true, "srun": true, "cp": true,
+}
+
+// untilInterrupted returns ctx ended by SIGINT or SIGTERM as well.
+func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
 // cliEnv is what every command may use of its surroundings.
 type cliEnv struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	getenv         func(string) string
 	prog           string
+	// argv is the command line as dispatch was given it, for the client
+	// binary to hand a command it does not hold to the full one.
+	argv []string
 }
 
 func (e *cliEnv) client() (*api.Client, error) {
@@ -122,10 +147,8 @@ var slurmAliases = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}
-	os.Exit(dispatch(ctx, env, os.Args))
+	os.Exit(dispatch(context.Background(), env, os.Args))
 }
 
 // dispatch runs argv and returns the process exit code.
@@ -134,6 +157,7 @@ func dispatch(ctx context.Context, env *cliEnv, argv []string) int {
 		// execve allows an empty argv; run as corral rather than panic.
 		argv = []string{"corral"}
 	}
+	env.argv = argv
 	prog := filepath.Base(argv[0])
 	args := argv[1:]
 	name, isAlias := slurmAliases[prog]
@@ -146,6 +170,11 @@ func dispatch(ctx context.Context, env *cliEnv, argv []string) int {
 		name, args = args[0], args[1:]
 	}
 	env.prog = prog
+	if interruptible[name] {
+		var stop context.CancelFunc
+		ctx, stop = untilInterrupted(ctx)
+		defer stop()
+	}
 	if name == "scontrol" {
 		return runScontrol(ctx, env, args)
 	}
@@ -164,6 +193,7 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func exitCode(env *cliEnv, err error) int {
+	err = handOff(env, err)
 	var st exitStatus
 	switch {
 	case err == nil:
@@ -233,4 +263,11 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 func runVersion(_ context.Context, env *cliEnv, _ []string) error {
 	fmt.Fprintf(env.stdout, "corral %s\n", version)
 	return nil
+}
+
+func orString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

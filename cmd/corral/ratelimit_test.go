@@ -1,3 +1,5 @@
+//go:build !corral_client
+
 package main
 
 import (

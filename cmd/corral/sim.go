@@ -1,3 +1,5 @@
+//go:build !corral_client
+
 package main
 
 import (
@@ -36,12 +38,14 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("--policy: %w", err)
 	}
 	path := o.args[0]
-	tr, err := readTrace(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot open the trace: %w", err)
 	}
+	defer f.Close()
 	// Ctrl-C stops the run: main catches the signal into ctx.
-	opts := sim.Options{Policy: policy, Stop: ctx.Done()}
+	// The figures are printed, never the jobs' outcomes.
+	opts := sim.Options{Policy: policy, Stop: ctx.Done(), NoOutcomes: true}
 	if file := o.get("cluster"); file != "" {
 		f, err := os.Open(file)
 		if err != nil {
@@ -60,31 +64,18 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 	if o.has("progress") || isTerminal(env.stderr) {
 		opts.Progress = bar.update
 	}
-	res, err := sim.Run(tr, opts)
+	// The simulation starts while the trace is still being read.
+	res, err := sim.RunSWF(f, opts)
 	// End the bar's line before anything else is printed.
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	res.Trace = filepath.Base(path)
 	if o.has("json") {
 		return sim.WriteJSON(env.stdout, res)
 	}
 	return sim.WriteText(env.stdout, res)
-}
-
-// readTrace opens and parses an SWF trace; errors name the file.
-func readTrace(path string) (*sim.Trace, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the trace: %w", err)
-	}
-	defer f.Close()
-	tr, err := sim.ReadSWF(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	tr.Name = filepath.Base(path)
-	return tr, nil
 }
 
 // isTerminal reports whether w is a character device such as a terminal.

@@ -314,6 +314,11 @@ func iterateEvery(o *optSet) (time.Duration, error) {
 // iterate runs once, then with every > 0 again each time sleep waits that
 // long, until sleep returns an error (an interrupt ends it: not an error).
 func iterate(ctx context.Context, every time.Duration, sleep func(context.Context, time.Duration) error, once func(first bool) error) error {
+	if every > 0 {
+		var stop context.CancelFunc
+		ctx, stop = untilInterrupted(ctx)
+		defer stop()
+	}
 	for first := true; ; first = false {
 		if err := once(first); err != nil {
 			return err

@@ -121,6 +121,12 @@ func estimateMoved(old, new time.Time) bool {
 
 // EmptyEntry reports whether a plan's entry would change nothing.
 func EmptyEntry(p *state.ApplyPlan) bool {
-	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Reasons) == 0 &&
-		len(p.Migrations) == 0 && len(p.DrainNotes) == 0
+	return len(p.Reasons) == 0 && len(p.DrainNotes) == 0 && ReasonsOnly(p)
+}
+
+// ReasonsOnly reports whether p changes nothing but pending jobs' reasons
+// and expected starts (and what drained nodes say of the jobs that stay):
+// a plan that can wait for the next pass's.
+func ReasonsOnly(p *state.ApplyPlan) bool {
+	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Migrations) == 0
 }

@@ -345,3 +345,24 @@ func TestMovers(t *testing.T) {
 		t.Errorf("with a partition of mode migrate, the jobs of QoS %v may be moved, want m, c and u", got)
 	}
 }
+
+// TestEmptyEntry: a plan that only sets what a drained node says of the
+// jobs that stay is not empty (the note is committed), but may wait for
+// the next pass as reasons do; one with a migration may not.
+func TestEmptyEntry(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		p                  state.ApplyPlan
+		empty, reasonsOnly bool
+	}{
+		{"nothing", state.ApplyPlan{}, true, true},
+		{"a drain note", state.ApplyPlan{DrainNotes: []state.PlanDrainNote{{Node: "a1", Note: "job 2 fits on no other node"}}}, false, true},
+		{"a reason", state.ApplyPlan{Reasons: []state.PlanReason{{JobID: 1, Reason: api.ReasonResources}}}, false, true},
+		{"a migration", state.ApplyPlan{Migrations: []state.PlanMigration{{JobID: 1, From: "a1", To: "a2"}}}, false, false},
+		{"a stop", state.ApplyPlan{Stops: []state.PlanStop{{JobID: 1, Mode: api.PreemptCheckpoint, By: 2}}}, false, false},
+	} {
+		if e, r := EmptyEntry(&c.p), ReasonsOnly(&c.p); e != c.empty || r != c.reasonsOnly {
+			t.Errorf("%s: EmptyEntry %v, ReasonsOnly %v; want %v, %v", c.name, e, r, c.empty, c.reasonsOnly)
+		}
+	}
+}

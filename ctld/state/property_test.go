@@ -15,18 +15,32 @@ import (
 // cancels and migrations in the same entry), reports, cancels, suspends and resumes,
 // preemptions, nodes going down, restarting and draining — and checks after
 // every entry that no resource is held by two allocations and that every
-// job's state agrees with its allocations' (CheckInvariants), and that a
+// job's state agrees with its allocations' (CheckInvariants), that no
+// node record a reader may hold changes its allocation list, and that a
 // snapshot round trip keeps the state.
 func TestAllocationInvariantsHold(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			g := &logGen{rnd: rand.New(rand.NewPCG(seed, 7)), r: newReplica(), t: t}
 			g.setup()
+			// Every version of a node record that a reader may hold
+			// keeps its allocation list (appendNode shares the array).
+			held := map[*Node][]uint64{}
 			for step := 0; step < 150; step++ {
 				ct, p := g.next()
 				g.apply(ct, p)
 				if err := g.r.s.CheckInvariants(); err != nil {
 					t.Fatalf("after %s at index %d: %v", ct, g.index, err)
+				}
+				for _, n := range g.r.s.Nodes {
+					if _, ok := held[n]; !ok {
+						held[n] = slices.Clone(n.Allocs)
+					}
+				}
+			}
+			for n, allocs := range held {
+				if !slices.Equal(n.Allocs, allocs) {
+					t.Fatalf("an earlier version of node %s changed its allocations from %v to %v", n.Name, allocs, n.Allocs)
 				}
 			}
 			if h := restoredCopy(t, g.r).Hash(); h != g.r.Hash() {

@@ -72,7 +72,7 @@ func (s *State) newAlloc(j *Job, st PlanPart, rank int, now time.Time, index uin
 	s.NextAllocID++
 	s.Allocs[a.ID] = a
 	j.Allocs = append(slices.Clip(j.Allocs), a.ID)
-	n := s.editNode(st.Node)
+	n := s.appendNode(st.Node)
 	n.Allocs = append(n.Allocs, a.ID)
 	n.AllocCPUs += a.HeldCPUs()
 	n.AllocMemMB += a.HeldMemMB()

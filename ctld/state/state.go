@@ -247,6 +247,22 @@ func (s *State) editNode(name string) *Node {
 	return &c
 }
 
+// appendNode returns a private copy of node name, or nil, for an edit that
+// only appends to its allocation list: the copy shares the list's array,
+// and append writes past the end of the list of every version a reader
+// may hold. That holds because every version made this way is a prefix of
+// the next one and any other edit copies the list (editNode), so a start
+// costs no copy of the node's whole list (append doubles the array when
+// full). Nothing may change a node's list in place but append.
+func (s *State) appendNode(name string) *Node {
+	n, ok := s.Nodes[name]
+	if !ok {
+		return nil
+	}
+	c := *n
+	return &c
+}
+
 // putNode stores a new version of a node whose allocations changed at
 // index, so that its daemon's blocking query returns.
 func (s *State) putNode(n *Node, index uint64) {
