@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"corral/api"
 )
 
 // filled returns a record whose every field, however deep, holds a value
@@ -103,9 +105,21 @@ func TestCodecReadsAsJSONDid(t *testing.T) {
 func TestCodecRefusesCutAndTrailingBytes(t *testing.T) {
 	r := filled(3)
 	enc := appendRecord(nil, &r)
+	// A record stored before the multi-node fields existed ends where
+	// they begin: it reads with them zero, and is the only cut that does.
+	old := r
+	old.BatchNode, old.BatchTRES, old.Steps = "", api.TRES{}, nil
+	boundary := len(appendRecord(nil, &old)) - len(emptyMultiNode())
 	var got Record
 	for n := range len(enc) {
-		if err := decodeRecord(enc[:n], &got); err == nil {
+		err := decodeRecord(enc[:n], &got)
+		if n == boundary {
+			if err != nil || !reflect.DeepEqual(got, old) {
+				t.Fatalf("a record without the multi-node fields: %v\n%+v\nwant\n%+v", err, got, old)
+			}
+			continue
+		}
+		if err == nil {
 			t.Fatalf("the first %d of %d bytes decoded", n, len(enc))
 		}
 	}
@@ -130,6 +144,16 @@ func TestCodecOneEncodingARecord(t *testing.T) {
 			t.Fatal("one record, two encodings")
 		}
 	}
+}
+
+// emptyMultiNode is the encoding of the multi-node group when it is
+// empty.
+func emptyMultiNode() []byte {
+	e := encoder{}
+	e.str("")
+	e.tres(&api.TRES{})
+	e.uint(0)
+	return e.b
 }
 
 func FuzzDecodeRecord(f *testing.F) {

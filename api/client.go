@@ -418,6 +418,12 @@ func (c *Client) Licenses(ctx context.Context) ([]LicenseUse, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/licenses", nil, &out)
 }
 
+// Top moves pending jobs to the top of their user's queue (scontrol top).
+func (c *Client) Top(ctx context.Context, req TopRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/top", req, &resp)
+}
+
 // Requeue puts jobs back in the queue (and holds them with Hold).
 func (c *Client) Requeue(ctx context.Context, req RequeueRequest) (*HoldResponse, error) {
 	var resp HoldResponse

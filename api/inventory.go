@@ -88,7 +88,11 @@ type VF struct {
 
 // Placement is the exact set of resources a job got inside its node.
 type Placement struct {
-	CPUs      []int `json:"cpus,omitempty"`
+	CPUs []int `json:"cpus,omitempty"`
+	// Idle are CPUs the job holds but does not run on: the other threads
+	// of the cores it got one thread of (--hint=nomultithread,
+	// --threads-per-core=1), kept from every other job.
+	Idle      []int `json:"idle,omitempty"`
 	NUMANodes []int `json:"numa_nodes,omitempty"`
 	// Mem is the job's memory by NUMA node.
 	Mem       []NodeAmount     `json:"mem,omitempty"`

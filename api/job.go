@@ -27,20 +27,23 @@ const (
 	StateOutOfMemory JobState = "OUT_OF_MEMORY"
 	StateRequeued    JobState = "REQUEUED"
 	StateMigrating   JobState = "MIGRATING"
+	// StateDeadline: cancelled while pending because it could no longer
+	// end by its --deadline.
+	StateDeadline JobState = "DEADLINE"
 )
 
 // AllJobStates lists every state in display order.
 var AllJobStates = []JobState{
 	StatePending, StateRunning, StateSuspended, StateCompleting, StateCompleted,
 	StateFailed, StateCancelled, StateTimeout, StatePreempted, StateNodeFail,
-	StateOutOfMemory, StateRequeued, StateMigrating,
+	StateOutOfMemory, StateRequeued, StateMigrating, StateDeadline,
 }
 
 var shortStates = map[JobState]string{
 	StatePending: "PD", StateRunning: "R", StateSuspended: "S", StateCompleting: "CG",
 	StateCompleted: "CD", StateFailed: "F", StateCancelled: "CA", StateTimeout: "TO",
 	StatePreempted: "PR", StateNodeFail: "NF", StateOutOfMemory: "OOM", StateRequeued: "RQ",
-	StateMigrating: "MG",
+	StateMigrating: "MG", StateDeadline: "DL",
 }
 
 // Short returns squeue's compact state code (%t), e.g. "PD" or "R".
@@ -55,7 +58,7 @@ func (s JobState) Short() string {
 func (s JobState) Terminal() bool {
 	switch s {
 	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StatePreempted,
-		StateNodeFail, StateOutOfMemory:
+		StateNodeFail, StateOutOfMemory, StateDeadline:
 		return true
 	}
 	return false
@@ -127,6 +130,9 @@ const (
 	// ReasonReservedForMaint: the only nodes that could hold the job now
 	// are in a maintenance reservation it would overlap.
 	ReasonReservedForMaint Reason = "ReqNodeNotAvail, Reserved for maintenance"
+	// ReasonDeadline: the job was cancelled because it could no longer
+	// end by its --deadline (Slurm's DeadLine).
+	ReasonDeadline Reason = "DeadLine"
 )
 
 // Dependency is a parsed --dependency expression. Clauses are joined by
@@ -268,9 +274,12 @@ type JobSpec struct {
 	// DependencyNeverSatisfied.
 	KillOnInvalidDep bool `json:"kill_on_invalid_dep,omitempty"`
 	// Begin is the earliest start time; zero means now.
-	Begin   time.Time `json:"begin,omitempty"`
-	Comment string    `json:"comment,omitempty"`
-	Nice    int       `json:"nice,omitempty"`
+	Begin time.Time `json:"begin,omitempty"`
+	// Deadline (sbatch --deadline) cancels the job, as DEADLINE, once it
+	// is pending and could no longer end by then; zero means none.
+	Deadline time.Time `json:"deadline,omitzero"`
+	Comment  string    `json:"comment,omitempty"`
+	Nice     int       `json:"nice,omitempty"`
 
 	// Gres are the generic resources on each node of the job (Slurm's
 	// --gres is per node).
@@ -297,7 +306,100 @@ type JobSpec struct {
 	// (--reservation): only inside it, on its nodes and within its
 	// window.
 	Reservation string `json:"reservation,omitempty"`
+	// MailType lists the events the job's notifications are sent for
+	// (sbatch --mail-type, canonical: see ParseMailType); MailUser is
+	// their recipient, the job's user when empty (--mail-user).
+	MailType []string `json:"mail_type,omitempty"`
+	MailUser string   `json:"mail_user,omitempty"`
+	// OpenMode is OpenModeAppend when the output files are appended to
+	// (sbatch --open-mode=append); "" truncates them.
+	OpenMode string `json:"open_mode,omitempty"`
+	// Input is the batch script's standard input (sbatch -i), a path
+	// pattern as Output's; "" is /dev/null.
+	Input string `json:"input,omitempty"`
+	// Rlimits are the submitting shell's soft resource limits that the
+	// job's processes get (sbatch --propagate), sorted by name.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// GetUserEnv adds the user's login environment on the node under the
+	// exported one (sbatch --get-user-env).
+	GetUserEnv bool `json:"get_user_env,omitempty"`
+	// Priority, when not 0, is the job's fixed priority instead of the
+	// multifactor one (sbatch --priority; operators and admins only).
+	Priority int64 `json:"priority,omitempty"`
+	// CPUsPerGPU is sbatch --cpus-per-gpu: the job asks for at least this
+	// many CPUs per GPU (the CLI sets CPUsPerTask from it).
+	CPUsPerGPU int `json:"cpus_per_gpu,omitempty"`
+	// Overcommit (sbatch -O) allocates CPUsPerTask CPUs for the job, as
+	// for one task, however many tasks it runs.
+	Overcommit bool `json:"overcommit,omitempty"`
+	// MemAll (sbatch --mem=0) gives the job all of its node's memory;
+	// MemPerNode and MemPerCPU are then 0.
+	MemAll bool `json:"mem_all,omitempty"`
+	// Hint, ThreadsPerCore and NTasksPerCore are sbatch --hint,
+	// --threads-per-core and --ntasks-per-core: with nomultithread,
+	// compute_bound or memory_bound, or one thread or task per core, the
+	// job runs on one thread of each core it gets and holds the others
+	// idle; memory_bound also spreads it over NUMA nodes (OneThreadPerCore).
+	Hint           string `json:"hint,omitempty"`
+	ThreadsPerCore int    `json:"threads_per_core,omitempty"`
+	NTasksPerCore  int    `json:"ntasks_per_core,omitempty"`
+	// MemBind is sbatch --mem-bind as given; MemNodes are the NUMA nodes
+	// its map_mem or mask_mem names (the job's memory and CPUs come from
+	// those only); its none, local and prefer set NUMA.
+	MemBind  string `json:"mem_bind,omitempty"`
+	MemNodes []int  `json:"mem_nodes,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (sbatch --tmp,
+	// MiB) out of its node's TmpMB.
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 }
+
+// Hints sbatch --hint takes.
+const (
+	HintMultithread   = "multithread"
+	HintNoMultithread = "nomultithread"
+	HintComputeBound  = "compute_bound"
+	HintMemoryBound   = "memory_bound"
+)
+
+// OneThreadPerCore reports whether the job runs on one thread of each
+// core it gets (see Hint).
+func (s *JobSpec) OneThreadPerCore() bool {
+	return oneThreadPerCore(s.Hint, s.ThreadsPerCore, s.NTasksPerCore, s.CPUsPerTask)
+}
+
+func oneThreadPerCore(hint string, threads, tasksPerCore, cpusPerTask int) bool {
+	switch {
+	case hint == HintNoMultithread || hint == HintComputeBound || hint == HintMemoryBound:
+		return true
+	case threads == 1:
+		return true
+	}
+	return tasksPerCore == 1 && cpusPerTask <= 1
+}
+
+// OneThreadPerCore is JobSpec.OneThreadPerCore for the state's copy of a
+// request, which holds the same fields.
+func OneThreadPerCore(hint string, threads, tasksPerCore, cpusPerTask int) bool {
+	return oneThreadPerCore(hint, threads, tasksPerCore, cpusPerTask)
+}
+
+// MaxPriority is the highest --priority (TOP), Slurm's 32-bit range less
+// its reserved values.
+const MaxPriority = 4294967293
+
+// GPUCount returns the whole GPUs and MIG slices a request asks for.
+func (s *JobSpec) GPUCount() int {
+	n := 0
+	for _, g := range s.Gres {
+		if g.Name == "gpu" {
+			n += g.Count
+		}
+	}
+	return n
+}
+
+// OpenModeAppend is JobSpec.OpenMode for --open-mode=append.
+const OpenModeAppend = "append"
 
 // NodeRange returns the fewest and the most nodes the job may run on.
 func (s *JobSpec) NodeRange() (lo, hi int) {
@@ -322,10 +424,14 @@ func TasksOn(ntasks, perNode, k int) int {
 
 // CPUs returns the number of CPUs the job asks for in all: on its node,
 // for a job of one node; at the most nodes it may have, for a job of a
-// node range.
+// node range. With Overcommit a node runs all its tasks on one task's CPUs.
 func (s *JobSpec) CPUs() int {
 	_, hi := s.NodeRange()
-	return max(TasksOn(s.NTasks, s.NTasksPerNode, hi), 1) * max(s.CPUsPerTask, 1)
+	tasks := max(TasksOn(s.NTasks, s.NTasksPerNode, hi), 1)
+	if s.Overcommit {
+		tasks = hi
+	}
+	return tasks * max(s.CPUsPerTask, 1)
 }
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it

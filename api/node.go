@@ -56,6 +56,10 @@ type NodeInfo struct {
 	// job's own (QEMU's per-VM overhead); the scheduler counts it so a
 	// node never over-commits its RAM.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// TmpMB is the size of the node's local scratch file system (MiB;
+	// Slurm's TmpDisk): jobs ask for it with sbatch --tmp, and the
+	// scheduler hands it out as a consumable resource.
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 	// APIAddr is the node daemon's job API (http://HOST:PORT), which the
 	// controllers proxy exec, signals, files and output to; empty when the
 	// daemon serves none.
@@ -153,7 +157,9 @@ type Node struct {
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
 	// AllocCPUs and AllocMemMB sum the active jobs placed on the node.
-	AllocCPUs  int   `json:"alloc_cpus"`
+	AllocCPUs int `json:"alloc_cpus"`
+	// AllocTmpMB is the scratch space (TmpMB) its jobs hold (--tmp).
+	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
 	AllocMemMB int64 `json:"alloc_mem_mb"`
 	// AllocIndex is the Raft index at which the node's allocation list
 	// last changed; node daemons wait on it.

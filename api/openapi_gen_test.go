@@ -85,6 +85,7 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/jobs/cancel", access: "users", summary: "Cancel the jobs a filter selects (scancel).", req: jsonBody(CancelRequest{}), resp: jsonBody(CancelResponse{})},
 	{method: "POST", path: "/v1/jobs/hold", access: "users", summary: "Hold or release jobs.", req: jsonBody(HoldRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/suspend", access: "users", summary: "Suspend or resume running jobs.", req: jsonBody(SuspendRequest{}), resp: jsonBody(HoldResponse{})},
+	{method: "POST", path: "/v1/jobs/top", access: "users", summary: "Move pending jobs to the top of their user's queue, in the order given (scontrol top): nice values are exchanged among the user's pending jobs of the same partition, account and QoS.", req: jsonBody(TopRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/requeue", access: "users", summary: "Put running, suspended or finished jobs back in the queue (scontrol requeue, requeuehold).", req: jsonBody(RequeueRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/checkpoint", access: "users", summary: "Save running jobs to checkpoints, releasing their nodes, or restore checkpointed jobs.", req: jsonBody(CheckpointRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/migrate", access: "users", summary: "Move running jobs to other nodes while they run (live migration), or abort their migrations.", req: jsonBody(MigrateRequest{}), resp: jsonBody(HoldResponse{})},

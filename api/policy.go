@@ -167,6 +167,18 @@ type SchedConfig struct {
 	MigrationDowntimeMS   int64 `json:"migration_downtime_ms,omitempty"`
 	MigrationBandwidthMiB int64 `json:"migration_bandwidth_mib,omitempty"`
 	MigrationMaxTimeS     int64 `json:"migration_max_time_s,omitempty"`
+	// MailProg is the program the leader runs for each job notification
+	// (Slurm's MailProg, invoked as PROG -s SUBJECT RECIPIENT): "" is the
+	// default, /usr/bin/mail where a controller has it, and "none" runs
+	// none. MailWebhook is a URL the leader POSTs each notification to as
+	// JSON ("" for none). MailDomain is added to a recipient without one
+	// (Slurm's MailDomain). See docs/mail.md.
+	MailProg string `json:"mail_prog,omitempty"`
+	// ClusterName is the cluster's name (Slurm's ClusterName): sbatch -M
+	// takes it, and --parsable then prints ID;NAME.
+	ClusterName string `json:"cluster_name,omitempty"`
+	MailWebhook string `json:"mail_webhook,omitempty"`
+	MailDomain  string `json:"mail_domain,omitempty"`
 }
 
 // LicenseTotal returns the cluster's total of license name; 0 when it has
@@ -525,6 +537,9 @@ type JobChanges struct {
 	NumCPUs  *int `json:"num_cpus,omitempty"`
 	// MinMemoryNode is --mem in MiB (it replaces --mem-per-cpu).
 	MinMemoryNode *int64 `json:"min_memory_node_mb,omitempty"`
+	// MinTmpDiskNode is --tmp in MiB: the node-local scratch space the
+	// job holds.
+	MinTmpDiskNode *int64 `json:"min_tmp_disk_node_mb,omitempty"`
 	// StartTime is --begin.
 	StartTime *time.Time `json:"start_time,omitempty"`
 	// ArrayTaskThrottle is an array's %N: how many of its tasks may run at

@@ -123,6 +123,12 @@ type RequeueRequest struct {
 	Hold bool     `json:"hold,omitempty"`
 }
 
+// TopRequest moves pending jobs to the top of their user's queue, in the
+// order given, as scontrol top does (TopJobs).
+type TopRequest struct {
+	IDs []uint64 `json:"ids"`
+}
+
 // DrainRequest drains (Drain=true) or resumes a node.
 type DrainRequest struct {
 	Node   string `json:"node"`

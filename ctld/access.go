@@ -91,6 +91,7 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/hold", usersCancel, c.write(c.handleHold)},
 		{"POST /v1/jobs/suspend", usersCancel, c.write(c.handleSuspend)},
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
+		{"POST /v1/jobs/top", usersCancel, c.write(c.handleTop)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
 		{"POST /v1/jobs/migrate", usersCancel, c.write(c.handleMigrate)},
 		{"POST /v1/jobs/checkpoint", usersCancel, c.write(c.handleCheckpoint)},

@@ -14,7 +14,9 @@
 //
 // Files: controller.go (New, Run, Config), raft.go and logcache.go (Raft
 // and its log), fsm.go (the FSM), leader.go (the scheduler loop, liveness),
-// purgeloop.go (retention), intake.go (the submission batcher, which moves
+// purgeloop.go (retention), mailer.go (job notifications: the leader's
+// claim, delivery to the mail program and webhook, and mark; the
+// time-limit warnings' timer; docs/mail.md), intake.go (the submission batcher, which moves
 // scripts and environments out of line), http*.go (the API), validate*.go
 // and fit.go (admission), wire.go (api ⇄ state records), jobio.go (exec,
 // attach and files, proxied to a job's node), why.go, update.go, queue.go,

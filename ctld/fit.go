@@ -37,6 +37,7 @@ type fitKey struct {
 	gres string
 	huge string
 	numa string
+	tmp  int64
 }
 
 // newFitChecker returns a checker for one request; s must stay readable
@@ -67,7 +68,7 @@ func (f *fitChecker) check(i int, sp *api.JobSpec, p *api.Partition) error {
 	spec := stateSpec(sp)
 	j := &state.Job{Spec: &spec}
 	req := sched.RequestOf(j, f.def)
-	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA}
+	k := fitKey{part: p.Name, cpus: req.CPUs, mem: req.MemMB, gres: fmt.Sprint(sp.Gres), huge: fmt.Sprint(sp.Hugepages), numa: sp.NUMA, tmp: sp.TmpMB}
 	why, seen := f.memo[k]
 	if !seen {
 		why = f.why(j, p.Name, req)
@@ -100,13 +101,24 @@ func (f *fitChecker) why(j *state.Job, part string, req sched.NodeRequest) error
 	if len(nodes) == 0 {
 		return nil
 	}
+	if req.TmpMB > 0 {
+		most, at := int64(0), ""
+		for _, n := range nodes {
+			if n.TmpMB > most {
+				most, at = n.TmpMB, n.Name
+			}
+		}
+		if most < req.TmpMB {
+			return &unfitError{field: "tmp_mb", msg: fmt.Sprintf("the job asks for %d MiB of scratch space (--tmp); the largest node of partition %s (%s) has %d MiB", req.TmpMB, part, orNone(at), most)}
+		}
+	}
 	devices := req.GPUs > 0 || req.MIG > 0 || req.VFs > 0 || len(req.Hugepages) > 0
 	if sched.CouldEverFit(snap, j) {
 		if !devices {
 			return nil
 		}
 		for _, n := range nodes {
-			if n.Inventory != nil && n.Inventory.Topology != nil {
+			if n.Inventory != nil && n.Inventory.Topology != nil && n.TmpMB >= req.TmpMB {
 				if _, ok := sched.PlaceInNode(n.Inventory, state.NewUsed(), req); ok {
 					return nil
 				}
@@ -168,7 +180,11 @@ func describeUnfit(req sched.NodeRequest, part string, nodes []*state.Node) erro
 			return short("hugepages", "the job asks for %d hugepages of %d KiB; the nodes of partition %s have at most %d", h.Count, h.SizeKB, part, have)
 		}
 	}
-	return short("gres", "no node of partition %s can hold its CPUs, memory, devices and hugepages together (%d CPUs, %d MiB%s); the largest has %d CPUs, %d MiB, %d GPUs, %d VFs",
+	field := "gres"
+	if req.GPUs == 0 && req.MIG == 0 && req.VFs == 0 && len(req.Hugepages) == 0 {
+		field = "tmp_mb" // without devices, only scratch space can be what no node has with the rest
+	}
+	return short(field, "no node of partition %s can hold its CPUs, memory, devices, hugepages and scratch space together (%d CPUs, %d MiB%s); the largest has %d CPUs, %d MiB, %d GPUs, %d VFs",
 		part, req.CPUs, req.MemMB, devicesText(req), most.cpus, most.mem, most.gpus, most.vfs)
 }
 
@@ -192,6 +208,9 @@ func devicesText(r sched.NodeRequest) string {
 	}
 	if len(r.Hugepages) > 0 {
 		parts = append(parts, "hugepages")
+	}
+	if r.TmpMB > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB of scratch space", r.TmpMB))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -222,4 +241,11 @@ func inventoryTotals(inv *api.Inventory) (gpus, migs, vfs int, huge2M, huge1G in
 		}
 	}
 	return
+}
+
+func orNone(name string) string {
+	if name == "" {
+		return "none reports any"
+	}
+	return name
 }

@@ -30,6 +30,9 @@ type FSM struct {
 	// Changed receives a value (non-blocking) after any entry that may let
 	// a pending job start; the leader's scheduler loop listens to it.
 	Changed chan struct{}
+	// Notices receives a value (non-blocking) after an entry that put a
+	// job notification in the outbox; the leader's mailer listens to it.
+	Notices chan struct{}
 	// freeing is set while a goroutine returns freed memory to the OS;
 	// freeAgain asks it for one more round (a purge applied meanwhile).
 	freeing   atomic.Bool
@@ -60,6 +63,7 @@ func NewFSM(log *slog.Logger) *FSM {
 		watches:   make(map[string]chan struct{}),
 		anyWatch:  make(chan struct{}),
 		Changed:   make(chan struct{}, 1),
+		Notices:   make(chan struct{}, 1),
 		freeAgain: make(chan struct{}, 1),
 		bursts:    &burstReleaser{},
 	}
@@ -82,7 +86,14 @@ func (f *FSM) Apply(l *raft.Log) any {
 	res := f.applyContained(t, cmd, l.Index)
 	f.accountEnds(t, cmd, l.Index)
 	changed := f.state.TakeTouched()
+	noticed := f.state.TakeNoticesAdded() > 0
 	f.mu.Unlock()
+	if noticed {
+		select {
+		case f.Notices <- struct{}{}:
+		default:
+		}
+	}
 	if f.observe != nil {
 		f.observe(t, l.AppendedAt, began, time.Since(began))
 	}
@@ -160,7 +171,7 @@ func (f *FSM) notify(t state.CommandType, nodes []string, res any) {
 
 	wake := true
 	switch t {
-	case state.CmdNodeHeartbeats, state.CmdSetMember:
+	case state.CmdNodeHeartbeats, state.CmdSetMember, state.CmdMailTimeEvents, state.CmdClaimNotices, state.CmdNoticesDone:
 		wake = false
 	case state.CmdPurgeJobs:
 		// Removing finished jobs frees no resources.

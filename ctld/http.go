@@ -203,7 +203,7 @@ func (c *Controller) admitJobs(jobs []api.JobSpec, now time.Time) ([]state.JobSp
 			}
 			// As Slurm does with DefMemPerCPU: a job that asks for no
 			// memory records the default, so it shows what it will get.
-			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 {
+			if sp.MemPerNode == 0 && sp.MemPerCPU == 0 && !sp.MemAll {
 				sp.MemPerCPU = s.Config.DefMemPerCPU
 			}
 			if verr = c.validateSpec(i, sp, s, parts, now, fits, earlier); verr != nil {

@@ -68,21 +68,22 @@ func (c *Controller) handleAccountingJobs(w http.ResponseWriter, r *http.Request
 // bytes are out the status cannot change: a store that fails later cuts
 // the connection, so that the client sees a broken transfer, never a
 // short file that looks whole.
-func (c *Controller) streamAccounting(w http.ResponseWriter, store *accounting.Store, q accounting.Query, format string, show func(*accounting.Record) bool) error {
+func (c *Controller) streamAccounting(rw http.ResponseWriter, store *accounting.Store, q accounting.Query, format string, show func(*accounting.Record) bool) error {
+	w := &sentCounter{ResponseWriter: rw}
 	var write func([]accounting.Record) error
 	var finish func() error
 	if format == "rows" {
 		w.Header().Set("Content-Type", api.AcctRowsType)
-		rw := api.NewAcctRowWriter(w)
+		rows := api.NewAcctRowWriter(w)
 		write = func(recs []accounting.Record) error {
 			for i := range recs {
-				if err := rw.Write(&recs[i]); err != nil {
+				if err := rows.Write(&recs[i]); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		finish = rw.Flush
+		finish = rows.Flush
 	} else {
 		w.Header().Set("Content-Type", exportTypes[format])
 		w.Header().Set("Trailer", api.AcctRecordsTrailer)
@@ -112,11 +113,27 @@ func (c *Controller) streamAccounting(w http.ResponseWriter, store *accounting.S
 	if gone != nil {
 		return nil // the client went away
 	}
+	if err != nil && w.sent == 0 {
+		// Nothing is out yet (the writers buffer): an ordinary error.
+		return fmt.Errorf("reading this member's accounting store: %w", err)
+	}
 	if err != nil {
 		c.log.Error("reading the accounting store for a listing failed part way: cutting the response", "format", format, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// sentCounter counts the body bytes written to a response.
+type sentCounter struct {
+	http.ResponseWriter
+	sent int64
+}
+
+func (s *sentCounter) Write(p []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(p)
+	s.sent += int64(n)
+	return n, err
 }
 
 // exportTypes are the media types of the export formats.

@@ -18,6 +18,14 @@ import (
 // (as root may with sbatch --uid). On a cluster that does not
 // authenticate users the job's user field stands.
 func stampOwner(p principal, jobs []api.JobSpec) error {
+	for i := range jobs {
+		// --priority is an operator's: root on a cluster that does not
+		// authenticate users.
+		if sp := &jobs[i]; sp.Priority != 0 && (p.open && sp.User != "root" || !p.open && !p.operator()) {
+			return &httpError{status: http.StatusForbidden, field: "priority", msg: fmt.Sprintf(
+				"job %d of the batch: --priority=%d: only operators and administrators may set a job's priority; lower yours with --nice", i+1, sp.Priority)}
+		}
+	}
 	if p.open {
 		return nil
 	}

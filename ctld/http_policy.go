@@ -19,6 +19,9 @@ func (c *Controller) handlePolicy(w http.ResponseWriter, r *http.Request) error 
 	var v api.PolicyView
 	c.fsm.Read(func(s *state.State) {
 		v = s.PolicyView()
+		// A webhook URL often carries its secret in its path or query
+		// (chat services' incoming hooks do): only its origin is shown.
+		v.Config.MailWebhook = api.RedactURL(v.Config.MailWebhook)
 		vw := viewerOf(s, principalFrom(r))
 		v.Accounts = slices.DeleteFunc(v.Accounts, func(a api.Account) bool { return !vw.seesAccount(a.Name) })
 		v.Users = slices.DeleteFunc(v.Users, func(u api.AccountUser) bool { return !vw.seesAccount(u.Account) })

@@ -90,7 +90,7 @@ func (c *Controller) lead(ctx context.Context) {
 	}()
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop, c.resvLoop, c.sinkLoop, c.migrationLoop} {
+	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop, c.resvLoop, c.sinkLoop, c.migrationLoop, c.mailLoop, c.mailTimerLoop} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(loop)
 	}

@@ -80,6 +80,10 @@ func (c *Controller) handleBeginStep(w http.ResponseWriter, r *http.Request) err
 		fe := err.(*api.FieldError)
 		return &fieldError{Field: fe.Field, Msg: fmt.Sprintf("job %d: %s", id, fe.Msg)}
 	}
+	// The name reaches squeue -s and sacct: no control characters.
+	if why := submit.TextProblem(req.Name, api.MaxStepNameLen); why != "" {
+		return &fieldError{Field: "name", Msg: fmt.Sprintf("job %d: the step's name %s", id, why)}
+	}
 	noteTarget(r, "job %d", id)
 	var begin state.StepBegin
 	var layout []int

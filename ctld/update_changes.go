@@ -22,7 +22,7 @@ func (c *Controller) checkChanges(s *state.State, j *state.Job, req *api.UpdateJ
 	ch := req.Changes
 	e := &state.JobEdits{TimeLimit: ch.TimeLimit, Name: ch.Name, Comment: ch.Comment, Nice: ch.Nice, Partition: ch.Partition,
 		QOS: ch.QOS, NTasks: ch.NumTasks, MemPerNode: ch.MinMemoryNode, Begin: ch.StartTime, Throttle: ch.ArrayTaskThrottle,
-		SetDependency: ch.SetDependency}
+		SetDependency: ch.SetDependency, TmpMB: ch.MinTmpDiskNode}
 	cmd := &state.UpdateJob{Now: now, ID: j.ID, By: p.name, Changes: e}
 	if j.State.Terminal() {
 		return nil, badRequest("job %d has ended (%s); it cannot be updated", j.ID, j.State)

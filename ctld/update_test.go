@@ -32,7 +32,7 @@ func TestUpdateJobChanges(t *testing.T) {
 		return cl
 	}
 	alice, root := client("alice"), client("root")
-	if err := alice.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 4, MemMB: 4096, Runner: "test", BootID: "b", Partitions: []string{"batch", "debug"}}); err != nil {
+	if err := alice.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 4, MemMB: 4096, Runner: "test", BootID: "b", Partitions: []string{"batch", "debug"}, TmpMB: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := root.PutQOS(ctx, api.QOSRequest{QOS: api.QOS{Name: "short", MaxWall: 7200}}); err != nil {
@@ -69,7 +69,7 @@ func TestUpdateJobChanges(t *testing.T) {
 	}{
 		"a running job's shorter limit and new name": {alice, running, api.JobChanges{TimeLimit: i64(1800), Name: str("renamed")}},
 		"raised again, within the QoS's MaxWall":     {alice, running, api.JobChanges{TimeLimit: i64(7200)}},
-		"a pending job moved, resized":               {alice, pending, api.JobChanges{Partition: str("debug"), NumTasks: num(2), NumCPUs: num(4), MinMemoryNode: i64(1024), Comment: str("moved")}},
+		"a pending job moved, resized":               {alice, pending, api.JobChanges{Partition: str("debug"), NumTasks: num(2), NumCPUs: num(4), MinMemoryNode: i64(1024), MinTmpDiskNode: i64(500), Comment: str("moved")}},
 		"a higher nice":                              {alice, pending, api.JobChanges{Nice: num(10)}},
 		"root lowers it":                             {root, pending, api.JobChanges{Nice: num(-5)}},
 		"root raises a limit past every bound":       {root, extended, api.JobChanges{TimeLimit: i64(86400)}},
@@ -88,16 +88,20 @@ func TestUpdateJobChanges(t *testing.T) {
 		ch   api.JobChanges
 		want string
 	}{
-		"past the QoS's MaxWall":       {alice, running, api.JobChanges{TimeLimit: i64(7201)}, "is beyond 2h0m0s, the most QoS short's MaxWall allows"},
-		"past the partition's MaxTime": {alice, pending, api.JobChanges{TimeLimit: i64(3601)}, "is beyond 1h0m0s, the most partition debug's MaxTime allows"},
-		"no bound to extend to":        {alice, unbounded, api.JobChanges{TimeLimit: i64(1200)}, "neither its QoS nor its partition sets a bound a user may extend to"},
-		"a lower nice, by a user":      {alice, pending, api.JobChanges{Nice: num(-10)}, "only an operator or administrator may do that"},
-		"a running job's partition":    {alice, running, api.JobChanges{Partition: str("debug")}, "is RUNNING; Partition can change only while it is pending"},
-		"more CPUs than any node":      {alice, pending, api.JobChanges{NumCPUs: num(16)}, "Requested node configuration is not available"},
-		"NumCPUs not per task":         {alice, pending, api.JobChanges{NumCPUs: num(3)}, "NumCPUs=3 is not a multiple of its 2 tasks"},
-		"a throttle on no array":       {alice, pending, api.JobChanges{ArrayTaskThrottle: num(2)}, "is no array"},
-		"an unknown QoS":               {alice, pending, api.JobChanges{QOS: str("nosuch")}, `invalid QoS "nosuch"`},
-		"a name with a newline":        {alice, pending, api.JobChanges{Name: str("a\nb")}, "control character"},
+		"past the QoS's MaxWall":        {alice, running, api.JobChanges{TimeLimit: i64(7201)}, "is beyond 2h0m0s, the most QoS short's MaxWall allows"},
+		"past the partition's MaxTime":  {alice, pending, api.JobChanges{TimeLimit: i64(3601)}, "is beyond 1h0m0s, the most partition debug's MaxTime allows"},
+		"no bound to extend to":         {alice, unbounded, api.JobChanges{TimeLimit: i64(1200)}, "neither its QoS nor its partition sets a bound a user may extend to"},
+		"a lower nice, by a user":       {alice, pending, api.JobChanges{Nice: num(-10)}, "only an operator or administrator may do that"},
+		"a running job's partition":     {alice, running, api.JobChanges{Partition: str("debug")}, "is RUNNING; Partition can change only while it is pending"},
+		"more CPUs than any node":       {alice, pending, api.JobChanges{NumCPUs: num(16)}, "Requested node configuration is not available"},
+		"NumCPUs not per task":          {alice, pending, api.JobChanges{NumCPUs: num(3)}, "NumCPUs=3 is not a multiple of its 2 tasks"},
+		"a throttle on no array":        {alice, pending, api.JobChanges{ArrayTaskThrottle: num(2)}, "is no array"},
+		"an unknown QoS":                {alice, pending, api.JobChanges{QOS: str("nosuch")}, `invalid QoS "nosuch"`},
+		"a name with a newline":         {alice, pending, api.JobChanges{Name: str("a\nb")}, "control character"},
+		"a running job's scratch space": {alice, running, api.JobChanges{MinTmpDiskNode: i64(100)}, "is RUNNING; MinTmpDiskNode can change only while it is pending"},
+		"more scratch space than any node": {alice, pending, api.JobChanges{MinTmpDiskNode: i64(1001)},
+			"Requested node configuration is not available: the job asks for 1001 MiB of scratch space (--tmp); the largest node of partition debug (n1) has 1000 MiB"},
+		"negative scratch space": {alice, pending, api.JobChanges{MinTmpDiskNode: i64(-1)}, "--tmp must be from 0 to"},
 	}
 	for name, tc := range refusals {
 		err := update(tc.cl, tc.id, tc.ch)
@@ -123,7 +127,7 @@ func TestUpdateJobChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Spec; s.Partition != "debug" || s.NTasks != 2 || s.CPUsPerTask != 2 || s.MemPerNode != 1024 || s.Nice != -5 || s.Comment != "moved" {
+	if s := p.Spec; s.Partition != "debug" || s.NTasks != 2 || s.CPUsPerTask != 2 || s.MemPerNode != 1024 || s.TmpMB != 500 || s.Nice != -5 || s.Comment != "moved" {
 		t.Errorf("the pending job after its updates: %+v", s)
 	}
 	if a, err := alice.Job(ctx, array, true); err != nil || a.Spec.Array == nil || a.Spec.Array.Throttle != 1 {

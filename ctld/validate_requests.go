@@ -113,8 +113,8 @@ func (c *reqCheck) nodeName(field, v string) {
 	}
 }
 
-// validateNodeInfo checks a registration: a well-formed name, sane CPU and
-// memory figures, well-formed partition and image names, and an inventory
+// validateNodeInfo checks a registration: a well-formed name, sane CPU,
+// memory and scratch space figures, well-formed partition and image names, and an inventory
 // the scheduling pass can read (see validateInventory). A partition the
 // controllers do not know is created by the node, as partitions exist
 // implicitly (api.Partition).
@@ -132,6 +132,7 @@ func validateNodeInfo(info *api.NodeInfo) error {
 	c.between("cpus", int64(info.CPUs), 1, submit.MaxCPUs)
 	c.between("mem_mb", info.MemMB, 1, submit.MaxMemoryMiB)
 	c.between("overhead_mb", info.OverheadMB, 0, max(info.MemMB, 0))
+	c.between("tmp_mb", info.TmpMB, 0, submit.MaxMemoryMiB)
 	c.name("runner", orDash(info.Runner), 64)
 	c.text("boot_id", info.BootID, 128)
 	c.text("version", info.Version, 128)
@@ -504,7 +505,13 @@ func validateSettings(settings [][2]string) error {
 	c.count("settings", len(settings), 64)
 	for _, kv := range settings {
 		c.text("settings", kv[0], 64)
-		c.text("settings", kv[1], 64)
+		// A mail program's path and a webhook's URL are longer than any
+		// number or name; their setters check them whole.
+		limit := 64
+		if len(kv[0]) > 4 && strings.EqualFold(kv[0][:4], "mail") {
+			limit = 4096
+		}
+		c.text("settings", kv[1], limit)
 	}
 	return c.err
 }

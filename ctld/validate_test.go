@@ -88,14 +88,32 @@ func TestSubmitStateChecks(t *testing.T) {
 	later := gpuNode()
 	later.Name, later.Partitions, later.BootID = "l1", []string{"later"}, "c"
 	later.Inventory = nil
-	if a := post(t, base, "/v1/nodes/register", later); a.status != 200 {
-		t.Fatalf("register: %d %q", a.status, a.err.Error)
+	// s1 is batch's only node with scratch space, and a small one.
+	scratch := api.NodeInfo{Name: "s1", CPUs: 2, MemMB: 2048, Runner: "test", BootID: "d", Partitions: []string{"batch"}, TmpMB: 4000}
+	for _, n := range []api.NodeInfo{later, scratch} {
+		if a := post(t, base, "/v1/nodes/register", n); a.status != 200 {
+			t.Fatalf("register %s: %d %q", n.Name, a.status, a.err.Error)
+		}
 	}
 	tests := map[string]submitCase{
-		"a job that fits":         {edit: func(s *api.JobSpec) { s.CPUsPerTask = 8 }},
-		"two GPUs and a VF fit":   {edit: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}, {Name: "vf", Count: 1}} }},
-		"root may be negative":    {edit: func(s *api.JobSpec) { s.User, s.Nice = "root", -10 }},
-		"negative nice, not root": {edit: func(s *api.JobSpec) { s.Nice = -10 }, field: "nice", want: "only root may give a negative nice"},
+		"a job that fits":          {edit: func(s *api.JobSpec) { s.CPUsPerTask = 8 }},
+		"two GPUs and a VF fit":    {edit: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}, {Name: "vf", Count: 1}} }},
+		"root may be negative":     {edit: func(s *api.JobSpec) { s.User, s.Nice = "root", -10 }},
+		"negative nice, not root":  {edit: func(s *api.JobSpec) { s.Nice = -10 }, field: "nice", want: "only root may give a negative nice"},
+		"root may fix a priority":  {edit: func(s *api.JobSpec) { s.User, s.Priority = "root", 7000 }},
+		"all of a node's memory":   {edit: func(s *api.JobSpec) { s.MemAll = true }},
+		"scratch space a node has": {edit: func(s *api.JobSpec) { s.TmpMB = 4000 }},
+		"more scratch space than any node": {edit: func(s *api.JobSpec) { s.TmpMB = 4001 }, field: "tmp_mb",
+			want: "Requested node configuration is not available: the job asks for 4001 MiB of scratch space (--tmp); the largest node of partition batch (s1) has 4000 MiB"},
+		"CPUs on one node, scratch space on another": {edit: func(s *api.JobSpec) { s.CPUsPerTask, s.TmpMB = 8, 1000 }, field: "tmp_mb",
+			want: "no node of partition batch can hold its CPUs, memory, devices, hugepages and scratch space together (8 CPUs, 4096 MiB, 1000 MiB of scratch space)"},
+		"a GPU on one node, scratch space on another": {edit: func(s *api.JobSpec) { s.Gres, s.TmpMB = []api.Gres{{Name: "gpu", Count: 1}}, 1000 }, field: "gres",
+			want: "(1 CPUs, 512 MiB, 1 GPUs, 1000 MiB of scratch space)"},
+		"--priority, not root": {edit: func(s *api.JobSpec) { s.Priority = 7000 }, field: "priority",
+			want: "only operators and administrators may set a job's priority"},
+		"--cpus-per-gpu short of CPUs": {edit: func(s *api.JobSpec) { s.Gres, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 2}}, 4 }, field: "cpus_per_gpu",
+			want: "--cpus-per-gpu=4 with 2 GPUs needs 8 CPUs; the job asks for 1"},
+		"an overcommitting job asks for one task's CPUs": {edit: func(s *api.JobSpec) { s.NTasks, s.CPUsPerTask, s.Overcommit = 64, 2, true }},
 		"more CPUs than any node": {edit: func(s *api.JobSpec) { s.NTasks = 16 }, field: "cpus_per_task",
 			want: "Requested node configuration is not available: the job asks for 16 CPUs; the largest node of partition batch (g1) has 8"},
 		"more memory than any node": {edit: func(s *api.JobSpec) { s.MemPerNode = 32768 }, field: "mem_per_node_mb",
@@ -201,6 +219,7 @@ func TestOtherRequestsAreValidated(t *testing.T) {
 		"an overlay on 0.0.0.0":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Overlay = "0.0.0.0:4789" }), "overlay", "overlay endpoint"},
 		"a node with 2^40 CPUs":     {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.CPUs = 1 << 40 }), "cpus", "between 1 and 1000000"},
 		"negative memory":           {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.MemMB = -1 }), "mem_mb", "mem_mb=-1"},
+		"negative scratch space":    {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.TmpMB = -1 }), "tmp_mb", "tmp_mb=-1 must be between 0 and"},
 		"a partition with a space":  {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Partitions = []string{"a b"} }), "partitions", "may hold only letters"},
 		"a partition listed twice":  {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Partitions = []string{"a", "a"} }), "partitions", "listed twice"},
 		"an image as a path":        {"/v1/nodes/register", node(func(n *api.NodeInfo) { n.Images = []string{"../img"} }), "images", "must start with"},

@@ -53,8 +53,9 @@
 // ROOT no, OVERSUBS NO, GROUPS all). State groups are ordered like sinfo's
 // "-t" sort: draining, drained, mixed, allocated, idle, down. A node whose
 // heartbeats stopped prints as "down" (Slurm would add "*" for not
-// responding). -N -l fills S:C:T as 1:CPUS:1, TMP_DISK 0, WEIGHT 1 and
-// AVAIL_FE (null). The date line of -l needs NodesOptions.Now.
+// responding). -N -l fills S:C:T as 1:CPUS:1, WEIGHT 1 and
+// AVAIL_FE (null); TMP_DISK is the scratch space the node daemon offers
+// (noded --tmp-dir or --tmp). The date line of -l needs NodesOptions.Now.
 //
 // scontrol. StdOut and StdErr show the paths the node writes, expanded by
 // package submit (%j, %x, %u, %N; relative to WorkDir; unset is Slurm's

@@ -40,12 +40,28 @@ var configValues = map[string]func(c *api.SchedConfig) string{
 		}
 		return c.PrivateData
 	},
+	"ClusterName": func(c *api.SchedConfig) string { return noneIfEmpty(c.ClusterName) },
+	"MailProg": func(c *api.SchedConfig) string {
+		if c.MailProg == "" {
+			return "default"
+		}
+		return c.MailProg
+	},
+	"MailWebhook": func(c *api.SchedConfig) string { return noneIfEmpty(c.MailWebhook) },
+	"MailDomain":  func(c *api.SchedConfig) string { return noneIfEmpty(c.MailDomain) },
 	"Licenses": func(c *api.SchedConfig) string {
 		if len(c.Licenses) == 0 {
 			return "none"
 		}
 		return api.FormatLicenses(c.Licenses)
 	},
+}
+
+func noneIfEmpty(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }
 
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

@@ -20,9 +20,13 @@ func TestConfig(t *testing.T) {
 BillingWeightCPU=1
 BillingWeightGPU=10
 BillingWeightMem=0.125
+ClusterName=none
 DefMemPerCPU=512
 FairshareAlgorithm=fairtree
 Licenses=none
+MailDomain=none
+MailProg=default
+MailWebhook=none
 MigrationBandwidth=0
 MigrationDowntime=0
 MigrationMaxTime=0

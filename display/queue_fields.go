@@ -112,7 +112,10 @@ func init() {
 		'C': {header: "CPUS", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
 			return strconv.AppendInt(dst, int64(cpusOf(j)), 10)
 		}},
-		'd': {header: "MIN_TMP_DISK", value: fixed("0")},
+		// squeue prints --tmp as it prints --mem (convert_num_unit).
+		'd': {header: "MIN_TMP_DISK", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
+			return appendMemMB(dst, j.Spec.TmpMB)
+		}},
 		'D': {header: "NODES", value: func(dst []byte, j *api.Job, _ *rowCtx) []byte {
 			return strconv.AppendInt(dst, int64(nodeCountOf(j)), 10)
 		}},

@@ -311,7 +311,8 @@ func showJobResources(k *kvWriter, j *api.Job) {
 		k.key("MinMemoryNode")
 		k.buf = appendMemMB(k.buf, memOf(j))
 	}
-	k.str("MinTmpDiskNode", "0")
+	k.key("MinTmpDiskNode")
+	k.buf = appendMemMB(k.buf, j.Spec.TmpMB)
 	k.newLine()
 	k.str("Gres", orNull(string(appendGres(nil, j.Spec.Gres))))
 	k.str("Licenses", orNull(api.FormatLicenses(j.Spec.Licenses)))
@@ -372,6 +373,11 @@ func showJobFiles(k *kvWriter, j *api.Job) {
 	k.str("StdOut", stdoutOf(j))
 	k.newLine()
 	k.str("Comment", orNull(j.Spec.Comment))
+	if len(j.Spec.MailType) > 0 {
+		k.newLine()
+		k.str("MailUser", api.MailRecipient(j.Spec.MailUser, j.Spec.User, ""))
+		k.str("MailType", strings.Join(j.Spec.MailType, ","))
+	}
 	if j.Message != "" {
 		k.newLine()
 		k.str("Message", j.Message)
@@ -427,7 +433,7 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 	k.newLine()
 	k.str("State", nodeStateFull(n))
 	k.str("ThreadsPerCore", "1")
-	k.str("TmpDisk", "0")
+	k.int("TmpDisk", n.TmpMB)
 	k.str("Weight", "1")
 	k.newLine()
 	k.str("Partitions", orNull(strings.Join(n.Partitions, ",")))
@@ -638,6 +644,8 @@ func ShowPartition(w io.Writer, p *api.Partition) {
 	k.str("Nodes", orNull(hostlist.Compress(p.Nodes)))
 	k.newLine()
 	k.int("PriorityTier", int64(p.PriorityTier))
+	// Jobs never share CPUs: sbatch -s warns that this wins over it.
+	k.str("OverSubscribe", "NO")
 	mode := string(p.PreemptMode)
 	if mode == "" {
 		mode = "OFF"

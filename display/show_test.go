@@ -127,10 +127,16 @@ func TestShowJobLines(t *testing.T) {
 	parked.Checkpoint = &api.JobCheckpoint{Phase: "restoring", Node: "n1", Path: "/ck/n1-12-7.ckpt", Size: 69 << 20, SaveMS: 450, By: "job 10"}
 	warm := runningJob()
 	warm.State, warm.CPUSeconds, warm.PeakMemKB, warm.VMStart = api.StateCompleted, 3, 2048, api.VMStartWarm
+	mailed := pendingJob()
+	mailed.Spec.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit80}
+	scratch := runningJob()
+	scratch.Spec.TmpMB = 2048
 	lines := map[string]struct {
 		job  api.Job
 		want string
 	}{
+		"mail":                     {mailed, "   Comment=(null)\n   MailUser=bob MailType=BEGIN,END,TIME_LIMIT_80\n"},
+		"scratch space (--tmp)":    {scratch, "   MinMemoryNode=1.50G MinTmpDiskNode=2G\n"},
 		"held job is not eligible": {held, "   SubmitTime=2024-03-01T09:59:00 EligibleTime=Unknown\n"},
 		"suspended time":           {susp, "   SuspendTime=2024-03-01T09:58:00 SecsSuspended=30\n"},
 		"suspended run time stops": {susp, "   RunTime=00:59:33 TimeLimit=02:00:00\n"},
@@ -179,6 +185,7 @@ func TestShowNode(t *testing.T) {
 		AllocCPUs: 4, AllocMemMB: 4096,
 		Jobs: []uint64{42, 43},
 	}
+	vm.TmpMB, vm.AllocTmpMB = 102400, 2048
 	tests := map[string]struct {
 		node api.Node
 		want string
@@ -211,7 +218,7 @@ func TestShowNode(t *testing.T) {
 		"vm runner, down and drained": {vm, `NodeName=vm1 Version=0.3.1
    CPUAlloc=4 CPUTot=16
    RealMemory=65536 AllocMem=4096 FreeMem=61440
-   State=DOWN+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1
+   State=DOWN+DRAIN ThreadsPerCore=1 TmpDisk=102400 Weight=1
    Partitions=gpu
    AvailableFeatures=amd,ib
    ActiveFeatures=amd,ib FeaturesSetBy=oscar ReportedFeatures=intel

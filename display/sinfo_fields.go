@@ -344,7 +344,7 @@ func init() {
 		{'B', "maxcpuspernode", nodeFieldDef{"MAX_CPUS_PER_NODE", kindPart, partValue(func(*partView) string { return "UNLIMITED" })}},
 		{'c', "cpus", nodeFieldDef{"CPUS", kindSize, minPlus(true, int64Of(func(n *api.Node) int { return n.CPUs }))}},
 		{'C', "cpusstate", nodeFieldDef{"CPUS(A/I/O/T)", kindAgg, counts(true, true)}},
-		{'d', "disk", nodeFieldDef{"TMP_DISK", kindSize, fixedNode("0")}},
+		{'d', "disk", nodeFieldDef{"TMP_DISK", kindSize, minPlus(false, func(n *api.Node) int64 { return n.TmpMB })}},
 		{'D', "nodes", nodeFieldDef{"NODES", kindAgg, nodeCount}},
 		{'e', "freemem", nodeFieldDef{"FREE_MEM", kindSize, firstNode("N/A", freeMem)}},
 		{'E', "reason", nodeFieldDef{"REASON", kindNode, firstNode("none", reasonOr)}},

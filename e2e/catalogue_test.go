@@ -94,8 +94,11 @@ func badHTTPRequests(dir string) map[string]badHTTP {
 		"poison: ntasks × cpus overflow": job("ntasks", func(j map[string]any) { j["ntasks"], j["cpus_per_task"] = int64(1)<<32, int64(1)<<32 }),
 		"ntasks × cpus over the bound":   job("cpus_per_task", func(j map[string]any) { j["ntasks"], j["cpus_per_task"] = 1000000, 1000000 }),
 		// Numbers.
-		"nodes -5":               job("nodes", set("nodes", -5)),
-		"nodes 2":                job("nodes", set("nodes", 2)),
+		"nodes -5":         job("nodes", set("nodes", -5)),
+		"nodes 2, tasks 1": job("ntasks", set("nodes", 2)),
+		"nodes 2, tasks 2": job("nodes", func(j map[string]any) {
+			j["nodes"], j["ntasks"] = 2, 2
+		}),
 		"cpus_per_task 0":        job("cpus_per_task", set("cpus_per_task", 0)),
 		"ntasks -1":              job("ntasks", set("ntasks", -1)),
 		"time_limit_s 2^63-1":    job("time_limit_s", set("time_limit_s", int64(1<<63-1))),

@@ -146,17 +146,22 @@ func (f envMemFigures) String() string {
 
 // TestControllerMemoryPerCLIJob is the small version of
 // BenchmarkControllerMemoryPerCLIJob: past the first 1,000 jobs, 1,000 more
-// cost the controller at most 4 KB of anonymous memory each (kept inline,
+// cost the controller at most 5 KB of anonymous memory each (kept inline,
 // their 3.7 KB environments cost more than 7 KB: in the state and in the
-// log cache).
+// log cache). 5, not 4: at 1,000 jobs the RSS steps of the heap's growth
+// make the figure vary by ±0.3 KB between runs of one tree (3.8–4.4 KB
+// measured), and the job record grew by 320 bytes with the multi-node and
+// Slurm-option fields (BenchmarkMemoryPerPendingJobWithEnv, 1,528 → 1,848
+// bytes of heap a job); the inline case stays well apart. The target
+// itself (≤ 2 KB a job) is the benchmark's, at 20,000 jobs.
 func TestControllerMemoryPerCLIJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits 2,000 jobs through the CLI")
 	}
 	f := measureCLIJobMemory(t, 1000, 2000)
 	t.Log(f)
-	if f.marginalAnonKB > 4 {
-		t.Errorf("%.2f KB of anonymous controller memory per held job past the first 1,000, above 4 KB: the environments are kept per job (inline they cost more than 7 KB)", f.marginalAnonKB)
+	if f.marginalAnonKB > 5 {
+		t.Errorf("%.2f KB of anonymous controller memory per held job past the first 1,000, above 5 KB: the environments are kept per job (inline they cost more than 7 KB)", f.marginalAnonKB)
 	}
 }
 

@@ -25,6 +25,9 @@ type Config struct {
 	// HostMemMB().
 	CPUs  int
 	MemMB int64
+	// TmpMB is the size of the node's scratch file system that jobs ask
+	// for with sbatch --tmp (Slurm's TmpDisk); 0 offers none.
+	TmpMB int64
 	// Partitions the node serves; empty leaves the choice to the
 	// controllers (their default partition).
 	Partitions []string

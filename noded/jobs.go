@@ -295,23 +295,34 @@ func (d *Daemon) prepare(lj *localJob) (LaunchSpec, error) {
 	if err != nil {
 		return LaunchSpec{}, err
 	}
+	env := jc.env
+	if j.Spec.GetUserEnv {
+		env = withLoginEnv(env, jc.user, d.log)
+	}
+	stdin := submit.InputPath(j, d.cfg.Name)
+	if stdin != "" && !filepath.IsAbs(stdin) {
+		stdin = filepath.Join(jc.workDir, stdin)
+	}
 	spec := LaunchSpec{
-		Job:     j,
-		Dir:     lj.dir,
-		Env:     jc.env,
-		Stdout:  jc.stdout,
-		Stderr:  jc.stderr,
-		Script:  j.Spec.Script,
-		Args:    j.Spec.Args,
-		WorkDir: jc.workDir,
-		User:    jc.user,
-		Shares:  jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
+		Job:          j,
+		Dir:          lj.dir,
+		Env:          env,
+		Stdout:       jc.stdout,
+		Stderr:       jc.stderr,
+		AppendOutput: j.Spec.OpenMode == api.OpenModeAppend,
+		Stdin:        stdin,
+		Rlimits:      j.Spec.Rlimits,
+		Script:       j.Spec.Script,
+		Args:         j.Spec.Args,
+		WorkDir:      jc.workDir,
+		User:         jc.user,
+		Shares:       jobShares(jc.workDir, j.Spec.SubmitDir, jc.user, nil),
 	}
 	if j.NodeRank > 0 {
 		// Another node of a multi-node job: the batch script runs on
 		// the first; this one holds the job's place for its steps, and
-		// writes nothing into the job's output files.
-		spec.Script, spec.Args, spec.Stdout, spec.Stderr = holdScript, nil, os.DevNull, os.DevNull
+		// writes nothing into the job's output files and reads no input.
+		spec.Script, spec.Args, spec.Stdout, spec.Stderr, spec.Stdin = holdScript, nil, os.DevNull, os.DevNull, ""
 	}
 	return spec, nil
 }

@@ -145,6 +145,7 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		Name:       d.cfg.Name,
 		CPUs:       d.cfg.CPUs,
 		MemMB:      d.cfg.MemMB,
+		TmpMB:      d.cfg.TmpMB,
 		Partitions: d.cfg.Partitions,
 		Features:   d.cfg.Features,
 		Runner:     d.runner.Name(),

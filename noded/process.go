@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,8 +17,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"corral/api"
 	"corral/internal/ident"
 	"corral/internal/procref"
+	"corral/internal/rlimit"
 )
 
 // Files the process runner keeps in a job's state directory.
@@ -119,6 +122,13 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 	}
 	defer stdout.Close()
 	defer stderr.Close()
+	stdin, err := openInput(spec)
+	if err != nil {
+		return nil, err
+	}
+	if stdin != nil {
+		defer stdin.Close()
+	}
 
 	env := spec.Env
 	if env == nil {
@@ -142,6 +152,7 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 		Env:    env,
 		Stdout: stdout,
 		Stderr: stderr,
+		Stdin:  stdin,
 		// fd 5 is the shim's own (its stderr, saved); fd 6 the gate.
 		ExtraFiles: []*os.File{script, exit, nil, gate},
 		// A session of its own: the job outlives the daemon, and its
@@ -157,6 +168,11 @@ func (processRunner) Start(_ context.Context, spec LaunchSpec) (Handle, error) {
 		// must not run. The shim is an unreaped child: its group is ours.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		return nil, err
+	}
+	// The shim waits at its gate: limits set on it now are the script's.
+	if err := applyRlimits(cmd.Process.Pid, spec.Rlimits, stderr); err != nil {
+		h.Kill(0)
 		return nil, err
 	}
 	// Recorded: the shim may start the script.
@@ -294,7 +310,11 @@ func openOutputs(spec LaunchSpec) (stdout, stderr *os.File, err error) {
 		errPath = outPath
 	}
 	open := func(p string) (f *os.File, err error) {
-		spec.User.Do(func() error { f, err = OpenOutputFile(p); return nil })
+		openFile := OpenOutputFile
+		if spec.AppendOutput {
+			openFile = AppendOutputFile
+		}
+		spec.User.Do(func() error { f, err = openFile(p); return nil })
 		return f, err
 	}
 	if stdout, err = open(outPath); err != nil {
@@ -563,4 +583,39 @@ func (h *procHandle) escalate(grace time.Duration) {
 	case <-time.After(grace + time.Second):
 		h.ref.Signal(syscall.SIGKILL)
 	}
+}
+
+// openInput opens the job's standard input file (sbatch -i) as its user;
+// nil when it has none (the shim's stdin is /dev/null).
+func openInput(spec LaunchSpec) (*os.File, error) {
+	if spec.Stdin == "" {
+		return nil, nil
+	}
+	var f *os.File
+	var err error
+	spec.User.Do(func() error { f, err = os.Open(spec.Stdin); return nil })
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot open the input file (-i) %s: %w", spec.Stdin, err)
+	}
+	return f, nil
+}
+
+// applyRlimits gives process pid the job's soft limits (sbatch
+// --propagate); one above the node's hard limit is lowered to it, and the
+// job's error file says so.
+func applyRlimits(pid int, ls []api.Rlimit, stderr io.Writer) error {
+	for _, l := range ls {
+		lowered, hard, err := rlimit.Set(pid, l.Name, l.Value)
+		if err != nil {
+			return fmt.Errorf("applying the job's resource limits (--propagate): %w", err)
+		}
+		if lowered {
+			fmt.Fprintf(stderr, "corral: --propagate: %s lowered to %d, the node's hard limit\n", l.Name, hard)
+		}
+	}
+	return nil
 }

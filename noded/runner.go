@@ -96,10 +96,18 @@ type LaunchSpec struct {
 	// Env is the job's whole environment, KEY=VALUE.
 	Env []string
 	// Stdout and Stderr are the output paths on the node; equal paths
-	// share one file description.
+	// share one file description. AppendOutput appends to them instead
+	// of truncating them (sbatch --open-mode=append).
 	Stdout, Stderr string
-	Script         string
-	Args           []string
+	AppendOutput   bool
+	// Stdin is the file the job's script reads as its standard input
+	// (sbatch -i), opened as the job's user; "" is /dev/null.
+	Stdin string
+	// Rlimits are the soft resource limits the job's processes get
+	// (sbatch --propagate).
+	Rlimits []api.Rlimit
+	Script  string
+	Args    []string
 	// WorkDir is the directory the job runs in; it must exist.
 	WorkDir string
 	// User is whom the job runs as: the job's user as the node knows it, or

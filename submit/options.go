@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,8 +52,46 @@ var jobOptions = []optionDef{
 		}},
 	{Option: getopt.Option{Short: 'c', Long: "cpus-per-task", Arg: req, ArgName: "N", Help: "CPUs per task (default 1)"},
 		apply: func(b *builder, v string, _ bool) error {
+			b.cpusPerTaskSet = true
 			return setCount(&b.spec.CPUsPerTask, "--cpus-per-task", "-c 4", v)
 		}},
+	{Option: getopt.Option{Long: "cpus-per-gpu", Arg: req, ArgName: "N", Help: "CPUs per GPU asked for: the job gets at least N × its GPUs CPUs (excludes -c)"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.CPUsPerGPU, "--cpus-per-gpu", "--cpus-per-gpu=8", v)
+		}},
+	{Option: getopt.Option{Long: "tmp", Arg: req, ArgName: "SIZE", Help: "node-local scratch space the job holds, e.g. 10G (units K, M, G, T; default M)"},
+		apply: func(b *builder, v string, _ bool) error {
+			mib, err := ParseMemory(v)
+			if err != nil {
+				return wrapValueError("--tmp", v, err)
+			}
+			b.spec.TmpMB = mib
+			return nil
+		}},
+	{Option: getopt.Option{Long: "hint", Arg: req, ArgName: "TYPE", Help: "nomultithread or compute_bound (one thread per core, the others held idle), memory_bound (that, spread over NUMA nodes), or multithread (the default)"},
+		apply: func(b *builder, v string, _ bool) error {
+			switch h := strings.ToLower(v); h {
+			case api.HintNoMultithread, api.HintComputeBound, api.HintMemoryBound:
+				b.spec.Hint = h
+			case api.HintMultithread:
+				b.spec.Hint = ""
+			default:
+				return optionError("--hint", v, nil, "use nomultithread, multithread, compute_bound or memory_bound")
+			}
+			return nil
+		}},
+	{Option: getopt.Option{Long: "threads-per-core", Arg: req, ArgName: "N", Help: "threads per core the job uses: 1 runs it on one thread of each core, the others held idle"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.ThreadsPerCore, "--threads-per-core", "--threads-per-core=1", v)
+		}},
+	{Option: getopt.Option{Long: "ntasks-per-core", Arg: req, ArgName: "N", Help: "tasks per core: 1 (with one CPU per task) gives each task a core of its own"},
+		apply: func(b *builder, v string, _ bool) error {
+			return setCount(&b.spec.NTasksPerCore, "--ntasks-per-core", "--ntasks-per-core=1", v)
+		}},
+	{Option: getopt.Option{Long: "mem-bind", Arg: req, ArgName: "[quiet|verbose,]TYPE", Help: "where the job's memory is: none, local or rank (its CPUs' NUMA nodes only), prefer, map_mem:NODES or mask_mem:MASKS (those NUMA nodes)"},
+		apply: applyMemBind},
+	{Option: getopt.Option{Short: 'O', Long: "overcommit", Help: "allocate CPUs as for one task: -c CPUs, however many tasks (-n) share them"},
+		apply: func(b *builder, _ string, _ bool) error { b.spec.Overcommit = true; return nil }},
 	{Option: getopt.Option{Long: "mem", Arg: req, ArgName: "SIZE", Help: "memory for the job, e.g. 4G (units K, M, G, T; default M)"},
 		apply: func(b *builder, v string, _ bool) error { return b.setMemory("--mem", v) }},
 	{Option: getopt.Option{Long: "mem-per-cpu", Arg: req, ArgName: "SIZE", Help: "memory per CPU, e.g. 2G; excludes --mem"},
@@ -85,6 +124,21 @@ var jobOptions = []optionDef{
 		apply: func(b *builder, _ string, _ bool) error { b.spec.Hold = true; return nil }},
 	{Option: getopt.Option{Short: 'b', Long: "begin", Arg: req, ArgName: "TIME", Help: "start no earlier than TIME, e.g. 16:00, 2024-05-01T08:00, now+1hour, tomorrow"},
 		apply: applyBegin},
+	{Option: getopt.Option{Long: "deadline", Arg: req, ArgName: "TIME", Help: "cancel the job (DEADLINE) if it could no longer end by TIME, in --begin's forms"},
+		apply: func(b *builder, v string, _ bool) error {
+			t, err := ParseDeadline(v, b.now)
+			if err != nil {
+				return err
+			}
+			b.spec.Deadline = t
+			return nil
+		}},
+	{Option: getopt.Option{Long: "priority", Arg: req, ArgName: "N|TOP", Help: "a fixed priority for the job instead of the scheduler's factors (operators and administrators only)"},
+		apply: applyPriority},
+	{Option: getopt.Option{Long: "export-file", Arg: req, ArgName: "FILE|FD", Help: "add the NAME=value entries of FILE (or descriptor FD), NUL-separated, to the job's environment"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.exportFile, "--export-file=vars.env", v) }},
+	{Option: getopt.Option{Short: 'M', Long: "clusters", Arg: req, ArgName: "NAME", Help: "the cluster to submit to: this cluster's name (corral config set ClusterName=...); --parsable then prints ID;NAME"},
+		apply: func(b *builder, v string, _ bool) error { return setWord(&b.clusters, "--clusters", v, false) }},
 	{Option: getopt.Option{Long: "comment", Arg: req, ArgName: "TEXT", Help: "free text stored with the job"},
 		apply: func(b *builder, v string, _ bool) error { b.spec.Comment = v; return nil }},
 	{Option: getopt.Option{Long: "nice", Arg: opt, ArgName: "N", Help: "lower the job's priority by N (default 100)"},
@@ -146,8 +200,44 @@ var jobOptions = []optionDef{
 			b.gpusTotal = ""
 			return addGPUs(b, "--gpus-per-node", v, 1)
 		}},
-	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "truncate", Help: "how output files are opened: truncate (each run writes them anew, the default)"},
+	{Option: getopt.Option{Long: "open-mode", Arg: req, ArgName: "append|truncate", Help: "how output files are opened: truncate (each run writes them anew, the default) or append"},
 		apply: applyOpenMode},
+	{Option: getopt.Option{Short: 'i', Long: "input", Arg: req, ArgName: "PATTERN", Help: "the batch script's standard input, a file (%j %x %u %N %A %a expand; default /dev/null)"},
+		apply: func(b *builder, v string, _ bool) error { return setPath(&b.spec.Input, "--input=in-%j.txt", v) }},
+	{Option: getopt.Option{Long: "propagate", Arg: opt, ArgName: "[LIMIT,...]", Help: "give the job this shell's soft resource limits: ALL (the default), NONE, or AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK"},
+		apply: func(b *builder, v string, _ bool) error {
+			names, err := api.ParsePropagate(v)
+			if err != nil {
+				return optionError("--propagate", v, nil, "%v", err)
+			}
+			b.propagate, b.propagateSet = names, true
+			return nil
+		}},
+	{Option: getopt.Option{Long: "get-user-env", Arg: opt, ArgName: "[TIMEOUT][S|L]", Help: "add the user's login environment on the node under the exported one"},
+		apply: func(b *builder, v string, _ bool) error {
+			if strings.Trim(strings.TrimRight(v, "SLsl"), "0123456789") != "" || len(v) > 12 {
+				return optionError("--get-user-env", v, nil, "give nothing, a timeout in seconds and/or S or L, e.g. --get-user-env=10L")
+			}
+			b.spec.GetUserEnv = true
+			return nil
+		}},
+	{Option: getopt.Option{Long: "mail-type", Arg: req, ArgName: "TYPE,...", Help: "notify on job events: NONE, BEGIN, END, FAIL, REQUEUE, ALL, INVALID_DEPEND, TIME_LIMIT, TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50, ARRAY_TASKS (STAGE_OUT never occurs)"},
+		apply: func(b *builder, v string, _ bool) error {
+			types, err := api.ParseMailType(v)
+			if err != nil {
+				return optionError("--mail-type", v, nil, "%v", err)
+			}
+			b.spec.MailType = types
+			return nil
+		}},
+	{Option: getopt.Option{Long: "mail-user", Arg: req, ArgName: "USER", Help: "who gets the job's notifications (default: the submitting user)"},
+		apply: func(b *builder, v string, _ bool) error {
+			if why := api.MailUserProblem(v); why != "" {
+				return optionError("--mail-user", v, nil, "%s (give a user name or an address, e.g. --mail-user=alice@example.org)", why)
+			}
+			b.spec.MailUser = v
+			return nil
+		}},
 	{Option: getopt.Option{Long: "ignore-pbs", Help: "ignore #PBS lines in the script (corral reads none)"},
 		apply: func(*builder, string, bool) error { return nil }},
 	{Option: getopt.Option{Short: 'Q', Long: "quiet", Help: "print no warnings"},
@@ -162,18 +252,18 @@ var jobOptions = []optionDef{
 		apply: func(*builder, string, bool) error { return ErrHelp }, cliOnly: "it only makes sense on the command line"},
 }
 
-// applyOpenMode takes --open-mode=truncate, what corral's nodes do; append
-// is refused: each run writes its output files anew, so appending would be
-// silently ignored.
-func applyOpenMode(_ *builder, v string, _ bool) error {
-	switch v {
+// applyOpenMode takes --open-mode=truncate (the default: each run writes
+// its output files anew) or append.
+func applyOpenMode(b *builder, v string, _ bool) error {
+	switch strings.ToLower(v) {
 	case "truncate", "t":
+		b.spec.OpenMode = ""
 		return nil
 	case "append", "a":
-		return optionError("--open-mode", v, ErrRefused,
-			"the node writes a job's output files anew for each run, so append would be silently ignored; write to a file of its own with -o, e.g. -o out-%%j.txt")
+		b.spec.OpenMode = api.OpenModeAppend
+		return nil
 	}
-	return optionError("--open-mode", v, nil, "use truncate")
+	return optionError("--open-mode", v, nil, "use append or truncate")
 }
 
 // applySignal reads --signal=[{R|B}:]SIG[@TIME] as sbatch does. R: is
@@ -397,4 +487,89 @@ func setCount(dst *int, field, example, v string) error {
 	}
 	*dst = n
 	return nil
+}
+
+// applyPriority reads --priority: a number from 1 to api.MaxPriority, or
+// TOP for the highest.
+func applyPriority(b *builder, v string, _ bool) error {
+	if strings.EqualFold(v, "TOP") {
+		b.spec.Priority = api.MaxPriority
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > api.MaxPriority {
+		return optionError("--priority", v, err, "give a priority from 1 to %d, or TOP (a held job is submitted with --hold)", int64(api.MaxPriority))
+	}
+	b.spec.Priority = n
+	return nil
+}
+
+// MaxNUMANodeID bounds a NUMA node named by --mem-bind.
+const MaxNUMANodeID = 1023
+
+// applyMemBind reads --mem-bind=[{quiet|verbose},]TYPE onto corral's NUMA
+// placement: none (memory anywhere: --numa=none), local and rank (only the
+// NUMA nodes of the job's CPUs: --numa=strict), prefer (--numa=prefer),
+// map_mem:N,... and mask_mem:M,... (only those NUMA nodes, CPUs and memory
+// alike, strictly); sort and nosort (kernel page orderings) change nothing.
+func applyMemBind(b *builder, v string, _ bool) error {
+	rest := v
+	for _, p := range []string{"quiet,", "verbose,", "v,", "q,"} {
+		rest = strings.TrimPrefix(rest, p)
+	}
+	kind, list, _ := strings.Cut(rest, ":")
+	bad := func(why string) error {
+		return optionError("--mem-bind", v, nil, "%s (use none, local, rank, prefer, map_mem:0,1 or mask_mem:0x3)", why)
+	}
+	b.spec.MemBind, b.spec.MemNodes = v, nil
+	switch strings.ToLower(kind) {
+	case "none", "no":
+		b.spec.NUMA = api.NUMANone
+	case "local", "rank":
+		b.spec.NUMA = api.NUMAStrict
+	case "prefer", "p":
+		b.spec.NUMA = api.NUMAPrefer
+	case "sort", "nosort", "quiet", "verbose":
+	case "map_mem", "map-mem", "mask_mem", "mask-mem":
+		nodes, err := memNodes(strings.HasPrefix(kind, "mask"), list)
+		if err != nil {
+			return bad(err.Error())
+		}
+		b.spec.MemNodes, b.spec.NUMA = nodes, api.NUMAStrict
+	default:
+		return bad("unknown type " + strconv.Quote(kind))
+	}
+	return nil
+}
+
+// memNodes reads the NUMA nodes of map_mem (ids) or mask_mem (masks),
+// sorted and each once.
+func memNodes(masks bool, list string) ([]int, error) {
+	var out []int
+	for item := range strings.SplitSeq(list, ",") {
+		if masks {
+			m, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(item), "0x"), 16, 64)
+			if err != nil || m == 0 {
+				return nil, fmt.Errorf("%q is not a NUMA node mask", item)
+			}
+			for bit := 0; bit < 64; bit++ {
+				if m&(1<<bit) != 0 && !slices.Contains(out, bit) {
+					out = append(out, bit)
+				}
+			}
+			continue
+		}
+		n, err := strconv.Atoi(item)
+		if err != nil || n < 0 || n > MaxNUMANodeID {
+			return nil, fmt.Errorf("%q is not a NUMA node id from 0 to %d", item, MaxNUMANodeID)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no NUMA nodes named")
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -78,6 +78,15 @@ func OutputPaths(job *api.Job, node string) (out, errPath string) {
 	return out, v.Expand(job.Spec.Error)
 }
 
+// InputPath returns the file a batch job's standard input comes from on
+// node: its -i pattern expanded as -o's is, or "" for /dev/null.
+func InputPath(job *api.Job, node string) string {
+	if job.Spec.Input == "" {
+		return ""
+	}
+	return VarsFor(job, node).Expand(job.Spec.Input)
+}
+
 // Expand replaces Slurm's filename pattern fields in pattern:
 //
 //	%j  job id             %x  job name         %u  user name

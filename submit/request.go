@@ -37,6 +37,10 @@ type Context struct {
 	// which raises a job's priority: the CLI sets it when its effective
 	// uid is 0 (the controller allows it for user root only).
 	Privileged bool
+	// Rlimit returns the submitting process's soft resource limit by
+	// Slurm's name (api.RlimitNames), for --propagate; false when it
+	// cannot be read. Nil reads none.
+	Rlimit func(name string) (uint64, bool)
 }
 
 // Request is a parsed submission.
@@ -63,6 +67,9 @@ type Request struct {
 	// ScriptPath is the script path as the user gave it; empty for --wrap
 	// and for a script read from standard input.
 	ScriptPath string
+	// Cluster is -M/--clusters: the cluster the user named, which the CLI
+	// checks is this one's (and --parsable then prints ID;NAME).
+	Cluster string
 }
 
 // layer says where an option came from; a higher layer overrides a lower.
@@ -100,6 +107,15 @@ type builder struct {
 	// gpusPerTask is --gpus-per-task ([TYPE:]N), multiplied by the final
 	// tasks per node in finish.
 	gpusPerTask string
+	// propagate names the limits --propagate gives the job, read from
+	// Context.Rlimit in finish.
+	propagate    []string
+	propagateSet bool
+	// cpusPerTaskSet says -c was given (it excludes --cpus-per-gpu);
+	// exportFile is --export-file; clusters is -M.
+	cpusPerTaskSet bool
+	exportFile     string
+	clusters       string
 	// gpusTotal is --gpus ([TYPE:]N) when it is the last GPU option,
 	// spread over a multi-node job's nodes in finish.
 	gpusTotal string
@@ -126,16 +142,16 @@ func (b *builder) setMemory(field, v string) error {
 	if err != nil {
 		return wrapValueError(field, v, err)
 	}
-	if mib == 0 {
-		return optionError(field, v, ErrUnsupported,
-			"0 (all of a node's memory) is not a size corral takes: a job gets the memory it asks for, so give an amount, e.g. %s=4G", field)
-	}
 	if field == "--mem" {
 		if b.memPerCPULayer == b.layer {
 			return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
 		}
-		b.spec.MemPerNode, b.memLayer = mib, b.layer
+		// 0 is Slurm's "all of the node's memory".
+		b.spec.MemPerNode, b.spec.MemAll, b.memLayer = mib, mib == 0, b.layer
 		return nil
+	}
+	if mib == 0 {
+		return optionError(field, v, nil, "give an amount per CPU, e.g. --mem-per-cpu=2G; --mem=0 asks for all of a node's memory")
 	}
 	if b.memLayer == b.layer {
 		return optionError(field, v, nil, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
@@ -151,7 +167,7 @@ func (b *builder) resolveMemory() {
 	case b.memLayer > b.memPerCPULayer:
 		b.spec.MemPerCPU = 0
 	default:
-		b.spec.MemPerNode = 0
+		b.spec.MemPerNode, b.spec.MemAll = 0, false
 	}
 }
 
@@ -234,7 +250,26 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.exportFile != "" {
+		if env, err = withExportFile(env, b.exportFile, c); err != nil {
+			return nil, err
+		}
+	}
 	b.spec.Env = env
+	if err := b.cpusPerGPU(); err != nil {
+		return nil, err
+	}
+	if b.propagateSet {
+		b.spec.Rlimits = nil
+		for _, name := range b.propagate {
+			if c.Rlimit == nil {
+				break
+			}
+			if v, ok := c.Rlimit(name); ok {
+				b.spec.Rlimits = append(b.spec.Rlimits, api.Rlimit{Name: name, Value: v})
+			}
+		}
+	}
 	if b.spec.Nice < 0 && !c.Privileged {
 		return nil, optionError("--nice", strconv.Itoa(b.spec.Nice), nil,
 			"only root may give a negative nice, which raises the job's priority (this command does not run with effective uid 0); use 0 or more")
@@ -243,7 +278,7 @@ func (b *builder) finish(c Context, scriptPath string) (*Request, error) {
 		return nil, err
 	}
 	return &Request{Spec: b.spec, Parsable: b.parsable, Wait: b.wait, TestOnly: b.testOnly, ScriptPath: scriptPath,
-		Warnings: b.warnings, Quiet: b.quiet, Verbose: b.verbose}, nil
+		Warnings: b.warnings, Quiet: b.quiet, Verbose: b.verbose, Cluster: b.clusters}, nil
 }
 
 // script is the batch script and where it came from.

@@ -24,11 +24,19 @@ var sortedTestEnv = []string{"HOME=/home/alice", "PATH=/usr/bin", "USER=alice"}
 // files (paths relative to the submit directory or absolute).
 func testContext(files map[string]string) Context {
 	return Context{
+		// A shell that can read three of its limits.
+		Rlimit: func(name string) (uint64, bool) {
+			v, ok := map[string]uint64{"CORE": 0, "NOFILE": 1024, "STACK": api.RlimitUnlimited}[name]
+			return v, ok
+		},
 		Env:  testEnv,
 		Cwd:  "/home/alice/proj",
 		User: "alice",
 		Now:  testNow,
 		ReadFile: func(p string) ([]byte, error) {
+			if strings.HasSuffix(p, "/vars.env") {
+				return []byte("A=from file\x00B=two\nlines\x00"), nil
+			}
 			for name, text := range files {
 				if p == name || p == "/home/alice/proj/"+name {
 					return []byte(text), nil
@@ -58,7 +66,43 @@ type optionCase struct {
 }
 
 var optionCases = map[string]optionCase{
-	"defaults":      {},
+	"defaults": {},
+	"--mail-type": {args: []string{"--mail-type=end,begin,TIME_LIMIT_80", "--mail-user=bob@example.org"}, spec: func(s *api.JobSpec) {
+		s.MailType, s.MailUser = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit80}, "bob@example.org"
+	}},
+	"--mail-type=NONE":          {args: []string{"--mail-type=ALL", "--mail-type=NONE"}},
+	"--open-mode=append":        {args: []string{"--open-mode=append"}, spec: func(s *api.JobSpec) { s.OpenMode = api.OpenModeAppend }},
+	"--open-mode=truncate wins": {args: []string{"--open-mode=a", "--open-mode=truncate"}},
+	"-i":                        {args: []string{"-i", "in-%j.txt"}, spec: func(s *api.JobSpec) { s.Input = "in-%j.txt" }},
+	"--get-user-env":            {args: []string{"--get-user-env=10L"}, spec: func(s *api.JobSpec) { s.GetUserEnv = true }},
+	"--propagate=NOFILE,STACK": {args: []string{"--propagate=nofile,RLIMIT_STACK"}, spec: func(s *api.JobSpec) {
+		s.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+	}},
+	"--propagate": {args: []string{"--propagate"}, spec: func(s *api.JobSpec) {
+		s.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+	}},
+	"--mem=0":              {args: []string{"--mem=0"}, spec: func(s *api.JobSpec) { s.MemAll = true }},
+	"--mem=0 replaced":     {args: []string{"--mem=0", "--mem=2G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 2048 }},
+	"--hint=nomultithread": {args: []string{"--hint=nomultithread"}, spec: func(s *api.JobSpec) { s.Hint = api.HintNoMultithread }},
+	"--threads-per-core":   {args: []string{"--threads-per-core=1", "--ntasks-per-core=1"}, spec: func(s *api.JobSpec) { s.ThreadsPerCore, s.NTasksPerCore = 1, 1 }},
+	"--mem-bind=local":     {args: []string{"--mem-bind=verbose,local"}, spec: func(s *api.JobSpec) { s.MemBind, s.NUMA = "verbose,local", api.NUMAStrict }},
+	"--mem-bind=map_mem": {args: []string{"--mem-bind=map_mem:3,1"}, spec: func(s *api.JobSpec) {
+		s.MemBind, s.NUMA, s.MemNodes = "map_mem:3,1", api.NUMAStrict, []int{1, 3}
+	}},
+	"--mem-bind=mask_mem": {args: []string{"--mem-bind=mask_mem:0x5"}, spec: func(s *api.JobSpec) {
+		s.MemBind, s.NUMA, s.MemNodes = "mask_mem:0x5", api.NUMAStrict, []int{0, 2}
+	}},
+	"--priority":     {args: []string{"--priority=500"}, spec: func(s *api.JobSpec) { s.Priority = 500 }},
+	"--priority=TOP": {args: []string{"--priority=top"}, spec: func(s *api.JobSpec) { s.Priority = api.MaxPriority }},
+	"-O":             {args: []string{"-O", "-n", "8", "-c", "2"}, spec: func(s *api.JobSpec) { s.Overcommit, s.NTasks, s.CPUsPerTask = true, 8, 2 }},
+	"--cpus-per-gpu": {args: []string{"--gpus=3", "-n", "2", "--cpus-per-gpu=5"}, spec: func(s *api.JobSpec) {
+		s.Gres, s.NTasks, s.CPUsPerTask, s.CPUsPerGPU = []api.Gres{{Name: "gpu", Count: 3}}, 2, 8, 5
+	}},
+	"--export-file": {args: []string{"--export-file=vars.env", "--export=NONE,A=1"}, spec: func(s *api.JobSpec) {
+		s.Env = []string{"A=from file", "B=two\nlines"}
+	}},
+	"-M":            {args: []string{"-M", "hpc1", "--parsable"}, req: func(r *Request) { r.Cluster, r.Parsable = "hpc1", true }},
+	"--deadline":    {args: []string{"--deadline=now+2hours"}, spec: func(s *api.JobSpec) { s.Deadline = testNow.Add(2 * time.Hour) }},
 	"--gpus=2":      {args: []string{"--gpus=2"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Count: 2}} }},
 	"--gpus=h100:1": {args: []string{"--gpus=h100:1"}, spec: func(s *api.JobSpec) { s.Gres = []api.Gres{{Name: "gpu", Type: "h100", Count: 1}} }},
 	"--gpus-per-task before -n": {args: []string{"--gpus-per-task=2", "-n", "3"}, spec: func(s *api.JobSpec) {
@@ -87,6 +131,8 @@ var optionCases = map[string]optionCase{
 	"--mem":                  {args: []string{"--mem=4G"}, spec: func(s *api.JobSpec) { s.MemPerNode = 4096 }},
 	"--mem default unit":     {args: []string{"--mem", "500"}, spec: func(s *api.JobSpec) { s.MemPerNode = 500 }},
 	"--mem-per-cpu":          {args: []string{"--mem-per-cpu=512K"}, spec: func(s *api.JobSpec) { s.MemPerCPU = 1 }},
+	"--tmp":                  {args: []string{"--tmp=10G"}, spec: func(s *api.JobSpec) { s.TmpMB = 10240 }},
+	"--tmp default unit":     {args: []string{"--tmp", "500"}, spec: func(s *api.JobSpec) { s.TmpMB = 500 }},
 	"-o":                     {args: []string{"-o", "out-%j.txt"}, spec: func(s *api.JobSpec) { s.Output = "out-%j.txt" }},
 	"-e":                     {args: []string{"--error=/tmp/%x.err"}, spec: func(s *api.JobSpec) { s.Error = "/tmp/%x.err" }},
 	"-D relative":            {args: []string{"-D", "runs/1"}, spec: func(s *api.JobSpec) { s.WorkDir = "/home/alice/proj/runs/1" }},

@@ -138,13 +138,21 @@ var namedTimes = map[string]int{
 //	midnight, noon, fika, teatime  the next 00:00, 12:00, 15:00, 16:00
 //
 // A time in the past is accepted: the job is simply eligible at once.
-func ParseBegin(s string, now time.Time) (time.Time, error) {
+func ParseBegin(s string, now time.Time) (time.Time, error) { return parseWhen("--begin", s, now) }
+
+// ParseDeadline parses sbatch's --deadline, which takes --begin's forms.
+func ParseDeadline(s string, now time.Time) (time.Time, error) {
+	return parseWhen("--deadline", s, now)
+}
+
+// parseWhen parses a time in --begin's forms for option.
+func parseWhen(option, s string, now time.Time) (time.Time, error) {
 	bad := func(why string) error {
-		return optionError("--begin", s, nil,
+		return optionError(option, s, nil,
 			"%s (use HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], now+N[seconds|minutes|hours|days|weeks], today, tomorrow, midnight or noon)", why)
 	}
 	if s == "" {
-		return time.Time{}, bad("empty begin time")
+		return time.Time{}, bad("empty " + strings.TrimPrefix(option, "--") + " time")
 	}
 	lower := strings.ToLower(s)
 	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())

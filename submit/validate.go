@@ -109,6 +109,72 @@ func ValidateSpec(sp *api.JobSpec, now time.Time) error {
 var specChecks = []func(*api.JobSpec, time.Time) error{
 	checkTexts, checkScriptField, checkEnv, checkArgs, checkCounts, checkNodes, checkMemory,
 	checkTimes, checkNice, checkGres, checkLicenses, checkHugepages, checkNUMA, checkDependency, checkArray, checkWarnSignal,
+	checkMail, checkLaunch,
+}
+
+// checkLaunch checks how the node is to start the job: --open-mode, -i and
+// --propagate.
+func checkLaunch(sp *api.JobSpec, _ time.Time) error {
+	if sp.OpenMode != "" && sp.OpenMode != api.OpenModeAppend {
+		return fieldErr("open_mode", sp.OpenMode, ErrInvalid, "--open-mode must be append or truncate")
+	}
+	if sp.Input != "" {
+		if why := TextProblem(sp.Input, MaxPathBytes); why != "" {
+			return fieldErr("input", sp.Input, ErrInvalid, "--input %s", why)
+		}
+	}
+	if err := api.CheckRlimits(sp.Rlimits); err != nil {
+		return fieldErr("rlimits", "", ErrInvalid, "--propagate: %v", err)
+	}
+	if sp.TmpMB < 0 || sp.TmpMB > MaxMemoryMiB {
+		return fieldErr("tmp_mb", strconv.FormatInt(sp.TmpMB, 10), ErrInvalid, "--tmp must be from 0 to %d MiB", int64(MaxMemoryMiB))
+	}
+	switch sp.Hint {
+	case "", api.HintNoMultithread, api.HintComputeBound, api.HintMemoryBound:
+	default:
+		return fieldErr("hint", sp.Hint, ErrInvalid, "--hint must be nomultithread, compute_bound or memory_bound")
+	}
+	if sp.ThreadsPerCore < 0 || sp.ThreadsPerCore > 1024 || sp.NTasksPerCore < 0 || sp.NTasksPerCore > MaxTasks {
+		return fieldErr("threads_per_core", strconv.Itoa(sp.ThreadsPerCore), ErrInvalid, "--threads-per-core must be from 1 to 1024 and --ntasks-per-core from 1 to %d", MaxTasks)
+	}
+	if len(sp.MemNodes) > 64 || !slices.IsSorted(sp.MemNodes) || len(sp.MemNodes) > 0 && (sp.MemNodes[0] < 0 || sp.MemNodes[len(sp.MemNodes)-1] > MaxNUMANodeID) {
+		return fieldErr("mem_nodes", "", ErrInvalid, "--mem-bind names at most 64 NUMA nodes, ids from 0 to %d, sorted", MaxNUMANodeID)
+	}
+	for i := 1; i < len(sp.MemNodes); i++ {
+		if sp.MemNodes[i] == sp.MemNodes[i-1] {
+			return fieldErr("mem_nodes", strconv.Itoa(sp.MemNodes[i]), ErrInvalid, "--mem-bind names NUMA node %d twice", sp.MemNodes[i])
+		}
+	}
+	if why := TextProblem(sp.MemBind, MaxNameBytes); why != "" {
+		return fieldErr("mem_bind", sp.MemBind, ErrInvalid, "--mem-bind %s", why)
+	}
+	if sp.Priority < 0 || sp.Priority > api.MaxPriority {
+		return fieldErr("priority", strconv.FormatInt(sp.Priority, 10), ErrInvalid, "--priority must be from 1 to %d (0: none)", int64(api.MaxPriority))
+	}
+	if n := sp.CPUsPerGPU; n != 0 {
+		switch gpus := sp.GPUCount(); {
+		case n < 0 || n > MaxCPUsPerTask:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu must be from 1 to %d", MaxCPUsPerTask)
+		case gpus == 0:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu needs GPUs: add --gpus=N or --gres=gpu:N")
+		case sp.CPUs() < gpus*n:
+			return fieldErr("cpus_per_gpu", strconv.Itoa(n), ErrInvalid, "--cpus-per-gpu=%d with %d GPUs needs %d CPUs; the job asks for %d", n, gpus, gpus*n, sp.CPUs())
+		}
+	}
+	return nil
+}
+
+// checkMail checks the notification request (--mail-type, --mail-user).
+func checkMail(sp *api.JobSpec, _ time.Time) error {
+	if err := api.CheckMailTypes(sp.MailType); err != nil {
+		return fieldErr("mail_type", strings.Join(sp.MailType, ","), ErrInvalid, "--mail-type: %v", err)
+	}
+	if sp.MailUser != "" {
+		if why := api.MailUserProblem(sp.MailUser); why != "" {
+			return fieldErr("mail_user", sp.MailUser, ErrInvalid, "--mail-user %s", why)
+		}
+	}
+	return nil
 }
 
 // checkWarnSignal checks the time-limit warning (--signal).
@@ -368,6 +434,8 @@ func checkMemory(sp *api.JobSpec, _ time.Time) error {
 	switch {
 	case sp.MemPerNode > 0 && sp.MemPerCPU > 0:
 		return fieldErr("mem_per_cpu_mb", strconv.FormatInt(sp.MemPerCPU, 10), ErrInvalid, "--mem and --mem-per-cpu are mutually exclusive; give only one of them")
+	case sp.MemAll && (sp.MemPerNode > 0 || sp.MemPerCPU > 0):
+		return fieldErr("mem_all", "true", ErrInvalid, "--mem=0 (all of a node's memory) excludes a memory amount; give one or the other")
 	case sp.MemPerCPU > MaxMemoryMiB/int64(sp.CPUs()):
 		return fieldErr("mem_per_cpu_mb", strconv.FormatInt(sp.MemPerCPU, 10), ErrInvalid,
 			"mem_per_cpu × %d CPUs is more than %d MiB (1 EiB)", sp.CPUs(), int64(MaxMemoryMiB))
@@ -385,6 +453,19 @@ func checkTimes(sp *api.JobSpec, now time.Time) error {
 		if b.Before(time.Unix(0, 0)) || b.After(now.Add(MaxBeginAhead)) {
 			return fieldErr("begin", b.Format(time.RFC3339), ErrInvalid,
 				"the begin time must be after 1970 and at most 10 years ahead (before %s)", now.Add(MaxBeginAhead).Format(time.RFC3339))
+		}
+	}
+	if d := sp.Deadline; !d.IsZero() {
+		switch {
+		case !d.After(now):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline %s has passed (it is %s now): give a later time, e.g. --deadline=now+2hours", d.Format(time.RFC3339), now.Format(time.RFC3339))
+		case d.Before(time.Unix(0, 0)) || d.After(now.Add(MaxBeginAhead)):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline must be after 1970 and at most 10 years ahead (before %s)", now.Add(MaxBeginAhead).Format(time.RFC3339))
+		case !sp.Begin.IsZero() && !d.After(sp.Begin):
+			return fieldErr("deadline", d.Format(time.RFC3339), ErrInvalid,
+				"--deadline %s is not after --begin %s: the job could never run", d.Format(time.RFC3339), sp.Begin.Format(time.RFC3339))
 		}
 	}
 	return nil

@@ -58,6 +58,12 @@ var badSpecs = map[string]struct {
 	"constraint syntax":           {func(s *api.JobSpec) { s.Constraint = "a&&b" }, "constraint", "at byte 2"},
 	"constraint count":            {func(s *api.JobSpec) { s.Constraint = "[a*2&b*2]"; s.NodesMax = 3 }, "constraint", "its counts need 4 nodes"},
 
+	// Notifications.
+	"mail type unknown":    {func(s *api.JobSpec) { s.MailType = []string{"BEGAN"} }, "mail_type", `unknown mail type "BEGAN"`},
+	"mail type twice":      {func(s *api.JobSpec) { s.MailType = []string{"END", "END"} }, "mail_type", "given twice"},
+	"mail user option":     {func(s *api.JobSpec) { s.MailUser = "-t" }, "mail_user", "must not start with '-'"},
+	"mail user with space": {func(s *api.JobSpec) { s.MailUser = "a b@c" }, "mail_user", "may hold only letters"},
+
 	// Memory.
 	"mem negative":         {func(s *api.JobSpec) { s.MemPerNode = -1 }, "mem_per_node_mb", "between 1 and 1099511627776 MiB"},
 	"mem too large":        {func(s *api.JobSpec) { s.MemPerNode = 1<<40 + 1 }, "mem_per_node_mb", "1 EiB"},
@@ -111,20 +117,21 @@ var badSpecs = map[string]struct {
 	}, "dependency", "does not say what the clauses say"},
 
 	// Text.
-	"no user":               {func(s *api.JobSpec) { s.User = "" }, "user", "no user"},
-	"user with spaces":      {func(s *api.JobSpec) { s.User = "a b" }, "user", "must not contain spaces"},
-	"name with NUL":         {func(s *api.JobSpec) { s.Name = "a\x00b" }, "name", "control character"},
-	"name not UTF-8":        {func(s *api.JobSpec) { s.Name = "\xff" }, "name", "is not valid UTF-8"},
-	"name with escape":      {func(s *api.JobSpec) { s.Name = "\x1b]0;owned\x07" }, "name", "control character"},
-	"name with C1 control":  {func(s *api.JobSpec) { s.Name = "a\u009bb" }, "name", "control character U+009B"},
-	"name too long":         {func(s *api.JobSpec) { s.Name = strings.Repeat("n", 257) }, "name", "257 bytes long; the most is 256"},
-	"request id 1 MB":       {func(s *api.JobSpec) { s.RequestID = strings.Repeat("r", 1<<20) }, "request_id", "the most is 128"},
-	"partition as a path":   {func(s *api.JobSpec) { s.Partition = "../x" }, "partition", "must start with a letter"},
-	"account with a slash":  {func(s *api.JobSpec) { s.Account = "a/b" }, "account", "may hold only letters"},
-	"image as a path":       {func(s *api.JobSpec) { s.Image = "../../etc" }, "image", "must start with"},
-	"work dir relative":     {func(s *api.JobSpec) { s.WorkDir = "tmp" }, "work_dir", "absolute path"},
-	"output with a newline": {func(s *api.JobSpec) { s.Output = "a\nb" }, "output", "control character"},
-	"path too long":         {func(s *api.JobSpec) { s.Error = "/" + strings.Repeat("p", 4096) }, "error", "the most is 4096"},
+	"no user":                {func(s *api.JobSpec) { s.User = "" }, "user", "no user"},
+	"user with spaces":       {func(s *api.JobSpec) { s.User = "a b" }, "user", "must not contain spaces"},
+	"name with NUL":          {func(s *api.JobSpec) { s.Name = "a\x00b" }, "name", "control character"},
+	"name not UTF-8":         {func(s *api.JobSpec) { s.Name = "\xff" }, "name", "is not valid UTF-8"},
+	"name with escape":       {func(s *api.JobSpec) { s.Name = "\x1b]0;owned\x07" }, "name", "control character"},
+	"name with C1 control":   {func(s *api.JobSpec) { s.Name = "a\u009bb" }, "name", "control character U+009B"},
+	"name too long":          {func(s *api.JobSpec) { s.Name = strings.Repeat("n", 257) }, "name", "257 bytes long; the most is 256"},
+	"request id 1 MB":        {func(s *api.JobSpec) { s.RequestID = strings.Repeat("r", 1<<20) }, "request_id", "the most is 128"},
+	"partition as a path":    {func(s *api.JobSpec) { s.Partition = "../x" }, "partition", "must start with a letter"},
+	"account with a slash":   {func(s *api.JobSpec) { s.Account = "a/b" }, "account", "may hold only letters"},
+	"image as a path":        {func(s *api.JobSpec) { s.Image = "../../etc" }, "image", "must start with"},
+	"work dir relative":      {func(s *api.JobSpec) { s.WorkDir = "tmp" }, "work_dir", "absolute path"},
+	"negative scratch space": {func(s *api.JobSpec) { s.TmpMB = -1 }, "tmp_mb", "--tmp must be from 0 to"},
+	"output with a newline":  {func(s *api.JobSpec) { s.Output = "a\nb" }, "output", "control character"},
+	"path too long":          {func(s *api.JobSpec) { s.Error = "/" + strings.Repeat("p", 4096) }, "error", "the most is 4096"},
 
 	// Script, environment and arguments.
 	"script empty":        {func(s *api.JobSpec) { s.Script = "" }, "script", "is empty"},

@@ -31,9 +31,23 @@ type Payload struct {
 	// FS, when set, gives the job the host's tree as its root and its
 	// shared paths (job/fs); nil leaves it the initramfs.
 	FS *FS
+	// Input is the absolute path, in the job's root, of the file the
+	// script reads as its standard input (sbatch -i; job/input); "" is
+	// /dev/null. The guest opens it as the job's user.
+	Input string
+	// Rlimits are soft resource limits, by Slurm's names, that the job's
+	// processes get (sbatch --propagate; job/rlimits).
+	Rlimits []Rlimit
 	// Net, when set, is the job's private network (job/net): a
 	// multi-node job's second card and its hosts.
 	Net *Net
+}
+
+// Rlimit is one soft resource limit, by Slurm's name (CORE, NOFILE, ...);
+// Value ^0 is unlimited.
+type Rlimit struct {
+	Name  string
+	Value uint64
 }
 
 // Mode bits and sizes of the newc cpio format ("SVR4 with no CRC").
@@ -81,6 +95,14 @@ func (p Payload) Validate() error {
 			return err
 		}
 	}
+	if p.Input != "" && (!path.IsAbs(p.Input) || strings.ContainsAny(p.Input, "\x00\n")) {
+		return fmt.Errorf("payload input %q: not an absolute path on one line", p.Input)
+	}
+	for _, l := range p.Rlimits {
+		if l.Name == "" || strings.ContainsAny(l.Name, "=\n\x00") {
+			return fmt.Errorf("payload rlimit %q: not a limit's name", l.Name)
+		}
+	}
 	if p.Net != nil {
 		if err := p.Net.Validate(); err != nil {
 			return err
@@ -116,6 +138,16 @@ func (p Payload) entries() []payloadEntry {
 	}
 	if p.FS != nil {
 		ents = append(ents, payloadEntry{name: "job/fs", mode: modeFile | 0o644, data: p.FS.encode()})
+	}
+	if p.Input != "" {
+		ents = append(ents, payloadEntry{name: "job/input", mode: modeFile | 0o644, data: []byte(p.Input + "\n")})
+	}
+	if len(p.Rlimits) > 0 {
+		var b bytes.Buffer
+		for _, l := range p.Rlimits {
+			fmt.Fprintf(&b, "%s=%d\n", l.Name, l.Value)
+		}
+		ents = append(ents, payloadEntry{name: "job/rlimits", mode: modeFile | 0o644, data: b.Bytes()})
 	}
 	if p.Net != nil {
 		ents = append(ents, payloadEntry{name: "job/net", mode: modeFile | 0o644, data: p.Net.encode()})

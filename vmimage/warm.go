@@ -82,7 +82,8 @@ type PayloadFile struct {
 }
 
 // payloadNames are the files a payload may hold (see "The job payload").
-var payloadNames = map[string]bool{"script": true, "env": true, "args": true, "workdir": true, "user": true, "fs": true}
+var payloadNames = map[string]bool{"script": true, "env": true, "args": true, "workdir": true, "user": true, "fs": true,
+	"input": true, "rlimits": true, "net": true}
 
 // ParsePayload reads a job's payload, the archive WritePayload writes:
 // the job directory and the files under it. Anything else (another path,

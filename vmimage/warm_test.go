@@ -27,8 +27,14 @@ func payloadFiles(t testing.TB, p Payload) ([]PayloadFile, []byte) {
 func TestParsePayloadReadsWhatWritePayloadWrites(t *testing.T) {
 	p := Payload{Script: []byte("#!/bin/bash\necho 'hi there'\n"), Env: []string{"A=1", "B=two words\nand a line"}, Args: []string{"", "x"},
 		WorkDir: "/home/alice/run", User: &User{Name: "alice", UID: 1000, GID: 100, Groups: []uint32{100, 27}, Home: "/home/alice"},
-		FS: &FS{Kind: ShareNFS, Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24", MTU: 65520, Shares: []string{"/home/alice"}}}
+		FS:    &FS{Kind: ShareNFS, Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24", MTU: 65520, Shares: []string{"/home/alice"}},
+		Input: "/home/alice/run/in.txt", Rlimits: []Rlimit{{Name: "NOFILE", Value: 1024}}}
+	jn := testNet()
+	p.Net = &jn
 	files, _ := payloadFiles(t, p)
+	if len(files) != len(p.entries())-1 {
+		t.Errorf("ParsePayload gave %d files of the %d a full payload has", len(files), len(p.entries())-1)
+	}
 	got := map[string]string{}
 	for _, f := range files {
 		got[f.Name] = string(f.Data)

@@ -70,7 +70,7 @@ func TestDispatchAgainstController(t *testing.T) {
 	t.Run("jobs", func(t *testing.T) { testJobCommands(t, f) })
 	// A node registered by hand (nothing heartbeats, the controller's node
 	// timeout is a minute).
-	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Partitions: []string{"batch"}, Runner: "test", BootID: "b1"}); err != nil {
+	if err := cl.Register(ctx, api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 1024, Partitions: []string{"batch"}, Runner: "test", BootID: "b1", TmpMB: 2048}); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("nodes", func(t *testing.T) { testNodeCommands(t, f) })
@@ -341,11 +341,13 @@ func testNodeCommands(t *testing.T, f *ctlFixture) {
 	t.Run("scontrol requeue and requeuehold", func(t *testing.T) { testRequeue(t, f) })
 	t.Run("scontrol update JobId", func(t *testing.T) { testUpdateJob(t, f) })
 	t.Run("licenses", func(t *testing.T) { testLicenses(t, f) })
+	t.Run("scratch space", func(t *testing.T) { testScratch(t, f) })
 	t.Run("sbatch option fates", func(t *testing.T) {
-		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--mail-type=END", "-H", "--wrap", "true")
+		r := runCLI(t, ctx, addr, "sbatch", "--cpu-freq=high", "--gpu-freq=high", "-s", "--mail-type=END", "-H", "--wrap", "true")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") ||
 			r.stderr != "sbatch: warning: --cpu-freq: a job's CPUs are a VM's virtual CPUs, whose frequency the job cannot set\n"+
-				"sbatch: warning: --mail-type: corral sends no mail; corral submit --wait, or polling the job, tells when it ends\n" {
+				"sbatch: warning: --gpu-freq: a job's GPUs are passed through to its VM, which may not set their clocks\n"+
+				"sbatch: warning: --oversubscribe: every partition is OverSubscribe=NO (scontrol show partition), which Slurm lets override the job's option: the job gets its CPUs to itself\n" {
 			t.Errorf("sbatch with warned options: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 		if r := runCLI(t, ctx, addr, "sbatch", "-Q", "--cpu-freq=high", "-H", "--wrap", "true"); r.code != 0 || r.stderr != "" {
@@ -447,14 +449,14 @@ func equalRows(a, b [][]string) bool {
 func testUpdateJob(t *testing.T, f *ctlFixture) {
 	ctx, addr, cl := f.ctx, f.addr, f.cl
 	id := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "-H", "-t", "2:00:00", "--wrap", "true"))
-	mustRun(t, ctx, addr, "scontrol", "update", "JobId="+id, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "MinMemoryNode=128M")
+	mustRun(t, ctx, addr, "scontrol", "update", "JobId="+id, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "MinMemoryNode=128M", "MinTmpDiskNode=1G")
 	mustRun(t, ctx, addr, "corral", "update", id, "TimeLimit=-30")
 	j, err := cl.JobByRef(ctx, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := j.Spec; s.TimeLimit != 1800 || s.Name != "renamed" || s.Comment != "hello" || s.MemPerNode != 128 {
-		t.Errorf("after scontrol update: limit %d, name %q, comment %q, memory %d", s.TimeLimit, s.Name, s.Comment, s.MemPerNode)
+	if s := j.Spec; s.TimeLimit != 1800 || s.Name != "renamed" || s.Comment != "hello" || s.MemPerNode != 128 || s.TmpMB != 1024 {
+		t.Errorf("after scontrol update: limit %d, name %q, comment %q, memory %d, scratch space %d", s.TimeLimit, s.Name, s.Comment, s.MemPerNode, s.TmpMB)
 	}
 	for _, tc := range []struct {
 		argv []string
@@ -464,6 +466,8 @@ func testUpdateJob(t *testing.T, f *ctlFixture) {
 		{[]string{"scontrol", "update", "JobId=" + id, "NumCPUs=64"}, "Requested node configuration is not available"},
 		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=soon"}, "TimeLimit"},
 		{[]string{"scontrol", "update", "JobId=" + id, "Nice=x"}, "Nice=x is not a whole number"},
+		{[]string{"scontrol", "update", "JobId=" + id, "MinTmpDiskNode=4X"}, `MinTmpDiskNode=4X: unknown unit "X"`},
+		{[]string{"scontrol", "update", "JobId=" + id, "MinTmpDiskNode=3G"}, "the job asks for 3072 MiB of scratch space (--tmp); the largest node of partition batch (n1) has 2048 MiB"},
 		{[]string{"scontrol", "update", "JobId=" + id, "TimeLimit=+1:00:00"}, "scontrol: error: job " + id + ": TimeLimit=1h30m0s raises its limit of 30m0s"},
 	} {
 		if r := runCLI(t, ctx, addr, tc.argv...); r.code == 0 || !strings.Contains(r.stderr, tc.want) {
@@ -504,6 +508,31 @@ func testLicenses(t *testing.T, f *ctlFixture) {
 		if r := runCLI(t, ctx, addr, "sbatch", "-L", tc.lic, "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("sbatch -L %s: exit %d, stderr %q; want %q", tc.lic, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// testScratch: sbatch --tmp holds node n1's scratch space (2048 MiB), a
+// second job waits for it, and scontrol shows both sides; a request larger
+// than any node's is refused at submit, naming --tmp.
+func testScratch(t *testing.T, f *ctlFixture) {
+	ctx, addr := f.ctx, f.addr
+	first := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--tmp=1536", "--wrap", "true"))
+	second := strings.TrimSpace(mustRun(t, ctx, addr, "sbatch", "--parsable", "--tmp=1G", "--wrap", "true"))
+	defer cancelOnN1(t, f, first, second)
+	state := func(id string) string {
+		return strings.TrimSpace(mustRun(t, ctx, addr, "squeue", "-h", "-j", id, "-o", "%T %r %d"))
+	}
+	waitFor(t, "the first job to start", func() bool { return state(first) == "RUNNING None 1.50G" })
+	waitFor(t, "the second to wait for scratch space", func() bool { return state(second) == "PENDING Resources 1G" })
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "job", second); !strings.Contains(out, "MinTmpDiskNode=1G") {
+		t.Errorf("scontrol show job does not show the job's --tmp:\n%s", out)
+	}
+	if out := mustRun(t, ctx, addr, "scontrol", "show", "node", "n1"); !strings.Contains(out, " TmpDisk=2048 ") {
+		t.Errorf("scontrol show node does not show n1's scratch space:\n%s", out)
+	}
+	want := "Requested node configuration is not available: the job asks for 3072 MiB of scratch space (--tmp); the largest node of partition batch (n1) has 2048 MiB"
+	if r := runCLI(t, ctx, addr, "sbatch", "--tmp=3G", "--wrap", "true"); r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("sbatch --tmp=3G: exit %d, stderr %q; want %q", r.code, r.stderr, want)
 	}
 }
 

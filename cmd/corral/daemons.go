@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"corral/api"
 	"corral/ctld"
 	"corral/ctld/sched"
@@ -311,6 +313,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "run-jobs-as", "user|daemon", "whose credentials jobs run with: user (default: the job's user as this host's passwd and group know it; jobs of unknown users are refused) or daemon (this daemon's own user, for test clusters)"),
 		valued(0, "topology-root", "DIR", "read the NUMA topology and SR-IOV functions from a fixture tree (sys/, proc/) instead of the host's"),
 		valued(0, "gpus-file", "FILE", "read the GPUs from a JSON list instead of NVML (fixtures, demos)"),
+		valued(0, "tmp-dir", "DIR", "the node's scratch file system, whose size jobs ask for with sbatch --tmp (default /tmp)"),
+		valued(0, "tmp", "SIZE", "the scratch space to offer instead of --tmp-dir's size, e.g. 100G"),
 		valued(0, "on-exit", "keep|kill", "what a stopped daemon does with running jobs: keep them for the next daemon to re-adopt (default; it must register within the node's lease, half the controllers' --node-timeout, or the node's lease keeper stops them), or kill them (QMP quit, then SIGKILL) before a node shutdown"),
 		valued(0, "tpm", "PATH", "prove with this TPM (/dev/tpmrm0, or an swtpm socket) what the node booted, before registering and every --attest-every, as controllers started with --tpm-policy ask"),
 		valued(0, "attest-every", "DURATION", "how often to attest again with --tpm (default 10m; the controllers refuse a registration whose last attestation is older than twice theirs)"),
@@ -438,8 +442,12 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 			return noded.Config{}, fmt.Errorf("noded %s: --features: feature %q %s", name, f, why)
 		}
 	}
+	tmp, err := scratchMB(o.get("tmp-dir"), o.get("tmp"))
+	if err != nil {
+		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)
+	}
 	cfg := noded.Config{
-		Name: name, CPUs: cpus, MemMB: mem, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
+		Name: name, CPUs: cpus, MemMB: mem, TmpMB: tmp, Partitions: o.list("partitions"), Features: o.list("features"), Inventory: inv,
 		DataDir: o.get("data"), Client: cl, Logger: log.With("node", name),
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
 		StepListen:    stepListen(o.get("step-listen"), o.get("runner")),
@@ -863,4 +871,24 @@ func auditLimits(o *optSet) (int, time.Duration, error) {
 		retention = d
 	}
 	return keep, retention, nil
+}
+
+// scratchMB is the scratch space a node offers for sbatch --tmp: size when
+// given, else the size of the file system at dir (default /tmp).
+func scratchMB(dir, size string) (int64, error) {
+	if size != "" {
+		m, err := submit.ParseMemory(size)
+		if err != nil {
+			return 0, fmt.Errorf("--tmp=%s: %s", size, sizeProblem(err))
+		}
+		return m, nil
+	}
+	if dir == "" {
+		dir = "/tmp"
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("--tmp-dir %s: %w", dir, err)
+	}
+	return int64(st.Blocks) * st.Bsize >> 20, nil
 }

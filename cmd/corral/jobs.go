@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"corral/api"
 	"corral/display"
 	"corral/internal/getopt"
+	"corral/internal/rlimit"
 	"corral/submit"
 )
 
@@ -44,6 +46,7 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	req, err := submit.Parse(args, submit.Context{
 		Env: os.Environ(), Cwd: cwd, User: user, Stdin: env.stdin, Now: time.Now(), Privileged: os.Geteuid() == 0,
+		Rlimit: rlimit.Submitter,
 	})
 	if err != nil {
 		if errors.Is(err, submit.ErrHelp) {
@@ -67,6 +70,11 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 			env.prog, display.Safe(sp.Name), display.Safe(sp.User), max(sp.NTasks, 1), max(sp.CPUsPerTask, 1), memText(sp), limitText(sp.TimeLimit),
 			orDefault(sp.Partition), orDefault(sp.QOS), orDefault(sp.Account), display.Safe(cmp.Or(sp.WorkDir, sp.SubmitDir)))
 	}
+	if req.Cluster != "" {
+		if err := checkCluster(ctx, cl, req.Cluster); err != nil {
+			return err
+		}
+	}
 	if req.TestOnly {
 		return testOnly(ctx, env, cl, req)
 	}
@@ -76,9 +84,13 @@ func runSubmit(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("submitting %s: %w", req.Spec.Name, err)
 	}
 	id := res[0].JobID
-	if req.Parsable {
+	switch {
+	case req.Parsable && req.Cluster != "":
+		// sbatch's "ID;CLUSTER" when a cluster was named (-M).
+		fmt.Fprintf(env.stdout, "%d;%s\n", id, req.Cluster)
+	case req.Parsable:
 		fmt.Fprintf(env.stdout, "%d\n", id)
-	} else {
+	default:
 		fmt.Fprintf(env.stdout, "Submitted batch job %d\n", id)
 	}
 	if !req.Wait {
@@ -181,6 +193,9 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 		valued('s', "signal", "SIG", "send SIG (USR1, TERM, 10, ...) to the jobs' processes instead of cancelling them"),
 		flag('b', "batch", "with --signal: only the batch script's process group"),
 		flag('f', "full", "with --signal: every process of the job (the default here)"),
+		flag('i', "interactive", "ask for each job before cancelling it (y/n on standard input)"),
+		flag('Q', "quiet", "say nothing about jobs that had already ended"),
+		flag(0, "me", "cancel your own jobs (as -u YOURSELF)"),
 	)
 	if err != nil {
 		return err
@@ -205,6 +220,9 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	f := api.JobFilter{IDs: ids, Tasks: tasks, Users: o.list("user"), Names: o.list("name"), States: states, Partitions: o.list("partition"),
 		Accounts: o.list("account"), Reservations: o.list("reservation")}
+	if o.has("me") {
+		f.Users = append(f.Users, "") // filled in below, once the client says who we are
+	}
 	if !f.HasJobs() && len(f.Users) == 0 && len(f.Names) == 0 && len(f.States) == 0 && len(f.Partitions) == 0 && len(f.Accounts) == 0 &&
 		len(f.Reservations) == 0 {
 		return fmt.Errorf("no job specified: give job ids or a filter such as -u USER")
@@ -213,8 +231,19 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if i := slices.Index(f.Users, ""); i >= 0 {
+		if f.Users[i], err = claimedUser(env, cl.Auth); err != nil {
+			return err
+		}
+	}
 	if o.has("signal") {
 		return signalJobs(ctx, env, cl, f, o.get("signal"), o.has("batch") && !o.has("full"), o.has("verbose"))
+	}
+	if o.has("interactive") {
+		if f, err = confirmCancel(ctx, env, cl, f); err != nil || (!f.HasJobs()) {
+			return err
+		}
+		ids = f.IDs
 	}
 	resp, err := cl.Cancel(ctx, api.CancelRequest{Filter: f, By: cl.User})
 	if err != nil {
@@ -227,10 +256,12 @@ func runCancel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	failed := false
 	for _, id := range ids {
-		if msg, ok := resp.Errors[id]; ok {
-			fmt.Fprintf(env.stderr, "%s: error: Kill job error on job id %d: %s\n", env.prog, id, msg)
-			failed = true
+		msg, ok := resp.Errors[id]
+		if !ok || o.has("quiet") && endedAlready(msg) {
+			continue
 		}
+		fmt.Fprintf(env.stderr, "%s: error: Kill job error on job id %d: %s\n", env.prog, id, msg)
+		failed = true
 	}
 	if failed {
 		return exitStatus(1)
@@ -311,6 +342,26 @@ func requeue(ctx context.Context, env *cliEnv, cmd string, args []string, hold b
 	hold = hold || o.has("hold")
 	return actOnJobs(ctx, env, cmd, o.args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
 		return cl.Requeue(ctx, api.RequeueRequest{IDs: ids, Hold: hold})
+	})
+}
+
+// runTop is scontrol top: the jobs named, a comma-separated list in the
+// order wanted, go to the top of their user's pending jobs.
+func runTop(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "top", getopt.Permute, args)
+	if err != nil {
+		return err
+	}
+	var refs []string
+	for _, a := range o.args {
+		for r := range strings.SplitSeq(a, ",") {
+			if r != "" {
+				refs = append(refs, r)
+			}
+		}
+	}
+	return actOnJobs(ctx, env, "top", refs, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Top(ctx, api.TopRequest{IDs: ids})
 	})
 }
 
@@ -423,4 +474,57 @@ func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 		return cl.ForgetNodeKey(ctx, o.args[1])
 	}
 	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason"), Migrate: o.has("migrate")})
+}
+
+// checkCluster checks that -M names this cluster (its ClusterName
+// setting), as sbatch refuses a cluster its database does not know.
+func checkCluster(ctx context.Context, cl *api.Client, name string) error {
+	pv, err := cl.Policy(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster's name for -M: %w", err)
+	}
+	if pv.Config.ClusterName == "" {
+		return fmt.Errorf("-M %s: this cluster has no name; an administrator gives it one with corral config set ClusterName=NAME, or drop -M", display.Safe(name))
+	}
+	if name != pv.Config.ClusterName {
+		return fmt.Errorf("-M %s: no such cluster: this is %s (corral runs one cluster per set of controllers)", display.Safe(name), display.Safe(pv.Config.ClusterName))
+	}
+	return nil
+}
+
+// endedAlready reports whether a cancel's refusal says the job had ended
+// (scancel -Q is silent about those).
+func endedAlready(msg string) bool {
+	return strings.Contains(msg, "already finished") || strings.Contains(msg, "already completing")
+}
+
+// confirmCancel asks, as scancel -i does, about each job the filter
+// selects that has not ended: "Cancel job_id=12 name=x partition=batch
+// [y/n]? " on standard output, an answer on standard input. It returns a
+// filter naming only the jobs confirmed (by id, or task).
+func confirmCancel(ctx context.Context, env *cliEnv, cl *api.Client, f api.JobFilter) (api.JobFilter, error) {
+	jobs, err := cl.Jobs(ctx, f, true)
+	if err != nil {
+		return api.JobFilter{}, err
+	}
+	in := bufio.NewReader(env.stdin)
+	var out api.JobFilter
+	for _, j := range jobs {
+		if j.State.Terminal() {
+			continue
+		}
+		fmt.Fprintf(env.stdout, "Cancel job_id=%s name=%s partition=%s [y/n]? ", j.Ref(), display.Safe(j.Spec.Name), display.Safe(cmp.Or(j.Spec.Partition, api.DefaultPartition)))
+		line, err := in.ReadString('\n')
+		if ans := strings.TrimSpace(line); ans == "y" || ans == "Y" {
+			if j.IsArrayTask() && len(f.Tasks) > 0 {
+				out.Tasks = append(out.Tasks, api.TaskRef{Array: j.ArrayJobID, Task: j.ArrayTaskID})
+			} else {
+				out.IDs = append(out.IDs, j.ID)
+			}
+		}
+		if err != nil {
+			break // no more answers: the rest are not cancelled
+		}
+	}
+	return out, nil
 }

@@ -47,6 +47,7 @@ func init() {
 		"checkpoint":      {"park running jobs in checkpoint files, releasing their nodes (SUSPENDED, Checkpointed): checkpoint ID...", runCheckpoint},
 		"restore":         {"run checkpointed jobs again from their checkpoints: restore [--to NODE] ID... (also scontrol resume)", runRestore},
 		"ping":            {"ask each controller member whether it is up (scontrol ping)", runPing},
+		"top":             {"move your pending jobs to the top of your queue, in the order given: top ID[,ID...] (scontrol top)", runTop},
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
 		"exec":            {"run a command in a running job: exec JOB [--] CMD... (srun --jobid=JOB --overlap CMD)", runExec},
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
@@ -235,7 +236,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|reservation|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
+const scontrolCommands = "show job|node|partition|reservation|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], top ID[,ID...], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -252,9 +253,9 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
 		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"],
 		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "migrate": commands["migrate"],
-		"create": {run: scontrolCreate}, "delete": {run: scontrolDelete}}[sub]
+		"top": commands["top"], "create": {run: scontrolCreate}, "delete": {run: scontrolDelete}}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, ping, update, create, delete)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, top, ping, update, create, delete)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))

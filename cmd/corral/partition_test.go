@@ -23,7 +23,7 @@ func TestPartitionCommandsAgainstController(t *testing.T) {
 	mustFail(t, f, []string{"no such partition"}, "corral", "partition", "modify", "nowhere", "State=DOWN")
 	mustRun(t, ctx, addr, "scontrol", "update", "PartitionName=batch", "State=DRAIN")
 	show := mustRun(t, ctx, addr, "scontrol", "show", "partition")
-	for _, want := range []string{"PartitionName=batch", "State=DRAIN", "PartitionName=debug", "MaxTime=00:30:00", "AllowAccounts=phys,bio", "PriorityTier=2", "Default=YES"} {
+	for _, want := range []string{"PartitionName=batch", "State=DRAIN", "PartitionName=debug", "MaxTime=00:30:00", "AllowAccounts=phys,bio", "PriorityTier=2 OverSubscribe=NO", "Default=YES"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("scontrol show partition does not hold %q:\n%s", want, show)
 		}

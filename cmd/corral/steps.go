@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"corral/api"
+	"corral/display"
 	"corral/internal/hostlist"
 )
 
@@ -87,7 +88,7 @@ func listSteps(ctx context.Context, env *cliEnv, cl *api.Client, o *optSet, q ap
 		if !s.End.IsZero() {
 			end = s.End
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Ref(), s.Name, s.Partition, s.User, elapsedText(end.Sub(s.Start)), hostlist.Compress(s.Nodes))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Ref(), display.Safe(s.Name), display.Safe(s.Partition), display.Safe(s.User), elapsedText(end.Sub(s.Start)), hostlist.Compress(s.Nodes))
 	}
 	return w.Flush()
 }

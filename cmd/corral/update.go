@@ -71,7 +71,7 @@ func runUpdate(ctx context.Context, env *cliEnv, args []string) error {
 
 // jobUpdateKeys are the job fields update takes, as scontrol names them.
 var jobUpdateKeys = []string{"TimeLimit", "JobName", "Name", "Comment", "Nice", "Partition", "QOS", "NumCPUs", "NumTasks",
-	"MinMemoryNode", "StartTime", "ArrayTaskThrottle", "Dependency"}
+	"MinMemoryNode", "MinTmpDiskNode", "StartTime", "ArrayTaskThrottle", "Dependency"}
 
 // splitJobUpdate splits update's arguments into the job id (JobId=ID or a
 // bare first word) and the KEY=VALUE pairs, refusing unknown keys.
@@ -145,6 +145,12 @@ func jobChanges(ctx context.Context, cl *api.Client, id uint64, pairs [][2]strin
 			if mb, err = submit.ParseMemory(v); err == nil {
 				ch.MinMemoryNode = &mb
 			}
+		case "mintmpdisknode":
+			var mb int64
+			if mb, err = submit.ParseMemory(v); err != nil {
+				err = fmt.Errorf("update: MinTmpDiskNode=%s: %s", v, sizeProblem(err))
+			}
+			ch.MinTmpDiskNode = &mb
 		case "starttime":
 			var at time.Time
 			if at, err = submit.ParseBegin(v, time.Now()); err == nil {
@@ -190,4 +196,14 @@ func timeLimitChange(ctx context.Context, cl *api.Client, id uint64, v string) (
 		}
 	}
 	return &secs, nil
+}
+
+// sizeProblem is what is wrong with a size submit.ParseMemory refused,
+// without the sbatch option its error names (--mem).
+func sizeProblem(err error) string {
+	var se *submit.Error
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	return err.Error()
 }

@@ -353,7 +353,7 @@ func (a *advance) maintBlocks(pl *placer, part string, cpus int, mem, dur int64)
 	blocked := false
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if !a.maintDuring(i, pl.now, pl.now+dur) {
@@ -451,8 +451,8 @@ func (pl *placer) placeMember(j *state.Job, plan *Plan, task int, part string, r
 		}
 		rn := h.nodes[i]
 		n := &pl.free.nodes[i]
-		need := mem + n.overhead
-		if !n.usable || n.cpus < cpus || n.mem < need || !slices.Contains(n.partitions, part) ||
+		need := n.need(mem)
+		if !n.usable || n.cpus < cpus || n.mem < need || n.tmp < req.TmpMB || !slices.Contains(n.partitions, part) ||
 			!rn.room.fits(pl.now, end, cpus, need) || !fitsWith(pl.profiles[i], rn.room, pl.now, end, cpus, need) {
 			continue
 		}
@@ -468,7 +468,7 @@ func (pl *placer) placeMember(j *state.Job, plan *Plan, task int, part string, r
 			}
 			placement = &p
 		}
-		pl.startMember(j, plan, task, i, k, cpus, mem, end, placement)
+		pl.startMember(j, plan, task, i, k, req, end, placement)
 		return true, false
 	}
 	plan.Reasons[j.ID] = api.ReasonResources
@@ -494,7 +494,7 @@ func (pl *placer) estimateMember(j *state.Job, r *api.Reservation, h *resvHeld, 
 		if !n.usable || n.totalCPUs < req.CPUs {
 			continue
 		}
-		at, ok := h.nodes[i].room.earliest(pl.now, dur, req.CPUs, req.MemMB+n.overhead)
+		at, ok := h.nodes[i].room.earliest(pl.now, dur, req.CPUs, n.need(req.MemMB))
 		if ok && at+dur <= pl.adv.far && (best < 0 || at < bestAt) {
 			best, bestAt = i, at
 		}
@@ -514,17 +514,20 @@ func (pl *placer) estimateMember(j *state.Job, r *api.Reservation, h *resvHeld, 
 // startMember starts job j of reservation k on node i: the node's free
 // figures lose what it takes, and the reservation's room there (not the
 // node's profile, which held that room already) loses it for the job's run,
-// or, consumable, for good.
-func (pl *placer) startMember(j *state.Job, plan *Plan, task, i, k, cpus int, mem, end int64, placement *api.Placement) {
+// or, consumable, for good. Scratch space is the node's, not the
+// reservation's: the job holds it as it would outside one.
+func (pl *placer) startMember(j *state.Job, plan *Plan, task, i, k int, req NodeRequest, end int64, placement *api.Placement) {
 	a := pl.adv
 	n := &pl.free.nodes[i]
 	rn := a.held[k].nodes[i]
-	pl.take(i, pl.now, end, cpus, mem+n.overhead)
+	cpus, mem := req.CPUs, req.MemMB
+	pl.take(i, pl.now, end, cpus, n.need(mem))
+	n.tmp -= req.TmpMB
 	until := end
 	if a.list[k].Consumable() {
 		until = a.far
 	}
-	a.segs = rn.room.takeUpTo(pl.now, until, cpus, mem+n.overhead, a.segs[:0])
+	a.segs = rn.room.takeUpTo(pl.now, until, cpus, n.need(mem), a.segs[:0])
 	p := pl.profiles[i]
 	for _, g := range a.segs {
 		p.take(g.start, g.end, -g.cpus, -g.mem)
@@ -536,7 +539,7 @@ func (pl *placer) startMember(j *state.Job, plan *Plan, task, i, k, cpus int, me
 	}
 	pl.countQOS(j, cpus)
 	pl.lic.take(j.Spec.Licenses)
-	plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead,
-		Array: task >= 0, Task: max(task, 0), Placement: placement})
+	plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: n.need(mem) - n.overhead, OverheadMB: n.overhead,
+		TmpMB: req.TmpMB, Array: task >= 0, Task: max(task, 0), Placement: placement})
 	delete(plan.Reasons, j.ID)
 }

@@ -39,8 +39,23 @@ type nodeFree struct {
 	totalMem   int64
 	// overhead is the runner's own memory per job on this node.
 	overhead int64
-	usable   bool
-	inv      *api.Inventory
+	// tmp is the node's free scratch space (--tmp), totalTmp all of it.
+	tmp, totalTmp int64
+	usable        bool
+	inv           *api.Inventory
+}
+
+// MemAll is MemRequest's answer for a job that asks for all of a node's
+// memory (sbatch --mem=0).
+const MemAll = -1
+
+// need is what a job asking for mem (MiB, or MemAll) takes of this node's
+// memory, the runner's overhead included: with MemAll, all of it.
+func (n *nodeFree) need(mem int64) int64 {
+	if mem == MemAll {
+		return n.totalMem
+	}
+	return mem + n.overhead
 }
 
 func newCapacity(nodes []*state.Node) *capacity {
@@ -66,7 +81,7 @@ func (c *capacity) reset(nodes []*state.Node) {
 		c.nodes = append(c.nodes, nodeFree{
 			name: n.Name, partitions: parts,
 			cpus: n.FreeCPUs(), mem: n.FreeMemMB(),
-			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB,
+			totalCPUs: n.CPUs, totalMem: n.MemMB, overhead: n.OverheadMB, tmp: n.TmpMB - n.AllocTmpMB, totalTmp: n.TmpMB,
 			usable: !n.Down && !n.Drain && !n.Probing, inv: n.Inventory,
 		})
 	}
@@ -96,11 +111,12 @@ func (c *capacity) index(name string) int {
 }
 
 // anyCouldFit reports whether some node of the partition could ever hold
-// the request, were it empty.
-func (c *capacity) anyCouldFit(part string, cpus int, mem int64) bool {
+// the request, were it empty: its CPUs, memory and scratch space (--tmp)
+// together.
+func (c *capacity) anyCouldFit(part string, cpus int, mem, tmp int64) bool {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= mem+n.overhead {
+		if slices.Contains(n.partitions, part) && n.totalCPUs >= cpus && n.totalMem >= n.need(mem) && n.totalTmp >= tmp {
 			return true
 		}
 	}
@@ -115,7 +131,7 @@ func CouldEverFit(s *Snapshot, j *state.Job) bool {
 	if part == "" {
 		part = defaultPartition(s.Partitions)
 	}
-	return newCapacity(s.Nodes).anyCouldFit(part, j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU))
+	return newCapacity(s.Nodes).anyCouldFit(part, j.Spec.CPUs(), MemRequest(j, s.DefMemPerCPU), j.Spec.TmpMB)
 }
 
 // firstFit returns the first usable node of the partition with room now
@@ -124,7 +140,7 @@ func CouldEverFit(s *Snapshot, j *state.Job) bool {
 func (c *capacity) firstFit(part string, cpus int, mem int64) (string, int64) {
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if n.usable && n.cpus >= cpus && n.mem >= mem+n.overhead && slices.Contains(n.partitions, part) {
+		if n.usable && n.cpus >= cpus && n.mem >= n.need(mem) && slices.Contains(n.partitions, part) {
 			return n.name, n.overhead
 		}
 	}

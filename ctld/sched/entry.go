@@ -14,6 +14,10 @@ import (
 // as its message says ("cancelled by ...").
 const InvalidDepReason = "the scheduler: its dependency can never be satisfied (--kill-on-invalid-dep=yes)"
 
+// DeadlineReason is why the scheduler cancels a job that could no longer
+// end by its --deadline.
+const DeadlineReason = "the scheduler: it could no longer end by its --deadline"
+
 // EstimateSlack is how far an expected start may drift before a plan
 // rewrites it (an estimate that tracks "now" would otherwise be rewritten
 // on every pass).
@@ -53,6 +57,9 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 	for _, id := range p.Cancels {
 		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: InvalidDepReason})
 	}
+	for _, id := range p.Deadlines {
+		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: DeadlineReason, Deadline: true})
+	}
 	for _, pr := range p.Preemptions {
 		cmd.Stops = append(cmd.Stops, state.PlanStop{JobID: pr.Victim, Mode: pr.Mode, By: pr.Preemptor})
 	}
@@ -61,7 +68,7 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 		cmd.Starts = make([]state.PlanStart, 0, len(p.Starts))
 	}
 	for _, st := range p.Starts {
-		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}
+		ps := state.PlanStart{JobID: st.JobID, Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, TmpMB: st.TmpMB, Placement: st.Placement}
 		if st.Array {
 			ps.Array, ps.Task, ps.NewID = true, st.Task, next
 			next++

@@ -236,7 +236,7 @@ func (sc *scene) running(node string, elapsed time.Duration, b jobB) *scene {
 func (sc *scene) runningWith(node string, elapsed time.Duration, b jobB, change func(a *state.Allocation)) *scene {
 	j := b.runningFor(elapsed).j
 	a := &state.Allocation{ID: uint64(len(sc.s.Running) + 1), Job: j.ID, Node: node, CPUs: j.Spec.CPUs(),
-		MemMB: MemRequest(j, sc.s.DefMemPerCPU), Desired: state.AllocRun, Status: state.AllocActive,
+		MemMB: MemRequest(j, sc.s.DefMemPerCPU), TmpMB: j.Spec.TmpMB, Desired: state.AllocRun, Status: state.AllocActive,
 		StartIndex: 1, StartTime: j.StartTime}
 	if change != nil {
 		change(a)
@@ -252,6 +252,7 @@ func (sc *scene) runningWith(node string, elapsed time.Duration, b jobB, change 
 		if n.Name == node {
 			n.AllocCPUs += a.HeldCPUs()
 			n.AllocMemMB += a.HeldMemMB()
+			n.AllocTmpMB += a.HeldTmpMB()
 			n.Allocs = append(n.Allocs, a.ID)
 			sc.s.Running = append(sc.s.Running, Run{Alloc: a, Job: j})
 			sc.jobs[j.ID] = j
@@ -368,7 +369,7 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 		byName[n.Name] = n
 	}
 	defPart := defaultPartition(s.Partitions)
-	usedCPU, usedMem := map[string]int{}, map[string]int64{}
+	usedCPU, usedMem, usedTmp := map[string]int{}, map[string]int64{}, map[string]int64{}
 	started := map[uint64]bool{}
 	tasks := map[[2]uint64]bool{}
 	for _, st := range p.Starts {
@@ -391,6 +392,9 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 		}
 		if want := j.Spec.CPUs(); st.CPUs != want {
 			t.Errorf("job %d starts with %d CPUs, asked for %d", st.JobID, st.CPUs, want)
+		}
+		if st.TmpMB != j.Spec.TmpMB {
+			t.Errorf("job %d starts holding %d MiB of scratch space, asked for %d", st.JobID, st.TmpMB, j.Spec.TmpMB)
 		}
 		if want := MemRequest(j, s.DefMemPerCPU); st.MemMB != want {
 			t.Errorf("job %d starts with %d MiB, should get %d", st.JobID, st.MemMB, want)
@@ -416,6 +420,12 @@ func checkPlan(t testing.TB, s *Snapshot, p Plan) {
 		}
 		usedCPU[n.Name] += st.CPUs
 		usedMem[n.Name] += st.MemMB
+		usedTmp[n.Name] += st.TmpMB
+	}
+	for name, tmp := range usedTmp {
+		if n := byName[name]; tmp > 0 && tmp > n.TmpMB-n.AllocTmpMB {
+			t.Errorf("node %s's scratch space over-committed: starts take %d MiB, free %d", name, tmp, n.TmpMB-n.AllocTmpMB)
+		}
 	}
 	for name, c := range usedCPU {
 		n := byName[name]

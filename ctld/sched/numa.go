@@ -24,6 +24,18 @@ type NodeRequest struct {
 	Hugepages  []api.HugepageRequest
 	// NUMA is api.NUMAPrefer (""), api.NUMAStrict or api.NUMANone.
 	NUMA string
+	// WholeCores runs the job on one thread of each core it gets and
+	// holds the cores' other threads idle (--hint=nomultithread,
+	// --threads-per-core=1, --ntasks-per-core=1); Spread deals its cores
+	// and memory out evenly over as many NUMA nodes as it has cores
+	// (--hint=memory_bound), for memory bandwidth.
+	WholeCores bool
+	Spread     bool
+	// MemNodes, when set, are the only NUMA nodes (by id) the job's
+	// memory and CPUs may come from (--mem-bind=map_mem:LIST).
+	MemNodes []int
+	// TmpMB is the node's scratch space the job holds (--tmp).
+	TmpMB int64
 }
 
 // RequestOf reads a job's in-node request from its spec: --gres=gpu[:type]:N
@@ -35,7 +47,8 @@ func RequestOf(j *state.Job, defMemPerCPU int64) NodeRequest {
 
 // requestOf is RequestOf for a spec whose CPUs and memory are known.
 func requestOf(sp *state.JobSpec, cpus int, mem int64) NodeRequest {
-	r := NodeRequest{CPUs: cpus, MemMB: mem, Hugepages: sp.Hugepages, NUMA: sp.NUMA}
+	r := NodeRequest{CPUs: cpus, MemMB: mem, Hugepages: sp.Hugepages, NUMA: sp.NUMA,
+		WholeCores: sp.OneThreadPerCore(), Spread: sp.Hint == api.HintMemoryBound, MemNodes: sp.MemNodes, TmpMB: sp.TmpMB}
 	for _, g := range sp.Gres {
 		switch {
 		case g.Name == "gpu" && gpu.IsMIGProfile(g.Type):
@@ -52,7 +65,7 @@ func requestOf(sp *state.JobSpec, cpus int, mem int64) NodeRequest {
 // needsInventory reports whether the request asks for devices or
 // hugepages, which only a node that reported its inventory can give.
 func (r NodeRequest) needsInventory() bool {
-	return r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 || len(r.Hugepages) > 0
+	return r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 || len(r.Hugepages) > 0 || len(r.MemNodes) > 0
 }
 
 // PlaceInNode chooses the exact CPUs, NUMA nodes, memory, hugepages, GPUs,
@@ -73,17 +86,10 @@ func PlaceInNode(inv *api.Inventory, used *state.Used, r NodeRequest) (api.Place
 	}
 	t := inv.Topology
 	k := len(t.Nodes)
-	freeCPUs := make([][]int, k)
+	freeCPUs := make([][][]int, k)
 	freeMem := make([]int64, k)
 	for i, n := range t.Nodes {
-		// Whole cores first: siblings next to each other.
-		cpus := topology.CPUsByCore(n)
-		freeCPUs[i] = make([]int, 0, len(cpus))
-		for _, c := range cpus {
-			if !used.CPUs[c.ID] {
-				freeCPUs[i] = append(freeCPUs[i], c.ID)
-			}
-		}
+		freeCPUs[i] = freeUnits(n, used, r.WholeCores)
 		freeMem[i] = n.MemMB - used.Mem[n.ID]
 	}
 	freeHuge := func(i int, size int64) int64 {
@@ -100,8 +106,11 @@ func PlaceInNode(inv *api.Inventory, used *state.Used, r NodeRequest) (api.Place
 	// Hosts with more than twelve NUMA nodes: sets of the first twelve.
 	var setBuf [12]int
 	for _, mask := range masksBySize(min(k, 12)) {
-		if bestKey[0] == 100 && -bits.OnesCount(mask) < bestKey[1] {
+		if !r.Spread && bestKey[0] == 100 && -bits.OnesCount(mask) < bestKey[1] {
 			break
+		}
+		if !allowedSet(t, mask, r.MemNodes) || r.Spread && bits.OnesCount(mask) > max(r.CPUs, 1) {
+			continue
 		}
 		set := setBuf[:0] // indexes into t.Nodes
 		for i := 0; i < k; i++ {
@@ -150,6 +159,10 @@ func PlaceInNode(inv *api.Inventory, used *state.Used, r NodeRequest) (api.Place
 			p.Score = 100 // the topology does not matter to this job
 		}
 		key := [4]int{p.Score, -bits.OnesCount(mask), -leftover, -int(mask)}
+		if r.Spread {
+			// Memory-bound: as many NUMA nodes as it can use first.
+			key = [4]int{bits.OnesCount(mask), p.Score, -leftover, -int(mask)}
+		}
 		if bestKey[0] < 0 || cmpKey(key, bestKey) > 0 {
 			best, bestKey = p, key
 		}
@@ -193,9 +206,50 @@ func cmpKey(a, b [4]int) int {
 	return 0
 }
 
-// fill takes the request's CPUs, memory and hugepages from the NUMA nodes
-// of set, in order, and reports the free CPUs left on them.
-func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHuge func(int, int64) int64, r NodeRequest) (api.Placement, int, bool) {
+// freeUnits lists NUMA node n's free CPUs as the units a job takes them
+// in: single CPUs, whole cores first (siblings next to each other), or,
+// with wholeCores, the cores whose threads are all free, each with the
+// thread the job runs on first.
+func freeUnits(n api.NUMANode, used *state.Used, wholeCores bool) [][]int {
+	cpus := topology.CPUsByCore(n)
+	units := make([][]int, 0, len(cpus))
+	for i := 0; i < len(cpus); {
+		j := i + 1
+		for wholeCores && j < len(cpus) && cpus[j].Socket == cpus[i].Socket && cpus[j].Core == cpus[i].Core {
+			j++
+		}
+		var unit []int
+		free := true
+		for _, c := range cpus[i:j] {
+			unit = append(unit, c.ID)
+			free = free && !used.CPUs[c.ID]
+		}
+		if free {
+			units = append(units, unit)
+		}
+		i = j
+	}
+	return units
+}
+
+// allowedSet reports whether every NUMA node of mask is one of mem (any,
+// when mem is empty).
+func allowedSet(t *api.Topology, mask uint, mem []int) bool {
+	if len(mem) == 0 {
+		return true
+	}
+	for i, n := range t.Nodes {
+		if mask&(1<<i) != 0 && !slices.Contains(mem, n.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// fill takes the request's CPUs (units: see freeUnits), memory and
+// hugepages from the NUMA nodes of set, in order (Spread: in turns, and
+// memory in even shares), and reports the free units left on them.
+func fill(t *api.Topology, set []int, freeCPUs [][][]int, freeMem []int64, freeHuge func(int, int64) int64, r NodeRequest) (api.Placement, int, bool) {
 	total := 0
 	for _, i := range set {
 		total += len(freeCPUs[i])
@@ -204,18 +258,31 @@ func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHug
 		return api.Placement{}, 0, false
 	}
 	p := api.Placement{CPUs: make([]int, 0, r.CPUs), NUMANodes: make([]int, 0, len(set))}
-	cpusLeft, memLeft := r.CPUs, r.MemMB
-	for _, i := range set {
-		id := t.Nodes[i].ID
-		p.NUMANodes = append(p.NUMANodes, id)
-		take := min(cpusLeft, len(freeCPUs[i]))
-		p.CPUs = append(p.CPUs, freeCPUs[i][:take]...)
-		cpusLeft -= take
-		if m := min(memLeft, max(freeMem[i], 0)); m > 0 {
-			p.Mem = append(p.Mem, api.NodeAmount{Node: id, MB: m})
-			memLeft -= m
+	take := takeUnits(set, freeCPUs, r.CPUs, r.Spread)
+	for k, i := range set {
+		p.NUMANodes = append(p.NUMANodes, t.Nodes[i].ID)
+		for _, u := range freeCPUs[i][:take[k]] {
+			p.CPUs = append(p.CPUs, u[0])
+			p.Idle = append(p.Idle, u[1:]...)
 		}
 	}
+	// Memory in order, or, spread, in even shares first; then what is
+	// left from the first nodes that have it.
+	memLeft := r.MemMB
+	taken := make([]int64, len(set))
+	pass := func(share int64) {
+		for k, i := range set {
+			if m := min(memLeft, share, max(freeMem[i]-taken[k], 0)); m > 0 {
+				p.Mem = addAmount(p.Mem, t.Nodes[i].ID, m)
+				taken[k] += m
+				memLeft -= m
+			}
+		}
+	}
+	if r.Spread && len(set) > 1 {
+		pass((memLeft + int64(len(set)) - 1) / int64(len(set)))
+	}
+	pass(memLeft)
 	if memLeft > 0 {
 		return p, 0, false
 	}
@@ -233,7 +300,49 @@ func fill(t *api.Topology, set []int, freeCPUs [][]int, freeMem []int64, freeHug
 		}
 	}
 	slices.Sort(p.CPUs)
+	slices.Sort(p.Idle)
+	if len(p.Idle) == 0 {
+		p.Idle = nil
+	}
 	return p, total - r.CPUs, true
+}
+
+// takeUnits says how many units to take from each node of set: in order,
+// as many as each has, or, spread, one from each in turn.
+func takeUnits(set []int, free [][][]int, n int, spread bool) []int {
+	take := make([]int, len(set))
+	if !spread {
+		for k, i := range set {
+			take[k] = min(n, len(free[i]))
+			n -= take[k]
+		}
+		return take
+	}
+	for n > 0 {
+		progress := false
+		for k, i := range set {
+			if n > 0 && take[k] < len(free[i]) {
+				take[k]++
+				n--
+				progress = true
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	return take
+}
+
+// addAmount adds mb of node to a placement's memory list.
+func addAmount(mem []api.NodeAmount, node int, mb int64) []api.NodeAmount {
+	for i := range mem {
+		if mem[i].Node == node {
+			mem[i].MB += mb
+			return mem
+		}
+	}
+	return append(mem, api.NodeAmount{Node: node, MB: mb})
 }
 
 // freeDevices lists the free GPUs (of the requested type), MIG slices (of

@@ -384,3 +384,57 @@ func TestInventoryReasons(t *testing.T) {
 		t.Errorf("reasons %v starts %v, want %v and [5@n1]", p.Reasons, startsOf(p), want)
 	}
 }
+
+// TestPlaceWholeCoresSpreadAndMemNodes: one thread per core takes whole
+// free cores and holds their siblings idle (a core with a busy thread is
+// skipped); memory_bound deals cores and memory out evenly over NUMA
+// nodes; map_mem keeps the job on the NUMA nodes named.
+func TestPlaceWholeCoresSpreadAndMemNodes(t *testing.T) {
+	inv := quadHost()
+	used := state.NewUsed()
+	used.CPUs[1] = true // core 0 of NUMA node 0 has a busy thread
+	p, ok := PlaceInNode(inv, used, NodeRequest{CPUs: 3, MemMB: 1024, WholeCores: true})
+	if !ok || !slices.Equal(p.CPUs, []int{2, 4, 6}) || !slices.Equal(p.Idle, []int{3, 5, 7}) || !slices.Equal(p.NUMANodes, []int{0}) {
+		t.Errorf("whole cores: %+v, want CPUs 2 4 6 on node 0 with siblings 3 5 7 idle", p)
+	}
+	used.Add(&p, 1)
+	if n := len(freeUnits(inv.Topology.Nodes[0], used, false)); n != 1 {
+		t.Errorf("node 0 has %d free CPUs after it, want 1 (CPU 0)", n)
+	}
+
+	p, ok = PlaceInNode(inv, state.NewUsed(), NodeRequest{CPUs: 4, MemMB: 4096, WholeCores: true, Spread: true})
+	if !ok || len(p.NUMANodes) != 4 || len(p.CPUs) != 4 || len(p.Idle) != 4 {
+		t.Fatalf("memory-bound: %+v, want one core on each of the 4 NUMA nodes", p)
+	}
+	for _, m := range p.Mem {
+		if m.MB != 1024 {
+			t.Errorf("memory-bound: memory %+v, want 1024 MiB on each node", p.Mem)
+		}
+	}
+
+	p, ok = PlaceInNode(inv, state.NewUsed(), NodeRequest{CPUs: 2, MemMB: 1024, MemNodes: []int{3}})
+	if !ok || !slices.Equal(p.NUMANodes, []int{3}) || p.Mem[0].Node != 3 {
+		t.Errorf("map_mem:3: %+v, want NUMA node 3 only", p)
+	}
+	if _, ok := PlaceInNode(inv, state.NewUsed(), NodeRequest{CPUs: 9, MemNodes: []int{3}}); ok {
+		t.Error("map_mem:3 placed 9 CPUs; node 3 has 8")
+	}
+	if _, ok := PlaceInNode(inv, state.NewUsed(), NodeRequest{CPUs: 1, MemNodes: []int{7}}); ok {
+		t.Error("map_mem:7 placed a job on a host without NUMA node 7")
+	}
+}
+
+// TestWholeCoresThroughThePass: a pass gives a nomultithread job its
+// cores and charges the node every thread of them.
+func TestWholeCoresThroughThePass(t *testing.T) {
+	ns := nodes(1).cpus(32).mem(1 << 18)
+	ns[0].Inventory = quadHost()
+	snap := at(t0).with(ns).queue(
+		job(1).cpus(4).with(func(j *state.Job) { j.Spec.Hint = api.HintNoMultithread }),
+		job(2).cpus(26),
+	).snapshot()
+	plan := Schedule(snap)
+	if len(plan.Starts) != 1 || plan.Starts[0].JobID != 1 || plan.Starts[0].CPUs != 4 || len(plan.Starts[0].Placement.Idle) != 4 {
+		t.Fatalf("starts %+v; want only job 1, 4 CPUs and 4 idle threads (job 2's 26 no longer fit in 32-8)", plan.Starts)
+	}
+}

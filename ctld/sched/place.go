@@ -111,8 +111,9 @@ type shape struct {
 // wherever s failed.
 func (s shape) covers(o shape) bool {
 	a, b := s.in, o.in
-	return s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
+	return (s.mem < 0) == (o.mem < 0) && o.in.TmpMB >= s.in.TmpMB && s.part == o.part && o.cpus >= s.cpus && o.mem >= s.mem && o.dur >= s.dur &&
 		a.GPUType == b.GPUType && a.MIGProfile == b.MIGProfile && a.NUMA == b.NUMA &&
+		a.WholeCores == b.WholeCores && a.Spread == b.Spread && slices.Equal(a.MemNodes, b.MemNodes) &&
 		b.GPUs >= a.GPUs && b.MIG >= a.MIG && b.VFs >= a.VFs && hugeCovers(a.Hugepages, b.Hugepages)
 }
 
@@ -160,7 +161,7 @@ func (pl *placer) keepReservations(ready []*state.Job) {
 		}
 		part := pl.partitionOf(j)
 		n := &pl.free.nodes[i]
-		k := kept{node: i, start: max(r.Start.UnixNano(), pl.now), cpus: j.Spec.CPUs(), mem: MemRequest(j, pl.s.DefMemPerCPU) + n.overhead}
+		k := kept{node: i, start: max(r.Start.UnixNano(), pl.now), cpus: j.Spec.CPUs(), mem: n.need(MemRequest(j, pl.s.DefMemPerCPU))}
 		k.end = k.start + int64(jobLimit(j, pl.parts[part]))
 		p := pl.profile(i)
 		p.take(k.start, k.end, k.cpus, k.mem)
@@ -244,15 +245,15 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	cpus, mem := j.Spec.CPUs(), MemRequest(j, pl.s.DefMemPerCPU)
-	// What the in-node request adds to the CPUs and memory is read only
-	// on nodes with a topology, and for jobs that ask for devices or
-	// hugepages.
-	req := NodeRequest{CPUs: cpus, MemMB: mem}
-	if pl.free.topology || len(j.Spec.Gres) > 0 || len(j.Spec.Hugepages) > 0 {
+	// What the in-node request adds to the CPUs, memory and scratch space
+	// is read only on nodes with a topology, and for jobs that ask for
+	// devices, hugepages or NUMA nodes.
+	req := NodeRequest{CPUs: cpus, MemMB: mem, TmpMB: j.Spec.TmpMB}
+	if pl.free.topology || len(j.Spec.Gres) > 0 || len(j.Spec.Hugepages) > 0 || len(j.Spec.MemNodes) > 0 {
 		req = requestOf(j.Spec, cpus, mem)
 	}
 	devices := req.needsInventory()
-	if !pl.free.anyCouldFit(part, cpus, mem) {
+	if !pl.free.anyCouldFit(part, cpus, mem, req.TmpMB) {
 		plan.Reasons[j.ID] = api.ReasonResources
 		return false
 	}
@@ -299,14 +300,19 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	pl.restoring = nil
 	if i >= 0 {
 		n := &pl.free.nodes[i]
-		pl.take(i, pl.now, pl.now+dur, cpus, mem+n.overhead)
+		held := cpus
+		if placement != nil {
+			held += len(placement.Idle) // the idle threads of its cores
+		}
+		pl.take(i, pl.now, pl.now+dur, held, n.need(mem))
+		n.tmp -= req.TmpMB
 		pl.countQOS(j, cpus)
 		pl.lic.take(j.Spec.Licenses)
 		if placement != nil {
 			pl.usedOf(i).Add(placement, 1)
 		}
-		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: mem, OverheadMB: n.overhead,
-			Array: task >= 0, Task: max(task, 0), Placement: placement})
+		plan.Starts = append(plan.Starts, Start{JobID: j.ID, Node: n.name, CPUs: cpus, MemMB: n.need(mem) - n.overhead, OverheadMB: n.overhead,
+			TmpMB: req.TmpMB, Array: task >= 0, Task: max(task, 0), Placement: placement})
 		delete(plan.Reasons, j.ID)
 		return true
 	}
@@ -321,7 +327,7 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	// Its licenses wait with it: a later job must not take what it will
 	// need when its CPUs are free.
 	pl.lic.hold(j.Spec.Licenses)
-	if q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, plan) {
+	if q != nil && len(q.Preempt) > 0 && pl.preempt(j, q, part, cpus, mem, req.TmpMB, plan) {
 		return false
 	}
 	if devices {
@@ -334,8 +340,8 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 	if pl.policy == PolicyFCFS {
 		return false
 	}
-	if i, at := pl.earliest(part, cpus, mem, dur); i >= 0 {
-		pl.take(i, at, at+dur, cpus, mem+pl.free.nodes[i].overhead)
+	if i, at := pl.earliest(part, cpus, mem, req.TmpMB, dur); i >= 0 {
+		pl.take(i, at, at+dur, cpus, pl.free.nodes[i].need(mem))
 		pl.reserved[i] = true
 		if pl.estimates == nil {
 			pl.estimates = map[uint64]time.Time{}
@@ -432,7 +438,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 		if pl.claimed[i] {
 			continue
 		}
-		if n.cpus < cpus || n.mem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if n.cpus < wholeCoreCPUs(n.inv, cpus, r.WholeCores) || n.mem < n.need(mem) || n.tmp < r.TmpMB || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if pl.restoring != nil && !pl.canRestoreOn(n.name) {
@@ -440,7 +446,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 		}
 		// Without a reservation a node's free resources only grow, so
 		// fitting now is fitting for the whole run.
-		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, mem+n.overhead)) {
+		if pl.reserved[i] && (pl.adv != nil && pl.adv.past(pl, i, pl.now+dur) || !pl.profile(i).fits(pl.now, pl.now+dur, cpus, n.need(mem))) {
 			continue
 		}
 		if hasTopology(n.inv) || r.needsInventory() {
@@ -455,10 +461,14 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 			if pl.adv != nil && r.GPUs > 0 {
 				used = pl.adv.heldGPUs(i, n.inv, used, pl.now, pl.now+dur, -1)
 			}
-			if !mayFit(n.inv, used, *r) {
+			in := *r
+			if mem < 0 {
+				in.MemMB = n.need(mem) - n.overhead // --mem=0: all of this node's
+			}
+			if !mayFit(n.inv, used, in) {
 				continue
 			}
-			p, ok := PlaceInNode(n.inv, used, *r)
+			p, ok := PlaceInNode(n.inv, used, in)
 			if !ok || best != nil && p.Score <= best.Score || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, &p, r.NUMA) {
 				continue
 			}
@@ -500,13 +510,16 @@ func (pl *placer) inventoryReason(part string, r NodeRequest) api.Reason {
 	if !r.needsInventory() {
 		return ""
 	}
-	k := requestKey{part, r.CPUs, r.MemMB, r.GPUs, r.GPUType, r.MIG, r.MIGProfile, r.VFs, r.NUMA, fmt.Sprint(r.Hugepages)}
+	k := requestKey{part, r.CPUs, r.MemMB, r.GPUs, r.GPUType, r.MIG, r.MIGProfile, r.VFs, r.NUMA, fmt.Sprint(r.Hugepages, r.WholeCores, r.MemNodes)}
 	if reason, ok := pl.never[k]; ok {
 		return reason
 	}
 	reason := api.ReasonHugepagesUnavailable
-	if r.GPUs > 0 || r.MIG > 0 || r.VFs > 0 {
+	switch {
+	case r.GPUs > 0 || r.MIG > 0 || r.VFs > 0:
 		reason = api.ReasonGresUnavailable
+	case len(r.Hugepages) == 0:
+		reason = api.ReasonBadConstraints // --mem-bind names NUMA nodes no node has
 	}
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
@@ -570,14 +583,17 @@ func (pl *placer) usedOf(i int) *state.Used {
 // earliest returns the usable node of the partition where the job can start
 // soonest, and when; -1 when no node will ever have room (a running job
 // without a time limit, planned to run for Horizon, still counts as ending).
-func (pl *placer) earliest(part string, cpus int, mem, dur int64) (int, int64) {
+// Profiles plan CPUs and memory over time, not scratch space, but a node
+// with less scratch space (tmp) than the job asks for in all is never a
+// candidate.
+func (pl *placer) earliest(part string, cpus int, mem, tmp, dur int64) (int, int64) {
 	best, bestAt := -1, int64(0)
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || n.totalCPUs < cpus || n.totalMem < n.need(mem) || n.totalTmp < tmp || !slices.Contains(n.partitions, part) {
 			continue
 		}
-		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, mem+n.overhead)
+		at, ok := pl.profile(i).earliest(pl.now, dur, cpus, n.need(mem))
 		if ok && (best < 0 || at < bestAt) {
 			best, bestAt = i, at
 		}
@@ -619,6 +635,21 @@ func (pl *placer) profile(i int) profile {
 	pl.profiles[i] = buildProfile(pl.spare[i], pl.now, n.cpus, n.mem, rel)
 	pl.spare[i] = nil
 	return pl.profiles[i]
+}
+
+// wholeCoreCPUs is how many of a node's CPUs a request for cpus takes: with
+// wholeCores (one thread per core), every thread of the cores it gets, on
+// a node whose topology says how many a core has; else cpus.
+func wholeCoreCPUs(inv *api.Inventory, cpus int, wholeCores bool) int {
+	if !wholeCores || !hasTopology(inv) {
+		return cpus
+	}
+	for _, n := range inv.Topology.Nodes {
+		if len(n.CPUs) > 0 {
+			return cpus * (1 + len(n.CPUs[0].Siblings))
+		}
+	}
+	return cpus
 }
 
 // buildReleases lists, per node, what its running jobs give back and

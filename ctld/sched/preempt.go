@@ -106,8 +106,9 @@ func (pl *placer) resume(plan *Plan) {
 // (qos.Fallback), and so is a victim of mode checkpoint that cannot be
 // saved (cancelled when that fallback is checkpoint too).
 //
-// q is j's QoS, which names whom it may preempt.
-func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem int64, plan *Plan) bool {
+// q is j's QoS, which names whom it may preempt; tmp is the scratch space
+// j asks for (--tmp).
+func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem, tmp int64, plan *Plan) bool {
 	if pl.onNode == nil {
 		pl.onNode, pl.victims = map[string][]Run{}, map[uint64]bool{}
 		for _, r := range pl.s.Running {
@@ -117,13 +118,13 @@ func (pl *placer) preempt(j *state.Job, q *api.QOS, part string, cpus int, mem i
 	var best *preemptChoice
 	for i := range pl.free.nodes {
 		n := &pl.free.nodes[i]
-		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < mem+n.overhead || !slices.Contains(n.partitions, part) {
+		if !n.usable || pl.claimed[i] || n.totalCPUs < cpus || n.totalMem < n.need(mem) || n.totalTmp < tmp || !slices.Contains(n.partitions, part) {
 			continue
 		}
 		if pl.adv != nil && pl.adv.holdsDuring(i, pl.now, pl.now+int64(jobLimit(j, pl.partition(part)))) {
 			continue // a reservation holds it: freeing it would not let j in
 		}
-		c, ok := pl.victimsOn(i, q, cpus, mem+n.overhead)
+		c, ok := pl.victimsOn(i, q, cpus, n.need(mem), tmp)
 		if ok && (best == nil || c.prio < best.prio || c.prio == best.prio && c.lost < best.lost) {
 			best = &c
 		}
@@ -169,18 +170,20 @@ type preemptVictim struct {
 // victimsOn returns the cheapest victims on node i whose preemption for a
 // job of QoS q gives it cpus CPUs and mem MiB (its runner's overhead
 // included), and whether any do.
-func (pl *placer) victimsOn(i int, q *api.QOS, cpus int, mem int64) (preemptChoice, bool) {
+func (pl *placer) victimsOn(i int, q *api.QOS, cpus int, mem, tmp int64) (preemptChoice, bool) {
 	n := &pl.free.nodes[i]
 	// Jobs already ending (an earlier preemption, a cancel) or leaving
 	// (a migration, a checkpoint) count as gone: when they free enough,
 	// the job only has to wait for them.
-	freeCPUs, freeMem := n.cpus, n.mem
+	freeCPUs, freeMem, freeTmp := n.cpus, n.mem, n.tmp
 	for _, r := range pl.onNode[n.name] {
 		if r.Alloc.Desired == state.AllocStop || pl.s.Going[r.Alloc.ID] {
 			freeCPUs += r.Alloc.CPUs
 			freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+			freeTmp += r.Alloc.TmpMB
 		}
 	}
+	room := func() bool { return freeCPUs >= cpus && freeMem >= mem && freeTmp >= tmp }
 	var cands []Run
 	for _, r := range pl.onNode[n.name] {
 		if r.Job.State != api.StateRunning || pl.victims[r.Job.ID] || pl.s.Going[r.Alloc.ID] || r.Alloc.Desired == state.AllocStop ||
@@ -189,7 +192,7 @@ func (pl *placer) victimsOn(i int, q *api.QOS, cpus int, mem int64) (preemptChoi
 		}
 		cands = append(cands, r)
 	}
-	if len(cands) == 0 && (freeCPUs < cpus || freeMem < mem) {
+	if len(cands) == 0 && !room() {
 		return preemptChoice{}, false
 	}
 	total := totalCPUs(pl.s.Nodes)
@@ -201,7 +204,7 @@ func (pl *placer) victimsOn(i int, q *api.QOS, cpus int, mem int64) (preemptChoi
 	c := preemptChoice{node: i}
 	var held tentative // the destinations the node's victims would take
 	for _, r := range cands {
-		if freeCPUs >= cpus && freeMem >= mem {
+		if room() {
 			break
 		}
 		mode := pl.victimMode(r, &held)
@@ -212,11 +215,13 @@ func (pl *placer) victimsOn(i int, q *api.QOS, cpus int, mem int64) (preemptChoi
 		}
 		freeCPUs += r.Alloc.CPUs
 		if mode != api.PreemptSuspend {
-			freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB // a suspended job keeps its memory
+			// A suspended job keeps its memory and its scratch files.
+			freeMem += r.Alloc.MemMB + r.Alloc.OverheadMB
+			freeTmp += r.Alloc.TmpMB
 		}
 	}
 	// Not enough even with every candidate gone: no preemption.
-	return c, freeCPUs >= cpus && freeMem >= mem
+	return c, room()
 }
 
 // victimMode is how running job r would be preempted now: its mode

@@ -47,6 +47,9 @@ func Priority(j *state.Job, s *Snapshot, totalCPUs int) Factors {
 	sum := float64(w.Age)*f.Age + float64(w.Fairshare)*f.Fairshare + float64(w.QOS)*f.QOS +
 		float64(w.Partition)*f.Partition + float64(w.JobSize)*f.JobSize + float64(w.Site)*f.Site
 	f.Priority = int64(math.Round(sum)) + j.Priority - int64(f.Nice)
+	if j.Spec.Priority != 0 {
+		f.Priority = j.Spec.Priority // fixed by an operator (--priority)
+	}
 	return f
 }
 
@@ -120,6 +123,9 @@ func newPassPriority(s *Snapshot) passPriority {
 
 // of returns job j's priority, as Priority does.
 func (p *passPriority) of(j *state.Job) int64 {
+	if j.Spec.Priority != 0 {
+		return j.Spec.Priority // fixed by an operator (--priority)
+	}
 	if p.plain {
 		return j.Priority - int64(j.Spec.Nice)
 	}

@@ -44,6 +44,10 @@ func TestPassPriorityIsPriority(t *testing.T) {
 				j.Spec.QOS = names[int(j.ID)%len(names)]
 				j.Spec.Nice = int(j.ID % 7)
 				j.Priority = int64(j.ID % 5)
+				j.Spec.Priority = 0
+				if j.ID%11 == 0 {
+					j.Spec.Priority = int64(j.ID) // fixed by an operator (--priority)
+				}
 				if got, want := pp.of(j), Priority(j, s, total).Priority; got != want {
 					t.Fatalf("job %d: pass priority %d, Priority %d", j.ID, got, want)
 				}

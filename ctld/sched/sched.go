@@ -133,6 +133,8 @@ type Start struct {
 	MemMB int64
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64
+	// TmpMB is the node's scratch space the job holds (--tmp).
+	TmpMB int64
 	// Array is set when the start is one task of an array: JobID is the
 	// array's pending record and Task the task's index.
 	Array bool
@@ -160,6 +162,9 @@ type Plan struct {
 	// Cancels lists jobs whose dependency can never be met and that asked
 	// to be cancelled then (--kill-on-invalid-dep=yes).
 	Cancels []uint64
+	// Deadlines lists pending jobs that could no longer end by their
+	// --deadline: they end DEADLINE.
+	Deadlines []uint64
 	// Preemptions are running jobs to cancel, requeue or suspend so that a
 	// job of a QoS allowed to preempt theirs can start; Resumes are jobs
 	// suspended by preemption whose CPUs are free again.
@@ -185,8 +190,12 @@ type Preemption struct {
 	Mode      api.PreemptMode
 }
 
-// MemRequest returns the memory a job is allocated on its node.
+// MemRequest returns the memory a job is allocated on its node; MemAll for
+// one that asks for all of it (--mem=0).
 func MemRequest(j *state.Job, defPerCPU int64) int64 {
+	if j.Spec.MemAll {
+		return MemAll
+	}
 	if m := j.Spec.MemMB(); m > 0 {
 		return m
 	}
@@ -227,6 +236,15 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	}
 	eachContained(len(s.Pending), func(i int) {
 		j := s.Pending[i]
+		if !j.Spec.Deadline.IsZero() {
+			if late, at := pl.pastDeadline(j); late {
+				plan.Deadlines = append(plan.Deadlines, j.ID)
+				plan.Reasons[j.ID] = api.ReasonDeadline
+				return
+			} else if plan.NextWake.IsZero() || at.Before(plan.NextWake) {
+				plan.NextWake = at
+			}
+		}
 		r, wake := dp.notReady(j)
 		if r == "" {
 			keyed = append(keyed, orderKey{j: j, tier: pl.tier(j), prio: pp.of(j)})
@@ -269,6 +287,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 		}
 	}
 	slices.Sort(plan.Cancels)
+	slices.Sort(plan.Deadlines)
 	p.starts = plan.Starts
 	return plan
 }
@@ -325,4 +344,20 @@ type orderKey struct {
 	j    *state.Job
 	tier int
 	prio int64
+}
+
+// pastDeadline reports whether pending job j could no longer end by its
+// --deadline if it started now, as Slurm judges it: its time limit (or its
+// partition's default or maximum) from now ends after the deadline; a job
+// without any limit only once the deadline itself has passed. It also
+// returns a second past the last moment the job could still make it, when
+// the pass is to look again (NextWake).
+func (pl *placer) pastDeadline(j *state.Job) (bool, time.Time) {
+	now := time.Unix(0, pl.now)
+	limit := jobLimit(j, pl.partition(pl.partitionOf(j)))
+	if limit >= Horizon {
+		limit = 0
+	}
+	at := j.Spec.Deadline.Add(-limit)
+	return now.After(at), at.Add(time.Second)
 }

@@ -24,8 +24,10 @@ type Allocation struct {
 	CPUs  int   `json:"cpus"`
 	MemMB int64 `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the run.
-	OverheadMB int64          `json:"overhead_mb,omitempty"`
-	Placement  *api.Placement `json:"placement,omitempty"`
+	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// TmpMB is the node-local scratch space the run holds (--tmp).
+	TmpMB     int64          `json:"tmp_mb,omitempty"`
+	Placement *api.Placement `json:"placement,omitempty"`
 
 	// Desired is what the node is to do with the run; Status what is
 	// known of it.
@@ -110,7 +112,25 @@ func (a *Allocation) HeldCPUs() int {
 	if !a.Active() || a.CPUsLent {
 		return 0
 	}
+	return a.ownCPUs()
+}
+
+// ownCPUs is what the run holds of its node's CPUs when they are not
+// lent: its own and the idle threads of its cores (Placement.Idle).
+func (a *Allocation) ownCPUs() int {
+	if a.Placement != nil {
+		return a.CPUs + len(a.Placement.Idle)
+	}
 	return a.CPUs
+}
+
+// HeldTmpMB returns the scratch space the run takes from its node while
+// it is active.
+func (a *Allocation) HeldTmpMB() int64 {
+	if !a.Active() {
+		return 0
+	}
+	return a.TmpMB
 }
 
 // HeldMemMB returns the memory the run takes from its node: its own and
@@ -163,6 +183,9 @@ func (u *Used) Add(p *api.Placement, sign int64) {
 	for _, c := range p.CPUs {
 		u.CPUs[c] = sign > 0
 	}
+	for _, c := range p.Idle {
+		u.CPUs[c] = sign > 0
+	}
 	for _, m := range p.Mem {
 		u.Mem[m.Node] += sign * m.MB
 	}
@@ -182,7 +205,7 @@ func (u *Used) AddAlloc(a *Allocation) {
 	}
 	p := *a.Placement
 	if a.CPUsLent {
-		p.CPUs = nil
+		p.CPUs, p.Idle = nil, nil
 	}
 	u.Add(&p, 1)
 }

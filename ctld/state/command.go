@@ -52,6 +52,12 @@ const (
 	// to multi-node jobs and steps.
 	CmdSetNodeFeatures CommandType = 46
 	CmdSteps           CommandType = 47
+	// Job notifications (mail.go) have the numbers from 50 to 53.
+	CmdMailTimeEvents CommandType = 50
+	CmdClaimNotices   CommandType = 51
+	CmdNoticesDone    CommandType = 52
+	// scontrol top (top.go).
+	CmdTopJobs CommandType = 53
 )
 
 // SubmitJobs creates jobs. The leader assigns consecutive ids starting at

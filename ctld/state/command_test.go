@@ -119,6 +119,24 @@ func everyCommandLog(t testing.TB) []*logEntry {
 		t CommandType
 		p any
 	}{CmdSteps, &Steps{Now: t0.Add(3 * time.Hour), Begin: []StepBegin{{Job: 21, Run: uint64(len(cmds)), Name: "hostname", Nodes: []string{"k1"}, NTasks: 1}}}})
+	// Job notifications (mail.go) and scontrol top, after the step.
+	cmds = append(cmds, []struct {
+		t CommandType
+		p any
+	}{
+		{CmdRegisterNode, &RegisterNode{Now: t0, Info: api.NodeInfo{Name: "mk1", CPUs: 1, MemMB: 1024, Runner: "process", BootID: "mk"}}},
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailWebhook", "https://hooks.example/n"}}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 22, Jobs: []JobSpec{func() JobSpec {
+			sp := mailSpec("mailed", api.MailBegin, api.MailTimeLimit50)
+			sp.TimeLimit = 100
+			return sp
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(3 * time.Hour), Starts: []PlanStart{{JobID: 22, Node: "mk1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(3*time.Hour + time.Minute), Jobs: []uint64{22}}},
+		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(3*time.Hour + time.Minute), IDs: []uint64{1, 2}, By: "c1"}},
+		{CmdNoticesDone, &NoticesDone{Now: t0.Add(3*time.Hour + time.Minute), Marks: []NoticeMark{{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkMailProg}}}},
+		{CmdTopJobs, &TopJobs{Now: t0.Add(4 * time.Hour), Nice: []JobNice{{ID: 3, Nice: -10}, {ID: 99, Nice: 2}}, By: "alice"}},
+	}...)
 	var logs []*logEntry
 	for i, c := range cmds {
 		logs = append(logs, entry(t, uint64(i+1), c.t, c.p))

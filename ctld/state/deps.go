@@ -45,6 +45,8 @@ type JobEdits struct {
 	Begin         *time.Time `json:"begin,omitempty"`
 	Throttle      *int       `json:"throttle,omitempty"`
 	SetDependency bool       `json:"set_dependency,omitempty"`
+	// TmpMB replaces the scratch space the job asks for (--tmp).
+	TmpMB *int64 `json:"tmp_mb,omitempty"`
 }
 
 // PendingOnly names the first change that applies only to a pending job;
@@ -61,6 +63,8 @@ func (e *JobEdits) PendingOnly() string {
 		return "NumCPUs"
 	case e.MemPerNode != nil:
 		return "MinMemoryNode"
+	case e.TmpMB != nil:
+		return "MinTmpDiskNode"
 	case e.Begin != nil:
 		return "StartTime"
 	case e.Throttle != nil:
@@ -132,6 +136,7 @@ func (e *JobEdits) Apply(sp *JobSpec) {
 		sp.MemPerNode, sp.MemPerCPU = *e.MemPerNode, 0
 	}
 	set(&sp.Begin, e.Begin)
+	set(&sp.TmpMB, e.TmpMB)
 	if e.Throttle != nil && sp.Array != nil {
 		sp.Array = sp.Array.WithThrottle(*e.Throttle)
 	}

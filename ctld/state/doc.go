@@ -74,6 +74,12 @@
 // of every command type and TestGoldenLogCoversEveryField fails while any
 // field of any of them, at any depth, is zero in all its entries.
 //
+// Job notifications (mail.go): when an apply sees an event a job asked to
+// be told of (its start, end, requeue, a dependency that can never be met,
+// a time-limit warning the leader proposed), it records a Notice in the
+// replicated outbox with Slurm's subject line; the controller's leader
+// claims, delivers and marks them (ClaimNotices, NoticesDone).
+//
 // One scheduling pass is one ApplyPlan entry (plan.go): cancels, stops by
 // preemption mode, resumes, starts, reasons and reservations (and room for
 // migrations), applied node by node with stops first and checked, once,

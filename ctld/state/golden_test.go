@@ -382,7 +382,8 @@ func goldenCommands() []struct {
 			Cancel: []StepEnd{{Job: 195, Step: 1, Signal: 9}}, By: "alice"}},
 	}...)
 	// Live migration's drains, checkpoints and preemption by moving, after
-	// the steps.
+	// the steps; then notifications, deadlines, the launch options,
+	// scratch space and scontrol top.
 	return append(cmds, []struct {
 		t CommandType
 		p any
@@ -423,6 +424,81 @@ func goldenCommands() []struct {
 			Migrations: []PlanMigration{{JobID: 120, From: "w3", To: "w4", Cause: "preempt", By: "job 122", Token: "gt-120", CPUs: 1, MemMB: 256}}}},
 		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(21*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
 			{Job: 121, Alloc: 22, Event: "saved", Path: "/shared/checkpoints/121-22.ckpt", Size: 69 << 20, SHA256: "2c26b46b", TookMS: 400}}}},
+		// Job notifications: the mail settings, a job that asks for them,
+		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
+		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},
+			{"MailDomain", "example.org"}}, By: "root"}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(37 * time.Hour), Info: api.NodeInfo{Name: "ml1", CPUs: 2, MemMB: 2048, Runner: "process", BootID: "boot-ml"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(37 * time.Hour), FirstID: 200, Jobs: []JobSpec{func() JobSpec {
+			j := simple("mailed")
+			j.TimeLimit, j.MailUser = 600, "alice@lab.example"
+			j.MailType = []string{api.MailBegin, api.MailEnd, api.MailTimeLimit50}
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(37*time.Hour + time.Second), Starts: []PlanStart{{JobID: 200, Node: "ml1", CPUs: 1, MemMB: 256}}}},
+		{CmdMailTimeEvents, &MailTimeEvents{Now: t0.Add(37*time.Hour + 301*time.Second), Jobs: []uint64{200}}},
+		{CmdClaimNotices, &ClaimNotices{Now: t0.Add(37*time.Hour + 302*time.Second), IDs: []uint64{1, 2}, By: "c1"}},
+		{CmdNoticesDone, &NoticesDone{Now: t0.Add(37*time.Hour + 303*time.Second), Marks: []NoticeMark{
+			{ID: 1, Sinks: SinkMailProg | SinkWebhook}, {ID: 2, Sinks: SinkWebhook, Failed: true}}}},
+		// A job with a --deadline it can no longer meet: the pass cancels
+		// it (DEADLINE).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(38 * time.Hour), FirstID: 210, Jobs: []JobSpec{func() JobSpec {
+			j := simple("deadline")
+			j.TimeLimit, j.Deadline = 7200, t0.Add(39*time.Hour)
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(38*time.Hour + time.Second), Cancels: []PlanCancel{
+			{JobID: 210, Reason: "the scheduler: it could no longer end by its --deadline", Deadline: true}}}},
+		// How the node starts a job (-i, --open-mode, --propagate,
+		// --get-user-env) and the request's other sbatch options
+		// (--priority, --cpus-per-gpu, -O).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 211, Jobs: []JobSpec{func() JobSpec {
+			j := simple("launch")
+			j.OpenMode, j.Input, j.GetUserEnv = api.OpenModeAppend, "in-%j.txt", true
+			j.Rlimits = []api.Rlimit{{Name: "NOFILE", Value: 1024}, {Name: "STACK", Value: api.RlimitUnlimited}}
+			j.Priority, j.CPUsPerGPU, j.Overcommit, j.MemAll = 5000, 4, true, true
+			j.Hint, j.ThreadsPerCore, j.NTasksPerCore, j.MemBind, j.MemNodes = api.HintMemoryBound, 1, 1, "map_mem:1", []int{1}
+			j.Gres = []api.Gres{{Name: "gpu", Count: 1}}
+			return j
+		}()}}},
+		// A start on one thread of a core, the other held idle
+		// (--hint=nomultithread).
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 212, Jobs: []JobSpec{func() JobSpec {
+			j := simple("wholecore")
+			j.Hint = api.HintNoMultithread
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 212, Node: "g1", CPUs: 1, MemMB: 256, OverheadMB: 64,
+			Placement: &api.Placement{CPUs: []int{1}, Idle: []int{3}, NUMANodes: []int{1}, Mem: []api.NodeAmount{{Node: 1, MB: 256}}, Score: 100}}}}},
+		// Scratch space: a node that offers it and a start that holds it
+		// (--tmp).
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(39 * time.Hour), Info: api.NodeInfo{Name: "tmp1", CPUs: 2, MemMB: 2048, Runner: "process",
+			BootID: "boot-tmp", TmpMB: 10240}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(39 * time.Hour), FirstID: 213, Jobs: []JobSpec{func() JobSpec {
+			j := simple("scratch")
+			j.TmpMB = 4096
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(39*time.Hour + time.Second), Starts: []PlanStart{{JobID: 213, Node: "tmp1", CPUs: 1, MemMB: 256, TmpMB: 4096}}}},
+		// scontrol top: job 211 before job 200's array mates.
+		{CmdTopJobs, &TopJobs{Now: t0.Add(40 * time.Hour), Nice: []JobNice{{ID: 211, Nice: -50}, {ID: 200, Nice: 50}}, By: "alice"}},
+		// scontrol update MinTmpDiskNode of a pending job.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(41 * time.Hour), FirstID: 214, Jobs: []JobSpec{func() JobSpec {
+			j := simple("more-scratch")
+			j.Hold = true
+			return j
+		}()}}},
+		{CmdUpdateJob, &UpdateJob{Now: t0.Add(41 * time.Hour), ID: 214, By: "alice", Changes: &JobEdits{TmpMB: ptr(int64(2048))}}},
+		// A multi-node start whose every node holds --tmp's scratch space.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(42 * time.Hour), Info: api.NodeInfo{Name: "tmp2", CPUs: 2, MemMB: 2048, Runner: "process",
+			BootID: "boot-tmp2", TmpMB: 2048}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(42 * time.Hour), FirstID: 215, Jobs: []JobSpec{func() JobSpec {
+			j := simple("scratch-gang")
+			j.Nodes, j.NTasks, j.TmpMB = 2, 2, 1024
+			return j
+		}()}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(42*time.Hour + time.Second), Starts: []PlanStart{{JobID: 215, Node: "tmp1", CPUs: 1, MemMB: 256, TmpMB: 1024,
+			Parts: []PlanPart{{Node: "tmp2", CPUs: 1, MemMB: 256, TmpMB: 1024}}}}}},
 	}...)
 }
 

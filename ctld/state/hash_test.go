@@ -107,6 +107,14 @@ func TestHashCoversEveryField(t *testing.T) {
 	if len(s.blobs) < 2 {
 		t.Fatalf("the state holds %d blobs; the log's jobs have scripts and environments", len(s.blobs))
 	}
+	for _, id := range slices.Sorted(maps.Keys(s.Notices)) {
+		w.value(reflect.ValueOf(s.Notices[id]).Elem(), fmt.Sprintf("Notices[%d]", id))
+	}
+	if len(s.Notices) == 0 {
+		t.Fatal("the state holds no notices; the log makes some")
+	}
+	w.value(reflect.ValueOf(&s.NextNoticeID).Elem(), "NextNoticeID")
+	w.value(reflect.ValueOf(&s.NoticesDropped).Elem(), "NoticesDropped")
 	w.mapValue(reflect.ValueOf(s.Usage), "Usage")
 	w.mapValue(reflect.ValueOf(s.Members), "Members")
 	w.change("Requests", func() func() {
@@ -123,7 +131,8 @@ func TestHashCoversEveryField(t *testing.T) {
 	// rebuilt from the records: a field added to State must be named in
 	// one list or the other.
 	walked := []string{"Jobs", "Allocs", "Nodes", "NextJobID", "NextAllocID", "Migrations", "NextMigrationID", "Requests", "Members", "Config",
-		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index", "Reservations"}
+		"Partitions", "Seeded", "QOS", "Accounts", "Users", "Usage", "Tokens", "Roles", "Audit", "Attestations", "Index", "Reservations",
+		"Notices", "NextNoticeID", "NoticesDropped"}
 	derived := []string{"Pending", "Tasks", "ArrayTasks"}
 	st := reflect.TypeOf(State{})
 	for i := 0; i < st.NumField(); i++ {

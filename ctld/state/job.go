@@ -64,6 +64,7 @@ type JobSpec struct {
 	Hold             bool      `json:"hold,omitempty"`
 	KillOnInvalidDep bool      `json:"kill_on_invalid_dep,omitempty"`
 	Begin            time.Time `json:"begin,omitempty"`
+	Deadline         time.Time `json:"deadline,omitzero"`
 	Comment          string    `json:"comment,omitempty"`
 	Nice             int       `json:"nice,omitempty"`
 
@@ -83,6 +84,33 @@ type JobSpec struct {
 	// Reservation names the advance reservation the job runs in
 	// (--reservation).
 	Reservation string `json:"reservation,omitempty"`
+	// MailType lists the events the job's notifications are sent for, in
+	// api.MailTypes' order; MailUser is their recipient (the job's user
+	// when empty). See mail.go.
+	MailType []string `json:"mail_type,omitempty"`
+	MailUser string   `json:"mail_user,omitempty"`
+	// OpenMode, Input, Rlimits and GetUserEnv are how the node starts the
+	// job (see api.JobSpec).
+	OpenMode   string       `json:"open_mode,omitempty"`
+	Input      string       `json:"input,omitempty"`
+	Rlimits    []api.Rlimit `json:"rlimits,omitempty"`
+	GetUserEnv bool         `json:"get_user_env,omitempty"`
+	// Priority fixes the job's priority (--priority); CPUsPerGPU is
+	// --cpus-per-gpu; Overcommit (-O) allocates one task's CPUs.
+	Priority   int64 `json:"priority,omitempty"`
+	CPUsPerGPU int   `json:"cpus_per_gpu,omitempty"`
+	Overcommit bool  `json:"overcommit,omitempty"`
+	// MemAll (--mem=0) gives the job all of its node's memory.
+	MemAll bool `json:"mem_all,omitempty"`
+	// Hint, ThreadsPerCore, NTasksPerCore, MemBind and MemNodes say how
+	// the job's CPUs and memory are placed in its node (see api.JobSpec).
+	Hint           string `json:"hint,omitempty"`
+	ThreadsPerCore int    `json:"threads_per_core,omitempty"`
+	NTasksPerCore  int    `json:"ntasks_per_core,omitempty"`
+	MemBind        string `json:"mem_bind,omitempty"`
+	MemNodes       []int  `json:"mem_nodes,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (--tmp).
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 
 	// Script is the job's script and Env its exported environment (sorted
 	// KEY=VALUE lines), out of line: shared with every job of the same
@@ -92,15 +120,24 @@ type JobSpec struct {
 }
 
 // CPUs returns the number of CPUs the job asks for in all: on its node,
-// for a job of one node (see api.JobSpec.CPUs).
+// for a job of one node (see api.JobSpec.CPUs). With Overcommit a node
+// runs all its tasks on one task's CPUs.
 func (s *JobSpec) CPUs() int {
 	_, hi := api.NodeRange(s.Nodes, s.NodesMax)
-	return max(api.TasksOn(s.NTasks, s.NTasksPerNode, hi), 1) * max(s.CPUsPerTask, 1)
+	tasks := max(api.TasksOn(s.NTasks, s.NTasksPerNode, hi), 1)
+	if s.Overcommit {
+		tasks = hi
+	}
+	return tasks * max(s.CPUsPerTask, 1)
 }
 
 // CPUsPerNode returns the CPUs each node of the job holds when it runs on
-// k nodes: the most tasks one of them runs, times CPUs per task.
+// k nodes: the most tasks one of them runs (one with Overcommit), times
+// CPUs per task.
 func (s *JobSpec) CPUsPerNode(k int) int {
+	if s.Overcommit {
+		return max(s.CPUsPerTask, 1)
+	}
 	return max(api.MostTasksPerNode(s.NTasks, s.NTasksPerNode, k), 1) * max(s.CPUsPerTask, 1)
 }
 
@@ -108,6 +145,12 @@ func (s *JobSpec) CPUsPerNode(k int) int {
 func (s *JobSpec) MultiNode() bool {
 	_, hi := api.NodeRange(s.Nodes, s.NodesMax)
 	return hi > 1
+}
+
+// OneThreadPerCore reports whether the job runs on one thread of each
+// core it gets (api.JobSpec.OneThreadPerCore).
+func (s *JobSpec) OneThreadPerCore() bool {
+	return api.OneThreadPerCore(s.Hint, s.ThreadsPerCore, s.NTasksPerCore, s.CPUsPerTask)
 }
 
 // MemMB returns the memory the job asks for on its node in MiB, or 0 when it
@@ -248,6 +291,9 @@ type Job struct {
 	Message  string `json:"message,omitempty"`
 	Priority int64  `json:"priority"`
 	Restarts int    `json:"restarts,omitempty"`
+	// Mailed marks the notices sent at most once per run (the time-limit
+	// warnings, which a requeue clears) or once (INVALID_DEPEND).
+	Mailed uint8 `json:"mailed,omitempty"`
 
 	// Arrays: a submitted array is one record (ArrayJobID == ID) whose
 	// ArrayPending holds the tasks not started yet; each task that starts

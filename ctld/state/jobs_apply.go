@@ -271,7 +271,7 @@ func (s *State) canResume(a *Allocation, c *SuspendJobs) string {
 	// when it was placed on exact CPUs, those very CPUs (the preemptor, or
 	// a run started on them since, may still hold one while it stops).
 	n := s.Nodes[a.Node]
-	if n == nil || n.FreeCPUs() < a.CPUs {
+	if n == nil || n.FreeCPUs() < a.ownCPUs() {
 		return "its CPUs are still in use"
 	}
 	if a.Placement != nil {
@@ -300,10 +300,10 @@ func (s *State) suspendAlloc(a *Allocation, c *SuspendJobs, index uint64) {
 		if c.Preempt && c.Suspend != a.CPUsLent {
 			a.CPUsLent = c.Suspend
 			a.PreemptedBy = 0
-			lend = a.CPUs
+			lend = a.ownCPUs()
 			if c.Suspend {
 				a.PreemptedBy = c.By
-				lend = -a.CPUs
+				lend = -a.ownCPUs()
 			}
 		}
 	})

@@ -147,6 +147,8 @@ func (s *State) checkDestination(a *Allocation, to string) string {
 		return fmt.Sprintf("node %s is %s", to, n.State())
 	case !n.Migrate || n.APIAddr == "":
 		return fmt.Sprintf("node %s cannot take migrations (its daemon serves no job API, or its runner cannot)", to)
+	case n.TmpMB < a.TmpMB:
+		return fmt.Sprintf("node %s has %d MiB of scratch space; the job holds %d (--tmp)", to, n.TmpMB, a.TmpMB)
 	}
 	if src := s.Nodes[a.Node]; src != nil && src.Accel != n.Accel {
 		return fmt.Sprintf("node %s runs VMs with %s and node %s with %s: a guest cannot move between the two", a.Node, src.Accel, to, n.Accel)
@@ -207,7 +209,7 @@ func (s *State) planMigration(pm PlanMigration, now time.Time, index uint64, res
 	if m == nil {
 		m = s.newMigration(j, src, "", pm.Cause, pm.By, pm.Token, now)
 	}
-	st := PlanPart{Node: pm.To, CPUs: pm.CPUs, MemMB: pm.MemMB, OverheadMB: pm.OverheadMB, Placement: pm.Placement}
+	st := PlanPart{Node: pm.To, CPUs: pm.CPUs, MemMB: pm.MemMB, OverheadMB: pm.OverheadMB, TmpMB: src.TmpMB, Placement: pm.Placement}
 	dest := s.newAlloc(j, st, 0, now, index)
 	mc := *m
 	if err := mc.Place(dest.Node, dest.ID, now); err != nil {
@@ -255,6 +257,9 @@ func (s *State) checkPlanMigration(pm PlanMigration) string {
 	}
 	if n.FreeCPUs() < pm.CPUs || n.FreeMemMB() < pm.MemMB+pm.OverheadMB || pm.CPUs < run[0].CPUs || pm.MemMB < run[0].MemMB {
 		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if n.TmpMB-n.AllocTmpMB < run[0].TmpMB {
+		return fmt.Sprintf("node %s lacks %d MiB of scratch space (--tmp)", n.Name, run[0].TmpMB)
 	}
 	if pm.Placement != nil {
 		return s.checkPlacement(n, pm.Placement)

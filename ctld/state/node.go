@@ -43,6 +43,10 @@ type Node struct {
 	// directory (api.NodeInfo.CheckpointDir).
 	Migrate       bool   `json:"migrate,omitempty"`
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// TmpMB is the node's local scratch space (api.NodeInfo.TmpMB);
+	// AllocTmpMB sums what its active allocations hold of it.
+	TmpMB      int64 `json:"tmp_mb,omitempty"`
+	AllocTmpMB int64 `json:"alloc_tmp_mb,omitempty"`
 	// Overlay is where the node's end of its multi-node runs' networks
 	// listens (api.NodeInfo.Overlay); empty when it offers none.
 	Overlay string `json:"overlay,omitempty"`
@@ -109,7 +113,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir, Overlay: info.Overlay,
+		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir, TmpMB: info.TmpMB, Overlay: info.Overlay,
 		Features: sortedFeatures(info.Features),
 	}
 }

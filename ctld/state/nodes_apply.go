@@ -44,6 +44,7 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 				n.Allocs = append(n.Allocs, id)
 				n.AllocCPUs += a.HeldCPUs()
 				n.AllocMemMB += a.HeldMemMB()
+				n.AllocTmpMB += a.HeldTmpMB()
 			}
 		}
 	}

@@ -53,6 +53,9 @@ type PlanDrainNote struct {
 type PlanCancel struct {
 	JobID  uint64 `json:"job_id"`
 	Reason string `json:"reason"`
+	// Deadline cancels a job that could no longer end by its --deadline:
+	// it ends DEADLINE, reason DeadLine.
+	Deadline bool `json:"deadline,omitempty"`
 }
 
 // PlanStop preempts a running job for job By: cancel ends it PREEMPTED,
@@ -74,6 +77,8 @@ type PlanStart struct {
 	MemMB int64  `json:"mem_mb"`
 	// OverheadMB is the node runner's own memory charged for the job.
 	OverheadMB int64 `json:"overhead_mb,omitempty"`
+	// TmpMB is the node-local scratch space the job holds (--tmp).
+	TmpMB int64 `json:"tmp_mb,omitempty"`
 	// For a task of an array (JobID is the array's pending record): Array
 	// is set, Task is the index, and NewID the id the leader reserved for
 	// the task's own record (unused when it is the array's last task,
@@ -92,16 +97,19 @@ type PlanStart struct {
 // PlanPart is one more node of a multi-node job's start: what it gives
 // the job there.
 type PlanPart struct {
-	Node       string         `json:"node"`
-	CPUs       int            `json:"cpus"`
-	MemMB      int64          `json:"mem_mb"`
-	OverheadMB int64          `json:"overhead_mb,omitempty"`
-	Placement  *api.Placement `json:"placement,omitempty"`
+	Node       string `json:"node"`
+	CPUs       int    `json:"cpus"`
+	MemMB      int64  `json:"mem_mb"`
+	OverheadMB int64  `json:"overhead_mb,omitempty"`
+	// TmpMB is the node-local scratch space the job holds there (--tmp
+	// is per node).
+	TmpMB     int64          `json:"tmp_mb,omitempty"`
+	Placement *api.Placement `json:"placement,omitempty"`
 }
 
 // AllParts returns every node of the start, rank 0 first.
 func (st *PlanStart) AllParts() []PlanPart {
-	return append([]PlanPart{{Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, Placement: st.Placement}}, st.Parts...)
+	return append([]PlanPart{{Node: st.Node, CPUs: st.CPUs, MemMB: st.MemMB, OverheadMB: st.OverheadMB, TmpMB: st.TmpMB, Placement: st.Placement}}, st.Parts...)
 }
 
 // PlanReason sets the pending reason of a job the pass left pending, and
@@ -221,8 +229,15 @@ func (s *State) checkPart(sp *JobSpec, p PlanPart, k int, used map[string][2]int
 	if p.OverheadMB < n.OverheadMB {
 		return fmt.Sprintf("node %s charges %d MiB per job, the plan %d", n.Name, n.OverheadMB, p.OverheadMB)
 	}
-	if int64(n.FreeCPUs())-u[0] < int64(p.CPUs) || n.FreeMemMB()-u[1] < p.MemMB+p.OverheadMB {
+	held := p.CPUs
+	if p.Placement != nil {
+		held += len(p.Placement.Idle) // the idle threads of its cores
+	}
+	if int64(n.FreeCPUs())-u[0] < int64(held) || n.FreeMemMB()-u[1] < p.MemMB+p.OverheadMB {
 		return fmt.Sprintf("node %s lacks resources", n.Name)
+	}
+	if p.TmpMB > 0 && n.TmpMB-n.AllocTmpMB < p.TmpMB {
+		return fmt.Sprintf("node %s lacks %d MiB of scratch space (--tmp)", n.Name, p.TmpMB)
 	}
 	if p.CPUs < sp.CPUsPerNode(k) {
 		return "fewer CPUs than the job asked for"
@@ -317,7 +332,7 @@ func (s *State) checkPlacement(n *Node, p *api.Placement) string {
 			huge[[2]int64{int64(node.ID), size}] = h.Free
 		}
 	}
-	for _, c := range p.CPUs {
+	for _, c := range slices.Concat(p.CPUs, p.Idle) {
 		if !cpus[c] || used.CPUs[c] {
 			return fmt.Sprintf("CPU %d of node %s is missing or held", c, n.Name)
 		}
@@ -379,6 +394,12 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 			if j.State != api.StatePending {
 				return "not pending"
 			}
+			if pc.Deadline {
+				s.stopJob(j, api.StateDeadline, c.Now, index)
+				j.Reason, j.Message = api.ReasonDeadline, "cancelled by "+pc.Reason
+				return ""
+			}
+			s.noteInvalidDep(j)
 			return s.cancelJob(j, &CancelJobs{Now: c.Now, By: pc.Reason}, index)
 		})
 	}
@@ -541,6 +562,9 @@ func (s *State) planReason(r PlanReason) {
 	}
 	j := s.editJob(r.JobID)
 	j.Reason, j.EstStart, j.EstNode = r.Reason, r.Start, r.Node
+	if r.Reason == api.ReasonDependencyNeverSatisfied {
+		s.noteInvalidDep(j)
+	}
 	if r.Reason == api.ReasonInvalidJob {
 		// The scheduler cannot handle the job: hold it, so no pass
 		// tries again until someone releases it.

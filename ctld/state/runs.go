@@ -66,7 +66,7 @@ func (s *State) changeAlloc(a *Allocation, index uint64, change func(a *Allocati
 func (s *State) newAlloc(j *Job, st PlanPart, rank int, now time.Time, index uint64) *Allocation {
 	a := &Allocation{
 		ID: s.NextAllocID, Job: j.ID, Node: s.intern(st.Node), Rank: rank, CPUs: st.CPUs, MemMB: st.MemMB,
-		OverheadMB: st.OverheadMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
+		OverheadMB: st.OverheadMB, TmpMB: st.TmpMB, Placement: st.Placement, Desired: AllocRun, Status: AllocActive,
 		StartIndex: index, StartTime: now,
 	}
 	s.NextAllocID++
@@ -76,6 +76,7 @@ func (s *State) newAlloc(j *Job, st PlanPart, rank int, now time.Time, index uin
 	n.Allocs = append(n.Allocs, a.ID)
 	n.AllocCPUs += a.HeldCPUs()
 	n.AllocMemMB += a.HeldMemMB()
+	n.AllocTmpMB += a.HeldTmpMB()
 	s.putNode(n, index)
 	return a
 }
@@ -85,7 +86,7 @@ func (s *State) newAlloc(j *Job, st PlanPart, rank int, now time.Time, index uin
 // is charged, and its node gets its resources back.
 func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index uint64) *Allocation {
 	j := s.Jobs[a.Job]
-	held := [2]int64{int64(a.HeldCPUs()), a.HeldMemMB()}
+	held := [3]int64{int64(a.HeldCPUs()), a.HeldMemMB(), a.HeldTmpMB()}
 	c := *a
 	if !c.SuspendTime.IsZero() {
 		c.SuspendedFor += now.Sub(c.SuspendTime)
@@ -103,6 +104,7 @@ func (s *State) endAlloc(a *Allocation, ended api.JobState, now time.Time, index
 			n.Allocs = slices.Delete(n.Allocs, i, i+1)
 			n.AllocCPUs -= int(held[0])
 			n.AllocMemMB -= held[1]
+			n.AllocTmpMB -= held[2]
 		}
 		s.putNode(n, index)
 	}
@@ -229,6 +231,7 @@ func (s *State) requeue(j *Job) {
 	}
 	j.State, j.Reason = api.StatePending, reason
 	j.Restarts++
+	j.Mailed &^= mailedTimeBits
 	j.StartTime, j.EndTime, j.EstStart, j.EstNode = time.Time{}, time.Time{}, time.Time{}, ""
 	j.ExitCode, j.Signal = 0, 0
 }

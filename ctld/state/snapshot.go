@@ -34,6 +34,9 @@ type snapshotHeader struct {
 	NextJobID       uint64 `json:"next_job_id"`
 	NextAllocID     uint64 `json:"next_alloc_id,omitempty"`
 	NextMigrationID uint64 `json:"next_migration_id,omitempty"`
+	// NextNoticeID and NoticesDropped are the outbox's counters (mail.go).
+	NextNoticeID   uint64 `json:"next_notice_id,omitempty"`
+	NoticesDropped uint64 `json:"notices_dropped,omitempty"`
 }
 
 // snapshotRecord is one line of a snapshot after the header; exactly one
@@ -52,6 +55,8 @@ type snapshotRecord struct {
 	Member     *memberRecord      `json:"member,omitempty"`
 	// Audit records come after the members, oldest first.
 	Audit *AuditRecord `json:"audit,omitempty"`
+	// Notice records (the outbox) come after the audit records, by id.
+	Notice *Notice `json:"notice,omitempty"`
 	// Policy holds the scheduler configuration, QoS, accounts, users and
 	// usage: one record, written once.
 	Policy *policyRecord `json:"policy,omitempty"`
@@ -206,14 +211,15 @@ type Snapshot struct {
 	members    map[string]string
 	// audit shares the state's array: the apply only appends past its
 	// length, and forgetting copies.
-	audit []AuditRecord
+	audit   []AuditRecord
+	notices []*Notice
 }
 
 // Snapshot captures the state as it is now.
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{
 		header: snapshotHeader{Format: snapshotFormat, Index: s.Index, NextJobID: s.NextJobID, NextAllocID: s.NextAllocID,
-			NextMigrationID: s.NextMigrationID},
+			NextMigrationID: s.NextMigrationID, NextNoticeID: s.NextNoticeID, NoticesDropped: s.NoticesDropped},
 		jobs:     make([]*Job, 0, len(s.Jobs)),
 		allocs:   make([]*Allocation, 0, len(s.Allocs)),
 		nodes:    make([]*Node, 0, len(s.Nodes)),
@@ -234,6 +240,9 @@ func (s *State) Snapshot() *Snapshot {
 	}
 	for _, name := range sortedKeys(s.Nodes) {
 		snap.nodes = append(snap.nodes, s.Nodes[name])
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Notices)) {
+		snap.notices = append(snap.notices, s.Notices[id])
 	}
 	return snap
 }
@@ -294,6 +303,11 @@ func (s *Snapshot) Write(w io.Writer) error {
 			return err
 		}
 	}
+	for _, n := range s.notices {
+		if err := enc.Encode(snapshotRecord{Notice: n}); err != nil {
+			return err
+		}
+	}
 	if s.policy != nil {
 		if err := enc.Encode(snapshotRecord{Policy: s.policy}); err != nil {
 			return err
@@ -316,6 +330,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	s := New()
 	s.Index, s.NextJobID, s.NextAllocID = h.Index, h.NextJobID, max(h.NextAllocID, 1)
 	s.NextMigrationID = h.NextMigrationID
+	s.NextNoticeID, s.NoticesDropped = h.NextNoticeID, h.NoticesDropped
 	switch h.Format {
 	case snapshotFormat:
 		if err := s.readRecords(dec); err != nil {
@@ -377,6 +392,11 @@ func (s *State) readRecords(dec *json.Decoder) error {
 			s.Nodes[rec.Node.Name] = rec.Node
 		case rec.Audit != nil:
 			s.Audit = append(s.Audit, *rec.Audit)
+		case rec.Notice != nil:
+			if s.Notices == nil {
+				s.Notices = make(map[uint64]*Notice)
+			}
+			s.Notices[rec.Notice.ID] = rec.Notice
 		case rec.RequestGen != nil:
 			gen = s.Requests.newGen(rec.RequestGen.First, rec.RequestGen.Last)
 		case rec.Request != nil:
@@ -389,7 +409,7 @@ func (s *State) readRecords(dec *json.Decoder) error {
 		case rec.Policy != nil:
 			restorePolicy(s, rec.Policy)
 		default:
-			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (blob, job, alloc, migration, node, request, request_gen, member, policy)", line)
+			return fmt.Errorf("reading snapshot: record %d is of no kind this build knows (blob, job, alloc, migration, node, request, request_gen, member, audit, notice, policy)", line)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"corral/api"
 	"corral/migrate"
@@ -72,6 +73,12 @@ type State struct {
 	Reservations map[string]*api.Reservation
 	// Index is the Raft index of the last applied entry.
 	Index uint64
+	// Notices is the outbox of job notifications not yet delivered, by
+	// id; NextNoticeID is the last id given, NoticesDropped counts the
+	// notices not recorded because the outbox was full (mail.go).
+	Notices        map[uint64]*Notice
+	NextNoticeID   uint64
+	NoticesDropped uint64
 
 	// blobs are the scripts, environments and environment chunks the
 	// jobs name, by key (blob.go): replicated (snapshots write them), each
@@ -111,6 +118,15 @@ type State struct {
 	// endTrack collects what the applies end, for accounting (ends.go).
 	// It is scratch, never replicated.
 	endTrack endTracker
+	// timeMail indexes the running jobs that asked for time-limit
+	// warnings (derived from Jobs). applying is set while an entry
+	// applies, with now its leader-stamped time (zero when it has none),
+	// and noticesAdded counts the notices recorded since the controller
+	// last looked: scratch, never replicated (mail.go).
+	timeMail     map[uint64]struct{}
+	applying     bool
+	now          time.Time
+	noticesAdded int
 }
 
 // New returns an empty state whose first job and allocation ids are 1.
@@ -180,8 +196,10 @@ func (s *State) putJob(j *Job) {
 		j.Spec = &JobSpec{}
 	}
 	old := s.Jobs[j.ID]
+	s.noteJobChange(old, j)
 	s.trackRetention(old, j)
 	s.countActive(old, j)
+	s.trackTimeMail(j)
 	s.Jobs[j.ID] = j
 	_, was := s.Pending[j.ID]
 	switch {

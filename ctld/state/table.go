@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // command is one entry of the command table: how a type is named, how its
@@ -107,6 +108,12 @@ var commands = map[CommandType]command{
 		return errOrNil(s.applySetNodeFeatures(c))
 	}),
 	CmdSteps: def("Steps", func(s *State, c *Steps, _ uint64) any { return s.applySteps(c) }),
+	CmdMailTimeEvents: def("MailTimeEvents", func(s *State, c *MailTimeEvents, _ uint64) any {
+		return s.applyMailTimeEvents(c)
+	}),
+	CmdClaimNotices: def("ClaimNotices", func(s *State, c *ClaimNotices, _ uint64) any { return s.applyClaimNotices(c) }),
+	CmdNoticesDone:  def("NoticesDone", func(s *State, c *NoticesDone, _ uint64) any { return s.applyNoticesDone(c) }),
+	CmdTopJobs:      def("TopJobs", func(s *State, c *TopJobs, _ uint64) any { return s.applyTop(c) }),
 }
 
 // commandByType is the command table indexed by type, for Apply: an
@@ -180,9 +187,14 @@ func (s *State) Apply(index uint64, t CommandType, payload any) any {
 	if c == nil {
 		panic(fmt.Sprintf("state: applying unknown command type %d", uint8(t)))
 	}
+	s.applying, s.now = true, time.Time{}
+	if st, ok := payload.(stampedAt); ok {
+		s.now = st.stamp()
+	}
 	// Index moves even when the apply panics (the controller contains
 	// that): the entry was applied, as far as it went.
 	defer func() {
+		s.applying = false
 		s.Index = index
 		s.tidyPending()
 		s.tidyNodeNames()

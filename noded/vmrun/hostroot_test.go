@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"corral/api"
 	"corral/internal/ident"
 	"corral/vmimage"
 )
@@ -70,8 +71,11 @@ func lookupNobody(t *testing.T) ident.User {
 // which the host then sees, owned by the job's user. The job runs with the
 // user's uid; it cannot read a root-only host file or write into a
 // root-only host directory (EACCES), and what it writes outside its shared
-// paths stays in the guest. TestWarmStart runs the same job restored from
-// a snapshot.
+// paths stays in the guest. Its standard input is a file (sbatch -i,
+// opened in the guest as the user), it has the soft limits it was given
+// (--propagate, set by init's limit stub) and its output is appended to
+// what an earlier run left (--open-mode=append). TestWarmStart runs the
+// same job restored from a snapshot.
 func TestHostRootAsTheUser(t *testing.T) {
 	guestOnly(t)
 	hostRootAsTheUser(t, testRunner(t), false)
@@ -101,8 +105,9 @@ func hostRootAsTheUser(t *testing.T, r *Runner, warm bool) string {
 set -u
 source ./lib.sh
 source ./missing.sh 2>/dev/null || true
-read -r a b < input.txt
+read -r a b
 nums=("$a" "$b")
+echo "limits $(ulimit -S -n) $(ulimit -S -c)"
 [[ "${nums[1]}" =~ ^[0-9]+$ ]] && echo "array ok ${#nums[@]}"
 python3 -c "import sys; print(int(sys.argv[1]) * int(sys.argv[2]))" "$a" "$b" > result.txt
 greet "$(id -un)"
@@ -121,6 +126,11 @@ echo "clock $(date +%s)"
 	spec.WorkDir = work
 	spec.Stdout = filepath.Join(work, "out.txt") // created as the user
 	spec.Shares = []string{work}
+	spec.Stdin = filepath.Join(work, "input.txt")
+	spec.Rlimits = []api.Rlimit{{Name: "CORE", Value: 0}, {Name: "NOFILE", Value: 77}}
+	spec.AppendOutput = true
+	os.WriteFile(spec.Stdout, []byte("an earlier run\n"), 0o644)
+	os.Chown(spec.Stdout, int(u.UID), int(u.GID))
 	spec.Env = append(spec.Env, "HOME="+u.Home, "USER="+u.Name)
 	v := start(t, r, spec)
 	// A bound, not a timing: a warm runner may be booting a snapshot's
@@ -133,7 +143,7 @@ echo "clock $(date +%s)"
 	if v.StartedWarm() != warm {
 		t.Errorf("the job's VM started warm: %v, want %v", v.StartedWarm(), warm)
 	}
-	want := []string{"array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
+	want := []string{"an earlier run\n", "limits 77 0", "array ok 2", "hello " + u.Name, "uid " + strconv.Itoa(int(u.UID)) + " gid " + strconv.Itoa(int(u.GID)),
 		"Permission denied", "guest-write-ok"}
 	for _, w := range want {
 		if !strings.Contains(out, w) {

@@ -186,7 +186,9 @@ func (r *Runner) start(ctx context.Context, spec noded.LaunchSpec, o startOpts) 
 	var out outputs
 	// As the job's user: the files are theirs, and a directory they may
 	// not write to fails the job, as on the host. QEMU inherits them open.
-	appending := o.incoming != nil && o.incoming.Appending
+	// A migration's destination carries on the source's files; a job that
+	// asked --open-mode=append adds to what earlier runs wrote.
+	appending := o.incoming != nil && o.incoming.Appending || spec.AppendOutput
 	spec.User.Do(func() error { out, err = prepareOutputs(&q, spec.Stdout, spec.Stderr, appending); return nil })
 	if err != nil {
 		return nil, err
@@ -505,7 +507,10 @@ func jobPayload(spec noded.LaunchSpec, fs *vmimage.FS, jobNet *vmimage.Net) vmim
 	if !hasPath {
 		env = append(append([]string(nil), env...), guestPath)
 	}
-	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs, Net: jobNet}
+	p := vmimage.Payload{Script: []byte(spec.Script), Env: env, Args: spec.Args, WorkDir: spec.WorkDir, FS: fs, Input: spec.Stdin, Net: jobNet}
+	for _, l := range spec.Rlimits {
+		p.Rlimits = append(p.Rlimits, vmimage.Rlimit{Name: l.Name, Value: l.Value})
+	}
 	if u := spec.User; u.Name != "" && u.UID != 0 {
 		p.User = &vmimage.User{Name: u.Name, UID: u.UID, GID: u.GID, Groups: u.Groups, Home: u.Home}
 	}

@@ -13,4 +13,11 @@
 // payload, building the command line, parsing the kernel command line) are
 // plain functions tested on the host; the parts that touch the guest's
 // kernel are in init_linux.go and are exercised by vmimage's boot tests.
+//
+// A job's standard input file (sbatch -i, job/input) is opened by init with
+// the job user's file-system ids on one thread (launch_linux.go). Its soft
+// resource limits (--propagate, job/rlimits) cannot be set on a child
+// between fork and exec, and init must not lower its own, so such a job
+// starts as init's own binary in "limit stub" mode, already in the job's
+// root and as its user, which sets them and executes the job.
 package guestinit

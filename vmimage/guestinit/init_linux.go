@@ -49,6 +49,9 @@ type guest struct {
 
 // Main is PID 1. It never returns: it powers the VM off.
 func Main() {
+	if len(os.Args) > 1 && os.Args[1] == limitsArg {
+		runLimitStub(os.Args[2:])
+	}
 	g := &guest{start: time.Now(), oomBefore: -1, reaper: newReaper()}
 	// Signals to PID 1 are dropped unless it has a handler. Catching them
 	// (rather than ignoring them) keeps init alive when the job signals
@@ -219,7 +222,17 @@ func (g *guest) run(job Job) int {
 		g.finish(127, "open /dev/null: "+err.Error())
 	}
 	g.oomBefore = oomKills()
-	files := []uintptr{devnull.Fd(), g.out.Fd(), g.err.Fd()}
+	stdin := devnull
+	if job.Input != "" {
+		in, err := openAs(job.User, g.root+job.Input)
+		if err != nil {
+			fmt.Fprintf(g.err, "corral: cannot open the input file (-i) %s: %v\n", job.Input, err)
+			return 1
+		}
+		defer in.Close()
+		stdin = in
+	}
+	files := []uintptr{stdin.Fd(), g.out.Fd(), g.err.Fd()}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	argv := job.Argv
 	if g.root != "" {
@@ -237,6 +250,13 @@ func (g *guest) run(job Job) int {
 	}
 	if u := job.User; u != nil {
 		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
+	if len(job.Rlimits) > 0 {
+		var bin *os.File
+		if argv, files, bin, err = withLimits(argv, files, job.Rlimits); err != nil {
+			g.finish(127, err.Error())
+		}
+		defer bin.Close()
 	}
 	fmt.Fprintln(g.ctl, "CORRAL STARTED")
 	g.logf("starting %v in %s", argv, job.WorkDir)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"corral/vmimage"
@@ -23,6 +24,11 @@ type Job struct {
 	User *vmimage.User
 	// FS, when set, makes the host's tree the job's root (see vmimage.FS).
 	FS *vmimage.FS
+	// Input is the file, in the job's root, that the script reads as its
+	// standard input; "" is /dev/null.
+	Input string
+	// Rlimits are the soft limits the job's processes get.
+	Rlimits []vmimage.Rlimit
 	// Net, when set, is the job's private network (see vmimage.Net).
 	Net *vmimage.Net
 }
@@ -84,6 +90,18 @@ func ReadJob(dir string) (Job, error) {
 		j.FS = &f
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Job{}, fmt.Errorf("job fs: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "input")); err == nil {
+		j.Input, _, _ = strings.Cut(string(b), "\n")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job input: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "rlimits")); err == nil {
+		if j.Rlimits, err = ParseRlimits(string(b)); err != nil {
+			return Job{}, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Job{}, fmt.Errorf("job rlimits: %w", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "net")); err == nil {
 		n, err := vmimage.ParseNet(b)
@@ -174,4 +192,30 @@ func StartFailureCode(err error) int {
 		return 127
 	}
 	return 126
+}
+
+// ParseRlimits reads job/rlimits: NAME=VALUE lines.
+func ParseRlimits(text string) ([]vmimage.Rlimit, error) {
+	var out []vmimage.Rlimit
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		v, err := strconv.ParseUint(value, 10, 64)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("job rlimits: %q is not NAME=VALUE", line)
+		}
+		out = append(out, vmimage.Rlimit{Name: name, Value: v})
+	}
+	return out, nil
+}
+
+// FormatRlimits writes limits as the stub's argument: NAME=VALUE,...
+func FormatRlimits(ls []vmimage.Rlimit) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.Name + "=" + strconv.FormatUint(l.Value, 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"corral/vmimage"
@@ -72,6 +73,11 @@ func TestReadJob(t *testing.T) {
 				"fs": "root nfs 10.0.2.2 2049 / 10.0.2.15/24\n"},
 			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/w",
 				FS: &vmimage.FS{Kind: "nfs", Addr: "10.0.2.2", Port: 2049, Export: "/", GuestAddr: "10.0.2.15/24"}},
+		},
+		"an input file and limits": {
+			files: map[string]string{"script": "#!/bin/sh\n", "input": "/w/in.txt\n", "rlimits": "CORE=0\nNOFILE=77\nSTACK=18446744073709551615\n"},
+			want: Job{Argv: []string{"SCRIPT"}, WorkDir: "/", Input: "/w/in.txt",
+				Rlimits: []vmimage.Rlimit{{Name: "CORE"}, {Name: "NOFILE", Value: 77}, {Name: "STACK", Value: ^uint64(0)}}},
 		},
 		"a multi-node job's network": {
 			files: map[string]string{"script": "#!/bin/sh\n",
@@ -149,5 +155,18 @@ func TestExitCodes(t *testing.T) {
 	}
 	if got := StartFailureCode(fs.ErrPermission); got != 126 {
 		t.Errorf("not executable -> %d, want 126", got)
+	}
+}
+
+// TestRlimitsRoundTrip: the payload's rlimits file and the stub's argument
+// read back as written; a line that is not NAME=VALUE is refused.
+func TestRlimitsRoundTrip(t *testing.T) {
+	ls := []vmimage.Rlimit{{Name: "CORE"}, {Name: "NOFILE", Value: 77}}
+	got, err := ParseRlimits(strings.ReplaceAll(FormatRlimits(ls), ",", "\n"))
+	if err != nil || !reflect.DeepEqual(got, ls) {
+		t.Errorf("round trip = %v, %v", got, err)
+	}
+	if _, err := ParseRlimits("NOFILE=lots"); err == nil {
+		t.Error("NOFILE=lots was taken")
 	}
 }
