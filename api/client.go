@@ -385,6 +385,20 @@ func (c *Client) Suspend(ctx context.Context, req SuspendRequest) (*HoldResponse
 	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/suspend", req, &resp)
 }
 
+// Checkpoint saves running jobs to checkpoints, or restores checkpointed
+// ones (CheckpointRequest).
+func (c *Client) Checkpoint(ctx context.Context, req CheckpointRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/checkpoint", req, &resp)
+}
+
+// Migrate asks for live migrations of running jobs, or aborts them
+// (MigrateRequest).
+func (c *Client) Migrate(ctx context.Context, req MigrateRequest) (*HoldResponse, error) {
+	var resp HoldResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/jobs/migrate", req, &resp)
+}
+
 // TestOnly asks when and where jobs would start, storing nothing (sbatch
 // --test-only).
 func (c *Client) TestOnly(ctx context.Context, jobs []JobSpec) ([]WillRun, error) {

@@ -505,7 +505,10 @@ type Job struct {
 	// Migrations are the job's live migrations, oldest first: each one's
 	// nodes, phase and figures (only `corral show job` reads them).
 	Migrations []Migration `json:"migrations,omitempty"`
-	Restarts   int         `json:"restarts,omitempty"`
+	// Checkpoint is the job's checkpoint, when it has one (only `corral
+	// show job` reads it).
+	Checkpoint *JobCheckpoint `json:"checkpoint,omitempty"`
+	Restarts   int            `json:"restarts,omitempty"`
 	// StartIndex is the Raft index of the plan that started the job; the
 	// node daemon uses it to tell a new run of a requeued job from an old one.
 	StartIndex uint64 `json:"start_index,omitempty"`

@@ -85,10 +85,11 @@ type Migration struct {
 	Error string `json:"error,omitempty"`
 }
 
-// MigrateRequest asks for live migrations: each job moves to To (any node
-// that fits when empty), or, with Cancel, its migration is aborted.
+// MigrateRequest asks for live migrations (POST /v1/jobs/migrate): each
+// job moves to node To (any node that fits when empty), or, with Cancel,
+// its migration under way is aborted. The answer is a HoldResponse.
 type MigrateRequest struct {
-	Jobs   []string `json:"jobs"`
+	IDs    []uint64 `json:"ids"`
 	To     string   `json:"to,omitempty"`
 	Cancel bool     `json:"cancel,omitempty"`
 }

@@ -76,6 +76,11 @@ type NodeInfo struct {
 	// runner can, and it serves the job API the stream comes in through):
 	// the controllers migrate no job to or from a node without it.
 	Migrate bool `json:"migrate,omitempty"`
+	// CheckpointDir is the shared directory the node writes checkpoints
+	// to (noded --checkpoint-dir with --checkpoint-shared): a checkpoint
+	// there can be restored on any node with the same; empty when the
+	// node keeps its checkpoints to itself.
+	CheckpointDir string `json:"checkpoint_dir,omitempty"`
 	// Overlay is where the node's end of its multi-node jobs' private
 	// networks listens, "ADDR:PORT" (UDP, VXLAN): an address of the node
 	// on the network between the nodes; empty when the node offers none
@@ -139,6 +144,11 @@ type Node struct {
 	Down   bool   `json:"down,omitempty"`
 	Drain  bool   `json:"drain,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// DrainMigrate says the drain moves the node's jobs away by live
+	// migration; DrainNote says which of them stay, and why (the drain
+	// waits for them).
+	DrainMigrate bool   `json:"drain_migrate,omitempty"`
+	DrainNote    string `json:"drain_note,omitempty"`
 	// ReasonUser and ReasonTime are who set Reason and when (sinfo -R's
 	// USER and TIMESTAMP): the operator who drained the node, or "root"
 	// for what the controllers decided themselves.
@@ -217,6 +227,9 @@ type Allocation struct {
 	// Migration is set while the allocation takes part in a live
 	// migration (its source or its destination).
 	Migration *AllocMigration `json:"migration,omitempty"`
+	// Checkpoint is set while the run is to be saved to a checkpoint, or
+	// started from one.
+	Checkpoint *AllocCheckpoint `json:"checkpoint,omitempty"`
 }
 
 // Desired is a node's desired state at a Raft index.
@@ -227,6 +240,9 @@ type Desired struct {
 	// Known is false when the controllers have no record of the node; the
 	// daemon must register again.
 	Known bool `json:"known"`
+	// Checkpoints are the checkpoint files the node keeps (of jobs that
+	// have not ended); it removes the others of its checkpoint directory.
+	Checkpoints []CheckpointFile `json:"checkpoints,omitempty"`
 }
 
 // JobReport is what a node says about one of its runs.
@@ -273,8 +289,10 @@ type NodeStatus struct {
 	// --health-check, Slurm's HealthCheckProgram), when it ran one.
 	Health *HealthReport `json:"health,omitempty"`
 	// Migrations are the node's reports on the live migrations it takes
-	// part in (at most MaxMigrationReports).
-	Migrations []MigrationReport `json:"migrations,omitempty"`
+	// part in (at most MaxMigrationReports); Checkpoints its reports on
+	// checkpoints (as many at most).
+	Migrations  []MigrationReport  `json:"migrations,omitempty"`
+	Checkpoints []CheckpointReport `json:"checkpoints,omitempty"`
 }
 
 // HealthReport is one run of a node's health check: whether it passed,

@@ -87,6 +87,8 @@ var endpoints = []endpoint{
 	{method: "POST", path: "/v1/jobs/suspend", access: "users", summary: "Suspend or resume running jobs.", req: jsonBody(SuspendRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/top", access: "users", summary: "Move pending jobs to the top of their user's queue, in the order given (scontrol top): nice values are exchanged among the user's pending jobs of the same partition, account and QoS.", req: jsonBody(TopRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/requeue", access: "users", summary: "Put running, suspended or finished jobs back in the queue (scontrol requeue, requeuehold).", req: jsonBody(RequeueRequest{}), resp: jsonBody(HoldResponse{})},
+	{method: "POST", path: "/v1/jobs/checkpoint", access: "users", summary: "Save running jobs to checkpoints, releasing their nodes, or restore checkpointed jobs.", req: jsonBody(CheckpointRequest{}), resp: jsonBody(HoldResponse{})},
+	{method: "POST", path: "/v1/jobs/migrate", access: "users", summary: "Move running jobs to other nodes while they run (live migration), or abort their migrations.", req: jsonBody(MigrateRequest{}), resp: jsonBody(HoldResponse{})},
 	{method: "POST", path: "/v1/jobs/{id}/steps", access: "users", summary: "Begin a step of a running job (srun): its id and its tasks' layout over the job's nodes.", req: jsonBody(StepRequest{}), resp: jsonBody(Step{})},
 	{method: "POST", path: "/v1/jobs/{id}/steps/{step}/end", access: "users", summary: "Report how a step ended (srun).", req: jsonBody(StepEnd{}), resp: empty},
 	{method: "POST", path: "/v1/jobs/{id}/steps/{step}/cancel", access: "users", summary: "Cancel a step and kill its tasks (scancel JOB.STEP).", req: jsonBody(struct{}{}), resp: empty},

@@ -24,15 +24,44 @@ const (
 	// PreemptSuspend pauses the victim's VM and lends its CPUs to the
 	// preemptor (its memory stays held); it resumes when they are free.
 	PreemptSuspend PreemptMode = "suspend"
+	// PreemptMigrate moves the victim to another node with room, by live
+	// migration; when no node has room the QoS's fallback mode applies
+	// (QOS.PreemptFallback).
+	PreemptMigrate PreemptMode = "migrate"
+	// PreemptCheckpoint parks the victim in a checkpoint, freeing all it
+	// holds; it is restored when room appears on a node that can read the
+	// file.
+	PreemptCheckpoint PreemptMode = "checkpoint"
 )
 
-// ParsePreemptMode reads cancel, requeue or suspend.
+// PreemptModes are the preemption modes, as users write them.
+const PreemptModes = "cancel, requeue, suspend, migrate or checkpoint"
+
+// ParsePreemptMode reads a preemption mode (PreemptModes).
 func ParsePreemptMode(s string) (PreemptMode, error) {
 	switch m := PreemptMode(strings.ToLower(s)); m {
-	case PreemptCancel, PreemptRequeue, PreemptSuspend:
+	case PreemptCancel, PreemptRequeue, PreemptSuspend, PreemptMigrate, PreemptCheckpoint:
 		return m, nil
 	}
-	return "", fmt.Errorf("preempt mode %q: use cancel, requeue or suspend", s)
+	return "", fmt.Errorf("preempt mode %q: use %s", s, PreemptModes)
+}
+
+// PreemptFallbacks are the modes a preemption by migration may fall back
+// to, as users write them.
+const PreemptFallbacks = "cancel, requeue, suspend or checkpoint"
+
+// ParsePreemptFallback reads the mode that preempts a victim when a
+// preemption by migration finds no node with room for it: any mode but
+// migrate itself (PreemptFallbacks).
+func ParsePreemptFallback(s string) (PreemptMode, error) {
+	m, err := ParsePreemptMode(s)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("preempt fallback %q: use %s", s, PreemptFallbacks)
+	case m == PreemptMigrate:
+		return "", fmt.Errorf("preempt fallback %q: migrate cannot be its own fallback: use %s", s, PreemptFallbacks)
+	}
+	return m, nil
 }
 
 // QOS is a quality of service: a priority, what it may preempt, and limits.
@@ -44,6 +73,11 @@ type QOS struct {
 	Preempt []string `json:"preempt,omitempty"`
 	// PreemptMode applies to this QoS's jobs when they are preempted.
 	PreemptMode PreemptMode `json:"preempt_mode,omitempty"`
+	// PreemptFallback applies to this QoS's jobs when they are to be
+	// preempted by migration (their QoS's or their partition's mode) and
+	// no node has room for them, or they cannot migrate: cancel (the
+	// default), requeue, suspend or checkpoint.
+	PreemptFallback PreemptMode `json:"preempt_fallback,omitempty"`
 	// PreemptExemptTime protects a job that has run less than this long
 	// (seconds).
 	PreemptExemptTime int64 `json:"preempt_exempt_time_s,omitempty"`
@@ -255,7 +289,7 @@ var configKeys = map[string]func(c *SchedConfig, v string) error{
 	"MigrationBandwidth": func(c *SchedConfig, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 || n > 1<<20 {
-			return fmt.Errorf("MigrationBandwidth=%s: give MiB a second, a whole number from 1 to %d (0: the default)", v, 1<<20)
+			return fmt.Errorf("MigrationBandwidth=%s: give MiB a second, a whole number up to %d (0: the default)", v, 1<<20)
 		}
 		c.MigrationBandwidthMiB = n
 		return nil

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -65,4 +66,32 @@ func TestRetentionSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParsePreemptMode: any text is a mode or refused naming the modes; a
+// fallback is a mode other than migrate; both are idempotent on their own
+// output.
+func FuzzParsePreemptMode(f *testing.F) {
+	for _, s := range []string{"cancel", "REQUEUE", "Suspend", "migrate", "checkpoint", "", "kill", "migrate\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParsePreemptMode(s)
+		if err != nil {
+			if m != "" || !strings.Contains(err.Error(), PreemptModes) {
+				t.Fatalf("%q: refused as %q with %v", s, m, err)
+			}
+		} else if again, err := ParsePreemptMode(string(m)); err != nil || again != m {
+			t.Fatalf("%q read as %q, which reads as %q, %v", s, m, again, err)
+		}
+		fb, ferr := ParsePreemptFallback(s)
+		switch {
+		case ferr == nil && (err != nil || fb != m || fb == PreemptMigrate):
+			t.Fatalf("%q: fallback %q accepted (mode %q, %v)", s, fb, m, err)
+		case ferr != nil && err == nil && m != PreemptMigrate:
+			t.Fatalf("%q: the mode %q refused as a fallback: %v", s, m, ferr)
+		case ferr != nil && !strings.Contains(ferr.Error(), PreemptFallbacks):
+			t.Fatalf("%q: %v does not say what to use", s, ferr)
+		}
+	})
 }

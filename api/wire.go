@@ -134,6 +134,9 @@ type DrainRequest struct {
 	Node   string `json:"node"`
 	Drain  bool   `json:"drain"`
 	Reason string `json:"reason,omitempty"`
+	// Migrate drains the node by moving its running jobs to other nodes
+	// (live migration) instead of waiting for them to end.
+	Migrate bool `json:"migrate,omitempty"`
 }
 
 // Member is one controller of the Raft cluster.

@@ -93,6 +93,8 @@ func (c *Controller) routeTable() []route {
 		{"POST /v1/jobs/requeue", usersCancel, c.write(c.handleRequeue)},
 		{"POST /v1/jobs/top", usersCancel, c.write(c.handleTop)},
 		{"POST /v1/jobs/update", usersCancel, c.write(c.handleUpdateJob)},
+		{"POST /v1/jobs/migrate", usersCancel, c.write(c.handleMigrate)},
+		{"POST /v1/jobs/checkpoint", usersCancel, c.write(c.handleCheckpoint)},
 		{"POST /v1/jobs/{id}/steps", usersExec, c.write(c.handleBeginStep)},
 		{"POST /v1/jobs/{id}/steps/{step}/end", usersExec, c.write(c.handleEndStep)},
 		{"POST /v1/jobs/{id}/steps/{step}/cancel", usersCancel, c.write(c.handleCancelStep)},

@@ -228,6 +228,8 @@ func TestEndpointPrincipalMatrix(t *testing.T) {
 		{"GET", "/v1/steps", nil, allUsers},
 		{"POST", "/v1/jobs/suspend", map[string]any{"ids": []uint64{running}, "suspend": false}, ownerSide},
 		{"POST", "/v1/jobs/requeue", map[string]any{"ids": []uint64{held}, "hold": true}, ownerSide},
+		{"POST", "/v1/jobs/migrate", map[string]any{"ids": []uint64{running}, "cancel": true}, ownerSide},
+		{"POST", "/v1/jobs/checkpoint", map[string]any{"ids": []uint64{held}, "restore": true}, ownerSide},
 		{"POST", "/v1/jobs/top", map[string]any{"ids": []uint64{held}}, ownerSide},
 		{"POST", "/v1/jobs/" + j1 + "/exec", map[string]any{"argv": []string{"true"}}, []string{pUserA, pAdmin}},
 		{"POST", "/v1/jobs/" + j1 + "/signal", map[string]any{"signal": "USR1"}, ownerSide},

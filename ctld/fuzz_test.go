@@ -157,6 +157,15 @@ func FuzzApplyCommand(f *testing.F) {
 		{state.CmdAuditRecords, &state.AuditRecords{Now: t0, Records: recs, Keep: 10, Retention: time.Hour}},
 		{state.CmdForgetNodeKey, &state.ForgetNodeKey{Node: "n1", By: "oscar"}},
 		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n1", CPUs: 2, MemMB: 4096, Runner: "test", BootID: "b1"}, Key: "other"}},
+		{state.CmdRegisterNode, &state.RegisterNode{Now: t0, Info: api.NodeInfo{Name: "n2", CPUs: 4, MemMB: 8192, Runner: "vm", BootID: "b2",
+			Partitions: []string{"batch"}, Accel: "tcg", Migrate: true, APIAddr: "http://n2:1"}}},
+		{state.CmdMigrateJobs, &state.MigrateJobs{Now: t0, Requests: []state.MigrateRequest{{Job: 2, To: "n1", By: "alice", Token: "t"}, {Job: 1, Token: "u"}}}},
+		{state.CmdMigrationReports, &state.MigrationReports{Now: t0, Node: "n2", Reports: []api.MigrationReport{{Migration: 1, Alloc: 2, Event: "sent", TotalMS: 5}}}},
+		{state.CmdExpireMigrations, &state.ExpireMigrations{Now: t0.Add(time.Hour)}},
+		{state.CmdCancelMigrations, &state.CancelMigrations{Now: t0, Jobs: []uint64{1, 2}, By: "alice"}},
+		{state.CmdNodeDrain, &state.NodeDrain{Now: t0, Node: "n1", Drain: true, Reason: "x", Migrate: true}},
+		{state.CmdApplyPlan, &state.ApplyPlan{Now: t0, Migrations: []state.PlanMigration{{JobID: 1, From: "n1", To: "n2", Cause: "drain", Token: "t", CPUs: 1, MemMB: 512}},
+			DrainNotes: []state.PlanDrainNote{{Node: "n1", Note: "stays"}}}},
 	} {
 		data, err := state.Encode(c.t, c.p)
 		if err != nil {
@@ -218,7 +227,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		func() any { return &api.ConfigRequest{} }, func() any { return &api.QOSRequest{} },
 		func() any { return &api.AccountRequest{} }, func() any { return &api.UserRequest{} },
 		func() any { return &api.UpdateJobRequest{} }, func() any { return &api.TokenRequest{} },
-		func() any { return &api.RoleRequest{} },
+		func() any { return &api.RoleRequest{} }, func() any { return &api.MigrateRequest{} },
 	}
 	for i, body := range []string{
 		`{"jobs":[{"name":"a","user":"u","script":"#!/bin/sh\n","ntasks":1,"cpus_per_task":1}]}`,
@@ -230,6 +239,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"user":{"account":"a","name":"u"}}`, `{"id":1,"dependency":"afterok:2"}`,
 		`{"user":"u","role":"coordinator","account":"a","ops":["read"],"expires_in":3600}`,
 		`{"grant":{"user":"u","role":"operator"}}`,
+		`{"ids":[1],"to":"n2","cancel":false}`,
 	} {
 		f.Add(uint8(i), []byte(body))
 	}

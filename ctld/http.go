@@ -315,7 +315,7 @@ func viewOf(s *state.State, j *state.Job, vw *viewer) jobView {
 		return v
 	}
 	if !j.Spec.MultiNode() {
-		v.run = s.LastAlloc(j)
+		v.run = currentAlloc(s, j) // the run a migration did not give up
 		return v
 	}
 	if v.runs = s.RunAllocs(j); len(v.runs) > 0 {
@@ -446,6 +446,8 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 	var v jobView
 	var next uint64
 	var minAge int64
+	var migs []api.Migration
+	var ck *api.JobCheckpoint
 	c.fsm.Read(func(s *state.State) {
 		if ref.HasTask {
 			j, _ = s.ResolveTask(api.TaskRef{Array: ref.ID, Task: ref.Task})
@@ -458,6 +460,10 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 			}
 		}
 		next, minAge = s.NextJobID, s.Config.MinJobAge
+		if j != nil {
+			migs = apiMigrations(s, j)
+			ck = apiCheckpoint(j)
+		}
 	})
 	switch {
 	case j == nil && ref.HasTask:
@@ -469,6 +475,7 @@ func (c *Controller) showJob(p principal, id string) (*api.Job, error) {
 	}
 	view := withPriority(v, c.priorityFunc(c.clock.Now()))
 	c.migrationFunc()(view)
+	view.Migrations, view.Checkpoint = migs, ck
 	return view, nil
 }
 
@@ -685,6 +692,18 @@ func (c *Controller) handleNodeStatus(w http.ResponseWriter, r *http.Request) er
 			return err
 		}
 	}
+	if len(st.Checkpoints) > 0 {
+		if err := c.takeCheckpointReports(st.Name, st.Checkpoints); err != nil {
+			return err
+		}
+	}
+	if len(st.Migrations) > 0 {
+		// Before the job reports: a destination's loaded comes before
+		// the end of a source it stopped.
+		if err := c.takeMigrationReports(st.Name, st.Migrations); err != nil {
+			return err
+		}
+	}
 	if len(st.Reports) > 0 {
 		c.takeStartTimes(st.Name, "", st.Reports)
 		cmd := &state.JobReports{Now: c.clock.Now().UTC(), Node: st.Name, BootID: st.BootID, Reports: st.Reports}
@@ -748,7 +767,11 @@ func (c *Controller) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	if req.Drain && strings.TrimSpace(req.Reason) == "" {
 		return &fieldError{Field: "reason", Msg: fmt.Sprintf("node %s: draining needs a reason (--reason), as in Slurm", req.Node)}
 	}
-	if _, err := c.propose(state.CmdNodeDrain, &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason, By: principalFrom(r).name}); err != nil {
+	if req.Migrate && !req.Drain {
+		return &fieldError{Field: "migrate", Msg: fmt.Sprintf("node %s: --migrate goes with a drain, not a resume", req.Node)}
+	}
+	cmd := &state.NodeDrain{Now: c.clock.Now().UTC(), Node: req.Node, Drain: req.Drain, Reason: req.Reason, By: principalFrom(r).name, Migrate: req.Migrate}
+	if _, err := c.propose(state.CmdNodeDrain, cmd); err != nil {
 		if strings.Contains(err.Error(), "no such node") {
 			return notFound("%v", err)
 		}

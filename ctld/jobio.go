@@ -105,12 +105,18 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		t = nodeTarget{job: j.ID}
 		// The run to reach is the job's active allocation on the node
 		// the request names (a step's task), else its first: the batch
-		// script's node (a migrating job's source answers until it moves).
-		want := r.URL.Query().Get("node")
-		for _, a := range s.ActiveAllocs(j) {
-			if want == "" || a.Node == want {
+		// script's node (a migrating job's source answers until it
+		// switches over, its destination from then on).
+		if want := r.URL.Query().Get("node"); want == "" {
+			if a := currentAlloc(s, j); a != nil && a.Active() {
 				t.node = a.Node
-				break
+			}
+		} else {
+			for _, a := range s.ActiveAllocs(j) {
+				if a.Node == want && !a.Leaving {
+					t.node = a.Node
+					break
+				}
 			}
 		}
 		if n := s.Nodes[t.node]; n != nil {
@@ -131,7 +137,7 @@ func (c *Controller) checkJobIO(r *http.Request, op string) (nodeTarget, error) 
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is suspended: resume it first (scontrol resume %d)", ref.ID, ref.ID)}
 	case st == api.StatePending:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is pending (%s): it has no node to reach yet", ref.ID, reason)}
-	case st != api.StateRunning:
+	case st != api.StateRunning && st != api.StateMigrating:
 		return t, &httpError{status: http.StatusConflict, msg: fmt.Sprintf("job %d is %s, not running", ref.ID, st)}
 	case t.node == "":
 		return t, notFound("job %d does not run on node %s", ref.ID, submit.Shown(r.URL.Query().Get("node")))

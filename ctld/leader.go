@@ -90,7 +90,7 @@ func (c *Controller) lead(ctx context.Context) {
 	}()
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop, c.resvLoop, c.sinkLoop, c.mailLoop, c.mailTimerLoop} {
+	for _, loop := range []func(context.Context){c.submitLoop, c.scheduleLoop, c.livenessLoop, c.purgeLoop, c.auditLoop, c.resvLoop, c.sinkLoop, c.migrationLoop, c.mailLoop, c.mailTimerLoop} {
 		wg.Add(1)
 		go func(f func(context.Context)) { defer wg.Done(); f(ctx) }(loop)
 	}
@@ -227,7 +227,9 @@ func (c *Controller) planCommand(now time.Time, snap *sched.Snapshot, plan sched
 		c.nextJobID += uint64(n)
 		c.mu.Unlock()
 	}
-	return plan.Entry(now, snap, first)
+	cmd := plan.Entry(now, snap, first)
+	stampTokens(cmd)
+	return cmd
 }
 
 // livenessLoop marks nodes DOWN when they miss heartbeats and flushes the

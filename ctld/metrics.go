@@ -36,6 +36,7 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 
 	vmStartSeconds *prometheus.HistogramVec
+	migration      migrationMetrics
 
 	// serve writes the registry in Prometheus' text format (or
 	// OpenMetrics when the scraper asks for it).
@@ -84,6 +85,8 @@ func newMetrics(c *Controller) *metrics {
 	m.vmStartSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "corral_vm_start_seconds", Help: "Time node runners took to start a job's run (a VM's boot to its agent), as node reports carry it, by runner.", Buckets: vmStartBuckets,
 	}, []string{"runner"})
+	m.migration = newMigrationMetrics()
+	m.reg.MustRegister(m.migration.collectors()...)
 	m.reg.MustRegister(m.requests, m.submitted, m.passSeconds, m.considered, m.started,
 		m.commitSeconds, m.applySeconds, m.proposeSecs, m.leaderChanges, m.vmStartSeconds,
 		newStateCollector(c), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

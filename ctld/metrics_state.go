@@ -132,7 +132,7 @@ func (sc *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descPendingReason, descQueuePendDep, descNodes, descGPUUtil, descPartJobsPending,
 		descNodeMemAlloc, descNodeMemTotal, descHeartbeatAge, descAccountCPUs, descAccountFS, descAccountUsage, descUserCPUs,
 		descSchedLast, descSchedMean, descSchedPerMin, descSchedQueue, descRaftLeader, descRaftState, descRaftTerm, descRaftCommit,
-		descRaftApplied, descRaftLastIndex, descStateJobs} {
+		descRaftApplied, descRaftLastIndex, descStateJobs, descMigrations} {
 		ch <- d
 	}
 	for _, q := range slurmQueueStates {
@@ -178,6 +178,7 @@ func (sc *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var fig clusterFigures
 	c.fsm.Read(func(s *state.State) { fig = figuresOf(s, now, c.lastHeard()) })
 	fig.send(ch)
+	sc.collectMigrations(ch)
 	sc.collectScheduler(ch, now)
 	sc.collectRaft(ch)
 }

@@ -202,6 +202,7 @@ func TestRouteCostClasses(t *testing.T) {
 		"POST /v1/jobs": costWrite, "GET /v1/jobs": costList, "GET /v1/queue": costList,
 		"GET /v1/jobs/{id}": costFree, "GET /v1/jobs/{id}/why": costFree,
 		"POST /v1/jobs/cancel": costWrite, "POST /v1/jobs/hold": costWrite, "POST /v1/jobs/suspend": costWrite, "POST /v1/jobs/requeue": costWrite, "POST /v1/jobs/top": costWrite, "GET /v1/licenses": costFree,
+		"POST /v1/jobs/migrate": costWrite, "POST /v1/jobs/checkpoint": costWrite,
 		"POST /v1/jobs/update": costWrite, "POST /v1/jobs/{id}/steps": costWrite, "POST /v1/jobs/{id}/steps/{step}/end": costWrite,
 		"POST /v1/jobs/{id}/steps/{step}/cancel": costWrite, "GET /v1/steps": costFree, "GET /v1/nodes": costFree, "GET /v1/nodes/{name}": costFree,
 		"GET /v1/nodes/{name}/desired": costFree, "POST /v1/nodes/register": costFree,

@@ -317,6 +317,8 @@ func validateNodeStatus(st *api.NodeStatus) error {
 			return c.err
 		}
 	}
+	checkMigrationReports(c, st.Migrations)
+	checkCheckpointReports(c, st.Checkpoints)
 	return c.err
 }
 
@@ -457,6 +459,11 @@ func validateQOS(q *api.QOS) error {
 	if q.PreemptMode != "" {
 		if _, err := api.ParsePreemptMode(string(q.PreemptMode)); err != nil {
 			c.fail("preempt_mode", "%v", err)
+		}
+	}
+	if q.PreemptFallback != "" {
+		if _, err := api.ParsePreemptFallback(string(q.PreemptFallback)); err != nil {
+			c.fail("preempt_fallback", "%v", err)
 		}
 	}
 	c.between("preempt_exempt_time_s", q.PreemptExemptTime, 0, submit.MaxTimeLimit)

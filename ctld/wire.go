@@ -97,8 +97,18 @@ func apiDependency(d *state.Dependency) *api.Dependency {
 // node, resources and placement of its current run or, once it ended, of
 // its last one (a pending job shows none).
 func apiJob(s *state.State, j *state.Job) api.Job {
+	out := apiJobOf(s, j)
+	out.Migrations = apiMigrations(s, j)
+	return out
+}
+
+// apiJobOf is apiJob without the job's migrations.
+func apiJobOf(s *state.State, j *state.Job) api.Job {
 	if j.State == api.StatePending {
 		return apiJobRun(j, nil)
+	}
+	if !j.Spec.MultiNode() {
+		return apiJobRun(j, currentAlloc(s, j)) // a multi-node job never migrates
 	}
 	run := s.RunAllocs(j)
 	switch len(run) {
@@ -108,6 +118,33 @@ func apiJob(s *state.State, j *state.Job) api.Job {
 		return apiJobRun(j, run[0])
 	}
 	return withRun(apiJobRun(j, run[0]), run)
+}
+
+// currentAlloc is job j's run as users see it: its newest allocation that
+// no migration gave up (a migration's source, once the job switched over,
+// or the destination of an aborted one), and while a migration has not
+// switched over, the source the job still runs on.
+func currentAlloc(s *state.State, j *state.Job) *state.Allocation {
+	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
+		if a := s.Allocs[m.Source]; a != nil {
+			return a
+		}
+	}
+	var ended *state.Allocation
+	for i := len(j.Allocs) - 1; i >= 0; i-- {
+		a := s.Allocs[j.Allocs[i]]
+		switch {
+		case a == nil || a.Leaving:
+		case a.Active():
+			return a
+		case ended == nil:
+			ended = a
+		}
+	}
+	if ended != nil {
+		return ended
+	}
+	return s.LastAlloc(j)
 }
 
 // withRun adds to job out, filled in from its multi-node run's first
@@ -158,10 +195,12 @@ func apiNode(s *state.State, n *state.Node) api.Node {
 		NodeInfo: api.NodeInfo{
 			Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB, Partitions: n.Partitions, Runner: n.Runner,
 			BootID: n.BootID, Version: n.Version, Images: n.Images, Inventory: n.Inventory, Accel: n.Accel,
-			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, TmpMB: n.TmpMB, Overlay: n.Overlay, Features: n.Features,
+			OverheadMB: n.OverheadMB, APIAddr: n.APIAddr, Probing: n.Probing, Migrate: n.Migrate, CheckpointDir: n.CheckpointDir,
+			TmpMB: n.TmpMB, Overlay: n.Overlay, Features: n.Features,
 		},
 		AllocTmpMB: n.AllocTmpMB, ActiveFeatures: n.ActiveFeatures(), FeaturesBy: n.OpFeaturesBy,
 		Down: n.Down, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime,
+		DrainMigrate: n.DrainMigrate, DrainNote: n.DrainNote,
 		Registered: n.Registered, LastSeen: n.LastSeen,
 		AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB, AllocIndex: n.AllocIndex, Allocs: n.Allocs,
 	}
@@ -201,7 +240,9 @@ func desired(s *state.State, name string) api.Desired {
 		if a.Desired == state.AllocSuspend {
 			run.State = api.StateSuspended
 		}
-		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run})
+		d.Allocations = append(d.Allocations, api.Allocation{ID: a.ID, Job: run, Migration: allocMigration(s, j, a),
+			Checkpoint: s.AllocCheckpoint(j, a)})
 	}
+	d.Checkpoints = s.NodeCheckpoints(n)
 	return d
 }

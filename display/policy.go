@@ -96,12 +96,13 @@ func Config(w io.Writer, c *api.SchedConfig) error {
 // column widths, in the order given. Columns widen to their longest value
 // instead of cutting it, since an administrator reads every name. Times are
 // sacctmgr's [D-]HH:MM:SS, and an unset limit (0) is blank. PreemptMode
-// shows the mode in force: cancel when the QoS names none.
+// shows the mode in force: cancel when the QoS names none. PreemptFallback,
+// corral's own, comes last so that sacctmgr's columns keep their places.
 func QOSList(w io.Writer, qos []api.QOS) error {
 	fields := []field{
 		{"Name", 10, false}, {"Priority", 10, false}, {"Preempt", 10, false}, {"PreemptMode", 11, false},
 		{"PreemptExemptTime", 19, false}, {"MaxWall", 11, false}, {"MaxJobsPU", 9, false},
-		{"MaxSubmitPU", 11, false}, {"GrpCPUs", 8, false},
+		{"MaxSubmitPU", 11, false}, {"GrpCPUs", 8, false}, {"PreemptFallback", 15, false},
 	}
 	rows := make([][]string, 0, len(qos))
 	for _, q := range qos {
@@ -109,10 +110,17 @@ func QOSList(w io.Writer, qos []api.QOS) error {
 		if mode == "" {
 			mode = string(api.PreemptCancel)
 		}
+		// The fallback in force where it can apply: a QoS that migrates
+		// its victims (cancel when it names none), or one that names a
+		// fallback for a partition that does.
+		fallback := string(q.PreemptFallback)
+		if fallback == "" && q.PreemptMode == api.PreemptMigrate {
+			fallback = string(api.PreemptCancel)
+		}
 		rows = append(rows, []string{
 			q.Name, itoa64(q.Priority), strings.Join(q.Preempt, ","), mode,
 			secsOrBlank(q.PreemptExemptTime), secsOrBlank(q.MaxWall),
-			limitOrBlank(q.MaxJobsPerUser), limitOrBlank(q.MaxSubmitPerUser), limitOrBlank(q.GrpCPUs),
+			limitOrBlank(q.MaxJobsPerUser), limitOrBlank(q.MaxSubmitPerUser), limitOrBlank(q.GrpCPUs), fallback,
 		})
 	}
 	fitWidths(fields, rows)

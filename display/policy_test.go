@@ -91,22 +91,30 @@ func TestQOSList(t *testing.T) {
 		want string
 	}{
 		// Preempt widens to its longest list instead of cutting it; an
-		// unset mode is the cancel in force; unset limits are blank.
+		// unset mode is the cancel in force; unset limits are blank; a
+		// QoS that migrates its victims shows its fallback (cancel when
+		// unset), the others none.
 		"defaults and one with every limit": {
 			append(api.DefaultQOS(), api.QOS{Name: "long", Priority: 10, Preempt: []string{"besteffort", "burstable"},
 				PreemptMode: api.PreemptSuspend, PreemptExemptTime: 600, MaxWall: 7 * 86400, MaxJobsPerUser: 4,
-				MaxSubmitPerUser: 100, GrpCPUs: 512}, api.QOS{Name: "plain"}),
-			`      Name   Priority              Preempt PreemptMode   PreemptExemptTime     MaxWall MaxJobsPU MaxSubmitPU  GrpCPUs
----------- ---------- -------------------- ----------- ------------------- ----------- --------- ----------- --------
+				MaxSubmitPerUser: 100, GrpCPUs: 512}, api.QOS{Name: "plain"},
+				api.QOS{Name: "mover", PreemptMode: api.PreemptMigrate},
+				api.QOS{Name: "parker", PreemptMode: api.PreemptMigrate, PreemptFallback: api.PreemptCheckpoint},
+				api.QOS{Name: "saver", PreemptMode: api.PreemptCheckpoint}),
+			`      Name   Priority              Preempt PreemptMode   PreemptExemptTime     MaxWall MaxJobsPU MaxSubmitPU  GrpCPUs PreemptFallback
+---------- ---------- -------------------- ----------- ------------------- ----------- --------- ----------- -------- ---------------
 guaranteed       1000           besteffort      cancel
  burstable        500                           cancel
 besteffort          0                          requeue
       long         10 besteffort,burstable     suspend            00:10:00  7-00:00:00         4         100      512
      plain          0                           cancel
+     mover          0                          migrate                                                                         cancel
+    parker          0                          migrate                                                                     checkpoint
+     saver          0                       checkpoint
 `,
 		},
-		"none": {nil, `      Name   Priority    Preempt PreemptMode   PreemptExemptTime     MaxWall MaxJobsPU MaxSubmitPU  GrpCPUs
----------- ---------- ---------- ----------- ------------------- ----------- --------- ----------- --------
+		"none": {nil, `      Name   Priority    Preempt PreemptMode   PreemptExemptTime     MaxWall MaxJobsPU MaxSubmitPU  GrpCPUs PreemptFallback
+---------- ---------- ---------- ----------- ------------------- ----------- --------- ----------- -------- ---------------
 `},
 	}
 	for name, tc := range tests {

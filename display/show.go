@@ -135,9 +135,59 @@ func showJobMigration(k *kvWriter, j *api.Job) {
 		k.str("Migratable", "No")
 		k.str("MigrationBlocker", j.MigrationBlocker)
 	default:
+		showMigrations(k, j)
 		return
 	}
 	k.newLine()
+	showMigrations(k, j)
+}
+
+// showMigrations writes one line per live migration of the job: its
+// nodes, phase, cause and who asked, and figures (or why it was aborted),
+// and a line for its checkpoint.
+func showMigrations(k *kvWriter, j *api.Job) {
+	if ck := j.Checkpoint; ck != nil {
+		k.str("Checkpoint", ck.Phase)
+		k.str("CheckpointNode", ck.Node)
+		if ck.By != "" {
+			k.str("CheckpointBy", ck.By)
+		}
+		if ck.Path != "" {
+			k.str("CheckpointFile", ck.Path)
+			k.str("CheckpointBytes", strconv.FormatInt(ck.Size, 10))
+		}
+		if ck.SaveMS > 0 {
+			k.str("SaveTime", strconv.FormatInt(ck.SaveMS, 10)+"ms")
+		}
+		if ck.RestoreMS > 0 {
+			k.str("RestoreTime", strconv.FormatInt(ck.RestoreMS, 10)+"ms")
+		}
+		if ck.Error != "" {
+			k.str("Error", ck.Error)
+		}
+		k.newLine()
+	}
+	for _, m := range j.Migrations {
+		k.str("Migration", strconv.FormatUint(m.ID, 10))
+		k.str("From", m.From)
+		k.str("To", orNull(m.To))
+		k.str("Phase", m.Phase)
+		k.str("Cause", m.Cause)
+		if m.By != "" {
+			k.str("By", m.By) // the user, the drained node, or the preemptor
+		}
+		if m.TotalMS > 0 {
+			k.str("TotalTime", strconv.FormatInt(m.TotalMS, 10)+"ms")
+		}
+		if m.Phase == "switchover" || m.Phase == "released" {
+			k.str("Downtime", strconv.FormatInt(m.DowntimeMS, 10)+"ms")
+			k.str("Bytes", strconv.FormatInt(m.Bytes, 10))
+		}
+		if m.Error != "" {
+			k.str("Error", m.Error)
+		}
+		k.newLine()
+	}
 }
 
 func boolInt(b bool) int64 {
@@ -427,6 +477,13 @@ func ShowNode(w io.Writer, n *api.Node, now time.Time) {
 			k.buf = append(k.buf, '@')
 			k.buf = appendTime(k.buf, n.ReasonTime, k.loc, "Unknown")
 			k.buf = append(k.buf, ']')
+		}
+	}
+	if n.DrainMigrate {
+		k.newLine()
+		k.str("DrainMigrate", "Yes")
+		if n.DrainNote != "" {
+			k.str("DrainWaits", n.DrainNote)
 		}
 	}
 	k.done(w)

@@ -119,6 +119,12 @@ func TestShowJobLines(t *testing.T) {
 	migratable.Migratable = "yes"
 	pinned := runningJob()
 	pinned.Migratable, pinned.MigrationBlocker = "no", "it asked for --no-migrate: its files go over the fast share (virtiofs)"
+	moved := runningJob()
+	moved.Migrations = []api.Migration{
+		{ID: 3, From: "n1", To: "n2", Phase: "released", Cause: "preempt", By: "job 10", TotalMS: 3013, DowntimeMS: 3093, Bytes: 73400320},
+		{ID: 4, From: "n2", Phase: "aborted", Cause: "request", By: "alice", Error: "no node could take the job within 1m0s"}}
+	parked := pendingJob()
+	parked.Checkpoint = &api.JobCheckpoint{Phase: "restoring", Node: "n1", Path: "/ck/n1-12-7.ckpt", Size: 69 << 20, SaveMS: 450, By: "job 10"}
 	warm := runningJob()
 	warm.State, warm.CPUSeconds, warm.PeakMemKB, warm.VMStart = api.StateCompleted, 3, 2048, api.VMStartWarm
 	mailed := pendingJob()
@@ -138,7 +144,13 @@ func TestShowJobLines(t *testing.T) {
 		"image":                    {susp, "   Gres=gres/gpu:a100:2 Licenses=(null) Array=0-3 Image=ubuntu-24.04\n"},
 		"migratable":               {migratable, "ExitCode=0:0\n   Migratable=Yes\n"},
 		"not migratable, and why":  {pinned, "   Migratable=No MigrationBlocker=it asked for --no-migrate: its files go over the fast share (virtiofs)\n"},
-		"a VM restored warm":       {warm, "   TotalCPU=00:00:03 MaxRSS=2048K\n   VMStart=warm\n"},
+		"a migration for a preemption": {moved,
+			"   Migration=3 From=n1 To=n2 Phase=released Cause=preempt By=job 10 TotalTime=3013ms Downtime=3093ms Bytes=73400320\n"},
+		"an aborted migration": {moved,
+			"   Migration=4 From=n2 To=(null) Phase=aborted Cause=request By=alice Error=no node could take the job within 1m0s\n"},
+		"a checkpoint for a preemption": {parked,
+			"   Checkpoint=restoring CheckpointNode=n1 CheckpointBy=job 10 CheckpointFile=/ck/n1-12-7.ckpt CheckpointBytes=72351744 SaveTime=450ms\n"},
+		"a VM restored warm": {warm, "   TotalCPU=00:00:03 MaxRSS=2048K\n   VMStart=warm\n"},
 	}
 	for name, tc := range lines {
 		t.Run(name, func(t *testing.T) {

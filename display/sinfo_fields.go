@@ -209,6 +209,10 @@ func reasonOr(n *api.Node) string {
 	if n.Reason == "" {
 		return "none"
 	}
+	if n.DrainNote != "" {
+		// A drain by migration that waits says for what.
+		return n.Reason + " (waits: " + n.DrainNote + ")"
+	}
 	return n.Reason
 }
 

@@ -89,6 +89,12 @@ type Config struct {
 	// MetricsListen is where GET /metrics serves the daemon's Prometheus
 	// figures (metrics.go), host:port; empty serves none.
 	MetricsListen string
+	// CheckpointDir is where the node writes its jobs' checkpoints
+	// (checkpoint.go); DataDir/checkpoints when empty. CheckpointShared
+	// says the directory is shared with other nodes at the same path,
+	// which may then restore the checkpoints written here.
+	CheckpointDir    string
+	CheckpointShared bool
 	// Logger receives the daemon's log; default slog.Default(). The daemon
 	// does not add the node's name: a process that runs several daemons
 	// passes each a logger With("node", name).
@@ -130,6 +136,13 @@ type Daemon struct {
 	killAllCh chan chan struct{}
 	leaseCh   chan bool // from watchLease: the lease holds (again), or ran out
 	keeperCh  chan *keeperProc
+	// migCh carries the ends of migration streams (migStreamed,
+	// migReceived) into the loop; migRep sends migration reports.
+	migCh  chan any
+	migRep *migReporter
+	// ckListed are the node's checkpoint files its desired state listed
+	// (checkpoint.go): one no longer listed is removed at once.
+	ckListed map[string]bool
 	// runErr is why the loop ended before its context did (the runner's
 	// probe failed); Run returns it.
 	runErr error
@@ -252,13 +265,16 @@ func New(cfg Config) (*Daemon, error) {
 		killAllCh: make(chan chan struct{}),
 		leaseCh:   make(chan bool),
 		keeperCh:  make(chan *keeperProc),
+		migCh:     make(chan any),
 		probedCh:  make(chan error),
 		loopDone:  make(chan struct{}),
 		jobs:      make(map[jobKey]*localJob),
+		ckListed:  make(map[string]bool),
 		done:      make(map[jobKey]time.Time),
 	}
 	d.reg = newRegistration()
 	d.rep = newReporter(d)
+	d.migRep = newMigReporter(d)
 	d.lease = newLease(cfg.DataDir)
 	// A spare per job slot, and as many again for the runs whose reports
 	// are acknowledged after their successors started.
@@ -328,6 +344,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	wg.Go(func() { d.maintain(runCtx) })
 	wg.Go(func() { d.watch(runCtx) })
 	wg.Go(func() { d.rep.run(runCtx) })
+	wg.Go(func() { d.migRep.run(runCtx) })
 	wg.Go(func() { d.watchLease(runCtx) })
 	if d.cfg.HealthCheck != "" {
 		wg.Go(func() { d.healthLoop(runCtx) })
@@ -428,6 +445,15 @@ func (d *Daemon) loop(ctx context.Context) {
 			}
 		case k := <-d.keeperCh:
 			d.onKeeperExited(k)
+		case ev := <-d.migCh:
+			switch ev := ev.(type) {
+			case migStreamed:
+				d.onStreamed(ev)
+			case migReceived:
+				d.onReceived(ev)
+			case ckSaved:
+				d.onCheckpointSaved(ev)
+			}
 		case err := <-d.probedCh:
 			if !d.onProbed(err) {
 				return

@@ -40,6 +40,9 @@ type liveRun struct {
 	handle  Handle
 	paused  bool
 	killing bool
+	// incoming is set while the run waits for a migration's stream or
+	// for the word to continue: it is not running yet.
+	incoming *liveMigration
 }
 
 // publishRuns refreshes the runs the job API may reach. The loop calls it
@@ -50,7 +53,15 @@ func (d *Daemon) publishRuns() {
 		if lj.handle == nil {
 			continue
 		}
-		m[lj.key.ID] = &liveRun{job: lj.rec.Job, handle: lj.handle, paused: lj.rec.paused(), killing: lj.rec.Kill != nil}
+		run := &liveRun{job: lj.rec.Job, handle: lj.handle, paused: lj.rec.paused(), killing: lj.rec.Kill != nil}
+		if lj.rec.Incoming != 0 {
+			run.paused = true // not running until it is continued
+			run.incoming = &liveMigration{id: lj.rec.Incoming}
+			if lj.mig != nil {
+				run.incoming.token, run.incoming.peer, run.incoming.claimed = lj.mig.token, lj.mig.peer, lj.mig.claimed
+			}
+		}
+		m[lj.key.ID] = run
 	}
 	d.runs.Store(&m)
 }
@@ -84,7 +95,9 @@ func (d *Daemon) listenAPI(ctx context.Context) error {
 			ln.Close()
 			return fmt.Errorf("noded: the job API: %w", err)
 		}
-		cfg.VerifyConnection = pki.RequireRole(pki.RoleMember) // the controllers' proxy only
+		// The controllers' proxy, and other nodes for the migration
+		// streams they send (each route checks whom it takes).
+		cfg.VerifyConnection = memberOrNode
 		ln, scheme = tls.NewListener(ln, cfg), "https://"
 	}
 	u := scheme + net.JoinHostPort(host, port)
@@ -98,13 +111,37 @@ func (d *Daemon) listenAPI(ctx context.Context) error {
 
 func (d *Daemon) apiRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs/{id}/exec", d.handleExec)
-	mux.HandleFunc("POST /v1/jobs/{id}/signal", d.handleSignal)
-	mux.HandleFunc("GET /v1/jobs/{id}/file", d.handleReadFile)
-	mux.HandleFunc("PUT /v1/jobs/{id}/file", d.handleWriteFile)
-	mux.HandleFunc("GET /v1/jobs/{id}/output", d.handleOutput)
-	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/kill", d.handleKillStep)
+	mux.HandleFunc("POST /v1/jobs/{id}/exec", membersOnly(d.handleExec))
+	mux.HandleFunc("POST /v1/jobs/{id}/signal", membersOnly(d.handleSignal))
+	mux.HandleFunc("GET /v1/jobs/{id}/file", membersOnly(d.handleReadFile))
+	mux.HandleFunc("PUT /v1/jobs/{id}/file", membersOnly(d.handleWriteFile))
+	mux.HandleFunc("GET /v1/jobs/{id}/output", membersOnly(d.handleOutput))
+	mux.HandleFunc("POST /v1/jobs/{id}/steps/{step}/kill", membersOnly(d.handleKillStep))
+	mux.HandleFunc("POST /v1/migrations/{id}/stream", d.handleMigrationStream)
 	return mux
+}
+
+// memberOrNode takes a TLS peer with a controller member's certificate or
+// a node's.
+func memberOrNode(cs tls.ConnectionState) error {
+	if id, ok := pki.PeerIdentity(&cs); ok && (id.Role == pki.RoleMember || id.Role == pki.RoleNode) {
+		return nil
+	}
+	return errors.New("the job API takes controller members and nodes only")
+}
+
+// membersOnly refuses a TLS peer that is not a controller member: the job
+// routes act for the user the controllers name, which only they may.
+func membersOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			if id, ok := pki.PeerIdentity(r.TLS); !ok || id.Role != pki.RoleMember {
+				writeAPIError(w, refuse(http.StatusForbidden, "only the controllers reach into jobs"))
+				return
+			}
+		}
+		h(w, r)
+	}
 }
 
 // apiError is a refusal of the job API.

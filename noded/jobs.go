@@ -73,6 +73,10 @@ type jobRecord struct {
 	// against the time limit.
 	PausedAt  time.Time     `json:"paused_at,omitzero"`
 	PausedFor time.Duration `json:"paused_for,omitempty"`
+	// Incoming is set while the run is a live migration's destination
+	// that has not been continued: the migration's id. Such a run is
+	// stopped and waits for the controllers' word (migration.go).
+	Incoming uint64 `json:"incoming,omitempty"`
 }
 
 func (r jobRecord) paused() bool { return !r.PausedAt.IsZero() }
@@ -104,6 +108,12 @@ type localJob struct {
 	// startTook is how long the runner took to start the run (0 for a run
 	// an earlier daemon started); its report carries it.
 	startTook time.Duration
+	// mig is the migration the run takes part in, nil when none; ck the
+	// checkpoint it is saved to, nil when none; restore says it started
+	// from a checkpoint.
+	mig     *runMigration
+	ck      *runCheckpoint
+	restore bool
 }
 
 func (lj *localJob) alive() bool { return lj.starting || lj.handle != nil }
@@ -130,6 +140,7 @@ func (d *Daemon) reconcile(des *api.Desired) {
 	d.deferred = false
 	want := make(map[jobKey]*api.Job, len(des.Allocations))
 	ending := make(map[jobKey]*api.Job)
+	migs, cks := desiredMigrations(des), desiredCheckpoints(des)
 	for i := range des.Allocations {
 		j := &des.Allocations[i].Job
 		k := jobKey{j.ID, j.StartIndex}
@@ -146,6 +157,8 @@ func (d *Daemon) reconcile(des *api.Desired) {
 		if j, ok := want[lj.key]; ok {
 			d.updateTimeLimit(lj, j)
 			d.followSuspend(lj, j.State == api.StateSuspended)
+			d.followMigration(lj, migs[lj.key])
+			d.followCheckpoint(lj, cks[lj.key])
 			d.followJobNet(lj, j)
 			continue
 		}
@@ -161,13 +174,16 @@ func (d *Daemon) reconcile(des *api.Desired) {
 			delete(d.done, k)
 		}
 	}
+	if des.Known {
+		d.sweepCheckpoints(des.Checkpoints)
+	}
 	if d.canLaunch(des) {
-		d.launchWanted(want)
+		d.launchWanted(want, migs, cks)
 	}
 	d.publishRunning()
 }
 
-func (d *Daemon) launchWanted(want map[jobKey]*api.Job) {
+func (d *Daemon) launchWanted(want map[jobKey]*api.Job, migs map[jobKey]*api.AllocMigration, cks map[jobKey]*api.AllocCheckpoint) {
 	keys := make([]jobKey, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -185,12 +201,19 @@ func (d *Daemon) launchWanted(want map[jobKey]*api.Job) {
 			// it is resumed.
 			continue
 		}
+		if m := migs[k]; isDestination(m) && !beforeSwitch(m) {
+			// A migration's destination is only ever started waiting
+			// for its stream: past the switch, a run of it that is not
+			// here was lost, and starting the job afresh would run it
+			// twice.
+			continue
+		}
 		if d.otherRunAlive(k) {
 			// A requeued job's new run waits for its old one to be gone.
 			d.deferred = true
 			continue
 		}
-		d.launch(k, want[k])
+		d.launch(k, want[k], migs[k], cks[k])
 	}
 }
 
@@ -205,12 +228,23 @@ func (d *Daemon) otherRunAlive(k jobKey) bool {
 
 // launch creates the run's state directory and starts it in the background;
 // onStarted takes the outcome.
-func (d *Daemon) launch(k jobKey, j *api.Job) {
+//
+// A live migration's destination (m) starts as its runner's incoming VM,
+// stopped, waiting for the stream (migration.go); a run restored from a
+// checkpoint (ck) from its file (checkpoint.go).
+func (d *Daemon) launch(k jobKey, j *api.Job, m *api.AllocMigration, ck *api.AllocCheckpoint) {
 	lj := &localJob{key: k, dir: filepath.Join(d.root, k.String()), rec: jobRecord{Job: *j, Alloc: d.desiredAlloc(k), Started: time.Now()}}
 	d.jobs[k] = lj
+	start, serr := d.starter(lj, m, ck)
 	spec, err := d.prepare(lj)
+	if err == nil {
+		err = serr
+	}
 	if err != nil {
 		d.log.Error("cannot launch job", "job", k.ID, "start_index", k.StartIndex, "err", err)
+		if lj.mig != nil {
+			d.migReport(lj, "failed", MigrationStats{}, err.Error())
+		}
 		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: err.Error()}), false)
 		return
 	}
@@ -225,7 +259,7 @@ func (d *Daemon) launch(k jobKey, j *api.Job) {
 			spec = vmSpec(spec, d.partition(context.Background(), js.Partition), js)
 		}
 		began := time.Now()
-		h, err := d.runner.Start(context.Background(), spec)
+		h, err := start(context.Background(), spec)
 		d.startedCh <- startedEvent{key: k, handle: h, err: err, took: time.Since(began)}
 	}()
 }
@@ -340,6 +374,9 @@ func (d *Daemon) onStarted(ev startedEvent) {
 	if ev.err != nil {
 		d.metrics.startFailures.Inc()
 		d.log.Warn("job failed to start", "job", ev.key.ID, "start_index", ev.key.StartIndex, "err", ev.err)
+		if lj.mig != nil {
+			d.migReport(lj, "failed", MigrationStats{}, ev.err.Error())
+		}
 		d.finish(lj, reportFor(lj, Result{ExitCode: 1, Message: ev.err.Error()}), false)
 		d.relaunchDeferred()
 		return
@@ -362,6 +399,15 @@ func (d *Daemon) onStarted(ev startedEvent) {
 		t, _ := d.lease.current()
 		d.killWithin(lj, api.StateNodeFail, d.fenceMessage(), t.killGrace(d.cfg.KillGrace))
 		return
+	}
+	if lj.rec.Incoming != 0 {
+		d.log.Info("a migration's destination waits for its stream", "job", ev.key.ID, "migration", lj.rec.Incoming)
+		d.migReport(lj, "prepared", MigrationStats{}, "")
+		return
+	}
+	if lj.restore {
+		d.log.Info("the job runs on from its checkpoint", "job", ev.key.ID, "took", ev.took)
+		d.ckRep(api.CheckpointReport{Job: ev.key.ID, Alloc: lj.rec.Alloc, Event: "restored", TookMS: ev.took.Milliseconds()})
 	}
 	// The job may have been suspended while it was being launched.
 	if j := d.desiredJob(ev.key); j != nil {
@@ -404,7 +450,7 @@ func (d *Daemon) desiredJob(k jobKey) *api.Job {
 // and otherwise the next reconcile repeats the idempotent act. A failure is
 // logged and tried again at the next reconcile.
 func (d *Daemon) followSuspend(lj *localJob, suspend bool) {
-	if lj.handle == nil || lj.rec.Kill != nil || suspend == lj.rec.paused() {
+	if lj.handle == nil || lj.rec.Kill != nil || suspend == lj.rec.paused() || lj.rec.Incoming != 0 {
 		return
 	}
 	p, ok := lj.handle.(Pausable)
@@ -493,7 +539,9 @@ func (d *Daemon) armTimer(lj *localJob) {
 	}
 	stopWarn(lj)
 	limit := time.Duration(lj.rec.Job.Spec.TimeLimit) * time.Second
-	if limit <= 0 || lj.rec.paused() {
+	if limit <= 0 || lj.rec.paused() || lj.rec.Incoming != 0 {
+		// A migration's destination has not begun: its limit counts
+		// on from the source's once it continues.
 		lj.deadline = time.Time{}
 		return
 	}

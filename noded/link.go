@@ -153,6 +153,9 @@ func (d *Daemon) nodeInfo() (api.NodeInfo, []jobKey) {
 		Running:    slices.Clone(*d.running.Load()),
 		Inventory:  d.inv.Load(),
 		APIAddr:    d.apiAddr(),
+		Migrate:    d.canMigrate(),
+		// A checkpoint is a migration to a file: the same runner does it.
+		CheckpointDir: d.sharedCheckpointDir(),
 	}
 	keys, reports := d.rep.snapshot()
 	if len(keys) > api.MaxRegisterReports {

@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"io"
+	"os"
 	"time"
 )
 
@@ -85,4 +86,19 @@ type MigrationStats struct {
 	Total, Downtime, Setup time.Duration
 	// RAMBytes are the bytes of guest memory sent.
 	RAMBytes int64
+}
+
+// Checkpointer is implemented by a Handle whose job can be parked in a
+// file: its VM's state, written to f (positioned at its start), its guest
+// stopped for good unless the checkpoint is not taken (MigrationSource's
+// ResumeAfterMigration then continues it).
+type Checkpointer interface {
+	SaveCheckpoint(ctx context.Context, f *os.File) (MigrationStats, error)
+}
+
+// CheckpointRestorer is implemented by a Runner that can start a job from
+// its checkpoint: the job's VM, loading the state f holds (positioned at
+// its start), returned stopped, to be continued (Pausable).
+type CheckpointRestorer interface {
+	StartFromCheckpoint(ctx context.Context, spec LaunchSpec, f *os.File) (Handle, error)
 }

@@ -87,8 +87,12 @@ func (d *Daemon) recoverJob(k jobKey, dir string) {
 		go d.waitJob(k, h)
 		d.serveGuestSteps(lj)
 		d.recordSession(lj)
-		d.recoverPaused(lj)
+		if rec.Incoming == 0 {
+			// A migration's destination is stopped because it waits.
+			d.recoverPaused(lj)
+		}
 		d.armTimer(lj)
+		d.recoverMigration(lj)
 		if rec.Kill != nil {
 			h.Kill(d.cfg.KillGrace)
 		}

@@ -10,6 +10,10 @@
 // where jobs start (Usage counts running jobs and CPUs as the pass starts
 // more), and the controller where it answers a request early.
 //
-// The entry points are Check, SubmitLimit, Usage, MayPreempt, Mode and
-// CompareVictims.
+// The modes are cancel, requeue, suspend, migrate (the victim moves to a
+// node with room) and checkpoint (it is parked in a file until room
+// appears); Fallback says what preempts a victim that cannot move.
+//
+// The entry points are Check, SubmitLimit, Usage, MayPreempt, Mode,
+// Fallback and CompareVictims.
 package qos

@@ -12,7 +12,7 @@ import (
 )
 
 // Check says why q cannot be put next to the QoS in all (by name), or nil;
-// it stores q's preemption mode in canonical form. Whether a QoS can be
+// it stores q's preemption mode and fallback in canonical form. Whether a QoS can be
 // deleted (no job uses it) is the state's to say.
 func Check(q *api.QOS, all map[string]*api.QOS) error {
 	if q.Name == "" {
@@ -32,6 +32,13 @@ func Check(q *api.QOS, all map[string]*api.QOS) error {
 			return fmt.Errorf("qos %s: %w", q.Name, err)
 		}
 		q.PreemptMode = m // stored in the form the scheduler compares
+	}
+	if q.PreemptFallback != "" {
+		m, err := api.ParsePreemptFallback(string(q.PreemptFallback))
+		if err != nil {
+			return fmt.Errorf("qos %s: %w", q.Name, err)
+		}
+		q.PreemptFallback = m
 	}
 	if q.Priority < 0 {
 		return fmt.Errorf("qos %s: --priority must be ≥ 0", q.Name)
@@ -128,12 +135,24 @@ func MayPreempt(preemptor, victim *api.QOS, elapsed time.Duration) bool {
 
 // Mode is how a victim of QoS q in a partition whose mode is part is
 // preempted: its QoS's mode, else its partition's, else cancel.
+//
+// Mode migrate moves the victim to a node with room; Fallback says what
+// happens to it when there is none.
 func Mode(q *api.QOS, part api.PreemptMode) api.PreemptMode {
 	switch {
 	case q != nil && q.PreemptMode != "":
 		return q.PreemptMode
 	case part != "":
 		return part
+	}
+	return api.PreemptCancel
+}
+
+// Fallback returns what preempts a victim of q by migration when no node
+// has room for it: q's PreemptFallback, else cancel.
+func Fallback(q *api.QOS) api.PreemptMode {
+	if q != nil && q.PreemptFallback != "" {
+		return q.PreemptFallback
 	}
 	return api.PreemptCancel
 }

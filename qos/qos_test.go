@@ -19,7 +19,11 @@ func TestCheck(t *testing.T) {
 		"no name":                  {api.QOS{}, "needs a name"},
 		"preempts itself":          {api.QOS{Name: "high", Preempt: []string{"high"}}, "cannot preempt itself"},
 		"preempts an unknown QoS":  {api.QOS{Name: "high", Preempt: []string{"gold"}}, "gold, which is no QoS (QoS: besteffort, normal)"},
-		"an unknown mode":          {api.QOS{Name: "high", PreemptMode: "kill"}, "use cancel, requeue or suspend"},
+		"an unknown mode":          {api.QOS{Name: "high", PreemptMode: "kill"}, "use cancel, requeue, suspend, migrate or checkpoint"},
+		"migrate, falling back":    {api.QOS{Name: "high", PreemptMode: "Migrate", PreemptFallback: "REQUEUE"}, ""},
+		"checkpoint":               {api.QOS{Name: "high", PreemptMode: "checkpoint"}, ""},
+		"an unknown fallback":      {api.QOS{Name: "high", PreemptMode: "migrate", PreemptFallback: "kill"}, `preempt fallback "kill": use cancel, requeue, suspend or checkpoint`},
+		"migrate as its fallback":  {api.QOS{Name: "high", PreemptMode: "migrate", PreemptFallback: "migrate"}, "migrate cannot be its own fallback"},
 		"a negative priority":      {api.QOS{Name: "high", Priority: -1}, "--priority must be ≥ 0"},
 		"a negative limit":         {api.QOS{Name: "high", MaxSubmitPerUser: -2}, "limits must be positive"},
 		"a negative exempt time":   {api.QOS{Name: "high", PreemptExemptTime: -1}, "limits must be positive"},
@@ -36,8 +40,11 @@ func TestCheck(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("error %v, want one holding %q", err, tc.want)
 			}
-			if tc.want == "" && q.PreemptMode != api.PreemptRequeue {
-				t.Errorf("mode %q stored, want the canonical requeue", q.PreemptMode)
+			if tc.want == "" && string(q.PreemptMode) != strings.ToLower(string(tc.q.PreemptMode)) {
+				t.Errorf("mode %q stored, want the canonical %s", q.PreemptMode, strings.ToLower(string(tc.q.PreemptMode)))
+			}
+			if tc.want == "" && string(q.PreemptFallback) != strings.ToLower(string(tc.q.PreemptFallback)) {
+				t.Errorf("fallback %q stored, want the canonical %s", q.PreemptFallback, strings.ToLower(string(tc.q.PreemptFallback)))
 			}
 		})
 	}
@@ -123,6 +130,21 @@ func TestVictimOrder(t *testing.T) {
 		}
 		if !slices.Equal(ids, []uint64{7, 1, 3, 9}) {
 			t.Fatalf("order %v, want [7 1 3 9]", ids)
+		}
+	}
+}
+
+func TestFallback(t *testing.T) {
+	for _, c := range []struct {
+		q    *api.QOS
+		want api.PreemptMode
+	}{
+		{nil, api.PreemptCancel},
+		{&api.QOS{Name: "q", PreemptMode: api.PreemptMigrate}, api.PreemptCancel},
+		{&api.QOS{Name: "q", PreemptMode: api.PreemptMigrate, PreemptFallback: api.PreemptCheckpoint}, api.PreemptCheckpoint},
+	} {
+		if got := Fallback(c.q); got != c.want {
+			t.Errorf("Fallback(%+v) = %s, want %s", c.q, got, c.want)
 		}
 	}
 }

@@ -305,6 +305,8 @@ func runNoded(ctx context.Context, env *cliEnv, args []string) error {
 		valued(0, "listen", "HOST:PORT", "the job API's address, which the controllers proxy exec, cp, attach and signals to (default 127.0.0.1:0: a free port on loopback; on a cluster give an address the controllers can reach, or none)"),
 		valued(0, "step-listen", "HOST:PORT", "where srun inside this node's jobs reaches the controllers through the daemon (default 127.0.0.1:0, a free loopback port kept over restarts, for the process runner; none)"),
 		valued(0, "metrics-addr", "HOST:PORT", "serve the daemon's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); none by default"),
+		valued(0, "checkpoint-dir", "DIR", "where jobs' checkpoints are written (corral checkpoint; default DATA/checkpoints)"),
+		flag(0, "checkpoint-shared", "--checkpoint-dir is shared with other nodes at the same path: they may restore the checkpoints written here"),
 		valued(0, "health-check", "PROGRAM", "the node's health check (Slurm's HealthCheckProgram): while it fails the controllers drain the node, with its output as the reason"),
 		valued(0, "health-interval", "DURATION", "how often the health check runs (default 5m)"),
 		valued(0, "health-timeout", "DURATION", "how long one run of the health check may take before it counts as failed (default 60s)"),
@@ -450,6 +452,10 @@ func nodedConfig(o *optSet, cl *api.Client, log *slog.Logger) (noded.Config, err
 		RunJobsAs: o.get("run-jobs-as"), APIListen: apiListen(o.get("listen")), TLS: tlsFiles(o),
 		StepListen:    stepListen(o.get("step-listen"), o.get("runner")),
 		MetricsListen: o.get("metrics-addr"), HealthCheck: o.get("health-check"),
+		CheckpointDir: o.get("checkpoint-dir"), CheckpointShared: o.has("checkpoint-shared"),
+	}
+	if cfg.CheckpointShared && cfg.CheckpointDir == "" {
+		return cfg, fmt.Errorf("noded: --checkpoint-shared needs --checkpoint-dir naming the shared directory")
 	}
 	if cfg.HealthInterval, err = parseDuration("health-interval", o.get("health-interval"), 5*time.Minute); err != nil {
 		return noded.Config{}, fmt.Errorf("noded %s: %w", name, err)

@@ -409,13 +409,57 @@ func actOnJobs(ctx context.Context, env *cliEnv, cmd string, args []string, act 
 	return nil
 }
 
+// runMigrate moves running jobs to other nodes while they run: migrate
+// [--to NODE] ID..., or migrate --cancel ID... (also scontrol migrate ID
+// [Node=NODE]).
+func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "migrate", getopt.Permute, args,
+		valued(0, "to", "NODE", "the node to move to (default: any node that fits, chosen by the scheduler)"),
+		flag(0, "cancel", "abort the jobs' migrations under way (those not switched over yet)"))
+	if err != nil {
+		return err
+	}
+	to := o.get("to")
+	var ids []string
+	for _, a := range o.args {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.EqualFold(k, "node") {
+			to = v // scontrol's form
+			continue
+		}
+		ids = append(ids, a)
+	}
+	return actOnJobs(ctx, env, "migrate", ids, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Migrate(ctx, api.MigrateRequest{IDs: ids, To: to, Cancel: o.has("cancel")})
+	})
+}
+
+// runCheckpoint saves running jobs to checkpoints (corral checkpoint ID...).
+func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
+	return jobAction(ctx, env, "checkpoint", args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Checkpoint(ctx, api.CheckpointRequest{IDs: ids})
+	})
+}
+
+// runRestore restores checkpointed jobs (corral restore [--to NODE] ID...).
+func runRestore(ctx context.Context, env *cliEnv, args []string) error {
+	o, err := parseOpts(env, "restore", getopt.Permute, args,
+		valued(0, "to", "NODE", "the node to restore on (default: any that can read the checkpoint, chosen by the scheduler)"))
+	if err != nil {
+		return err
+	}
+	return actOnJobs(ctx, env, "restore", o.args, func(cl *api.Client, ids []uint64) (*api.HoldResponse, error) {
+		return cl.Checkpoint(ctx, api.CheckpointRequest{IDs: ids, Restore: true, To: o.get("to")})
+	})
+}
+
 func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	o, err := parseOpts(env, "node", getopt.Permute, args, valued(0, "reason", "TEXT", "why the node is drained"),
+		flag(0, "migrate", "drain by moving the node's running jobs to other nodes (live migration)"),
 		flag(0, "reset-features", "give the node's features back to what its daemon reports (node update)"))
 	if err != nil {
 		return err
 	}
-	const usage = "usage: corral node drain NAME --reason TEXT | corral node resume NAME | corral node forget-key NAME | corral node update NAME Features=a,b | corral node update NAME --reset-features"
+	const usage = "usage: corral node drain NAME --reason TEXT [--migrate] | corral node resume NAME | corral node forget-key NAME | corral node update NAME Features=a,b | corral node update NAME --reset-features"
 	if len(o.args) >= 2 && o.args[0] == "update" {
 		return updateNode(ctx, env, o.args[1], o.args[2:], o.has("reset-features"))
 	}
@@ -429,7 +473,7 @@ func runNodeAdmin(ctx context.Context, env *cliEnv, args []string) error {
 	if o.args[0] == "forget-key" {
 		return cl.ForgetNodeKey(ctx, o.args[1])
 	}
-	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason")})
+	return cl.Drain(ctx, api.DrainRequest{Node: o.args[1], Drain: o.args[0] == "drain", Reason: o.get("reason"), Migrate: o.has("migrate")})
 }
 
 // checkCluster checks that -M names this cluster (its ClusterName

@@ -43,6 +43,9 @@ func init() {
 		"suspend":         {"pause running jobs, keeping their allocation (scontrol suspend)", runSuspend},
 		"resume":          {"continue suspended jobs (scontrol resume)", runResume},
 		"requeue":         {"put running, suspended or finished jobs back in the queue: requeue [--hold] ID... (scontrol requeue, requeuehold)", runRequeue},
+		"migrate":         {"move running jobs to other nodes while they run: migrate [--to NODE] ID... | migrate --cancel ID... (live migration)", runMigrate},
+		"checkpoint":      {"park running jobs in checkpoint files, releasing their nodes (SUSPENDED, Checkpointed): checkpoint ID...", runCheckpoint},
+		"restore":         {"run checkpointed jobs again from their checkpoints: restore [--to NODE] ID... (also scontrol resume)", runRestore},
 		"ping":            {"ask each controller member whether it is up (scontrol ping)", runPing},
 		"top":             {"move your pending jobs to the top of your queue, in the order given: top ID[,ID...] (scontrol top)", runTop},
 		"attach":          {"stream a running job's output as it is produced, from its node (sattach)", runAttach},
@@ -50,7 +53,7 @@ func init() {
 		"cp":              {"copy a file into or out of a running job: cp JOB:PATH LOCAL | cp LOCAL JOB:PATH", runCp},
 		"salloc":          {"get an allocation, run a command (default your shell) here in it, give it up when the command exits (salloc)", runSalloc},
 		"srun":            {"launch a step of tasks on a job's nodes (inside a job); srun --jobid=JOB --overlap [--pty] CMD...: exec into a running job", runSrun},
-		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT | node resume NAME | node forget-key NAME", runNodeAdmin},
+		"node":            {"drain or resume a node, or let a reinstalled one bring a new key: node drain NAME --reason TEXT [--migrate] | node resume NAME | node forget-key NAME", runNodeAdmin},
 		"config":          {"show or change the scheduler's settings: config show | config set NAME=VALUE...", runConfig},
 		"partition":       {"add, modify, delete or list partitions (scontrol update PartitionName=...)", runPartition},
 		"reservation":     {"create, update, delete, list or show advance reservations (scontrol create|update|delete reservation, sinfo -T)", runReservation},
@@ -233,7 +236,7 @@ func usage(w io.Writer) {
 }
 
 // scontrolCommands lists the scontrol commands corral supports.
-const scontrolCommands = "show job|node|partition|reservation|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, top ID[,ID...], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
+const scontrolCommands = "show job|node|partition|reservation|config [ID], show hostnames|hostlist LIST, hold ID, release ID, suspend ID, resume ID, requeue ID, requeuehold ID, migrate ID [Node=NAME], top ID[,ID...], ping, update JobId=ID Dependency=LIST | update PartitionName=NAME KEY=VALUE... | update ReservationName=NAME KEY=VALUE..., create reservation KEY=VALUE..., delete ReservationName=NAME"
 
 // runScontrol maps scontrol's "show job 12", "hold 12", "release 12" onto
 // the matching subcommands.
@@ -249,10 +252,10 @@ func runScontrol(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cmd, ok := map[string]command{"show": commands["show"], "hold": commands["hold"], "release": commands["release"],
 		"suspend": commands["suspend"], "resume": commands["resume"], "update": commands["update"],
-		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "top": commands["top"],
-		"create": {run: scontrolCreate}, "delete": {run: scontrolDelete}}[sub]
+		"requeue": commands["requeue"], "requeuehold": {run: runRequeueHold}, "ping": commands["ping"], "migrate": commands["migrate"],
+		"top": commands["top"], "create": {run: scontrolCreate}, "delete": {run: scontrolDelete}}[sub]
 	if !ok {
-		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, top, ping, update, create, delete)\n", args[0])
+		fmt.Fprintf(env.stderr, "scontrol: %q is not supported (supported: show, hold, release, suspend, resume, requeue, requeuehold, migrate, top, ping, update, create, delete)\n", args[0])
 		return 2
 	}
 	return exitCode(env, cmd.run(ctx, env, args[1:]))

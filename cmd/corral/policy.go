@@ -208,7 +208,8 @@ func qosOptions() []getopt.Option {
 	return []getopt.Option{
 		valued(0, "priority", "N", "the QoS's priority (its factor is N over the highest QoS priority)"),
 		valued(0, "preempt", "QOS,...", "the QoS whose jobs this QoS's jobs may preempt ('' for none)"),
-		valued(0, "preempt-mode", "MODE", "what happens to this QoS's jobs when preempted: cancel, requeue or suspend"),
+		valued(0, "preempt-mode", "MODE", "what happens to this QoS's jobs when preempted: cancel, requeue, suspend, migrate (to a node with room) or checkpoint (parked until room appears)"),
+		valued(0, "preempt-fallback", "MODE", "what happens to a job of --preempt-mode migrate when no node has room for it: cancel (default), requeue, suspend or checkpoint"),
 		valued(0, "preempt-exempt-time", "TIME", "a job of this QoS that has run less than TIME is not preempted"),
 		valued(0, "max-wall", "TIME", "the longest time limit a job of this QoS may have (UNLIMITED: none)"),
 		valued(0, "max-jobs-per-user", "N", "jobs a user may run at once in this QoS (0: no limit)"),
@@ -236,9 +237,16 @@ func applyQOSOptions(q *api.QOS, o *optSet) error {
 	if o.has("preempt-mode") {
 		m, err := api.ParsePreemptMode(o.get("preempt-mode"))
 		if err != nil {
-			return &optionError{"preempt-mode", o.get("preempt-mode"), "use cancel, requeue or suspend", err}
+			return &optionError{"preempt-mode", o.get("preempt-mode"), "use " + api.PreemptModes, err}
 		}
 		q.PreemptMode = m
+	}
+	if o.has("preempt-fallback") {
+		m, err := api.ParsePreemptFallback(o.get("preempt-fallback"))
+		if err != nil {
+			return &optionError{"preempt-fallback", o.get("preempt-fallback"), "use " + api.PreemptFallbacks, err}
+		}
+		q.PreemptFallback = m
 	}
 	if o.has("preempt-exempt-time") {
 		if q.PreemptExemptTime, err = timeOption(o, "preempt-exempt-time"); err != nil {

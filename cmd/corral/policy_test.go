@@ -37,7 +37,9 @@ func TestPolicyUsageErrors(t *testing.T) {
 		"qos bad time": {argv: []string{"corral", "qos", "modify", "high", "--max-wall", "soon"}, code: 1,
 			stderr: []string{"--max-wall=soon:", "D-H:M:S", "UNLIMITED"}},
 		"qos bad preempt mode": {argv: []string{"corral", "qos", "add", "high", "--preempt-mode", "kill"}, code: 1,
-			stderr: []string{"--preempt-mode=kill: use cancel, requeue or suspend"}},
+			stderr: []string{"--preempt-mode=kill: use cancel, requeue, suspend, migrate or checkpoint"}},
+		"qos migrate as its own fallback": {argv: []string{"corral", "qos", "add", "high", "--preempt-mode", "migrate", "--preempt-fallback", "migrate"},
+			code: 1, stderr: []string{"--preempt-fallback=migrate: use cancel, requeue, suspend or checkpoint"}},
 		"qos unknown option": {argv: []string{"corral", "qos", "add", "high", "--bogus"}, code: 2, stderr: []string{"--bogus"}},
 		"config alone":       {argv: []string{"corral", "config"}, code: 1, stderr: []string{"config: give an action: show, set"}},
 		"config set nothing": {argv: []string{"corral", "config", "set"}, code: 1, stderr: []string{"give NAME=VALUE pairs", "PriorityWeightAge"}},
@@ -194,8 +196,18 @@ func testQOSCommands(t *testing.T, f *ctlFixture) {
 			t.Errorf("qos list row %v, want %v", got, want2)
 		}
 		if h := fields(mustRun(t, ctx, addr, "corral", "qos", "list"))[0]; strings.Join(h, " ") !=
-			"Name Priority Preempt PreemptMode PreemptExemptTime MaxWall MaxJobsPU MaxSubmitPU GrpCPUs" {
+			"Name Priority Preempt PreemptMode PreemptExemptTime MaxWall MaxJobsPU MaxSubmitPU GrpCPUs PreemptFallback" {
 			t.Errorf("qos list header %v", h)
+		}
+	})
+	t.Run("preemption by migration, falling back to a checkpoint", func(t *testing.T) {
+		mustRun(t, ctx, addr, "corral", "qos", "add", "mover", "--preempt-mode", "Migrate", "--preempt-fallback", "CHECKPOINT")
+		want := api.QOS{Name: "mover", PreemptMode: api.PreemptMigrate, PreemptFallback: api.PreemptCheckpoint}
+		if got := qos("mover"); !equalQOS(got, want) {
+			t.Errorf("added %+v, want %+v", got, want)
+		}
+		if got, want := listRow("mover"), []string{"mover", "0", "migrate", "checkpoint"}; !slices.Equal(got, want) {
+			t.Errorf("qos list row %v, want %v", got, want)
 		}
 	})
 	t.Run("refusals", func(t *testing.T) {
@@ -224,7 +236,7 @@ func testQOSCommands(t *testing.T, f *ctlFixture) {
 
 func equalQOS(a, b api.QOS) bool {
 	return a.Name == b.Name && a.Priority == b.Priority && slices.Equal(a.Preempt, b.Preempt) && a.PreemptMode == b.PreemptMode &&
-		a.PreemptExemptTime == b.PreemptExemptTime && a.MaxWall == b.MaxWall && a.MaxJobsPerUser == b.MaxJobsPerUser &&
+		a.PreemptFallback == b.PreemptFallback && a.PreemptExemptTime == b.PreemptExemptTime && a.MaxWall == b.MaxWall && a.MaxJobsPerUser == b.MaxJobsPerUser &&
 		a.MaxSubmitPerUser == b.MaxSubmitPerUser && a.GrpCPUs == b.GrpCPUs
 }
 
@@ -415,11 +427,12 @@ func TestApplyQOSOptions(t *testing.T) {
 	}
 	t.Run("values", func(t *testing.T) {
 		q := api.QOS{Name: "q", Priority: 7, MaxSubmitPerUser: 9}
-		o := parse(t, "--preempt", "a,b,a", "--preempt-mode", "Suspend", "--max-wall", "90", "--preempt-exempt-time", "1:00:00", "--grp-cpus", "0")
+		o := parse(t, "--preempt", "a,b,a", "--preempt-mode", "Suspend", "--max-wall", "90", "--preempt-exempt-time", "1:00:00", "--grp-cpus", "0",
+			"--preempt-fallback", "Requeue")
 		if err := applyQOSOptions(&q, o); err != nil {
 			t.Fatal(err)
 		}
-		want := api.QOS{Name: "q", Priority: 7, Preempt: []string{"a", "b"}, PreemptMode: api.PreemptSuspend,
+		want := api.QOS{Name: "q", Priority: 7, Preempt: []string{"a", "b"}, PreemptMode: api.PreemptSuspend, PreemptFallback: api.PreemptRequeue,
 			MaxWall: 5400, PreemptExemptTime: 3600, MaxSubmitPerUser: 9}
 		if !equalQOS(q, want) {
 			t.Errorf("got %+v, want %+v", q, want)

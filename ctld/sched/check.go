@@ -325,9 +325,9 @@ func (p *Plan) invalid(id uint64, err error) {
 // another job by one pass (the plan applier re-checks every start against
 // the state).
 func (pl *placer) placeAll(ready []*state.Job, plan *Plan) {
-	var starts, preempts, cancels int
+	var starts, preempts, cancels, moves int
 	eachContained(len(ready), func(i int) {
-		starts, preempts, cancels = len(plan.Starts), len(plan.Preemptions), len(plan.Cancels)
+		starts, preempts, cancels, moves = len(plan.Starts), len(plan.Preemptions), len(plan.Cancels), len(plan.Migrations)
 		if j := ready[i]; j.IsArrayPending() {
 			pl.placeArray(j, plan)
 		} else {
@@ -338,6 +338,7 @@ func (pl *placer) placeAll(ready []*state.Job, plan *Plan) {
 		plan.Starts = plan.Starts[:starts]
 		plan.Preemptions = plan.Preemptions[:preempts]
 		plan.Cancels = plan.Cancels[:cancels]
+		plan.Migrations = plan.Migrations[:moves] // a preemption's moves
 		delete(pl.estimates, id)
 		delete(pl.reservations, id)
 		plan.invalid(id, err)

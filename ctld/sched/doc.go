@@ -18,8 +18,12 @@
 //	                                NUMA/GPU/hugepage/VF filters and scores
 //	─► preempt                      preempt.go: for a job whose QoS may
 //	                                preempt, the cheapest victims (qos's
-//	                                order, ties by job id) and their mode
-//	─► Plan{Starts, Preemptions, Resumes, Cancels, Reasons, Reservations}
+//	                                order, ties by job id) and their mode;
+//	                                a victim of mode migrate gets its
+//	                                destination (migrate.go) or its QoS's
+//	                                fallback mode
+//	─► Plan{Starts, Preemptions, Resumes, Cancels, Reasons, Reservations,
+//	        Migrations}
 //	─► Plan.Entry                   entry.go: the ApplyPlan entry
 //
 // Schedule never does I/O, starts goroutines or reads the clock: the caller
@@ -89,7 +93,7 @@
 //
 // One pass is one entry: Plan.Entry turns the plan into a state.ApplyPlan
 // with the cancels, the stops by preemption mode, the resumes, the starts,
-// and the reasons and reservations that changed from the snapshot's; the
+// the migrations (requested, a drain's, a preemption's), and the reasons and reservations that changed from the snapshot's; the
 // state applies it node by node (stops before resumes before starts) and
 // checks each part once, there. The leader proposes it; the simulator
 // applies it.

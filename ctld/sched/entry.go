@@ -52,7 +52,8 @@ func (p *Plan) Entry(now time.Time, snap *Snapshot, firstID uint64) *state.Apply
 // next (the simulator; the state keeps none of an entry's lists).
 func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, firstID uint64) {
 	*cmd = state.ApplyPlan{Now: now, Resumes: p.Resumes,
-		Cancels: cmd.Cancels[:0], Stops: cmd.Stops[:0], Starts: cmd.Starts[:0], Reasons: cmd.Reasons[:0]}
+		Cancels: cmd.Cancels[:0], Stops: cmd.Stops[:0], Starts: cmd.Starts[:0], Reasons: cmd.Reasons[:0],
+		Migrations: cmd.Migrations, DrainNotes: cmd.DrainNotes}
 	for _, id := range p.Cancels {
 		cmd.Cancels = append(cmd.Cancels, state.PlanCancel{JobID: id, Reason: InvalidDepReason})
 	}
@@ -74,6 +75,12 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 		}
 		cmd.Starts = append(cmd.Starts, ps)
 	}
+	cmd.Migrations = cmd.Migrations[:0]
+	for _, m := range p.Migrations {
+		cmd.Migrations = append(cmd.Migrations, state.PlanMigration{JobID: m.JobID, From: m.From, To: m.To, Migration: m.Migration,
+			Cause: m.Cause, By: m.By, CPUs: m.CPUs, MemMB: m.MemMB, OverheadMB: m.OverheadMB, Placement: m.Placement})
+	}
+	cmd.DrainNotes = drainNotes(p.DrainNotes, snap, cmd.DrainNotes[:0])
 	untold := now.Add(Horizon / 2)
 	for _, j := range snap.Pending {
 		r, ok := p.Reasons[j.ID]
@@ -90,6 +97,17 @@ func (p *Plan) EntryInto(cmd *state.ApplyPlan, now time.Time, snap *Snapshot, fi
 			cmd.Reasons = append(cmd.Reasons, state.PlanReason{JobID: j.ID, Reason: r, Start: resv.Start, Node: resv.Node, Message: p.Invalid[j.ID]})
 		}
 	}
+}
+
+// drainNotes returns, into out, the drain notes that change: each node
+// drained with --migrate whose note differs from the plan's (none: "").
+func drainNotes(notes map[string]string, snap *Snapshot, out []state.PlanDrainNote) []state.PlanDrainNote {
+	for _, n := range snap.Nodes {
+		if n.Drain && n.DrainMigrate && n.DrainNote != notes[n.Name] {
+			out = append(out, state.PlanDrainNote{Node: n.Name, Note: notes[n.Name]})
+		}
+	}
+	return out
 }
 
 // estimateMoved reports whether a job's expected start changed enough to
@@ -110,11 +128,12 @@ func estimateMoved(old, new time.Time) bool {
 
 // EmptyEntry reports whether a plan's entry would change nothing.
 func EmptyEntry(p *state.ApplyPlan) bool {
-	return len(p.Reasons) == 0 && ReasonsOnly(p)
+	return len(p.Reasons) == 0 && len(p.DrainNotes) == 0 && ReasonsOnly(p)
 }
 
 // ReasonsOnly reports whether p changes nothing but pending jobs' reasons
-// and expected starts: a plan that can wait for the next pass's.
+// and expected starts (and what drained nodes say of the jobs that stay):
+// a plan that can wait for the next pass's.
 func ReasonsOnly(p *state.ApplyPlan) bool {
 	return len(p.Cancels) == 0 && len(p.Stops) == 0 && len(p.Resumes) == 0 && len(p.Starts) == 0 && len(p.Migrations) == 0
 }

@@ -24,8 +24,8 @@ func NewSnapshot(s *state.State, now time.Time) *Snapshot {
 }
 
 // fillSnapshot builds the snapshot of s at now into snap, reusing the
-// arrays of its lists (Pending, Nodes, Running) and its Reservations map;
-// every other field is rebuilt.
+// arrays of its lists (Pending, Nodes, Running, Moves) and its
+// Reservations, Going and Stuck maps; every other field is rebuilt.
 func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	policy := Policy(s.Config.SchedulerPolicy)
 	switch policy {
@@ -39,10 +39,12 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	resv := snap.Reservations
 	clear(resv)
 	*snap = Snapshot{Now: now, DefMemPerCPU: s.Config.DefMemPerCPU, Policy: policy, Partitions: s.PartitionList(), Config: s.Config,
-		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0]}
+		Pending: snap.Pending[:0], Nodes: snap.Nodes[:0], Running: snap.Running[:0], Advance: snap.Advance[:0], Moves: snap.Moves[:0],
+		Going: snap.Going, Stuck: snap.Stuck}
 	if policy == PolicyConservative {
 		snap.Reservations = resv // made when the first is found
 	}
+	fillMoves(snap, s)
 	if len(s.Reservations) > 0 {
 		for _, name := range s.ResvNames() {
 			snap.Advance = append(snap.Advance, s.Reservations[name])
@@ -70,6 +72,9 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 	if snap.Nodes == nil || cap(snap.Nodes) < len(s.Nodes) {
 		snap.Nodes = make([]*state.Node, 0, len(s.Nodes))
 	}
+	clear(snap.Going)
+	clear(snap.Stuck)
+	movers := moversOf(s)
 	for _, name := range s.NodeNames() {
 		n := s.Nodes[name]
 		snap.Nodes = append(snap.Nodes, n)
@@ -77,6 +82,9 @@ func fillSnapshot(snap *Snapshot, s *state.State, now time.Time) {
 			if a := s.Allocs[id]; a != nil && a.Active() {
 				if j := s.Jobs[a.Job]; j != nil {
 					snap.Running = append(snap.Running, Run{Alloc: a, Job: j})
+					if len(j.Migrations) > 0 || j.Checkpoint != nil || movers.may(j) {
+						noteGoing(snap, s, j, a, movers) // most runs have none of these
+					}
 				}
 			}
 		}

@@ -80,6 +80,13 @@ type placer struct {
 	// adv holds the advance reservations (advance.go); nil when there
 	// are none.
 	adv *advance
+	// nodeByName finds the snapshot's nodes by name, for the moves
+	// (migrate.go) and restores; built on first use.
+	nodeByName map[string]*state.Node
+	// restoring is the job being placed when it starts from its
+	// checkpoint (it may start only where the file can be read), nil
+	// otherwise.
+	restoring *state.Job
 }
 
 // kept is a previous reservation held in a node's profile.
@@ -285,7 +292,13 @@ func (pl *placer) place(j *state.Job, plan *Plan, task int) bool {
 		return false
 	}
 	dur := int64(jobLimit(j, partition))
-	if i, placement := pl.fitNow(part, cpus, mem, dur, &req); i >= 0 {
+	pl.restoring = nil
+	if state.Restoring(j) {
+		pl.restoring = j
+	}
+	i, placement := pl.fitNow(part, cpus, mem, dur, &req)
+	pl.restoring = nil
+	if i >= 0 {
 		n := &pl.free.nodes[i]
 		held := cpus
 		if placement != nil {
@@ -400,8 +413,10 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 	}
 	// The failed shapes are worth it with several nodes open; with one,
 	// looking at it costs less and gives the same answer. Open nodes
-	// only go, so a pass that has one left never reads them again.
-	shapes := len(pl.open) > 1
+	// only go, so a pass that has one left never reads them again. A
+	// restore, held to the nodes that can read its file, neither reads
+	// nor adds one.
+	shapes := len(pl.open) > 1 && pl.restoring == nil
 	if shapes {
 		req := shape{part, cpus, mem, dur, *r}
 		for _, f := range pl.failed {
@@ -424,6 +439,9 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 			continue
 		}
 		if n.cpus < wholeCoreCPUs(n.inv, cpus, r.WholeCores) || n.mem < n.need(mem) || n.tmp < r.TmpMB || !slices.Contains(n.partitions, part) {
+			continue
+		}
+		if pl.restoring != nil && !pl.canRestoreOn(n.name) {
 			continue
 		}
 		// Without a reservation a node's free resources only grow, so
@@ -451,7 +469,7 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 				continue
 			}
 			p, ok := PlaceInNode(n.inv, used, in)
-			if !ok || best != nil && p.Score <= best.Score {
+			if !ok || best != nil && p.Score <= best.Score || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, &p, r.NUMA) {
 				continue
 			}
 			found, best = i, &p
@@ -461,8 +479,8 @@ func (pl *placer) fitNow(part string, cpus int, mem, dur int64, r *NodeRequest) 
 				}
 				continue // a better node may follow
 			}
-		} else if best != nil {
-			continue // a node with a placement was found first
+		} else if best != nil || pl.restoring != nil && !sameMemory(pl.restoring.Checkpoint.Placement, nil, r.NUMA) {
+			continue // a node with a placement was found first, or a restore needs one
 		} else {
 			found = i
 		}

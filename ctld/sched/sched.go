@@ -47,6 +47,19 @@ type Snapshot struct {
 	// never gets later. Other policies ignore them, and NewSnapshot
 	// reads them from the state only under PolicyConservative.
 	Reservations map[uint64]Reservation
+	// Moves are the running jobs the pass may move to other nodes by live
+	// migration (migrate.go), in order.
+	Moves []Move
+	// Going are the active allocations given up already, without the
+	// pass: the sources of placed live migrations and the runs being
+	// saved to checkpoints. A preemption counts them as freed, as it does
+	// the runs being stopped. Nil: none.
+	Going map[uint64]bool
+	// Stuck are the running jobs a preemption cannot move or park, by
+	// job id (filled only for the jobs whose QoS or partition preempts
+	// them by migration or checkpoint): a migration blocker, or an
+	// earlier such preemption of the job failed. Nil: none.
+	Stuck map[uint64]Stuck
 
 	// Advance are the advance reservations (scontrol create
 	// reservation), by name; the pass holds their nodes for the jobs that
@@ -68,6 +81,14 @@ type Snapshot struct {
 type Run struct {
 	Alloc *state.Allocation
 	Job   *state.Job
+}
+
+// Stuck says what a preemption cannot do to a running job: migrate it
+// (the last preemption by migration was aborted, or it cannot migrate at
+// all), or checkpoint it (its last checkpoint failed, or it cannot be
+// saved at all).
+type Stuck struct {
+	NoMigrate, NoCheckpoint bool
 }
 
 // Reservation is where and when a pending job is expected to start.
@@ -155,6 +176,11 @@ type Plan struct {
 	Invalid map[uint64]string
 	// InvalidNodes gives the nodes the pass left out and why (CheckNode).
 	InvalidNodes map[string]string
+	// Migrations are the moves the pass placed (migrate.go); DrainNotes
+	// say, for each node drained with --migrate, which of its jobs stay
+	// and why.
+	Migrations []Migration
+	DrainNotes map[string]string
 }
 
 // Preemption is one victim: the job to preempt, how, and for which job.
@@ -245,6 +271,7 @@ func (p *Pass) Schedule(s *Snapshot) Plan {
 	if err := contained(func() { pl.resume(&plan) }); err != nil {
 		plan.Resumes = nil // retried by the next pass
 	}
+	pl.placeMoves(&plan)
 	if err := contained(func() { pl.keepReservations(ready) }); err != nil {
 		pl.kept = nil
 	}

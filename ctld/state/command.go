@@ -44,7 +44,11 @@ const (
 	CmdMigrationReports CommandType = 29
 	CmdExpireMigrations CommandType = 30
 	CmdCancelMigrations CommandType = 31
-	// 32 to 45 belong to other features (35, 36: reservations.go); 46 to 49
+	// Checkpoints (checkpoints.go).
+	CmdCheckpointJobs    CommandType = 32
+	CmdCheckpointReports CommandType = 33
+	CmdRestoreJobs       CommandType = 34
+	// 35 to 45 belong to other features (35, 36: reservations.go); 46 to 49
 	// to multi-node jobs and steps.
 	CmdSetNodeFeatures CommandType = 46
 	CmdSteps           CommandType = 47
@@ -168,6 +172,9 @@ type NodeDrain struct {
 	// leaves a node someone else drained as it is, a resume applies only
 	// to a node the health check drained (By api.HealthCheckUser).
 	Health bool `json:"health,omitempty"`
+	// Migrate drains the node by moving its jobs to other nodes (live
+	// migration) rather than waiting for them to end.
+	Migrate bool `json:"migrate,omitempty"`
 }
 
 // SuspendJobs pauses running jobs (Suspend) or continues suspended ones.

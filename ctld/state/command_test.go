@@ -90,6 +90,20 @@ func everyCommandLog(t testing.TB) []*logEntry {
 			NotUsers: []string{"bob"}, Flags: []api.ResvFlag{api.ResvDaily, api.ResvPurgeComp, api.ResvIgnoreJobs},
 			PurgeAfter: 60, CPUs: 1, Parts: []api.ResvPart{{Node: "n2", CPUs: 1, MemMB: 2048}}}}},
 		{CmdExpireReservations, &ExpireReservations{Now: t0.Add(3 * time.Hour), Names: []string{"gone", "cap"}}},
+		// Checkpoints (checkpoints.go): job 30 saved on v1 and restored on
+		// v2 (a shared checkpoint directory), job 31's save failing.
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(4 * time.Hour), FirstID: 30, Jobs: []JobSpec{spec("c30"), spec("c31")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(4 * time.Hour), Starts: []PlanStart{{JobID: 30, Node: "v1", CPUs: 1, MemMB: 256}, {JobID: 31, Node: "v1", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(4 * time.Hour), IDs: []uint64{30, 31}, By: "alice"}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(4 * time.Hour), Node: "v1", Reports: []api.CheckpointReport{
+			{Job: 30, Alloc: 9, Event: "saved", Path: "/shared/checkpoints/30-9.ckpt", Size: 1 << 20, SHA256: "ab01", TookMS: 300},
+			{Job: 31, Alloc: 10, Event: "failed", Message: "no room"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(4 * time.Hour), Node: "v1", BootID: "bv1", Reports: []api.JobReport{
+			{Alloc: 9, JobID: 30, StartIndex: 48, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(5 * time.Hour), IDs: []uint64{30}, To: "v2", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(5 * time.Hour), Starts: []PlanStart{{JobID: 30, Node: "v2", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(5 * time.Hour), Node: "v2", Reports: []api.CheckpointReport{
+			{Job: 30, Alloc: 11, Event: "restored", TookMS: 200}}}},
 		{CmdSetNodeFeatures, &SetNodeFeatures{Node: "n1", Features: []string{"ib", "intel"}, By: "oscar"}},
 		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(3 * time.Hour), FirstID: 20, Jobs: []JobSpec{func() JobSpec {
 			j := spec("wide")

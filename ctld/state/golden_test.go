@@ -381,10 +381,49 @@ func goldenCommands() []struct {
 		{CmdSteps, &Steps{Now: t0.Add(30*time.Hour + time.Minute), End: []StepEnd{{Job: 195, Step: 0, State: api.StateFailed, ExitCode: 1, Signal: 0}},
 			Cancel: []StepEnd{{Job: 195, Step: 1, Signal: 9}}, By: "alice"}},
 	}...)
+	// Live migration's drains, checkpoints and preemption by moving, after
+	// the steps; then notifications, deadlines, the launch options,
+	// scratch space and scontrol top.
 	return append(cmds, []struct {
 		t CommandType
 		p any
 	}{
+		// Node w1 drained by migration: a pass moves job 81 and says
+		// that job 82 stays.
+		{CmdNodeDrain, &NodeDrain{Now: t0.Add(18 * time.Hour), Node: "w1", Drain: true, Reason: "new firmware", By: "oscar", Migrate: true}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(18*time.Hour + time.Second),
+			Migrations: []PlanMigration{{JobID: 81, From: "w1", To: "w2", Cause: "drain", By: "w1", Token: "gt-81c", CPUs: 1, MemMB: 256}},
+			DrainNotes: []PlanDrainNote{{Node: "w1", Note: "job 82 fits on no other node"}}}},
+		// A checkpoint: job 110 saved on w3 into the shared checkpoint
+		// directory, its run ended, restored on w4.
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w3", CPUs: 2, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w3", APIAddr: "https://w3:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
+		{CmdRegisterNode, &RegisterNode{Now: t0.Add(19 * time.Hour), Info: api.NodeInfo{Name: "w4", CPUs: 2, MemMB: 4096, Runner: "vm",
+			BootID: "boot-w4", APIAddr: "https://w4:7100", Accel: "tcg", Migrate: true, CheckpointDir: "/shared/checkpoints"}}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(19 * time.Hour), FirstID: 110, Jobs: []JobSpec{simple("parked")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(19 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w3", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointJobs, &CheckpointJobs{Now: t0.Add(19*time.Hour + time.Minute), IDs: []uint64{110}, By: "alice"}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(19*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
+			{Job: 110, Alloc: 19, Event: "saved", Path: "/shared/checkpoints/110-19.ckpt", Size: 69 << 20, SHA256: "9f86d081", TookMS: 450},
+			{Job: 80, Alloc: 12, Event: "failed", Message: "not being saved"}}}},
+		{CmdJobReports, &JobReports{Now: t0.Add(19*time.Hour + 3*time.Minute), Node: "w3", BootID: "boot-w3", Reports: []api.JobReport{
+			{Alloc: 19, JobID: 110, StartIndex: 124, State: api.StateCancelled, Signal: 9}}}},
+		{CmdRestoreJobs, &RestoreJobs{Now: t0.Add(20 * time.Hour), IDs: []uint64{110}, To: "w4", By: "alice"}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(20 * time.Hour), Starts: []PlanStart{{JobID: 110, Node: "w4", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(20*time.Hour + time.Second), Node: "w4", Reports: []api.CheckpointReport{
+			{Job: 110, Alloc: 20, Event: "restored", TookMS: 300}}}},
+		// Preemption by migration and by checkpoint: a QoS that moves its
+		// victims, parking them when no node has room; a pass that moves
+		// job 120 from w3 to w4 and parks job 121 for job 122; job 121
+		// saved, back in the queue to be restored.
+		{CmdPutQOS, &PutQOS{QOS: api.QOS{Name: "mover", PreemptMode: api.PreemptMigrate, PreemptFallback: api.PreemptCheckpoint}, By: "oscar"}},
+		{CmdSubmitJobs, &SubmitJobs{Now: t0.Add(21 * time.Hour), FirstID: 120, Jobs: []JobSpec{simple("pm"), simple("pc")}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(21 * time.Hour), Starts: []PlanStart{{JobID: 120, Node: "w3", CPUs: 1, MemMB: 256},
+			{JobID: 121, Node: "w3", CPUs: 1, MemMB: 256}}}},
+		{CmdApplyPlan, &ApplyPlan{Now: t0.Add(21*time.Hour + time.Minute), Stops: []PlanStop{{JobID: 121, Mode: api.PreemptCheckpoint, By: 122}},
+			Migrations: []PlanMigration{{JobID: 120, From: "w3", To: "w4", Cause: "preempt", By: "job 122", Token: "gt-120", CPUs: 1, MemMB: 256}}}},
+		{CmdCheckpointReports, &CheckpointReports{Now: t0.Add(21*time.Hour + 2*time.Minute), Node: "w3", Reports: []api.CheckpointReport{
+			{Job: 121, Alloc: 22, Event: "saved", Path: "/shared/checkpoints/121-22.ckpt", Size: 69 << 20, SHA256: "2c26b46b", TookMS: 400}}}},
 		// Job notifications: the mail settings, a job that asks for them,
 		// its start (BEGIN), its 50 % warning, a claim and the deliveries.
 		{CmdSetConfig, &SetConfig{Settings: [][2]string{{"MailProg", "/usr/local/bin/notify"}, {"MailWebhook", "https://hooks.example/x"},

@@ -108,8 +108,8 @@ func (s *State) checkNode(n *Node) error {
 // checkMigration checks a job's migration under way against its
 // allocations: a source (and a placed destination) active and not given up
 // before the switch; and that every allocation given up (Leaving) is the
-// source of a switched-over migration of the job or the destination of an
-// aborted one.
+// source of a switched-over migration of the job, the destination of an
+// aborted one, or a run saved to a checkpoint.
 func (s *State) checkMigration(j *Job) error {
 	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
 		for _, id := range []uint64{m.Source, m.Dest} {
@@ -122,7 +122,9 @@ func (s *State) checkMigration(j *Job) error {
 		if !a.Leaving {
 			continue
 		}
-		given := false
+		// A run saved to a checkpoint is stopped as SUSPENDED; its job
+		// may be in the queue already, or restored elsewhere.
+		given := a.Desired == AllocStop && a.StopAs == api.StateSuspended
 		for _, id := range j.Migrations {
 			m := s.Migrations[id]
 			given = given || m != nil && (m.Source == a.ID && !m.Phase.BeforeSwitch() && m.Phase != migrate.Aborted ||
@@ -143,8 +145,17 @@ func (s *State) checkJob(j *Job) error {
 		}
 	}
 	running := s.runningAllocs(j)
+	// A live migration's source and destination both run until the
+	// switch (on two nodes, both of rank 0: checkMigration checks them).
+	var pair [2]uint64
+	if m := s.LiveMigration(j); m != nil && m.Phase.BeforeSwitch() {
+		pair = [2]uint64{m.Source, m.Dest}
+	}
 	for i, a := range running {
 		for _, b := range running[:i] {
+			if pair[1] != 0 && (pair == [2]uint64{b.ID, a.ID} || pair == [2]uint64{a.ID, b.ID}) && a.Node != b.Node {
+				continue
+			}
 			if a.Node == b.Node || a.Rank == b.Rank {
 				return fmt.Errorf("job %d has two running allocations, %d and %d, on node %s / %s of ranks %d / %d", j.ID, b.ID, a.ID, b.Node, a.Node, b.Rank, a.Rank)
 			}
@@ -160,9 +171,9 @@ func (s *State) checkJob(j *Job) error {
 	switch {
 	case ok && j.State != want:
 		return fmt.Errorf("job %d is %s; its active allocations make it %s", j.ID, j.State, want)
-	case !ok && j.State.Active():
+	case !ok && j.State.Active() && !Checkpointed(j):
 		return fmt.Errorf("job %d is %s without an active allocation", j.ID, j.State)
-	case !ok && j.State != api.StatePending && !j.State.Terminal():
+	case !ok && j.State != api.StatePending && !j.State.Terminal() && !Checkpointed(j):
 		return fmt.Errorf("job %d is %s, neither pending nor finished, without an active allocation", j.ID, j.State)
 	}
 	if _, indexed := s.Pending[j.ID]; indexed != (j.State == api.StatePending) {

@@ -310,6 +310,9 @@ type Job struct {
 	// records are in State.Migrations until the job is purged); the last
 	// one is under way while it is live.
 	Migrations []uint64 `json:"migrations,omitempty"`
+	// Checkpoint is the job's checkpoint (checkpoints.go), nil when it
+	// never had one.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// Net is the private network of the job's multi-node run (jobnet.go),
 	// assigned when the run starts; nil for a run of one node.
 	Net *JobNet `json:"net,omitempty"`

@@ -155,10 +155,17 @@ func (s *State) stopJob(j *Job, final api.JobState, now time.Time, index uint64)
 	s.abortForStop(j, final, now, index)
 	active := s.runningAllocs(j)
 	if len(active) == 0 {
+		// A checkpointed job holds only its file: it ends (or goes
+		// back to the queue, to start afresh) at once, and so does the
+		// file.
 		if final.Terminal() {
 			s.endRunSteps(j, final, now)
 		}
 		j.State, j.Reason = final, api.ReasonNone
+		s.dropCheckpoint(j, index)
+		if final == api.StatePending {
+			j.Checkpoint = nil
+		}
 		return
 	}
 	for _, a := range active {
@@ -234,6 +241,10 @@ func (s *State) suspendJob(j *Job, c *SuspendJobs, index uint64) string {
 		return fmt.Sprintf("is %s; only running jobs can be suspended", j.State)
 	case !c.Suspend && j.State != api.StateSuspended:
 		return fmt.Sprintf("is %s; only suspended jobs can be resumed", j.State)
+	case !c.Suspend && Checkpointed(j):
+		// scontrol resume of a job parked in a checkpoint restores it,
+		// on any node that can read the file.
+		return s.restoreJob(j, "")
 	}
 	active := s.activeAllocs(j)
 	for _, a := range active {

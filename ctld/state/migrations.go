@@ -276,13 +276,20 @@ func (s *State) moveMigration(m, mc *migrate.Migration, index uint64) {
 		return
 	}
 	give := func(id uint64, as api.JobState) {
-		if a := s.Allocs[id]; a != nil && a.Active() {
+		switch a := s.Allocs[id]; {
+		case a != nil && a.Active():
 			s.changeAlloc(a, index, func(a *Allocation) {
 				a.Leaving = true
 				if a.Desired != AllocStop {
 					a.Desired, a.StopAs = AllocStop, as
 				}
 			})
+		case a != nil && !a.Leaving:
+			// Ended already (its end aborted the migration): marked,
+			// so that no one takes it for the job's run.
+			c := *a
+			c.Leaving = true
+			s.Allocs[id] = &c
 		}
 	}
 	switch mc.Phase {

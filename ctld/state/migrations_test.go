@@ -12,7 +12,7 @@ import (
 // vmNode is a node whose daemon can take part in live migrations.
 func vmNode(name, boot string) api.NodeInfo {
 	return api.NodeInfo{Name: name, CPUs: 4, MemMB: 4096, Runner: "vm", BootID: boot, Accel: "tcg", Migrate: true,
-		APIAddr: "http://" + name + ":7100"}
+		APIAddr: "http://" + name + ":7100", CheckpointDir: "/shared/checkpoints"}
 }
 
 // migScene is a cluster for migrations: vm nodes v1 and v2 (4 CPUs, 4 GiB,

@@ -39,8 +39,10 @@ type Node struct {
 	OpFeatures   []string `json:"op_features,omitempty"`
 	OpFeaturesBy string   `json:"op_features_by,omitempty"`
 	// Migrate says the daemon can be either side of a live migration
-	// (api.NodeInfo.Migrate).
-	Migrate bool `json:"migrate,omitempty"`
+	// (api.NodeInfo.Migrate); CheckpointDir is its shared checkpoint
+	// directory (api.NodeInfo.CheckpointDir).
+	Migrate       bool   `json:"migrate,omitempty"`
+	CheckpointDir string `json:"checkpoint_dir,omitempty"`
 	// TmpMB is the node's local scratch space (api.NodeInfo.TmpMB);
 	// AllocTmpMB sums what its active allocations hold of it.
 	TmpMB      int64 `json:"tmp_mb,omitempty"`
@@ -53,6 +55,11 @@ type Node struct {
 	Down   bool   `json:"down,omitempty"`
 	Drain  bool   `json:"drain,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// DrainMigrate says the drain moves the node's jobs to other nodes by
+	// live migration (corral node drain --migrate); DrainNote says which
+	// of them stay and why, as the last pass found.
+	DrainMigrate bool   `json:"drain_migrate,omitempty"`
+	DrainNote    string `json:"drain_note,omitempty"`
 	// ReasonUser and ReasonTime are who set Reason and when: the principal
 	// of the drain, or "root" for what the controllers decided themselves
 	// (a node that stopped responding, one that failed attestation), as
@@ -70,6 +77,9 @@ type Node struct {
 	// Allocs are the active allocations on the node, in the order they
 	// were made.
 	Allocs []uint64 `json:"allocs,omitempty"`
+	// Checkpoints are the jobs whose checkpoint files the node keeps
+	// (checkpoints.go).
+	Checkpoints []uint64 `json:"checkpoints,omitempty"`
 }
 
 // ActiveFeatures returns the features jobs' constraints are matched
@@ -103,7 +113,7 @@ func nodeFromInfo(info *api.NodeInfo) *Node {
 		Name: info.Name, CPUs: info.CPUs, MemMB: info.MemMB, Partitions: info.Partitions, Runner: info.Runner,
 		BootID: info.BootID, Version: info.Version, Images: info.Images, Inventory: info.Inventory,
 		Accel: info.Accel, OverheadMB: info.OverheadMB, APIAddr: info.APIAddr, Probing: info.Probing,
-		Migrate: info.Migrate, TmpMB: info.TmpMB, Overlay: info.Overlay,
+		Migrate: info.Migrate, CheckpointDir: info.CheckpointDir, TmpMB: info.TmpMB, Overlay: info.Overlay,
 		Features: sortedFeatures(info.Features),
 	}
 }

@@ -29,9 +29,11 @@ func (s *State) applyRegister(c *RegisterNode, index uint64) error {
 		if n.Key == "" {
 			n.Key = old.Key
 		}
-		// Operator state and the node's allocations stay; a node that
-		// was DOWN holds none (applyNodeDown ended them).
-		n.Drain = old.Drain
+		// Operator state and the node's allocations and checkpoints
+		// stay; a node that was DOWN holds no allocation (applyNodeDown
+		// ended them).
+		n.Drain, n.Checkpoints = old.Drain, old.Checkpoints
+		n.DrainMigrate, n.DrainNote = old.DrainMigrate, old.DrainNote
 		n.OpFeatures, n.OpFeaturesBy = old.OpFeatures, old.OpFeaturesBy
 		n.setReason(old.Reason, old.ReasonUser, old.ReasonTime)
 		if old.Down && !old.Drain {
@@ -199,6 +201,7 @@ func (s *State) applyReport(node string, r api.JobReport, now time.Time, index u
 		s.stopRun(j, final, index)
 	}
 	s.finishRun(j, final, now)
+	s.checkpointRunEnded(j, index)
 	switch {
 	case j.State == api.StatePending:
 	case j.Spec.MultiNode():
@@ -248,6 +251,7 @@ func (s *State) applyDrain(c *NodeDrain) error {
 		return nil // another's drain stays; only the check's own is undone
 	}
 	n.Drain = c.Drain
+	n.DrainMigrate, n.DrainNote = c.Drain && c.Migrate, ""
 	n.setReason(c.Reason, c.By, c.Now)
 	if !c.Drain {
 		n.setReason("", "", time.Time{})

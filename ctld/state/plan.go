@@ -37,6 +37,15 @@ type ApplyPlan struct {
 	// node's jobs, a preemption's victims). They apply after the node by
 	// node part, each checked then (migrations.go).
 	Migrations []PlanMigration `json:"migrations,omitempty"`
+	// DrainNotes set what nodes drained with --migrate say of the jobs
+	// that stay on them (Node.DrainNote).
+	DrainNotes []PlanDrainNote `json:"drain_notes,omitempty"`
+}
+
+// PlanDrainNote is one drained node's note.
+type PlanDrainNote struct {
+	Node string `json:"node"`
+	Note string `json:"note,omitempty"`
 }
 
 // PlanCancel cancels a pending job whose dependency can never be met
@@ -51,7 +60,9 @@ type PlanCancel struct {
 
 // PlanStop preempts a running job for job By: cancel ends it PREEMPTED,
 // requeue puts it back in the queue once its node stopped it, suspend
-// pauses it and lends its CPUs to By.
+// pauses it and lends its CPUs to By, checkpoint saves it to a file and
+// puts it back in the queue, to be restored from the file, once saved. (A
+// preemption by migration is a plan's migration, PlanMigration.)
 type PlanStop struct {
 	JobID uint64          `json:"job_id"`
 	Mode  api.PreemptMode `json:"mode"`
@@ -181,6 +192,18 @@ func (s *State) CheckStart(st PlanStart, used map[string][2]int64) string {
 	parts := st.AllParts()
 	if why := s.checkGang(j.Spec, parts); why != "" {
 		return why
+	}
+	if Restoring(j) {
+		// A restore starts from its file: on one node that can read it.
+		if len(parts) != 1 {
+			return "a restore runs on one node"
+		}
+		if w := j.Checkpoint.Want; w != "" && w != st.Node {
+			return "not the node its restore asked for"
+		}
+		if why := s.CheckRestoreNode(j, st.Node); why != "" {
+			return why
+		}
 	}
 	for _, p := range parts {
 		if why := s.checkPart(j.Spec, p, len(parts), used); why != "" {
@@ -389,6 +412,15 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 					res.Lent = res.Lent || j.State == api.StateRunning
 					return s.suspendJob(j, &SuspendJobs{Now: c.Now, Suspend: true, Preempt: true, By: st.By}, index)
 				}
+				switch st.Mode {
+				case api.PreemptCheckpoint:
+					if j.State != api.StateRunning {
+						return "not running"
+					}
+					return s.beginCheckpoint(j, fmt.Sprintf("job %d", st.By), true, c.Now, index)
+				case api.PreemptMigrate:
+					return "a preemption by migration is a plan's migration, not a stop"
+				}
 				return s.cancelJob(j, &CancelJobs{Now: c.Now, By: fmt.Sprintf("job %d", st.By), Preempt: st.Mode}, index)
 			})
 		case opResume:
@@ -401,6 +433,13 @@ func (s *State) applyPlan(c *ApplyPlan, index uint64) *PlanResult {
 	}
 	for _, m := range c.Migrations {
 		s.planMigration(m, c.Now, index, res)
+	}
+	for _, dn := range c.DrainNotes {
+		if n := s.Nodes[dn.Node]; n != nil && n.Drain && n.DrainMigrate && n.DrainNote != dn.Note {
+			n = s.editNode(dn.Node)
+			n.DrainNote = dn.Note
+			s.Nodes[dn.Node] = n
+		}
 	}
 	for _, r := range c.Reasons {
 		s.planReason(r)
@@ -505,7 +544,11 @@ func (s *State) planStart(st PlanStart, now time.Time, index uint64, res *PlanRe
 		s.noteResvStart(j, st)
 	}
 	j.State, j.Reason = api.StateRunning, api.ReasonNone
-	j.StartTime, j.EstStart, j.EstNode, j.EndTime = now, time.Time{}, "", time.Time{}
+	start := now
+	if Restoring(j) {
+		start = j.StartTime // the job goes on; it does not start again
+	}
+	j.StartTime, j.EstStart, j.EstNode, j.EndTime = start, time.Time{}, "", time.Time{}
 	j.ExitCode, j.Signal, j.Message = 0, 0, ""
 	s.putJob(j)
 	res.Started = append(res.Started, j.ID)

@@ -164,6 +164,7 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 		s.stopRun(j, final, index)
 	}
 	s.finishRun(j, final, now)
+	s.checkpointRunEnded(j, index)
 	if !j.State.Active() || decides {
 		// The job ended (or went back to the queue) with this run; a job
 		// that runs on elsewhere (its migration was aborted) keeps its
@@ -179,8 +180,9 @@ func (s *State) loseAlloc(a *Allocation, now time.Time, msg string, index uint64
 // releases the migration, the destination of an aborted one ends as its
 // node said. Neither is the job's outcome.
 func (s *State) endLeaving(j *Job, a *Allocation, ended api.JobState, why string, now time.Time, index uint64) {
-	if a.StopAs == api.StateMigrated {
-		ended = api.StateMigrated
+	if a.StopAs == api.StateMigrated || a.StopAs == api.StateSuspended {
+		// Moved on, or parked in a checkpoint: as it was stopped for.
+		ended = a.StopAs
 	}
 	c := s.endAlloc(a, ended, now, index)
 	s.migrationAllocEnded(j, c, why, now, index)

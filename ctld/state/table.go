@@ -91,6 +91,13 @@ var commands = map[CommandType]command{
 	CmdCancelMigrations: def("CancelMigrations", func(s *State, c *CancelMigrations, index uint64) any {
 		return s.applyCancelMigrations(c, index)
 	}),
+	CmdCheckpointJobs: def("CheckpointJobs", func(s *State, c *CheckpointJobs, index uint64) any {
+		return s.applyCheckpoint(c, index)
+	}),
+	CmdCheckpointReports: def("CheckpointReports", func(s *State, c *CheckpointReports, index uint64) any {
+		return s.applyCheckpointReports(c, index)
+	}),
+	CmdRestoreJobs: def("RestoreJobs", func(s *State, c *RestoreJobs, index uint64) any { return s.applyRestore(c, index) }),
 	CmdPutReservation: def("PutReservation", func(s *State, c *PutReservation, _ uint64) any {
 		return errOrNil(s.applyPutReservation(c))
 	}),

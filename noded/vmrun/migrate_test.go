@@ -22,7 +22,7 @@ var migrationParams = noded.MigrationParams{Downtime: 100 * time.Millisecond, Ma
 // incoming starts, in a state directory of its own (as on another node),
 // the destination of a migration of the job spec describes, with the
 // options o (StartIncoming's, or fewer for a bare guest).
-func incoming(t *testing.T, r *Runner, spec noded.LaunchSpec, o startOpts) *VM {
+func incoming(t testing.TB, r *Runner, spec noded.LaunchSpec, o startOpts) *VM {
 	t.Helper()
 	spec.Dir = t.TempDir()
 	o.accel = r.Accel()
@@ -36,7 +36,7 @@ func incoming(t *testing.T, r *Runner, spec noded.LaunchSpec, o startOpts) *VM {
 
 // linkPair returns the two ends of a TCP connection on the loopback: the
 // network between two node daemons.
-func linkPair(t *testing.T) (src, dst net.Conn) {
+func linkPair(t testing.TB) (src, dst net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +57,7 @@ func linkPair(t *testing.T) (src, dst net.Conn) {
 // migrate streams src to dst over a loopback link, as two daemons do
 // (prelude, then the stream), and returns the source's figures and the
 // destination's verdict.
-func migrate(t *testing.T, src, dst *VM, p noded.MigrationParams) (noded.MigrationStats, error, error) {
+func migrate(t testing.TB, src, dst *VM, p noded.MigrationParams) (noded.MigrationStats, error, error) {
 	t.Helper()
 	a, b := linkPair(t)
 	pre, err := src.MigrationPrelude()
@@ -82,7 +82,7 @@ func migrate(t *testing.T, src, dst *VM, p noded.MigrationParams) (noded.Migrati
 // switchOver does what the daemons do once the controllers agree: quit the
 // source (stopped after its completed stream) and continue the
 // destination.
-func switchOver(t *testing.T, src, dst *VM) {
+func switchOver(t testing.TB, src, dst *VM) {
 	t.Helper()
 	if st, _, err := src.MigrationState(); err != nil || st != "completed" {
 		t.Fatalf("the source's migration state is %q (%v), want completed", st, err)

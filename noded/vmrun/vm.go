@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"corral/noded"
@@ -54,6 +55,10 @@ type VM struct {
 	// Receive takes it (destination.go); nil otherwise.
 	inMu sync.Mutex
 	in   net.Conn
+	// stoppedToMigrate is set while MigrateOut has stopped the guest for
+	// a stop-and-copy stream (migrate.go): an aborted migration continues
+	// it.
+	stoppedToMigrate atomic.Bool
 	// agent reaches the guest agent; nil when the VM has none.
 	agent *agentClient
 	// release frees QEMU's id (identity.go) once QEMU is gone.
