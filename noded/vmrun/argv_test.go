@@ -3,6 +3,7 @@ package vmrun
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestArgvFollowsTheHostContract(t *testing.T) {
 	}{
 		"tcg, separate stderr": {
 			accel: "tcg", out: outputs{stdout: "/o/out", stderr: "/o/err"}, node: "node1",
-			want: []string{"-accel tcg", "-cpu max", "-m 300", "-smp 2",
+			want: []string{"-accel tcg,tb-size=" + strconv.Itoa(tcgBufferMB), "-cpu max", "-m 300", "-smp 2",
 				"-add-fd fd=6,set=6", "-chardev file,id=con,path=/dev/fdset/6,append=on",
 				"-add-fd fd=7,set=7", "-chardev file,id=out,path=/dev/fdset/7,append=on", "-device isa-serial,chardev=out,iobase=0x2f8,irq=3",
 				"-add-fd fd=8,set=8", "-chardev file,id=err,path=/dev/fdset/8,append=on", "-device isa-serial,chardev=err,iobase=0x3e8,irq=5",
